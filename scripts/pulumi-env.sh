@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Sourced by the project's scripts: puts the pinned Pulumi toolchain on PATH and sets the
+# embedded defaults. Every default yields to a value the user already exported.
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+toolchain_bin=$("$root/toolchain/ensure.sh") || return 1
+export PATH="$toolchain_bin:$PATH"
+# Local state inside the project (git-ignored) unless the user chose a backend.
+export PULUMI_BACKEND_URL="${PULUMI_BACKEND_URL:-file://$root/.pulumi-state}"
+# Secrets in the local backend are encrypted with this passphrase; empty by default for
+# the simulated demo. Set your own (or use another secrets provider) for real hosts.
+export PULUMI_CONFIG_PASSPHRASE="${PULUMI_CONFIG_PASSPHRASE-}"
+export PULUMI_SKIP_UPDATE_CHECK=true
+export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
+export PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK=true
+# Type checking is done by `npm test` (tsc); the engine only needs the program to run.
+export PULUMI_NODEJS_TRANSPILE_ONLY="${PULUMI_NODEJS_TRANSPILE_ONLY:-true}"
+mkdir -p "$root/.pulumi-state"

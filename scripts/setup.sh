@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Everything the README's commands need on a fresh machine, each step cached:
+# npm dependencies, the pinned Pulumi toolchain, the simulated hosts' rootfs and the
+# compiled simulators. Prints nothing but progress on stderr.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+stamp=node_modules/.dflash-lock-stamp
+if ! cmp -s package-lock.json "$stamp" 2>/dev/null; then
+  echo "setup: npm ci" >&2
+  npm ci --no-audit --no-fund >&2
+  cp package-lock.json "$stamp"
+fi
+./toolchain/ensure.sh >/dev/null
+if [ "${1:-}" != "--no-hosts" ]; then
+  ./simhost/rootfs.sh >/dev/null
+fi

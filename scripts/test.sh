@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# `npm test`: set-up, type check, then every test file (pure, mocks, and integration
+# through the real engine against simulated hosts).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+./scripts/setup.sh
+echo "test: type check" >&2
+npx tsc --noEmit -p tsconfig.json
+mapfile -t files < <(find test -name '*.test.ts' -not -path '*/fixtures/*' | sort)
+# One file at a time: integration tests share the machine's 2 cores with the hosts.
+exec node --import tsx --test --test-concurrency=1 "${files[@]}"
