@@ -1,0 +1,156 @@
+// The command line of the simulated `python -m sglang.launch_server`, parsed the way
+// argparse does it (long options, `--flag value` and `--flag=value`, unambiguous
+// prefixes, exit 2 with "unrecognized arguments"). Which flags exist is a property of
+// the host's SGLang build, so the flag table depends on a build profile.
+
+export type FlagKind = "str" | "int" | "float" | "bool";
+
+export interface FlagSpec {
+  /** Canonical long option, e.g. "--tp-size". */
+  name: string;
+  /** Key in server args (`/get_server_info`), e.g. "tp_size". */
+  dest: string;
+  kind: FlagKind;
+  aliases?: string[];
+  choices?: string[];
+  default?: string | number | boolean | null;
+  help: string;
+}
+
+export type BuildProfile = "upstream" | "ddtree-fork";
+export const BUILD_PROFILES: BuildProfile[] = ["upstream", "ddtree-fork"];
+
+const COMMON: FlagSpec[] = [
+  { name: "--model-path", dest: "model_path", kind: "str", aliases: ["--model"], help: "The path of the model weights." },
+  { name: "--tokenizer-path", dest: "tokenizer_path", kind: "str", help: "The path of the tokenizer." },
+  { name: "--host", dest: "host", kind: "str", default: "127.0.0.1", help: "The host of the HTTP server." },
+  { name: "--port", dest: "port", kind: "int", default: 30000, help: "The port of the HTTP server." },
+  { name: "--tp-size", dest: "tp_size", kind: "int", aliases: ["--tensor-parallel-size"], default: 1, help: "The tensor parallelism size." },
+  { name: "--mem-fraction-static", dest: "mem_fraction_static", kind: "float", default: 0.88, help: "Fraction of GPU memory for weights and KV cache." },
+  { name: "--context-length", dest: "context_length", kind: "int", default: null, help: "The model's maximum context length." },
+  { name: "--trust-remote-code", dest: "trust_remote_code", kind: "bool", default: false, help: "Allow custom models defined on the Hub." },
+  { name: "--quantization", dest: "quantization", kind: "str", default: null, choices: ["fp8", "awq", "gptq", "compressed-tensors", "moe_wna16", "w8a8_fp8", "modelopt_fp4"], help: "The quantization method." },
+  { name: "--cuda-graph-max-bs", dest: "cuda_graph_max_bs", kind: "int", default: null, help: "Largest batch size captured by CUDA graphs." },
+  { name: "--enable-metrics", dest: "enable_metrics", kind: "bool", default: false, help: "Enable Prometheus metrics at /metrics." },
+  { name: "--watchdog-timeout", dest: "watchdog_timeout", kind: "float", default: 300, help: "Watchdog timeout in seconds." },
+  { name: "--served-model-name", dest: "served_model_name", kind: "str", default: null, help: "Model name in the OpenAI API." },
+  { name: "--api-key", dest: "api_key", kind: "str", default: null, help: "API key required by the server." },
+  { name: "--log-level", dest: "log_level", kind: "str", default: "info", help: "Log level." },
+  { name: "--random-seed", dest: "random_seed", kind: "int", default: null, help: "Random seed." },
+  { name: "--max-running-requests", dest: "max_running_requests", kind: "int", default: null, help: "Maximum running requests." },
+  { name: "--chunked-prefill-size", dest: "chunked_prefill_size", kind: "int", default: null, help: "Chunked prefill size." },
+  { name: "--nnodes", dest: "nnodes", kind: "int", default: 1, help: "Number of nodes." },
+  { name: "--node-rank", dest: "node_rank", kind: "int", default: 0, help: "This node's rank." },
+  { name: "--dist-init-addr", dest: "dist_init_addr", kind: "str", default: null, help: "host:port of the rank-0 node for distributed init." },
+  { name: "--config", dest: "config", kind: "str", default: null, help: "A YAML file of server arguments." },
+  { name: "--speculative-draft-model-path", dest: "speculative_draft_model_path", kind: "str", default: null, help: "The drafter's weights." },
+  { name: "--speculative-num-steps", dest: "speculative_num_steps", kind: "int", default: null, help: "Draft steps." },
+  { name: "--speculative-eagle-topk", dest: "speculative_eagle_topk", kind: "int", default: null, help: "Top-k per draft step." },
+  { name: "--speculative-num-draft-tokens", dest: "speculative_num_draft_tokens", kind: "int", aliases: ["--speculative-dflash-block-size"], default: null, help: "Draft tokens (DFLASH: block size)." },
+  { name: "--speculative-draft-window-size", dest: "speculative_draft_window_size", kind: "int", aliases: ["--speculative-dflash-draft-window-size"], default: null, help: "Drafter keeps only the last N target tokens in its KV cache." },
+  { name: "--speculative-draft-kv-cache-dtype", dest: "speculative_draft_kv_cache_dtype", kind: "str", default: null, help: "Drafter KV cache dtype." },
+  { name: "--speculative-draft-attention-backend", dest: "speculative_draft_attention_backend", kind: "str", default: null, help: "Drafter attention backend." },
+];
+
+const UPSTREAM_ALGORITHMS = ["EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH"];
+
+const DDTREE_FORK: FlagSpec[] = [
+  { name: "--speculative-ddtree-budget", dest: "speculative_ddtree_budget", kind: "int", default: null, help: "DDTree node budget per verification." },
+  { name: "--speculative-dflash-compact-cache", dest: "speculative_dflash_compact_cache", kind: "bool", default: false, help: "Compact the drafter's windowed KV cache." },
+];
+
+export function flagTable(profile: BuildProfile): FlagSpec[] {
+  const algorithms = profile === "ddtree-fork" ? [...UPSTREAM_ALGORITHMS, "DDTREE"] : UPSTREAM_ALGORITHMS;
+  const algorithm: FlagSpec = { name: "--speculative-algorithm", dest: "speculative_algorithm", kind: "str", default: null, choices: algorithms, help: "Speculative decoding algorithm." };
+  switch (profile) {
+    case "upstream":
+      return [...COMMON, algorithm];
+    case "ddtree-fork":
+      return [...COMMON, algorithm, ...DDTREE_FORK];
+    default: {
+      const never: never = profile;
+      throw new Error(`unknown SGLang build profile ${String(never)}`);
+    }
+  }
+}
+
+export type ServerArgs = Record<string, string | number | boolean | null>;
+
+export type ParseResult =
+  | { kind: "ok"; args: ServerArgs }
+  | { kind: "help"; text: string }
+  | { kind: "error"; status: 2; stderr: string };
+
+const PROG = "launch_server.py";
+
+export function usage(table: FlagSpec[]): string {
+  const short = table.map((f) => (f.kind === "bool" ? `[${f.name}]` : `[${f.name} ${f.dest.toUpperCase()}]`));
+  return `usage: ${PROG} [-h] ${short.join(" ")}`;
+}
+
+export function helpText(table: FlagSpec[]): string {
+  const lines = [usage(table), "", "options:", "  -h, --help            show this help message and exit"];
+  for (const f of table) {
+    const names = [f.name, ...(f.aliases ?? [])].map((n) => (f.kind === "bool" ? n : `${n} ${f.dest.toUpperCase()}`)).join(", ");
+    const choices = f.choices ? ` {${f.choices.join(",")}}` : "";
+    lines.push(`  ${names}${choices}`, `                        ${f.help}`);
+  }
+  return lines.join("\n") + "\n";
+}
+
+/** Pure: parses argv (without the program name) against a flag table. */
+export function parseArgs(argv: string[], table: FlagSpec[]): ParseResult {
+  const byName = new Map<string, FlagSpec>();
+  for (const f of table) for (const n of [f.name, ...(f.aliases ?? [])]) byName.set(n, f);
+  const args: ServerArgs = {};
+  for (const f of table) args[f.dest] = f.default ?? (f.kind === "bool" ? false : null);
+  const unrecognized: string[] = [];
+  const fail = (msg: string): ParseResult => ({ kind: "error", status: 2, stderr: `${usage(table)}\n${PROG}: error: ${msg}\n` });
+
+  for (let i = 0; i < argv.length; i++) {
+    const token = argv[i];
+    if (token === "-h" || token === "--help") return { kind: "help", text: helpText(table) };
+    if (!token.startsWith("--")) {
+      unrecognized.push(token);
+      continue;
+    }
+    const eq = token.indexOf("=");
+    const written = eq >= 0 ? token.slice(0, eq) : token;
+    let spec = byName.get(written);
+    if (!spec) {
+      const candidates = [...byName.keys()].filter((n) => n.startsWith(written));
+      const specs = new Set(candidates.map((c) => byName.get(c)));
+      if (specs.size > 1) return fail(`ambiguous option: ${written} could match ${candidates.join(", ")}`);
+      spec = candidates.length ? byName.get(candidates[0]) : undefined;
+    }
+    if (!spec) {
+      unrecognized.push(token);
+      if (eq < 0 && i + 1 < argv.length && !argv[i + 1].startsWith("--")) unrecognized.push(argv[++i]);
+      continue;
+    }
+    if (spec.kind === "bool") {
+      if (eq >= 0) return fail(`argument ${spec.name}: ignored explicit argument '${token.slice(eq + 1)}'`);
+      args[spec.dest] = true;
+      continue;
+    }
+    let raw: string;
+    if (eq >= 0) raw = token.slice(eq + 1);
+    else if (i + 1 < argv.length && !argv[i + 1].startsWith("--")) raw = argv[++i];
+    else return fail(`argument ${spec.name}: expected one argument`);
+    if (spec.choices && !spec.choices.includes(raw)) {
+      return fail(`argument ${spec.name}: invalid choice: '${raw}' (choose from ${spec.choices.map((c) => `'${c}'`).join(", ")})`);
+    }
+    if (spec.kind === "int") {
+      if (!/^[+-]?\d+$/.test(raw)) return fail(`argument ${spec.name}: invalid int value: '${raw}'`);
+      args[spec.dest] = Number(raw);
+    } else if (spec.kind === "float") {
+      if (raw.trim() === "" || !Number.isFinite(Number(raw))) return fail(`argument ${spec.name}: invalid float value: '${raw}'`);
+      args[spec.dest] = Number(raw);
+    } else {
+      args[spec.dest] = raw;
+    }
+  }
+  if (unrecognized.length) return fail(`unrecognized arguments: ${unrecognized.join(" ")}`);
+  if (args.model_path === null) return fail("the following arguments are required: --model-path");
+  return { kind: "ok", args };
+}

@@ -1,0 +1,60 @@
+import { test } from "node:test";
+import * as assert from "node:assert/strict";
+import { flagTable, parseArgs } from "../../../simhost/sim/sglang/flags";
+
+const upstream = flagTable("upstream");
+const fork = flagTable("ddtree-fork");
+
+test("parses --flag value, --flag=value, store_true and aliases like argparse", () => {
+  const r = parseArgs(["--model-path", "/m", "--tp-size=8", "--trust-remote-code", "--speculative-dflash-block-size", "16"], upstream);
+  assert.equal(r.kind, "ok");
+  if (r.kind !== "ok") return;
+  assert.equal(r.args.model_path, "/m");
+  assert.equal(r.args.tp_size, 8);
+  assert.equal(r.args.trust_remote_code, true);
+  assert.equal(r.args.speculative_num_draft_tokens, 16);
+  assert.equal(r.args.port, 30000, "default port");
+});
+
+test("unknown flags exit 2 with argparse's message", () => {
+  const r = parseArgs(["--model-path", "/m", "--speculative-ddtree-budget", "8"], upstream);
+  assert.deepEqual(r.kind, "error");
+  if (r.kind !== "error") return;
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /^usage: launch_server\.py \[-h\]/);
+  assert.match(r.stderr, /launch_server\.py: error: unrecognized arguments: --speculative-ddtree-budget 8\n$/);
+});
+
+test("the DDTree fork accepts its flags and the DDTREE algorithm; upstream rejects DDTREE", () => {
+  const args = ["--model-path", "/m", "--speculative-algorithm", "DDTREE", "--speculative-ddtree-budget", "8", "--speculative-dflash-compact-cache"];
+  assert.equal(parseArgs(args, fork).kind, "ok");
+  const r = parseArgs(args.slice(0, 4), upstream);
+  assert.equal(r.kind, "error");
+  if (r.kind === "error") assert.match(r.stderr, /argument --speculative-algorithm: invalid choice: 'DDTREE'/);
+});
+
+test("unambiguous prefixes are accepted, ambiguous ones rejected", () => {
+  const ok = parseArgs(["--model-path", "/m", "--tp", "4"], upstream);
+  assert.equal(ok.kind === "ok" && ok.args.tp_size, 4);
+  const amb = parseArgs(["--model-path", "/m", "--speculative-d", "x"], upstream);
+  assert.equal(amb.kind, "error");
+  if (amb.kind === "error") assert.match(amb.stderr, /ambiguous option: --speculative-d could match/);
+});
+
+test("type errors and missing values are reported per argument", () => {
+  const bad = parseArgs(["--model-path", "/m", "--tp-size", "eight"], upstream);
+  assert.equal(bad.kind === "error" && bad.stderr.includes("argument --tp-size: invalid int value: 'eight'"), true);
+  const missing = parseArgs(["--model-path"], upstream);
+  assert.equal(missing.kind === "error" && missing.stderr.includes("argument --model-path: expected one argument"), true);
+  const required = parseArgs([], upstream);
+  assert.equal(required.kind === "error" && required.stderr.includes("the following arguments are required: --model-path"), true);
+});
+
+test("--help lists every accepted flag of the profile", () => {
+  const r = parseArgs(["--help"], fork);
+  assert.equal(r.kind, "help");
+  if (r.kind !== "help") return;
+  for (const f of fork) assert.ok(r.text.includes(f.name), `${f.name} in --help`);
+  const up = parseArgs(["-h"], upstream);
+  assert.equal(up.kind === "help" && up.text.includes("--speculative-ddtree-budget"), false);
+});
