@@ -14,4 +14,6 @@ fi
 ./toolchain/ensure.sh >/dev/null
 if [ "${1:-}" != "--no-hosts" ]; then
   ./simhost/rootfs.sh >/dev/null
+  # The simulators run inside the hosts as plain JavaScript (bind-mounted, no node_modules).
+  npx tsc -p simhost/sim/tsconfig.json
 fi

@@ -1,0 +1,740 @@
+// Lifecycle of simulated GPU hosts: real Debian containers (systemd-nspawn --boot) with
+// real systemd, journald and OpenSSH, each on its own loopback address 127.0.0.N, with
+// the GPU and SGLang simulators from build/sim mounted in. See
+// /work/shared/docs/test-hosts.md for why each step is done the way it is.
+//
+// State is global to the machine (loopback addresses are), under /run/dflash-simhost:
+//   <name>/            one host: host.json, nspawn.pid, console.log, client key,
+//                      known_hosts, and the overlay (upper/, work/, root/ = merged tree)
+//   addresses/<addr>/  one claimed address; its `owner` file names the host
+import { execFileSync, spawn } from "node:child_process";
+import * as crypto from "node:crypto";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { parseFaults } from "./sim/faults";
+
+export const REPO_ROOT = path.resolve(__dirname, "..");
+export const STATE_ROOT = "/run/dflash-simhost";
+const ADDRESSES_DIR = path.join(STATE_ROOT, "addresses");
+const SSH_PORT = 22;
+const SGLANG_PORT = 30000;
+const FIRST_HOST_OCTET = 10;
+const LAST_HOST_OCTET = 250;
+const CGROUP_HIERARCHIES = ["/sys/fs/cgroup/systemd", "/sys/fs/cgroup/unified"];
+const STOP_DEADLINE_MS = 20_000;
+const POLL_MS = 100;
+
+export interface ModelSpec {
+  /** Absolute path of the model directory inside the host. */
+  path: string;
+  /** Size the simulator pretends the weights have (drives load time and GPU memory). */
+  sizeGiB: number;
+}
+
+export interface StartOptions {
+  /** GPUs the simulated nvidia-smi reports. Defaults to 8. */
+  gpus?: number;
+  /** Memory per simulated GPU in MiB. Defaults to 97887 (an H200 as nvidia-smi reports it). */
+  gpuMemoryMiB?: number;
+  /** Passed through to /etc/dflash-sim/sglang.json for the SGLang simulator. Defaults to {}. */
+  sglang?: Record<string, unknown>;
+  /** Fake model trees. Defaults to DEFAULT_MODELS (Kimi-K2.6 target and its DFlash draft). */
+  models?: ModelSpec[];
+  /** How long the boot may take until systemd reports `running`. Defaults to 60 s. */
+  bootTimeoutMs?: number;
+  /** Compiled simulators to mount at /opt/dflash-sim. Defaults to <repo>/build/sim. */
+  simDir?: string;
+  /** Progress while waiting for the boot (phase, elapsed). Defaults to silence. */
+  onProgress?: (message: string) => void;
+}
+
+export const DEFAULT_MODELS: ModelSpec[] = [
+  { path: "/models/Kimi-K2.6", sizeGiB: 590 },
+  { path: "/models/Kimi-K2.6-DFlash", sizeGiB: 6 },
+];
+
+export interface HostInfo {
+  name: string;
+  address: string;
+  port: number;
+  user: "root";
+  privateKeyPath: string;
+  /** The host's ed25519 public key line, `ssh-ed25519 AAAA...`. */
+  hostKey: string;
+  sglangPort: number;
+  gpus: number;
+  gpuMemoryMiB: number;
+  stateDir: string;
+  /** `127.0.0.N ssh-ed25519 AAAA...`, for StrictHostKeyChecking=yes. */
+  knownHostsPath: string;
+}
+
+export interface HostStatus {
+  name: string;
+  address: string | null;
+  pid: number | null;
+  alive: boolean;
+}
+
+// ---------------------------------------------------------------------------------
+// Pure parts: names, listeners, and the files a host gets before it boots.
+
+/** Pure: a host name doubles as machine name, hostname and cgroup dir, so keep it plain. */
+export function validateHostName(name: string): string {
+  if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(name)) {
+    throw new Error(`invalid host name ${JSON.stringify(name)}: use 1-63 lower-case letters, digits and '-', starting with a letter or digit`);
+  }
+  if (name === path.basename(ADDRESSES_DIR)) throw new Error(`host name "${name}" is reserved`);
+  return name;
+}
+
+export interface Listeners {
+  /** 127.0.0.N addresses with something on port 22 or 30000. */
+  busyAddresses: Set<string>;
+  /** Ports 22/30000 taken on every address (0.0.0.0, [::], *): no host can be started. */
+  wildcardPorts: number[];
+}
+
+/** Pure: reads `ss -ltnH` output for the ports every simulated host needs. */
+export function parseListeners(ssOutput: string): Listeners {
+  const wanted = new Set([SSH_PORT, SGLANG_PORT]);
+  const busyAddresses = new Set<string>();
+  const wildcardPorts = new Set<number>();
+  for (const line of ssOutput.split("\n")) {
+    const local = line.trim().split(/\s+/)[3];
+    if (!local) continue;
+    const colon = local.lastIndexOf(":");
+    const host = local.slice(0, colon).replace(/%.*$/, "");
+    const port = Number(local.slice(colon + 1));
+    if (!wanted.has(port)) continue;
+    if (host === "0.0.0.0" || host === "*" || host === "[::]") wildcardPorts.add(port);
+    else busyAddresses.add(host);
+  }
+  return { busyAddresses, wildcardPorts: [...wildcardPorts].sort((a, b) => a - b) };
+}
+
+/** What start learns from the rootfs (the shell looks, the renderer decides). */
+export interface RootfsFacts {
+  /** e.g. "python3.11", from /usr/bin/python3's link. */
+  python: string;
+  /** Unit files shipped in /lib/systemd/system. */
+  units: Set<string>;
+  /** Units already linked in /etc/systemd/system/multi-user.target.wants. */
+  multiUserWants: Set<string>;
+}
+
+export type HostEntry =
+  | { kind: "dir"; path: string; mode: number }
+  | { kind: "file"; path: string; mode: number; content: string }
+  | { kind: "symlink"; path: string; target: string };
+
+export interface HostTreeParams {
+  name: string;
+  address: string;
+  machineId: string;
+  clientPublicKey: string;
+  gpus: number;
+  gpuMemoryMiB: number;
+  sglang: Record<string, unknown>;
+  models: ModelSpec[];
+  facts: RootfsFacts;
+}
+
+// Boot waits for nothing that cannot happen in a container on host networking, and no
+// housekeeping job (apt, fstrim, e2scrub on the machine's own disk) runs mid-benchmark.
+const UNITS_TO_MASK = [
+  "systemd-networkd-wait-online.service",
+  "e2scrub_reap.service",
+  "e2scrub_all.timer",
+  "fstrim.timer",
+  "apt-daily.timer",
+  "apt-daily-upgrade.timer",
+  "dpkg-db-backup.timer",
+];
+
+/** Pure: JSON with sorted object keys, so the same config always gives the same bytes. */
+export function stableJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v && typeof v === "object" && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
+  );
+}
+
+function validateModel(model: ModelSpec): void {
+  const p = model.path;
+  if (typeof p !== "string" || !p.startsWith("/") || p.split("/").includes("..") || /[\0-\x1f]/.test(p)) {
+    throw new Error(`model path ${JSON.stringify(p)} must be an absolute path without '..' or control characters`);
+  }
+  if (typeof model.sizeGiB !== "number" || !Number.isFinite(model.sizeGiB) || model.sizeGiB <= 0) {
+    throw new Error(`model ${p}: sizeGiB must be a positive number, got ${JSON.stringify(model.sizeGiB)}`);
+  }
+}
+
+/** Pure: every directory, file and unit link a host gets in its overlay before boot. */
+export function renderHostTree(p: HostTreeParams): HostEntry[] {
+  const file = (filePath: string, content: string, mode = 0o644): HostEntry => ({ kind: "file", path: filePath, mode, content });
+  const sitePackages = `/usr/local/lib/${p.facts.python}/dist-packages`;
+  const entries: HostEntry[] = [
+    file("/etc/machine-id", `${p.machineId}\n`, 0o444),
+    file("/etc/hostname", `${p.name}\n`),
+    // The name resolves locally: a DNS lookup of its own name would stall programs.
+    file("/etc/hosts", `127.0.0.1\tlocalhost\n${p.address}\t${p.name}\n`),
+    { kind: "dir", path: "/root/.ssh", mode: 0o700 },
+    file("/root/.ssh/authorized_keys", `${p.clientPublicKey.trim()}\n`, 0o600),
+    file(
+      "/etc/ssh/sshd_config.d/10-simhost.conf",
+      [`ListenAddress ${p.address}`, "PermitRootLogin prohibit-password", "PasswordAuthentication no", "UseDNS no", ""].join("\n"),
+    ),
+    file("/usr/local/bin/nvidia-smi", '#!/bin/sh\nexec /usr/local/bin/node /opt/dflash-sim/nvidia-smi.js "$@"\n', 0o755),
+    file(`${sitePackages}/sglang/__init__.py`, ""),
+    // execv keeps the PID, so systemd's MainPID is the simulator itself.
+    file(
+      `${sitePackages}/sglang/launch_server.py`,
+      'import os, sys\nos.execv("/usr/local/bin/node", ["node", "/opt/dflash-sim/sglang/launch_server.js"] + sys.argv[1:])\n',
+    ),
+    file("/etc/dflash-sim/gpus.json", `${stableJson({ count: p.gpus, memoryMiB: p.gpuMemoryMiB })}\n`),
+    file("/etc/dflash-sim/sglang.json", `${stableJson(p.sglang)}\n`),
+    file("/etc/dflash-sim/faults.json", "{}\n"),
+  ];
+  for (const model of p.models) {
+    validateModel(model);
+    entries.push(file(path.posix.join(model.path, "config.json"), `${stableJson({ sim_size_gib: model.sizeGiB })}\n`));
+  }
+  if (!p.facts.multiUserWants.has("ssh.service")) {
+    entries.push({ kind: "symlink", path: "/etc/systemd/system/multi-user.target.wants/ssh.service", target: "/lib/systemd/system/ssh.service" });
+  }
+  for (const unit of UNITS_TO_MASK) {
+    if (p.facts.units.has(unit)) entries.push({ kind: "symlink", path: `/etc/systemd/system/${unit}`, target: "/dev/null" });
+  }
+  return entries;
+}
+
+// ---------------------------------------------------------------------------------
+// Shell: processes, mounts, cgroups.
+
+const stateDirOf = (name: string) => path.join(STATE_ROOT, name);
+const mergedDirOf = (name: string) => path.join(stateDirOf(name), "root");
+const cgroupDirsOf = (name: string) => CGROUP_HIERARCHIES.map((h) => path.join(h, `nspawn-${name}`));
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function run(file: string, args: string[]): string {
+  return execFileSync(file, args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+}
+
+function hasCommand(command: string): boolean {
+  try {
+    run("sh", ["-c", 'command -v "$1"', "sh", command]);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The console is colored for a terminal; an error message is not one. */
+function lastLines(file: string, count: number): string {
+  try {
+    const text = fs.readFileSync(file, "utf8").replace(/\x1b\[[0-9;]*[A-Za-z]/g, "");
+    return text.trimEnd().split("\n").slice(-count).join("\n");
+  } catch {
+    return "(no console output)";
+  }
+}
+
+function writeFileAtomic(file: string, content: string, mode = 0o644): void {
+  const tmp = `${file}.tmp-${process.pid}`;
+  fs.writeFileSync(tmp, content, { mode });
+  fs.renameSync(tmp, file);
+}
+
+function processState(pid: number): string | null {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+  } catch {
+    return null;
+  }
+}
+
+/** A zombie has exited; only its parent's wait is missing. */
+function isAlive(pid: number): boolean {
+  const state = processState(pid);
+  return state !== null && state !== "Z";
+}
+
+/** Only ever signal the systemd-nspawn we started for this host, never a reused PID. */
+function isOurNspawn(pid: number, name: string): boolean {
+  try {
+    const argv = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+    return path.basename(argv[0]) === "systemd-nspawn" && argv.includes(`--machine=${name}`) && isAlive(pid);
+  } catch {
+    return false;
+  }
+}
+
+function readPid(name: string): number | null {
+  try {
+    const pid = Number(fs.readFileSync(path.join(stateDirOf(name), "nspawn.pid"), "utf8").trim());
+    return Number.isInteger(pid) && pid > 0 ? pid : null;
+  } catch {
+    return null;
+  }
+}
+
+function isMounted(dir: string): boolean {
+  const lines = fs.readFileSync("/proc/self/mountinfo", "utf8").split("\n");
+  return lines.some((line) => line.split(" ")[4] === dir);
+}
+
+function assertPreconditions(simDir: string): string {
+  if (process.getuid?.() !== 0) throw new Error("simulated hosts need root (mounts, cgroups, systemd-nspawn): this needs root: run as root");
+  if (!hasCommand("systemd-nspawn")) throw new Error("systemd-nspawn not found: apt-get install systemd-container");
+  for (const entry of ["nvidia-smi.js", "sglang/launch_server.js"]) {
+    if (!fs.existsSync(path.join(simDir, entry))) {
+      throw new Error(`simulators not built: ${path.join(simDir, entry)} is missing; run npx tsc -p simhost/sim/tsconfig.json`);
+    }
+  }
+  try {
+    return execFileSync(path.join(REPO_ROOT, "simhost/rootfs.sh"), { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }).trim();
+  } catch (e) {
+    throw new Error(`could not build or find the host rootfs with simhost/rootfs.sh (see its output above): ${(e as Error).message}`);
+  }
+}
+
+/** The state dir is the lock on the name: mkdir either creates it or the name is taken. */
+function claimStateDir(name: string): string {
+  const dir = stateDirOf(name);
+  fs.mkdirSync(STATE_ROOT, { recursive: true });
+  try {
+    fs.mkdirSync(dir);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+    const pid = readPid(name);
+    const how = pid !== null && isOurNspawn(pid, name) ? `is already running (systemd-nspawn pid ${pid})` : "has state left over (starting, or a crashed run)";
+    throw new Error(`host ${name} ${how} in ${dir}: stop it first with npm run simhost -- stop ${name}`);
+  }
+  return dir;
+}
+
+function claimAddress(name: string): string {
+  const { busyAddresses, wildcardPorts } = parseListeners(run("ss", ["-ltnH"]));
+  if (wildcardPorts.length > 0) {
+    throw new Error(`port ${wildcardPorts.join(" and ")} is taken on all addresses (ss -ltn); simulated hosts need ${SSH_PORT} and ${SGLANG_PORT} on their own 127.0.0.N`);
+  }
+  fs.mkdirSync(ADDRESSES_DIR, { recursive: true });
+  for (let octet = FIRST_HOST_OCTET; octet <= LAST_HOST_OCTET; octet++) {
+    const address = `127.0.0.${octet}`;
+    if (busyAddresses.has(address)) continue;
+    try {
+      fs.mkdirSync(path.join(ADDRESSES_DIR, address));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "EEXIST") continue;
+      throw e;
+    }
+    fs.writeFileSync(path.join(ADDRESSES_DIR, address, "owner"), `${name}\n`);
+    return address;
+  }
+  throw new Error(`no free loopback address in 127.0.0.${FIRST_HOST_OCTET}-${LAST_HOST_OCTET}: see ${ADDRESSES_DIR} and stop hosts with npm run simhost -- stop --all`);
+}
+
+function addressesOwnedBy(name: string): string[] {
+  if (!fs.existsSync(ADDRESSES_DIR)) return [];
+  return fs.readdirSync(ADDRESSES_DIR).filter((address) => {
+    try {
+      return fs.readFileSync(path.join(ADDRESSES_DIR, address, "owner"), "utf8").trim() === name;
+    } catch {
+      return false;
+    }
+  });
+}
+
+function mountOverlay(rootfs: string, stateDir: string): string {
+  const [upper, work, merged] = ["upper", "work", "root"].map((d) => path.join(stateDir, d));
+  for (const dir of [upper, work, merged]) fs.mkdirSync(dir);
+  run("mount", ["-t", "overlay", "overlay", "-o", `lowerdir=${rootfs},upperdir=${upper},workdir=${work}`, merged]);
+  return merged;
+}
+
+function inspectRootfs(rootfs: string): RootfsFacts {
+  const python = path.basename(fs.readlinkSync(path.join(rootfs, "usr/bin/python3")));
+  if (!/^python3\.\d+$/.test(python)) throw new Error(`unexpected python in the rootfs: /usr/bin/python3 -> ${python}`);
+  const wantsDir = path.join(rootfs, "etc/systemd/system/multi-user.target.wants");
+  return {
+    python,
+    units: new Set(fs.readdirSync(path.join(rootfs, "lib/systemd/system"))),
+    multiUserWants: new Set(fs.existsSync(wantsDir) ? fs.readdirSync(wantsDir) : []),
+  };
+}
+
+function makeClientKey(stateDir: string, name: string): { privateKeyPath: string; publicKey: string } {
+  const privateKeyPath = path.join(stateDir, "id_ed25519");
+  run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", `simhost-${name}`, "-f", privateKeyPath]);
+  return { privateKeyPath, publicKey: fs.readFileSync(`${privateKeyPath}.pub`, "utf8") };
+}
+
+function writeHostTree(merged: string, entries: HostEntry[]): void {
+  for (const entry of entries) {
+    const target = path.join(merged, entry.path);
+    fs.mkdirSync(path.dirname(target), { recursive: true });
+    switch (entry.kind) {
+      case "dir":
+        fs.mkdirSync(target, { recursive: true });
+        fs.chmodSync(target, entry.mode);
+        break;
+      case "file":
+        fs.rmSync(target, { force: true });
+        fs.writeFileSync(target, entry.content, { mode: entry.mode });
+        fs.chmodSync(target, entry.mode);
+        break;
+      case "symlink":
+        fs.rmSync(target, { force: true });
+        fs.symlinkSync(entry.target, target);
+        break;
+      default: {
+        const never: never = entry;
+        throw new Error(`unhandled host entry ${JSON.stringify(never)}`);
+      }
+    }
+  }
+}
+
+/** Fresh host keys for this host; returns its ed25519 public key line. */
+function makeHostKeys(merged: string): string {
+  run("ssh-keygen", ["-A", "-f", merged]);
+  const [type, key] = fs.readFileSync(path.join(merged, "etc/ssh/ssh_host_ed25519_key.pub"), "utf8").trim().split(/\s+/);
+  return `${type} ${key}`;
+}
+
+/**
+ * Starts systemd-nspawn detached (own session, stdin /dev/null, console to console.log),
+ * first moving the launching shell into the host's own cgroups: hosts sharing one cgroup
+ * confuse each other's systemd. Arguments travel as argv, never through shell text.
+ */
+function bootContainer(name: string, merged: string, simDir: string, stateDir: string): number {
+  const script = [
+    "set -e",
+    'name=$1 merged=$2 node=$3 sim=$4; shift 4',
+    'for cg in "$@"; do mkdir -p "$cg"; echo $$ > "$cg/cgroup.procs"; done',
+    'exec systemd-nspawn --boot --directory="$merged" --machine="$name" --register=no --keep-unit --console=read-only ' +
+      '--bind-ro="$node":/usr/local/bin/node --bind-ro="$sim":/opt/dflash-sim',
+  ].join("\n");
+  const console = fs.openSync(path.join(stateDir, "console.log"), "a");
+  try {
+    const child = spawn("bash", ["-c", script, "bash", name, merged, fs.realpathSync(process.execPath), simDir, ...cgroupDirsOf(name)], {
+      detached: true,
+      stdio: ["ignore", console, console],
+    });
+    child.unref();
+    if (child.pid === undefined) throw new Error(`could not start systemd-nspawn for ${name}`);
+    fs.writeFileSync(path.join(stateDir, "nspawn.pid"), `${child.pid}\n`);
+    return child.pid;
+  } finally {
+    fs.closeSync(console);
+  }
+}
+
+export interface SshResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface SshOptions {
+  /** Kills ssh after this long; the result then has code 124. Defaults to 30 s. */
+  timeoutMs?: number;
+  /** Written to the remote command's stdin. Defaults to nothing (stdin closed). */
+  input?: string;
+  /** Known-hosts file to verify the host against. Defaults to the host's own. */
+  knownHostsPath?: string;
+}
+
+/** Runs `command` on the host with the system ssh, pinned to the host's key and identity. */
+export function ssh(host: HostInfo, command: string, opts: SshOptions = {}): Promise<SshResult> {
+  const args = [
+    "-F", "none",
+    "-o", "BatchMode=yes",
+    "-o", "IdentitiesOnly=yes",
+    "-o", "StrictHostKeyChecking=yes",
+    "-o", `UserKnownHostsFile=${opts.knownHostsPath ?? host.knownHostsPath}`,
+    "-o", "GlobalKnownHostsFile=/dev/null",
+    "-o", "ConnectTimeout=5",
+    "-o", "LogLevel=ERROR",
+    "-i", host.privateKeyPath,
+    "-p", String(host.port),
+    `${host.user}@${host.address}`,
+    "--",
+    command,
+  ];
+  return new Promise((resolve, reject) => {
+    const child = spawn("ssh", args, { stdio: ["pipe", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill("SIGKILL");
+    }, opts.timeoutMs ?? 30_000);
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+    child.on("error", (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      if (timedOut) resolve({ code: 124, stdout, stderr: `${stderr}ssh to ${host.name}: timed out after ${opts.timeoutMs ?? 30_000} ms\n` });
+      else resolve({ code: code ?? 255, stdout, stderr });
+    });
+    child.stdin.on("error", () => undefined);
+    child.stdin.end(opts.input ?? "");
+  });
+}
+
+/** One poll loop with a deadline: sshd accepts, then systemd finishes booting to `running`. */
+async function waitUntilRunning(host: HostInfo, pid: number, timeoutMs: number, onProgress: (m: string) => void): Promise<void> {
+  const started = Date.now();
+  const deadline = started + timeoutMs;
+  const consoleLog = path.join(host.stateDir, "console.log");
+  const tail = () => `last lines of ${consoleLog}:\n${lastLines(consoleLog, 15)}`;
+  let lastSeen = "no answer yet";
+  let phase = "";
+  for (;;) {
+    if (!isAlive(pid)) throw new Error(`host ${host.name}: systemd-nspawn exited during boot; ${tail()}`);
+    const remaining = deadline - Date.now();
+    if (remaining <= 0) {
+      throw new Error(`host ${host.name} did not finish booting within ${timeoutMs / 1000} s (last: ${lastSeen}); ${tail()}`);
+    }
+    const result = await ssh(host, "systemctl is-system-running --wait", { timeoutMs: remaining });
+    const state = result.stdout.trim();
+    if (state === "running") return;
+    if (state === "degraded") {
+      // The host is removed after a failed start, so its journal goes into the error now.
+      const failed = await ssh(
+        host,
+        'units=$(systemctl --failed --no-legend --plain | cut -d" " -f1); echo "$units"; ' +
+          'for u in $units; do echo "--- journalctl -u $u"; journalctl --no-pager -n 5 -u "$u"; done',
+        { timeoutMs: 10_000 },
+      );
+      throw new Error(`host ${host.name} booted degraded; failed units:\n${failed.stdout.trim() || failed.stderr.trim()}`);
+    }
+    lastSeen = state ? `systemd is ${state}` : `ssh: ${result.stderr.trim().split("\n").pop() || `exit ${result.code}`}`;
+    const nextPhase = state ? "waiting for systemd" : "waiting for sshd";
+    if (nextPhase !== phase) {
+      phase = nextPhase;
+      onProgress(`${host.name}: ${phase} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+    }
+    // Anything but a finished boot (refused connection, systemd "stopping", ...) is retried until the deadline.
+    await sleep(POLL_MS);
+  }
+}
+
+/** Boots a simulated host and returns how to reach it. On any failure, nothing is left behind. */
+export async function start(name: string, opts: StartOptions = {}): Promise<HostInfo> {
+  validateHostName(name);
+  const simDir = path.resolve(opts.simDir ?? path.join(REPO_ROOT, "build/sim"));
+  const rootfs = assertPreconditions(simDir);
+  const stateDir = claimStateDir(name);
+  try {
+    const address = claimAddress(name);
+    const merged = mountOverlay(rootfs, stateDir);
+    const clientKey = makeClientKey(stateDir, name);
+    const hostKey = makeHostKeys(merged);
+    const gpus = opts.gpus ?? 8;
+    const gpuMemoryMiB = opts.gpuMemoryMiB ?? 97887;
+    writeHostTree(
+      merged,
+      renderHostTree({
+        name,
+        address,
+        machineId: crypto.randomBytes(16).toString("hex"),
+        clientPublicKey: clientKey.publicKey,
+        gpus,
+        gpuMemoryMiB,
+        sglang: opts.sglang ?? {},
+        models: opts.models ?? DEFAULT_MODELS,
+        facts: inspectRootfs(rootfs),
+      }),
+    );
+    const knownHostsPath = path.join(stateDir, "known_hosts");
+    fs.writeFileSync(knownHostsPath, `${address} ${hostKey}\n`);
+    const host: HostInfo = {
+      name,
+      address,
+      port: SSH_PORT,
+      user: "root",
+      privateKeyPath: clientKey.privateKeyPath,
+      hostKey,
+      sglangPort: SGLANG_PORT,
+      gpus,
+      gpuMemoryMiB,
+      stateDir,
+      knownHostsPath,
+    };
+    fs.writeFileSync(path.join(stateDir, "host.json"), `${JSON.stringify(host)}\n`);
+    const pid = bootContainer(name, merged, simDir, stateDir);
+    await waitUntilRunning(host, pid, opts.bootTimeoutMs ?? 60_000, opts.onProgress ?? (() => undefined));
+    return host;
+  } catch (e) {
+    try {
+      await stop(name);
+    } catch (cleanup) {
+      (e as Error).message += `\n(cleanup after the failed start also failed: ${(cleanup as Error).message})`;
+    }
+    throw e;
+  }
+}
+
+async function waitForExit(pid: number, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (isAlive(pid)) {
+    if (Date.now() > deadline) return false;
+    await sleep(POLL_MS);
+  }
+  return true;
+}
+
+async function unmount(dir: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (isMounted(dir)) {
+    try {
+      run("umount", [dir]);
+    } catch (e) {
+      const stderr = String((e as { stderr?: string }).stderr ?? "");
+      if (!/busy/i.test(stderr) || Date.now() > deadline) throw new Error(`could not unmount ${dir}: ${stderr.trim() || (e as Error).message}`);
+      await sleep(POLL_MS);
+    }
+  }
+}
+
+/** cgroup dirs go with rmdir only, children first; the container's systemd leaves its slices. */
+async function removeCgroup(dir: string): Promise<void> {
+  if (!fs.existsSync(dir)) return;
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    if (entry.isDirectory()) await removeCgroup(path.join(dir, entry.name));
+  }
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    try {
+      fs.rmdirSync(dir);
+      return;
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === "ENOENT") return;
+      if (code !== "EBUSY" || Date.now() > deadline) {
+        const procs = fs.existsSync(path.join(dir, "cgroup.procs")) ? fs.readFileSync(path.join(dir, "cgroup.procs"), "utf8").trim() : "";
+        throw new Error(`could not remove cgroup ${dir} (${code}); processes still in it: ${procs || "none"}`);
+      }
+      await sleep(POLL_MS);
+    }
+  }
+}
+
+/** Stops a host and removes everything it had: process, mount, cgroups, address, state. Idempotent. */
+export async function stop(name: string): Promise<void> {
+  validateHostName(name);
+  const pid = readPid(name);
+  if (pid !== null && isOurNspawn(pid, name)) {
+    process.kill(pid, "SIGTERM");
+    if (!(await waitForExit(pid, STOP_DEADLINE_MS))) {
+      if (isOurNspawn(pid, name)) process.kill(pid, "SIGKILL");
+      if (!(await waitForExit(pid, 5_000))) throw new Error(`host ${name}: systemd-nspawn pid ${pid} survived SIGKILL`);
+    }
+  }
+  const merged = mergedDirOf(name);
+  await unmount(merged);
+  for (const dir of cgroupDirsOf(name)) await removeCgroup(dir);
+  for (const address of addressesOwnedBy(name)) fs.rmSync(path.join(ADDRESSES_DIR, address), { recursive: true, force: true });
+  // Never recurse into a tree that is still an overlay: the check above must have held.
+  if (isMounted(merged)) throw new Error(`${merged} is still mounted; not removing ${stateDirOf(name)}`);
+  fs.rmSync(stateDirOf(name), { recursive: true, force: true });
+}
+
+function hostNames(): string[] {
+  if (!fs.existsSync(STATE_ROOT)) return [];
+  return fs
+    .readdirSync(STATE_ROOT, { withFileTypes: true })
+    .filter((e) => e.isDirectory() && e.name !== path.basename(ADDRESSES_DIR))
+    .map((e) => e.name)
+    .sort();
+}
+
+/** Stops every host on the machine, then frees addresses whose owner no longer exists. */
+export async function stopAll(): Promise<string[]> {
+  const names = hostNames();
+  for (const name of names) await stop(name);
+  if (fs.existsSync(ADDRESSES_DIR)) {
+    for (const address of fs.readdirSync(ADDRESSES_DIR)) {
+      let owner: string;
+      try {
+        owner = fs.readFileSync(path.join(ADDRESSES_DIR, address, "owner"), "utf8").trim();
+      } catch {
+        continue;
+      }
+      if (!fs.existsSync(stateDirOf(owner))) fs.rmSync(path.join(ADDRESSES_DIR, address), { recursive: true, force: true });
+    }
+  }
+  return names;
+}
+
+export function status(): HostStatus[] {
+  return hostNames().map((name) => {
+    const pid = readPid(name);
+    let address: string | null = null;
+    try {
+      address = (JSON.parse(fs.readFileSync(path.join(stateDirOf(name), "host.json"), "utf8")) as HostInfo).address;
+    } catch {
+      address = addressesOwnedBy(name)[0] ?? null;
+    }
+    return { name, address, pid, alive: pid !== null && isOurNspawn(pid, name) };
+  });
+}
+
+/** The HostInfo of a running host, as start returned it. */
+export function hostInfo(name: string): HostInfo {
+  validateHostName(name);
+  const pid = readPid(name);
+  if (pid === null || !isOurNspawn(pid, name)) throw new Error(`host ${name} is not running: start it with npm run simhost -- start ${name}`);
+  return JSON.parse(fs.readFileSync(path.join(stateDirOf(name), "host.json"), "utf8")) as HostInfo;
+}
+
+function parseJsonArgument(what: string, text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new Error(`${what} is not valid JSON (${(e as Error).message}): ${text}`);
+  }
+}
+
+function simConfigFile(name: string, file: string): string {
+  hostInfo(name);
+  return path.join(mergedDirOf(name), "etc/dflash-sim", file);
+}
+
+/** Replaces the host's faults (validated: unknown keys are an error); the simulators read them live. */
+export function fault(name: string, json: string): void {
+  const spec = parseJsonArgument("fault spec", json);
+  parseFaults(spec);
+  writeFileAtomic(simConfigFile(name, "faults.json"), `${stableJson(spec)}\n`);
+}
+
+/** Merges keys into the host's SGLang simulator config and returns the result. */
+export function configure(name: string, json: string): Record<string, unknown> {
+  const patch = parseJsonArgument("sglang config", json);
+  if (typeof patch !== "object" || patch === null || Array.isArray(patch)) {
+    throw new Error(`sglang config must be a JSON object, got ${json}`);
+  }
+  const file = simConfigFile(name, "sglang.json");
+  const merged = { ...(JSON.parse(fs.readFileSync(file, "utf8")) as Record<string, unknown>), ...patch };
+  writeFileAtomic(file, `${stableJson(merged)}\n`);
+  return merged;
+}
+
+/** Starts a host, runs fn with it, and always stops it. */
+export async function withHost<T>(name: string, opts: StartOptions, fn: (host: HostInfo) => Promise<T>): Promise<T> {
+  const host = await start(name, opts);
+  try {
+    return await fn(host);
+  } finally {
+    await stop(name);
+  }
+}

@@ -1,0 +1,174 @@
+// Simulated hosts: the pure parts (listeners, names, the files a host gets), then two
+// real hosts at once (systemd-nspawn, systemd, OpenSSH) reached over ssh on their own
+// loopback addresses, and nothing left after stop. The second part needs root and the
+// compiled simulators (npx tsc -p simhost/sim/tsconfig.json).
+import { after, before, describe, test } from "node:test";
+import * as assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { execFileSync } from "node:child_process";
+import {
+  STATE_ROOT,
+  configure,
+  fault,
+  parseListeners,
+  renderHostTree,
+  start,
+  status,
+  stop,
+  ssh,
+  validateHostName,
+  type HostEntry,
+  type HostInfo,
+} from "../../simhost/hosts";
+
+describe("pure parts", () => {
+  test("addresses with port 22 or 30000 taken are skipped; a wildcard listener blocks every host", () => {
+    const ss = [
+      "LISTEN 0 128 0.0.0.0:2024 0.0.0.0:*",
+      "LISTEN 0 128 127.0.0.10:30000 0.0.0.0:*",
+      "LISTEN 0 128 127.0.0.11:22 0.0.0.0:*",
+      "LISTEN 0 128 127.0.0.12:8080 0.0.0.0:*",
+    ].join("\n");
+    assert.deepEqual([...parseListeners(ss).busyAddresses].sort(), ["127.0.0.10", "127.0.0.11"]);
+    assert.deepEqual(parseListeners(ss).wildcardPorts, []);
+    assert.deepEqual(parseListeners("LISTEN 0 128 [::]:22 [::]:*\nLISTEN 0 128 0.0.0.0:30000 0.0.0.0:*").wildcardPorts, [22, 30000]);
+  });
+
+  test("host names that cannot be a machine name, hostname and cgroup dir are refused", () => {
+    assert.equal(validateHostName("gpu-host-1"), "gpu-host-1");
+    for (const bad of ["", "Gpu", "a_b", "-a", "a/b", "addresses", "x".repeat(64)]) assert.throws(() => validateHostName(bad), /host name/);
+  });
+
+  const params: Parameters<typeof renderHostTree>[0] = {
+    name: "h1",
+    address: "127.0.0.42",
+    machineId: "0".repeat(32),
+    clientPublicKey: "ssh-ed25519 AAAAkey simhost-h1\n",
+    gpus: 4,
+    gpuMemoryMiB: 1000,
+    sglang: { b: 1, a: 2 },
+    models: [{ path: "/models/m", sizeGiB: 3 }],
+    facts: { python: "python3.13", units: new Set(["fstrim.timer"]), multiUserWants: new Set() },
+  };
+
+  test("the host tree: sshd on the host's own address, the rootfs's python, masks only for shipped units", () => {
+    const entries = renderHostTree(params);
+    const byPath = new Map(entries.map((e): [string, HostEntry] => [e.path, e]));
+    const content = (p: string) => {
+      const e = byPath.get(p);
+      assert.ok(e && e.kind === "file", `${p} is rendered`);
+      return e.content;
+    };
+    assert.equal(content("/etc/ssh/sshd_config.d/10-simhost.conf"), "ListenAddress 127.0.0.42\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nUseDNS no\n");
+    assert.match(content("/usr/local/lib/python3.13/dist-packages/sglang/launch_server.py"), /os\.execv\("\/usr\/local\/bin\/node"/);
+    assert.equal(content("/etc/dflash-sim/gpus.json"), '{"count":4,"memoryMiB":1000}\n');
+    assert.equal(content("/etc/dflash-sim/sglang.json"), '{"a":2,"b":1}\n');
+    assert.equal(content("/models/m/config.json"), '{"sim_size_gib":3}\n');
+    assert.deepEqual(byPath.get("/root/.ssh"), { kind: "dir", path: "/root/.ssh", mode: 0o700 });
+    assert.deepEqual(
+      entries.filter((e) => e.kind === "symlink").map((e) => e.path),
+      ["/etc/systemd/system/multi-user.target.wants/ssh.service", "/etc/systemd/system/fstrim.timer"],
+    );
+  });
+
+  test("model paths outside an absolute, '..'-free path are refused", () => {
+    assert.throws(() => renderHostTree({ ...params, models: [{ path: "/models/../etc", sizeGiB: 1 }] }), /must be an absolute path without '\.\.'/);
+    assert.throws(() => renderHostTree({ ...params, models: [{ path: "models/m", sizeGiB: 1 }] }), /must be an absolute path/);
+  });
+});
+
+describe("two hosts at once", () => {
+  const names = [`hosts-${process.pid}-a`, `hosts-${process.pid}-b`];
+  let hosts: HostInfo[] = [];
+
+  before(async () => {
+    // Stop whatever did start if the other one failed.
+    const started = await Promise.allSettled(names.map((name) => start(name)));
+    const failed = started.find((r): r is PromiseRejectedResult => r.status === "rejected");
+    if (failed) {
+      await Promise.all(names.map((name) => stop(name)));
+      throw failed.reason;
+    }
+    hosts = started.map((r) => (r as PromiseFulfilledResult<HostInfo>).value);
+  });
+
+  after(async () => {
+    for (const name of names) await stop(name);
+  });
+
+  test("both hosts boot to a running systemd, each with its own address and name", async () => {
+    assert.notEqual(hosts[0].address, hosts[1].address);
+    for (const host of hosts) {
+      assert.match(host.address, /^127\.0\.0\.\d+$/);
+      const result = await ssh(host, "systemctl is-system-running; hostname");
+      assert.equal(result.code, 0, result.stderr);
+      assert.deepEqual(result.stdout.trim().split("\n"), ["running", host.name]);
+    }
+  });
+
+  test("nvidia-smi inside a host reports 8 GPUs", async () => {
+    const result = await ssh(hosts[0], "nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv,noheader,nounits");
+    assert.equal(result.code, 0, result.stderr);
+    const lines = result.stdout.trim().split("\n");
+    assert.equal(lines.length, 8, result.stdout);
+    assert.deepEqual(lines.map((line) => line.split(",").map((f) => f.trim())[0]), ["0", "1", "2", "3", "4", "5", "6", "7"]);
+    for (const line of lines) assert.equal(line.split(",")[2].trim(), "97887", line);
+  });
+
+  test("ssh refuses a host that presents a different host key", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "simhost-known-"));
+    try {
+      const wrong = path.join(dir, "known_hosts");
+      fs.writeFileSync(wrong, `${hosts[0].address} ${hosts[1].hostKey}\n`);
+      const result = await ssh(hosts[0], "true", { knownHostsPath: wrong });
+      assert.equal(result.code, 255);
+      assert.match(result.stderr, /Host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("fault and configure change the simulator's files inside the host; unknown faults are refused", async () => {
+    const [host] = hosts;
+    fault(host.name, '{"gpuReleaseDelaySeconds":5}');
+    configure(host.name, '{"b":2}');
+    configure(host.name, '{"a":1}');
+    const result = await ssh(host, "cat /etc/dflash-sim/faults.json /etc/dflash-sim/sglang.json");
+    assert.equal(result.stdout, '{"gpuReleaseDelaySeconds":5}\n{"a":1,"b":2}\n');
+    assert.throws(() => fault(host.name, '{"gpuReleaseDelay":5}'), /unknown fault "gpuReleaseDelay"/);
+  });
+
+  test("a name that is already running is refused", async () => {
+    await assert.rejects(start(hosts[1].name), new RegExp(`host ${hosts[1].name} is already running`));
+    assert.equal((await ssh(hosts[1], "systemctl is-system-running")).stdout.trim(), "running");
+  });
+
+  test("stop leaves no process, mount, cgroup, address or state behind", async () => {
+    const pids = hosts.map((host) => Number(fs.readFileSync(path.join(host.stateDir, "nspawn.pid"), "utf8")));
+    await Promise.all(hosts.map((host) => stop(host.name)));
+    const mounts = execFileSync("findmnt", ["-rn", "-o", "TARGET"], { encoding: "utf8" });
+    for (const [i, host] of hosts.entries()) {
+      const withMachineName = fs.readdirSync("/proc").filter((pid) => {
+        try {
+          return /^\d+$/.test(pid) && fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").includes(`--machine=${host.name}`);
+        } catch {
+          return false;
+        }
+      });
+      assert.deepEqual(withMachineName, [], `processes of ${host.name}`);
+      const stat = fs.existsSync(`/proc/${pids[i]}/stat`) ? fs.readFileSync(`/proc/${pids[i]}/stat`, "utf8") : "";
+      assert.ok(stat === "" || / Z /.test(stat), `systemd-nspawn ${pids[i]} still runs: ${stat}`);
+      assert.ok(!mounts.includes(host.stateDir), `overlay of ${host.name} still mounted`);
+      for (const hierarchy of ["systemd", "unified"]) {
+        assert.equal(fs.existsSync(`/sys/fs/cgroup/${hierarchy}/nspawn-${host.name}`), false, `cgroup ${hierarchy} of ${host.name}`);
+      }
+      assert.equal(fs.existsSync(path.join(STATE_ROOT, "addresses", host.address)), false, `address ${host.address} still claimed`);
+      assert.equal(fs.existsSync(host.stateDir), false);
+      assert.ok(!status().some((s) => s.name === host.name));
+    }
+    const refused = await ssh(hosts[0], "true", { timeoutMs: 10_000 });
+    assert.equal(refused.code, 255, "nothing listens on the stopped host's address");
+  });
+});
