@@ -85,7 +85,7 @@ test("port closed while loading, 503 during warm-up, then 200; server info shows
       return s === 200 ? true : undefined;
     });
     assert.deepEqual([...seen].sort(), [200, 503, "refused"].sort());
-    const info = await (await fetch(`http://127.0.0.1:${port}/get_server_info`)).json();
+    const info = (await (await fetch(`http://127.0.0.1:${port}/get_server_info`)).json()) as { speculative_algorithm: string; speculative_draft_window_size: number; internal_states: { avg_spec_accept_length: number }[] };
     assert.equal(info.speculative_algorithm, "DFLASH");
     assert.equal(info.speculative_draft_window_size, 2048);
     assert.ok(info.internal_states[0].avg_spec_accept_length > 1);

@@ -1,0 +1,50 @@
+// Reads this stack's configuration and validates it before any resource exists, so bad
+// input fails `preview`/`up` with a clear message and touches no host.
+import * as fs from "node:fs";
+import * as pulumi from "@pulumi/pulumi";
+import { CONFIG_NAMESPACE, Deployment, parseDeployment } from "./schema";
+
+const KEYS = ["host", "service", "model", "speculative", "sglangBuild", "timeouts"] as const;
+
+export interface StackDeployment {
+  deployment: Deployment;
+  privateKey: pulumi.Output<string>;
+}
+
+export function readStackDeployment(): StackDeployment {
+  const stack = pulumi.getStack();
+  const config = new pulumi.Config(CONFIG_NAMESPACE);
+  const raw: Record<string, unknown> = {};
+  for (const key of KEYS) raw[key] = configValue(config.get(key));
+  let deployment: Deployment;
+  try {
+    deployment = parseDeployment(raw, stack);
+  } catch (e) {
+    throw new pulumi.RunError((e as Error).message);
+  }
+  return { deployment, privateKey: readPrivateKey(config, deployment, stack) };
+}
+
+/** Structured values arrive as JSON text, plain ones (e.g. `sglangBuild: upstream`) as-is. */
+function configValue(text: string | undefined): unknown {
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+function readPrivateKey(config: pulumi.Config, d: Deployment, stack: string): pulumi.Output<string> {
+  const secret = config.getSecret("sshPrivateKey");
+  if (secret) return secret;
+  const file = d.host.privateKeyPath;
+  if (!file) {
+    throw new pulumi.RunError(`Stack "${stack}": no SSH key. Set ${CONFIG_NAMESPACE}:host.privateKeyPath to a key file, or the secret ${CONFIG_NAMESPACE}:sshPrivateKey (\`npm run pulumi -- config set --secret --stack ${stack} sshPrivateKey < key\`).`);
+  }
+  try {
+    return pulumi.secret(fs.readFileSync(file, "utf8"));
+  } catch (e) {
+    throw new pulumi.RunError(`Stack "${stack}": cannot read ${CONFIG_NAMESPACE}:host.privateKeyPath ${file}: ${(e as Error).message}`);
+  }
+}

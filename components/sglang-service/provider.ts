@@ -1,0 +1,85 @@
+// Dynamic providers for the three steps of a reconfiguration. Pulumi serializes these
+// objects into state; they capture only strings and load the real code
+// (remote/handlers.ts) at run time, so no project module or zod schema is serialized.
+import * as pulumi from "@pulumi/pulumi";
+import type * as Handlers from "./remote/handlers";
+
+/** Bump to make every resource of this component update (not restart) with new provider code. */
+export const PROVIDER_VERSION = "1";
+
+const HANDLERS_PATH = require.resolve("./remote/handlers");
+
+const STAGED_UNIT_CHANGES = ["unitText", "helpers", "python", "flags", "paths", "tpSize", "unitName", "connection.host", "connection.port", "connection.user", "connection.hostKey", "providerVersion"];
+const ROLLOUT_CHANGES = ["unitHash", "target.unitName", "connection.host", "connection.port", "providerVersion"];
+const READINESS_CHANGES = ["unitHash", "expectedArgs", "modelName", "target.unitName", "connection.host", "connection.port", "providerVersion"];
+const REPLACES = ["connection.host", "connection.port", "unitName", "target.unitName"];
+
+function makeProvider(kind: "staged" | "rollout" | "readiness", changeKeys: string[]): pulumi.dynamic.ResourceProvider {
+  const handlersPath = HANDLERS_PATH;
+  const load = (): typeof Handlers => require("tsx/cjs/api").require(handlersPath, handlersPath);
+  const apply = async (inputs: any): Promise<any> => {
+    const h = load();
+    if (kind === "staged") return h.applyStagedUnit(inputs);
+    if (kind === "rollout") return h.applyRollout(inputs);
+    return h.waitReadiness(inputs);
+  };
+  return {
+    async diff(_id: string, olds: any, news: any) {
+      const h = load();
+      const changed = h.changedKeys(olds, news, changeKeys);
+      const replaces = changed.filter((k) => REPLACES.includes(k));
+      return { changes: changed.length > 0, replaces, deleteBeforeReplace: false };
+    },
+    async create(inputs: any) {
+      const outs = await apply(inputs);
+      return { id: `${outs.connection.host}:${outs.target?.unitName ?? outs.unitName}:${kind}`, outs };
+    },
+    async update(_id: string, _olds: any, news: any) {
+      return { outs: await apply(news) };
+    },
+    async delete(_id: string, outs: any) {
+      if (kind === "rollout") {
+        const message = await load().deleteRollout(outs);
+        process.stderr.write(`${message}\n`);
+      }
+    },
+  };
+}
+
+const stagedUnitProvider = makeProvider("staged", STAGED_UNIT_CHANGES);
+const rolloutProvider = makeProvider("rollout", ROLLOUT_CHANGES);
+const readinessProvider = makeProvider("readiness", READINESS_CHANGES);
+
+type Inputs<T> = { [K in keyof T]: pulumi.Input<T[K]> };
+
+/** Preflight on the host, then the new unit written beside the live one and verified. */
+export class StagedUnit extends pulumi.dynamic.Resource {
+  declare readonly unitHash: pulumi.Output<string>;
+  declare readonly stagedPath: pulumi.Output<string>;
+  declare readonly gpuCount: pulumi.Output<number>;
+  constructor(name: string, args: Inputs<Handlers.StagedUnitInputs>, opts?: pulumi.CustomResourceOptions) {
+    super(stagedUnitProvider, name, { ...args, unitHash: undefined, stagedPath: undefined, gpuCount: undefined, gpuMemoryMiB: undefined }, { ...opts, additionalSecretOutputs: ["connection"] });
+  }
+}
+
+/** Drain, stop, wait for the old process and its GPU memory, install, start. */
+export class Rollout extends pulumi.dynamic.Resource {
+  declare readonly drainSeconds: pulumi.Output<number>;
+  declare readonly stopSeconds: pulumi.Output<number>;
+  declare readonly gpuReleaseSeconds: pulumi.Output<number>;
+  declare readonly applied: pulumi.Output<boolean>;
+  constructor(name: string, args: Inputs<Handlers.RolloutInputs>, opts?: pulumi.CustomResourceOptions) {
+    super(rolloutProvider, name, { ...args, applied: undefined, drainSeconds: undefined, stopSeconds: undefined, gpuReleaseSeconds: undefined, previousMainPid: undefined }, { ...opts, additionalSecretOutputs: ["connection"] });
+  }
+}
+
+/** Passes only when the new configuration itself serves a real generation. */
+export class Readiness extends pulumi.dynamic.Resource {
+  declare readonly mainPid: pulumi.Output<number>;
+  declare readonly loadToReadySeconds: pulumi.Output<number>;
+  declare readonly acceptLength: pulumi.Output<number | null>;
+  declare readonly serverArgs: pulumi.Output<Record<string, unknown>>;
+  constructor(name: string, args: Inputs<Handlers.ReadinessInputs>, opts?: pulumi.CustomResourceOptions) {
+    super(readinessProvider, name, { ...args, mainPid: undefined, loadToReadySeconds: undefined, acceptLength: undefined, serverArgs: undefined }, { ...opts, additionalSecretOutputs: ["connection"] });
+  }
+}

@@ -1,0 +1,116 @@
+// SSH to a GPU host with the system's OpenSSH client: the host key is pinned (checked
+// before anything runs), one multiplexed connection serves every poll of a step, and the
+// private key lives only in a 0700 temp folder for the duration of the step.
+import { spawn } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+
+export interface Connection {
+  host: string;
+  port: number;
+  user: string;
+  privateKey: string;
+  hostKey: string;
+}
+
+export interface RunResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+const HOST_ALIAS = "dflash-target";
+
+export class Ssh {
+  private constructor(
+    readonly conn: Connection,
+    private readonly dir: string,
+  ) {}
+
+  /** Opens a connection and proves the host is the pinned one. */
+  static async open(conn: Connection): Promise<Ssh> {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-ssh-"));
+    fs.chmodSync(dir, 0o700);
+    const key = conn.privateKey.endsWith("\n") ? conn.privateKey : `${conn.privateKey}\n`;
+    fs.writeFileSync(path.join(dir, "id"), key, { mode: 0o600 });
+    fs.writeFileSync(path.join(dir, "known_hosts"), `${HOST_ALIAS} ${conn.hostKey.trim()}\n`, { mode: 0o600 });
+    const ssh = new Ssh(conn, dir);
+    const r = await ssh.run("true", { timeoutMs: 30_000 });
+    if (r.code !== 0) {
+      ssh.close();
+      const where = `${conn.user}@${conn.host}:${conn.port}`;
+      if (/Host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED|host key for .* has changed/i.test(r.stderr)) {
+        throw new Error(`SSH to ${where} refused: the host's key does not match the pinned host.hostKey. Nothing was run on the host. If the host was really reinstalled, update host.hostKey from \`ssh-keyscan -p ${conn.port} ${conn.host}\`.\n${r.stderr.trim()}`);
+      }
+      throw new Error(`cannot reach ${where} over SSH (exit ${r.code}): ${r.stderr.trim() || "no output"}. Check host.address, host.port, host.user and the private key.`);
+    }
+    return ssh;
+  }
+
+  private baseArgs(): string[] {
+    return [
+      "-i", path.join(this.dir, "id"),
+      "-p", String(this.conn.port),
+      "-o", "BatchMode=yes",
+      "-o", "IdentitiesOnly=yes",
+      "-o", "StrictHostKeyChecking=yes",
+      "-o", `UserKnownHostsFile=${path.join(this.dir, "known_hosts")}`,
+      "-o", "GlobalKnownHostsFile=/dev/null",
+      "-o", `HostKeyAlias=${HOST_ALIAS}`,
+      "-o", "ConnectTimeout=10",
+      "-o", "ServerAliveInterval=5",
+      "-o", "ControlMaster=auto",
+      "-o", `ControlPath=${path.join(this.dir, "cm")}`,
+      "-o", "ControlPersist=300",
+      "-o", "LogLevel=ERROR",
+    ];
+  }
+
+  /** Runs a POSIX sh script on the host. Never rejects on a non-zero exit: the caller decides. */
+  run(script: string, opts: { timeoutMs?: number } = {}): Promise<RunResult> {
+    const timeoutMs = opts.timeoutMs ?? 60_000;
+    return new Promise((resolve, reject) => {
+      const child = spawn("ssh", [...this.baseArgs(), `${this.conn.user}@${this.conn.host}`, "--", script], { stdio: ["ignore", "pipe", "pipe"] });
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (d) => (stdout += d));
+      child.stderr.on("data", (d) => (stderr += d));
+      const timer = setTimeout(() => {
+        child.kill("SIGKILL");
+        reject(new Error(`command on ${this.conn.host} did not finish within ${Math.round(timeoutMs / 1000)} s`));
+      }, timeoutMs);
+      child.on("error", (e) => {
+        clearTimeout(timer);
+        reject(new Error(`cannot run ssh: ${e.message} (install the OpenSSH client)`));
+      });
+      child.on("close", (code) => {
+        clearTimeout(timer);
+        resolve({ code: code ?? 255, stdout, stderr });
+      });
+    });
+  }
+
+  /** Like run, but a non-zero exit is an error that says what failed. */
+  async check(script: string, what: string, opts: { timeoutMs?: number } = {}): Promise<string> {
+    const r = await this.run(script, opts);
+    if (r.code !== 0) throw new Error(`${what} failed on ${this.conn.host} (exit ${r.code}): ${(r.stderr || r.stdout).trim()}`);
+    return r.stdout;
+  }
+
+  close(): void {
+    spawn("ssh", ["-o", `ControlPath=${path.join(this.dir, "cm")}`, "-O", "exit", HOST_ALIAS], { stdio: "ignore" }).on("close", () => {
+      fs.rmSync(this.dir, { recursive: true, force: true });
+    });
+  }
+}
+
+/** Opens, runs fn, always closes. */
+export async function withSsh<T>(conn: Connection, fn: (ssh: Ssh) => Promise<T>): Promise<T> {
+  const ssh = await Ssh.open(conn);
+  try {
+    return await fn(ssh);
+  } finally {
+    ssh.close();
+  }
+}

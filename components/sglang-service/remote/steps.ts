@@ -1,0 +1,381 @@
+// The steps of a safe reconfiguration, run over SSH from the dynamic providers:
+// preflight + stage (touches nothing that runs), rollout (drain, stop, wait for the old
+// process and its GPU memory, install, start) and readiness (wait until the *new*
+// configuration serves). Every wait polls a condition against its own deadline.
+import { HELPER_DIR, STATE_DIR, sha256, shellQuote, unitPath } from "../render";
+import { busyGpus, failureCause, listenerPids, parseNvidiaSmiGpus, parsePrometheus, parseSystemctlShow, splitSections, unitState, UnitState } from "../parse";
+import { Ssh } from "./ssh";
+import { progress } from "./progress";
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+const elapsed = (since: number) => Math.round((Date.now() - since) / 100) / 10;
+
+/** Base64 keeps any text intact through the remote shell. */
+function writeFileScript(path: string, text: string, mode: string): string {
+  const tmp = `${path}.dflash-tmp`;
+  return `printf %s ${shellQuote(Buffer.from(text, "utf8").toString("base64"))} | base64 -d > ${shellQuote(tmp)} && chmod ${mode} ${shellQuote(tmp)} && mv -f ${shellQuote(tmp)} ${shellQuote(path)}`;
+}
+
+export interface PreflightInput {
+  python: string;
+  flags: string[];
+  paths: { what: string; path: string }[];
+  tpSize: number;
+  label: string;
+}
+
+export interface PreflightResult {
+  gpuCount: number;
+  gpuMemoryMiB: number;
+}
+
+/** Checks the host can run the configuration. Reads only; changes nothing. */
+export async function preflight(ssh: Ssh, p: PreflightInput): Promise<PreflightResult> {
+  const script = [
+    "echo @@section help",
+    `${shellQuote(p.python)} -m sglang.launch_server --help 2>&1; echo "@@exit $?"`,
+    "echo @@section paths",
+    ...p.paths.map((x) => `if [ -d ${shellQuote(x.path)} ]; then echo "ok ${x.what}"; else echo "missing ${x.what}"; fi`),
+    "echo @@section gpus",
+    "nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv,noheader,nounits 2>&1",
+  ].join("\n");
+  const out = splitSections((await ssh.run(script, { timeoutMs: 120_000 })).stdout);
+  const problems: string[] = [];
+  const help = out.help ?? "";
+  if (!/@@exit 0\s*$/.test(help)) {
+    problems.push(`\`${p.python} -m sglang.launch_server --help\` failed: ${help.replace(/@@exit \d+\s*$/, "").trim().split("\n").slice(-3).join(" | ")}. Check service.python points at the Python that has SGLang.`);
+  } else {
+    const known = new Set(help.match(/--[A-Za-z0-9][A-Za-z0-9-]*/g) ?? []);
+    const unknown = p.flags.filter((f) => !known.has(f));
+    if (unknown.length) {
+      problems.push(`the installed SGLang does not accept ${unknown.join(", ")} (checked against its --help). Set sglangBuild to the build installed on the host (upstream, ddtree-fork or a flag map), or install a build that has these flags.`);
+    }
+  }
+  for (const x of p.paths) {
+    if (!(out.paths ?? "").includes(`ok ${x.what}`)) problems.push(`${x.what} ${x.path} does not exist on the host.`);
+  }
+  let gpuCount = 0;
+  let gpuMemoryMiB = 0;
+  try {
+    const gpus = parseNvidiaSmiGpus(out.gpus ?? "");
+    gpuCount = gpus.length;
+    gpuMemoryMiB = gpus[0]?.totalMiB ?? 0;
+    if (gpuCount < p.tpSize) problems.push(`model.tpSize is ${p.tpSize} but the host has ${gpuCount} GPUs.`);
+  } catch {
+    problems.push(`nvidia-smi did not answer as expected: ${(out.gpus ?? "").trim().slice(0, 200)}`);
+  }
+  if (problems.length) {
+    throw new Error(`Preflight failed for ${p.label} on ${ssh.conn.host}; nothing was stopped or changed, the current server is untouched:\n${problems.map((x) => `  - ${x}`).join("\n")}`);
+  }
+  return { gpuCount, gpuMemoryMiB };
+}
+
+export interface StageInput {
+  unitName: string;
+  unitText: string;
+  helpers: Record<string, string>;
+}
+
+/** Writes helpers and the new unit beside (not over) the live one, and verifies it. */
+export async function stage(ssh: Ssh, s: StageInput): Promise<{ stagedPath: string }> {
+  const hash = sha256(s.unitText);
+  const dir = `${STATE_DIR}/${s.unitName}`;
+  const stagedPath = `${dir}/staged-${hash.slice(0, 16)}.service`;
+  const verifyDir = `${dir}/verify`;
+  const script = [
+    "set -e",
+    `mkdir -p ${shellQuote(HELPER_DIR)} ${shellQuote(dir)} ${shellQuote(verifyDir)}`,
+    ...Object.keys(s.helpers).sort().map((name) => writeFileScript(`${HELPER_DIR}/${name}`, s.helpers[name], "0755")),
+    writeFileScript(stagedPath, s.unitText, "0644"),
+    // systemd-analyze wants the real unit name; verify a copy in a scratch folder.
+    `cp ${shellQuote(stagedPath)} ${shellQuote(`${verifyDir}/${s.unitName}.service`)}`,
+    `if command -v systemd-analyze >/dev/null; then systemd-analyze verify ${shellQuote(`${verifyDir}/${s.unitName}.service`)}; fi`,
+    `rm -f ${shellQuote(`${verifyDir}/${s.unitName}.service`)}`,
+  ].join("\n");
+  await ssh.check(script, `staging and verifying the unit ${s.unitName}`);
+  return { stagedPath };
+}
+
+export interface Timeouts {
+  drainSeconds: number;
+  drainPolicy: "fail" | "proceed";
+  stopSeconds: number;
+  gpuReleaseSeconds: number;
+  readySeconds: number;
+  gpuFreeMiB: number;
+  pollMs: number;
+}
+
+export interface Target {
+  unitName: string;
+  serverUrl: string;
+  port: number;
+  tpSize: number;
+  timeouts: Timeouts;
+  urn?: string;
+  label: string;
+}
+
+const SHOW_PROPS = ["LoadState", "ActiveState", "SubState", "MainPID", "NRestarts", "ExecMainStatus", "ExecMainStartTimestampMonotonic", "InvocationID"];
+
+function showScript(unit: string): string {
+  return `systemctl show ${shellQuote(`${unit}.service`)} ${SHOW_PROPS.map((p) => `-p ${p}`).join(" ")} --no-pager`;
+}
+
+async function unitNow(ssh: Ssh, unit: string): Promise<UnitState & { invocationId: string }> {
+  const show = parseSystemctlShow((await ssh.check(showScript(unit), "systemctl show")).toString());
+  return { ...unitState(show), invocationId: show.InvocationID ?? "" };
+}
+
+async function installedHash(ssh: Ssh, unit: string): Promise<string | null> {
+  const r = await ssh.run(`sha256sum ${shellQuote(unitPath(unit))} 2>/dev/null`);
+  return r.code === 0 ? r.stdout.split(/\s+/)[0] : null;
+}
+
+async function poll<T>(opts: { what: string; deadlineSeconds: number; intervalMs: number; urn?: string; label: string; onTimeout: () => Promise<Error> | Error }, fn: (elapsedS: number) => Promise<T | undefined>): Promise<T> {
+  const started = Date.now();
+  let lastShown = 0;
+  for (;;) {
+    const v = await fn(elapsed(started));
+    if (v !== undefined) return v;
+    if (Date.now() - started > opts.deadlineSeconds * 1000) throw await opts.onTimeout();
+    if (Date.now() - lastShown > 2000) {
+      lastShown = Date.now();
+      await progress(opts.urn, `${opts.label}: ${opts.what} (${elapsed(started)} s of at most ${opts.deadlineSeconds} s)`);
+    }
+    await sleep(opts.intervalMs);
+  }
+}
+
+export interface RolloutResult {
+  applied: boolean;
+  drainSeconds: number;
+  stopSeconds: number;
+  gpuReleaseSeconds: number;
+  previousMainPid: number;
+}
+
+/** Drain, stop, wait for the old process and its GPU memory, install the staged unit, start. */
+export async function rollout(ssh: Ssh, t: Target, staged: { stagedPath: string; unitHash: string }): Promise<RolloutResult> {
+  const unit = t.unitName;
+  const before = await unitNow(ssh, unit);
+  const running = before.activeState === "active" || before.activeState === "activating" || before.activeState === "reloading";
+  if ((await installedHash(ssh, unit)) === staged.unitHash && running) {
+    await progress(t.urn, `${t.label}: the host already runs this unit; nothing to restart`, false);
+    return { applied: false, drainSeconds: 0, stopSeconds: 0, gpuReleaseSeconds: 0, previousMainPid: before.mainPid };
+  }
+
+  // 1. Drain: in-flight requests finish before anything stops.
+  const drainStart = Date.now();
+  if (before.activeState === "active") {
+    let lastLoad = "";
+    const drained = await poll(
+      {
+        what: "draining in-flight requests",
+        deadlineSeconds: t.timeouts.drainSeconds,
+        intervalMs: t.timeouts.pollMs,
+        urn: t.urn,
+        label: t.label,
+        onTimeout: () => new Error(`drain timed out`),
+      },
+      async () => {
+        const r = await ssh.run(`curl -s -m 5 ${shellQuote(`${t.serverUrl}/metrics`)}`);
+        if (r.code !== 0 || !r.stdout.includes("sglang:")) return "not-serving";
+        const m = parsePrometheus(r.stdout);
+        const load = (m.get("sglang:num_running_reqs") ?? 0) + (m.get("sglang:num_queue_reqs") ?? 0);
+        lastLoad = `${m.get("sglang:num_running_reqs") ?? 0} running, ${m.get("sglang:num_queue_reqs") ?? 0} queued`;
+        return load === 0 ? "idle" : undefined;
+      },
+    ).catch(async (e: Error) => {
+      if (t.timeouts.drainPolicy === "proceed") {
+        await progress(t.urn, `${t.label}: drain timed out after ${t.timeouts.drainSeconds} s with ${lastLoad}; drainPolicy=proceed, stopping anyway`, false);
+        return "timed-out";
+      }
+      throw new Error(`${e.message}: ${t.label} on ${ssh.conn.host} still had ${lastLoad} after ${t.timeouts.drainSeconds} s (timeouts.drainSeconds). Nothing was stopped; the old configuration is still serving. Retry when traffic is lower, raise timeouts.drainSeconds, or set timeouts.drainPolicy to "proceed".`);
+    });
+    void drained;
+  }
+  const drainSeconds = elapsed(drainStart);
+
+  // 2. Stop, and wait until the old main process is really gone.
+  const stopStart = Date.now();
+  if (before.activeState !== "inactive" && before.activeState !== "failed") {
+    await ssh.check(`systemctl stop --no-block ${shellQuote(`${unit}.service`)}`, `systemctl stop ${unit}`);
+  }
+  await poll(
+    {
+      what: `waiting for the old server (pid ${before.mainPid || "none"}) to exit`,
+      deadlineSeconds: t.timeouts.stopSeconds,
+      intervalMs: t.timeouts.pollMs,
+      urn: t.urn,
+      label: t.label,
+      onTimeout: () => new Error(`the old server of ${t.label} (pid ${before.mainPid}) did not exit within ${t.timeouts.stopSeconds} s of \`systemctl stop\` (timeouts.stopSeconds); systemd kills it at TimeoutStopSec. Re-run \`pulumi up\` to continue.`),
+    },
+    async () => {
+      const now = await unitNow(ssh, unit);
+      if (now.activeState !== "inactive" && now.activeState !== "failed") return undefined;
+      if (before.mainPid > 0 && (await ssh.run(`kill -0 ${before.mainPid}`)).code === 0) return undefined;
+      return true;
+    },
+  );
+  const stopSeconds = elapsed(stopStart);
+
+  // 3. The driver frees GPU memory some time after the process exits.
+  const gpuStart = Date.now();
+  const gpus = Array.from({ length: t.tpSize }, (_, i) => i);
+  let lastBusy = "";
+  await poll(
+    {
+      what: "waiting for GPU memory to be released",
+      deadlineSeconds: t.timeouts.gpuReleaseSeconds,
+      intervalMs: t.timeouts.pollMs,
+      urn: t.urn,
+      label: t.label,
+      onTimeout: () => new Error(`GPU memory on ${ssh.conn.host} was not released within ${t.timeouts.gpuReleaseSeconds} s after the old server exited (${lastBusy}). The server is stopped. Find the holder with \`nvidia-smi --query-compute-apps=pid,used_memory --format=csv\`, then re-run \`pulumi up\`.`),
+    },
+    async () => {
+      const r = await ssh.check("nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv,noheader,nounits", "nvidia-smi");
+      const busy = busyGpus(parseNvidiaSmiGpus(r), gpus, t.timeouts.gpuFreeMiB);
+      lastBusy = busy.map((g) => `GPU ${g.index}: ${g.usedMiB} MiB used`).join(", ");
+      return busy.length === 0 ? true : undefined;
+    },
+  );
+  const gpuReleaseSeconds = elapsed(gpuStart);
+
+  // 4. Install the staged unit and start it without blocking (readiness watches it).
+  const live = unitPath(unit);
+  await ssh.check(
+    [
+      "set -e",
+      `install -m 0644 ${shellQuote(staged.stagedPath)} ${shellQuote(`${live}.dflash-tmp`)}`,
+      `mv -f ${shellQuote(`${live}.dflash-tmp`)} ${shellQuote(live)}`,
+      "systemctl daemon-reload",
+      `systemctl enable ${shellQuote(`${unit}.service`)} 2>/dev/null`,
+      `systemctl reset-failed ${shellQuote(`${unit}.service`)} 2>/dev/null || true`,
+      `systemctl start --no-block ${shellQuote(`${unit}.service`)}`,
+    ].join("\n"),
+    `installing and starting ${unit}`,
+  );
+  await progress(t.urn, `${t.label}: drained in ${drainSeconds} s, old server gone in ${stopSeconds} s, GPUs free in ${gpuReleaseSeconds} s; starting`, false);
+  return { applied: true, drainSeconds, stopSeconds, gpuReleaseSeconds, previousMainPid: before.mainPid };
+}
+
+export interface ReadinessInput extends Target {
+  expectedArgs: Record<string, string | number | boolean | null>;
+  modelName: string;
+}
+
+export interface ReadinessResult {
+  mainPid: number;
+  loadToReadySeconds: number;
+  acceptLength: number | null;
+  serverArgs: Record<string, unknown>;
+}
+
+/** The differences between what the server reports and what we deployed. */
+export function argMismatches(expected: Record<string, unknown>, reported: Record<string, unknown>): string[] {
+  return Object.keys(expected)
+    .filter((k) => JSON.stringify(reported[k] ?? null) !== JSON.stringify(expected[k]))
+    .map((k) => `${k}=${JSON.stringify(reported[k] ?? null)} (want ${JSON.stringify(expected[k])})`);
+}
+
+/** Printable text with no replacement or control characters: a sane generation. */
+export function looksLikeText(s: string): boolean {
+  return s.trim().length > 0 && !/[\ufffd\u0000-\u0008\u000e-\u001f]/.test(s);
+}
+
+/**
+ * Waits until the new configuration serves: the unit is active (its ExecStartPost gate
+ * passed), the process listening on the port is the unit's main process, the server
+ * reports exactly the deployed arguments, and a real generation returns sane text.
+ * Fails as soon as the process dies, with the cause from the journal.
+ */
+export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessResult> {
+  const unit = `${r.unitName}.service`;
+  const body = JSON.stringify({ model: r.modelName, messages: [{ role: "user", content: "Say OK" }], max_tokens: 4, temperature: 0 });
+  const script = [
+    "echo @@section show",
+    showScript(r.unitName),
+    "echo @@section listen",
+    `ss -ltnpH 2>/dev/null | grep -F ':${r.port} ' || true`,
+    "echo @@section info",
+    `curl -s -m 5 ${shellQuote(`${r.serverUrl}/get_server_info`)} || curl -s -m 5 ${shellQuote(`${r.serverUrl}/server_info`)} || true`,
+  ].join("\n");
+  const started = Date.now();
+  let phase = "starting";
+  let sawStart = false;
+  let last: { mainPid: number; info: Record<string, unknown> } = { mainPid: 0, info: {} };
+
+  const dead = async (state: UnitState & { invocationId: string }): Promise<Error> => {
+    const journal = (await ssh.run(`journalctl -u ${shellQuote(unit)} --no-pager -o cat -n 40 ${state.invocationId ? `_SYSTEMD_INVOCATION_ID=${shellQuote(state.invocationId)}` : ""}`)).stdout;
+    const cause = failureCause(journal) ?? `exit status ${state.execMainStatus}`;
+    const tail = journal.trim().split("\n").slice(-12).map((l) => `    ${l}`).join("\n");
+    return new Error(`sglang ${r.label} on ${ssh.conn.host} failed while ${phase} after ${elapsed(started)} s: ${cause} (unit ${state.activeState}/${state.subState}).\n  Last journal lines:\n${tail}\n  See all with: journalctl -u ${unit} -n 200`);
+  };
+
+  const result = await poll(
+    {
+      what: "",
+      deadlineSeconds: r.timeouts.readySeconds,
+      intervalMs: r.timeouts.pollMs,
+      urn: r.urn,
+      label: r.label,
+      onTimeout: () => new Error(`${r.label} on ${ssh.conn.host} was not serving the new configuration within ${r.timeouts.readySeconds} s (timeouts.readySeconds); last phase: ${phase}${last.mainPid ? `, main pid ${last.mainPid}` : ""}. Check \`journalctl -u ${unit}\`.`),
+    },
+    async (elapsedS) => {
+      const out = splitSections((await ssh.run(script, { timeoutMs: 30_000 })).stdout);
+      const show = parseSystemctlShow(out.show ?? "");
+      const state = { ...unitState(show), invocationId: show.InvocationID ?? "" };
+      if (state.activeState === "activating" || state.activeState === "active") sawStart = true;
+      if (state.activeState === "failed" || (state.activeState === "inactive" && (sawStart || elapsedS > 10))) throw await dead(state);
+      const pids = listenerPids(out.listen ?? "", r.port);
+      let info: Record<string, unknown> = {};
+      try {
+        info = JSON.parse(out.info ?? "");
+      } catch {
+        // port not open yet
+      }
+      last = { mainPid: state.mainPid, info };
+      if (pids.length === 0) phase = state.mainPid ? "loading weights (port not open yet)" : "waiting for GPUs to be free (ExecStartPre)";
+      else if (!pids.includes(state.mainPid)) phase = `port ${r.port} held by pid ${pids.join(",")}, not the unit's main pid ${state.mainPid || "(none)"}`;
+      else if (state.activeState !== "active") phase = "warming up (port open, readiness gate not passed yet)";
+      else {
+        const mismatches = argMismatches(r.expectedArgs, info);
+        if (mismatches.length) {
+          phase = `serving, but with other arguments: ${mismatches.join(", ")}`;
+        } else {
+          phase = "verifying with a real generation";
+          const gen = await ssh.run(`curl -s -m 60 -H 'content-type: application/json' -d ${shellQuote(body)} ${shellQuote(`${r.serverUrl}/v1/chat/completions`)}`, { timeoutMs: 90_000 });
+          let content = "";
+          try {
+            content = JSON.parse(gen.stdout).choices?.[0]?.message?.content ?? "";
+          } catch {
+            content = "";
+          }
+          if (looksLikeText(content)) {
+            const internal = (info.internal_states as { avg_spec_accept_length?: number }[] | undefined)?.[0];
+            return { mainPid: state.mainPid, loadToReadySeconds: elapsed(started), acceptLength: internal?.avg_spec_accept_length ?? null, serverArgs: info };
+          }
+          phase = `generation check: unusable output ${JSON.stringify(gen.stdout.slice(0, 120))}`;
+          if (elapsedS > 30) throw new Error(`${r.label} on ${ssh.conn.host} serves the new arguments but its generations are unusable: ${JSON.stringify(gen.stdout.slice(0, 200))}`);
+        }
+      }
+      await progress(r.urn, `${r.label}: ${phase}, ${elapsedS} s`);
+      return undefined;
+    },
+  );
+  return result;
+}
+
+/** Stops and removes the unit, but only if the host still runs the one we installed. */
+export async function removeUnit(ssh: Ssh, unitName: string, unitHash: string): Promise<string> {
+  const installed = await installedHash(ssh, unitName);
+  if (installed === null) return `${unitName} is not installed on ${ssh.conn.host}; nothing to remove`;
+  if (installed !== unitHash) return `${unitName} on ${ssh.conn.host} was replaced by another configuration; left it running`;
+  await ssh.check(
+    [`systemctl disable --now ${shellQuote(`${unitName}.service`)} 2>/dev/null || systemctl stop ${shellQuote(`${unitName}.service`)}`, `rm -f ${shellQuote(unitPath(unitName))}`, "systemctl daemon-reload"].join("\n"),
+    `removing ${unitName}`,
+    { timeoutMs: 300_000 },
+  );
+  return `${unitName} stopped and removed from ${ssh.conn.host}`;
+}

@@ -1,0 +1,201 @@
+// Pure rendering: a resolved deployment in, the exact text that lands on the host out.
+// Same input, byte-identical output (fixed flag order, sorted keys), so `pulumi preview`
+// shows only real changes. Every value is quoted for the place it goes.
+import { createHash } from "node:crypto";
+import { Deployment, flagMapOf } from "./schema";
+
+/** Where our helper programs live on the host. */
+export const HELPER_DIR = "/usr/local/lib/dflash-sglang";
+export const STATE_DIR = "/var/lib/dflash-sglang";
+
+export function unitPath(unitName: string): string {
+  return `/etc/systemd/system/${unitName}.service`;
+}
+
+/** Quotes one word for a systemd command line or assignment (systemd.syntax(7), systemd.service(5)). */
+export function systemdQuote(word: string): string {
+  assertPrintable(word);
+  // `%` starts a specifier and `$` a variable expansion everywhere in Exec lines.
+  const escaped = word.replace(/%/g, "%%").replace(/\$/g, "$$$$");
+  if (/^[A-Za-z0-9_@+=:,./-]+$/.test(escaped)) return escaped;
+  return `"${escaped.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
+}
+
+/** Quotes one word for POSIX sh. */
+export function shellQuote(word: string): string {
+  assertPrintable(word);
+  if (/^[A-Za-z0-9_@%+=:,./-]+$/.test(word)) return word;
+  return `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+function assertPrintable(word: string): void {
+  if (/[\u0000-\u001f\u007f\u0085\u2028\u2029]/.test(word)) {
+    throw new Error(`refusing to render a value with a newline or control character: ${JSON.stringify(word)}`);
+  }
+}
+
+/** `--flag-name` -> the key SGLang reports it under in /get_server_info. */
+export function flagDest(flag: string): string {
+  return flag.replace(/^--/, "").replace(/-/g, "_");
+}
+
+/** The server's argv after the interpreter, in a fixed order. */
+export function launchArgs(d: Deployment): string[] {
+  const m = d.model;
+  const s = d.speculative;
+  const flags = flagMapOf(d);
+  const args = ["-m", "sglang.launch_server", "--model-path", m.path, "--tp-size", String(m.tpSize), "--host", d.service.listenAddress, "--port", String(d.service.port)];
+  if (m.memFractionStatic !== undefined) args.push("--mem-fraction-static", String(m.memFractionStatic));
+  if (m.contextLength !== undefined) args.push("--context-length", String(m.contextLength));
+  if (m.quantization !== undefined) args.push("--quantization", m.quantization);
+  if (m.trustRemoteCode) args.push("--trust-remote-code");
+  if (m.servedModelName !== undefined) args.push("--served-model-name", m.servedModelName);
+  // Metrics are how we drain; always on.
+  args.push("--enable-metrics");
+  if (s.algorithm !== null) {
+    args.push(flags.algorithm, s.algorithm, flags.drafterPath, m.drafterPath!);
+    if (s.draftTokens !== undefined) args.push(flags.draftTokens, String(s.draftTokens));
+    if (s.algorithm === "DDTREE" && flags.budget) args.push(flags.budget, String(s.budget));
+    if (s.algorithm === "DDTREE" && flags.topkFlag) args.push(flags.topkFlag, String(s.topk));
+    if (s.draftWindowSize !== "none" && flags.windowSize) args.push(flags.windowSize, String(s.draftWindowSize));
+    if (s.compactCache && flags.compactCache) args.push(flags.compactCache);
+  }
+  args.push(...m.extraArgs);
+  return args;
+}
+
+/** The long options in the launch args, to check against the host's `--help`. */
+export function launchFlags(d: Deployment): string[] {
+  return [...new Set(launchArgs(d).filter((a) => a.startsWith("--")).map((a) => a.split("=")[0]))].sort();
+}
+
+/** Environment of the server process, keys sorted. */
+export function serverEnvironment(d: Deployment): [string, string][] {
+  const env: Record<string, string> = { ...d.service.environment };
+  const flags = flagMapOf(d);
+  if (d.speculative.algorithm === "DDTREE" && flags.topkEnv && !flags.topkFlag) env[flags.topkEnv] = String(d.speculative.topk);
+  return Object.keys(env)
+    .sort()
+    .map((k) => [k, env[k]]);
+}
+
+/**
+ * What /get_server_info must report for the new configuration to count as serving.
+ * Values only for options we set; an old process with other settings cannot match.
+ */
+export function expectedServerArgs(d: Deployment): Record<string, string | number | boolean | null> {
+  const s = d.speculative;
+  const flags = flagMapOf(d);
+  const out: Record<string, string | number | boolean | null> = {
+    model_path: d.model.path,
+    tp_size: d.model.tpSize,
+    port: d.service.port,
+    speculative_algorithm: s.algorithm,
+  };
+  if (s.algorithm !== null) {
+    out[flagDest(flags.drafterPath)] = d.model.drafterPath!;
+    if (s.draftTokens !== undefined) out[flagDest(flags.draftTokens)] = s.draftTokens;
+    if (s.algorithm === "DDTREE" && flags.budget) out[flagDest(flags.budget)] = s.budget!;
+    if (s.algorithm === "DDTREE" && flags.topkFlag) out[flagDest(flags.topkFlag)] = s.topk!;
+    if (flags.windowSize) out[flagDest(flags.windowSize)] = s.draftWindowSize === "none" ? null : s.draftWindowSize;
+    if (flags.compactCache) out[flagDest(flags.compactCache)] = s.compactCache;
+  }
+  return Object.fromEntries(Object.keys(out).sort().map((k) => [k, out[k]]));
+}
+
+/** The address our probes use on the host itself to reach the server. */
+export function localServerUrl(d: Deployment): string {
+  const a = d.service.listenAddress;
+  const host = a === "0.0.0.0" || a === "::" ? "127.0.0.1" : a.includes(":") ? `[${a}]` : a;
+  return `http://${host}:${d.service.port}`;
+}
+
+export interface UnitMeta {
+  /** Stack that owns the unit. */
+  stack: string;
+}
+
+export function renderUnit(d: Deployment, meta: UnitMeta): string {
+  const t = d.timeouts;
+  const exec = (argv: string[]) => argv.map(systemdQuote).join(" ");
+  const gpus = Array.from({ length: d.model.tpSize }, (_, i) => i).join(",");
+  const lines = [
+    "# Managed by dflash-sglang (Pulumi). `pulumi up` replaces manual edits.",
+    "[Unit]",
+    `Description=${systemdQuote(`SGLang ${d.service.unitName} (stack ${meta.stack})`)}`,
+    "After=network-online.target",
+    "Wants=network-online.target",
+    `X-DFlash-Stack=${systemdQuote(meta.stack)}`,
+    "",
+    "[Service]",
+    // exec: the unit fails at once if the interpreter cannot be started.
+    "Type=exec",
+    `User=${d.service.runAs}`,
+    `WorkingDirectory=${systemdQuote(d.service.workingDirectory)}`,
+    ...serverEnvironment(d).map(([k, v]) => `Environment=${systemdQuote(`${k}=${v}`)}`),
+    // Starting by hand must not race the release of the previous process's GPU memory.
+    `ExecStartPre=${exec([`${HELPER_DIR}/wait-gpus-free`, gpus, String(t.gpuFreeMiB), String(Math.ceil(t.gpuReleaseSeconds))])}`,
+    `ExecStart=${exec([d.service.python, ...launchArgs(d)])}`,
+    // "active" means serving: the unit stays "activating" until a generation answers.
+    `ExecStartPost=${exec([`${HELPER_DIR}/wait-ready`, `${localServerUrl(d)}/health_generate`, String(Math.ceil(t.readySeconds))])} $MAINPID`,
+    `TimeoutStartSec=${Math.ceil(t.readySeconds + t.gpuReleaseSeconds + 30)}`,
+    `TimeoutStopSec=${Math.ceil(t.stopSeconds)}`,
+    // SIGTERM to the server first (it shuts its workers down), then the rest of the group.
+    "KillMode=mixed",
+    "Restart=no",
+    `SyslogIdentifier=${d.service.unitName}`,
+    "",
+    "[Install]",
+    "WantedBy=multi-user.target",
+    "",
+  ];
+  return lines.join("\n");
+}
+
+/** Waits until GPUs (comma list) each use at most N MiB, or fails after T seconds. */
+export const WAIT_GPUS_FREE = `#!/bin/sh
+# usage: wait-gpus-free GPU_LIST MAX_USED_MIB TIMEOUT_SECONDS   (installed by dflash-sglang)
+set -u
+gpus=$1 max=$2 timeout=$3
+deadline=$(( $(date +%s) + timeout ))
+while :; do
+  busy=$(nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits |
+    awk -F', *' -v gpus="$gpus" -v max="$max" 'BEGIN { n = split(gpus, g, ","); for (i = 1; i <= n; i++) want[g[i]] = 1 }
+      ($1 in want) && $2 > max { printf "GPU %s: %s MiB used; ", $1, $2 }')
+  [ -z "$busy" ] && exit 0
+  if [ "$(date +%s)" -ge "$deadline" ]; then
+    echo "GPU memory still in use after \${timeout}s: $busy" >&2
+    exit 1
+  fi
+  sleep 1
+done
+`;
+
+/** Waits until URL answers 200 while PID lives, or fails after T seconds. */
+export const WAIT_READY = `#!/bin/sh
+# usage: wait-ready URL TIMEOUT_SECONDS PID   (installed by dflash-sglang)
+set -u
+url=$1 timeout=$2 pid=$3
+deadline=$(( $(date +%s) + timeout ))
+while :; do
+  if ! kill -0 "$pid" 2>/dev/null; then
+    echo "server process $pid exited before it was ready" >&2
+    exit 1
+  fi
+  code=$(curl -s -o /dev/null -w '%{http_code}' -m 10 "$url" || true)
+  [ "$code" = 200 ] && exit 0
+  if [ "$(date +%s)" -ge "$deadline" ]; then
+    echo "$url not ready after \${timeout}s (last status $code)" >&2
+    exit 1
+  fi
+  sleep 1
+done
+`;
+
+export function helperScripts(): Record<string, string> {
+  return { "wait-gpus-free": WAIT_GPUS_FREE, "wait-ready": WAIT_READY };
+}
+
+export function sha256(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}

@@ -1,0 +1,102 @@
+// The component: one SGLang configuration on one GPU host, reconfigured safely.
+import * as pulumi from "@pulumi/pulumi";
+import { Deployment } from "./schema";
+import { expectedServerArgs, helperScripts, launchArgs, launchFlags, localServerUrl, renderUnit, sha256 } from "./render";
+import { PROVIDER_VERSION, Readiness, Rollout, StagedUnit } from "./provider";
+
+export interface SglangServiceArgs {
+  /** The validated configuration (see schema.ts: parseDeployment). */
+  deployment: Deployment;
+  /** SSH private key for deployment.host, kept secret. */
+  privateKey: pulumi.Input<string>;
+}
+
+export const COMPONENT_TYPE = "dflash:sglang:Service";
+
+export class SglangService extends pulumi.ComponentResource {
+  /** sha256 of the rendered unit: what the host should run. */
+  readonly unitHash: pulumi.Output<string>;
+  /** The rendered systemd unit. */
+  readonly unitText: pulumi.Output<string>;
+  /** The server's command line (interpreter and arguments). */
+  readonly launchCommand: pulumi.Output<string[]>;
+  /** Arguments the running server reported from /get_server_info once ready. */
+  readonly serverArgs: pulumi.Output<Record<string, unknown>>;
+  /** Seconds spent in each phase of the last restart; zeros when nothing had to restart. */
+  readonly timings: pulumi.Output<{ drainSeconds: number; stopSeconds: number; gpuReleaseSeconds: number; loadToReadySeconds: number }>;
+  /** Acceptance length the server reported when it became ready. */
+  readonly acceptLength: pulumi.Output<number | null>;
+
+  constructor(name: string, args: SglangServiceArgs, opts: pulumi.ComponentResourceOptions = {}) {
+    super(COMPONENT_TYPE, name, {}, opts);
+    const d = args.deployment;
+    const stack = pulumi.getStack();
+    const urnOf = (child: string) => `urn:pulumi:${stack}::${pulumi.getProject()}::${COMPONENT_TYPE}$pulumi-nodejs:dynamic:Resource::${child}`;
+    const label = `${d.service.unitName} (stack ${stack})`;
+    const connection = pulumi.secret(
+      pulumi.output(args.privateKey).apply((privateKey) => ({ host: d.host.address, port: d.host.port, user: d.host.user, hostKey: d.host.hostKey, privateKey })),
+    );
+
+    const unitText = renderUnit(d, { stack });
+    const unitHash = sha256(unitText);
+    const target = {
+      unitName: d.service.unitName,
+      serverUrl: localServerUrl(d),
+      port: d.service.port,
+      tpSize: d.model.tpSize,
+      timeouts: d.timeouts,
+      label,
+    };
+
+    const staged = new StagedUnit(
+      `${name}-unit`,
+      {
+        connection,
+        label,
+        urn: urnOf(`${name}-unit`),
+        unitName: d.service.unitName,
+        unitText,
+        helpers: helperScripts(),
+        python: d.service.python,
+        flags: launchFlags(d),
+        paths: [
+          { what: "model.path", path: d.model.path },
+          ...(d.speculative.algorithm !== null && d.model.drafterPath ? [{ what: "model.drafterPath", path: d.model.drafterPath }] : []),
+          { what: "service.workingDirectory", path: d.service.workingDirectory },
+        ],
+        tpSize: d.model.tpSize,
+        providerVersion: PROVIDER_VERSION,
+      },
+      { parent: this },
+    );
+
+    const rollout = new Rollout(
+      `${name}-rollout`,
+      { connection, target: { ...target, urn: urnOf(`${name}-rollout`) }, unitHash: staged.unitHash, stagedPath: staged.stagedPath, providerVersion: PROVIDER_VERSION },
+      { parent: this, dependsOn: [staged] },
+    );
+
+    const ready = new Readiness(
+      `${name}-ready`,
+      {
+        connection,
+        target: { ...target, urn: urnOf(`${name}-ready`) },
+        unitHash: rollout.applied.apply(() => unitHash),
+        expectedArgs: expectedServerArgs(d),
+        modelName: d.model.servedModelName ?? d.model.path,
+        providerVersion: PROVIDER_VERSION,
+      },
+      { parent: this, dependsOn: [rollout] },
+    );
+
+    this.unitHash = staged.unitHash;
+    this.unitText = pulumi.output(unitText);
+    this.launchCommand = pulumi.output([d.service.python, ...launchArgs(d)]);
+    this.serverArgs = ready.serverArgs;
+    this.acceptLength = ready.acceptLength;
+    this.timings = pulumi.all([rollout.drainSeconds, rollout.stopSeconds, rollout.gpuReleaseSeconds, ready.loadToReadySeconds]).apply(
+      ([drainSeconds, stopSeconds, gpuReleaseSeconds, loadToReadySeconds]) => ({ drainSeconds, stopSeconds, gpuReleaseSeconds, loadToReadySeconds }),
+    );
+    this.registerOutputs({ unitHash: this.unitHash, launchCommand: this.launchCommand, serverArgs: this.serverArgs, timings: this.timings, acceptLength: this.acceptLength });
+  }
+}

@@ -1,0 +1,61 @@
+// A throwaway Pulumi workspace that runs this project's program against simulated
+// hosts: its own Pulumi.yaml (main: the repo), copies of the chosen stack files with the
+// host's connection merged in, and its own file:// backend. The repo is never modified.
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import * as YAML from "yaml";
+import { LocalWorkspace, Stack } from "@pulumi/pulumi/automation";
+import { REPO_ROOT, pulumiCommand, pulumiEnv } from "./pulumi-env";
+import type { HostInfo } from "../simhost/hosts";
+
+const NS = "dflash-sglang";
+
+export interface SimWorkspace {
+  dir: string;
+  stack(name: string): Promise<Stack>;
+  /** Replaces one config key of a stack (as a stack file edit would). */
+  setStackConfig(stack: string, key: string, value: unknown): void;
+  cleanup(): void;
+}
+
+/** Config that points a stack at a simulated host. */
+export function simHostConfig(host: HostInfo, unitName = "sglang-k26"): Record<string, unknown> {
+  return {
+    [`${NS}:host`]: { address: host.address, port: host.port, user: host.user, privateKeyPath: host.privateKeyPath, hostKey: host.hostKey },
+    // Hosts share the machine's port space: each server listens on its own address.
+    [`${NS}:service`]: { unitName, port: host.sglangPort, listenAddress: host.address },
+  };
+}
+
+export function readRepoStackConfig(stack: string): Record<string, unknown> {
+  const file = path.join(REPO_ROOT, "stacks", `Pulumi.${stack}.yaml`);
+  return (YAML.parse(fs.readFileSync(file, "utf8"))?.config ?? {}) as Record<string, unknown>;
+}
+
+export function simWorkspace(stacks: Record<string, Record<string, unknown>>): SimWorkspace {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-ws-"));
+  const backend = path.join(dir, "state");
+  fs.mkdirSync(path.join(dir, "stacks"), { recursive: true });
+  fs.mkdirSync(backend);
+  const project = YAML.parse(fs.readFileSync(path.join(REPO_ROOT, "Pulumi.yaml"), "utf8"));
+  project.main = REPO_ROOT;
+  fs.writeFileSync(path.join(dir, "Pulumi.yaml"), YAML.stringify(project));
+  const stackFile = (name: string) => path.join(dir, "stacks", `Pulumi.${name}.yaml`);
+  const writeStack = (name: string, config: Record<string, unknown>) => fs.writeFileSync(stackFile(name), YAML.stringify({ config }));
+  for (const [name, config] of Object.entries(stacks)) writeStack(name, config);
+  const env = pulumiEnv({ PULUMI_BACKEND_URL: `file://${backend}`, PULUMI_CONFIG_PASSPHRASE: "simulated-hosts" });
+  return {
+    dir,
+    async stack(name: string) {
+      return LocalWorkspace.createOrSelectStack({ stackName: name, workDir: dir }, { envVars: env, pulumiCommand: await pulumiCommand() });
+    },
+    setStackConfig(name: string, key: string, value: unknown) {
+      const doc = YAML.parse(fs.readFileSync(stackFile(name), "utf8")) ?? {};
+      writeStack(name, { ...(doc.config ?? {}), [`${NS}:${key}`]: value });
+    },
+    cleanup() {
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
