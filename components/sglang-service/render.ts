@@ -115,6 +115,16 @@ export interface UnitMeta {
   stack: string;
 }
 
+/** `python -m module` on the first line, then each `--option [value]` on a continuation line. */
+function execLines(python: string, args: string[]): string {
+  const groups: string[][] = [[python]];
+  for (const a of args) {
+    if (a.startsWith("--")) groups.push([a]);
+    else groups[groups.length - 1].push(a);
+  }
+  return groups.map((g) => g.map(systemdQuote).join(" ")).join(" \\\n    ");
+}
+
 export function renderUnit(d: Deployment, meta: UnitMeta): string {
   const t = d.timeouts;
   const exec = (argv: string[]) => argv.map(systemdQuote).join(" ");
@@ -135,7 +145,8 @@ export function renderUnit(d: Deployment, meta: UnitMeta): string {
     ...serverEnvironment(d).map(([k, v]) => `Environment=${systemdQuote(`${k}=${v}`)}`),
     // Starting by hand must not race the release of the previous process's GPU memory.
     `ExecStartPre=${exec([`${HELPER_DIR}/wait-gpus-free`, gpus, String(t.gpuFreeMiB), String(Math.ceil(t.gpuReleaseSeconds))])}`,
-    `ExecStart=${exec([d.service.python, ...launchArgs(d)])}`,
+    // One option per line (systemd joins "\\"-continued lines) so diffs show each change.
+    `ExecStart=${execLines(d.service.python, launchArgs(d))}`,
     // "active" means serving: the unit stays "activating" until a generation answers.
     `ExecStartPost=${exec([`${HELPER_DIR}/wait-ready`, `${localServerUrl(d)}/health_generate`, String(Math.ceil(t.readySeconds))])} $MAINPID`,
     `TimeoutStartSec=${Math.ceil(t.readySeconds + t.gpuReleaseSeconds + 30)}`,

@@ -132,16 +132,30 @@ async function installedHash(ssh: Ssh, unit: string): Promise<string | null> {
   return r.code === 0 ? r.stdout.split(/\s+/)[0] : null;
 }
 
-async function poll<T>(opts: { what: string; deadlineSeconds: number; intervalMs: number; urn?: string; label: string; onTimeout: () => Promise<Error> | Error }, fn: (elapsedS: number) => Promise<T | undefined>): Promise<T> {
+interface PollOptions {
+  /** What is awaited, as shown in progress lines; may change while waiting. */
+  status: () => string;
+  deadlineSeconds: number;
+  intervalMs: number;
+  urn?: string;
+  label: string;
+  onTimeout: () => Promise<Error> | Error;
+}
+
+/** Polls fn until it returns a value, showing progress when the status changes or every 5 s. */
+async function poll<T>(opts: PollOptions, fn: (elapsedS: number) => Promise<T | undefined>): Promise<T> {
   const started = Date.now();
-  let lastShown = 0;
+  let shownAt = 0;
+  let shown = "";
   for (;;) {
     const v = await fn(elapsed(started));
     if (v !== undefined) return v;
     if (Date.now() - started > opts.deadlineSeconds * 1000) throw await opts.onTimeout();
-    if (Date.now() - lastShown > 2000) {
-      lastShown = Date.now();
-      await progress(opts.urn, `${opts.label}: ${opts.what} (${elapsed(started)} s of at most ${opts.deadlineSeconds} s)`);
+    const status = opts.status();
+    if (status !== shown || Date.now() - shownAt > 5000) {
+      shown = status;
+      shownAt = Date.now();
+      await progress(opts.urn, `${opts.label}: ${status} (${elapsed(started)} s, deadline ${opts.deadlineSeconds} s)`);
     }
     await sleep(opts.intervalMs);
   }
@@ -169,9 +183,9 @@ export async function rollout(ssh: Ssh, t: Target, staged: { stagedPath: string;
   const drainStart = Date.now();
   if (before.activeState === "active") {
     let lastLoad = "";
-    const drained = await poll(
+    await poll(
       {
-        what: "draining in-flight requests",
+        status: () => `draining: ${lastLoad || "reading /metrics"}`,
         deadlineSeconds: t.timeouts.drainSeconds,
         intervalMs: t.timeouts.pollMs,
         urn: t.urn,
@@ -193,7 +207,6 @@ export async function rollout(ssh: Ssh, t: Target, staged: { stagedPath: string;
       }
       throw new Error(`${e.message}: ${t.label} on ${ssh.conn.host} still had ${lastLoad} after ${t.timeouts.drainSeconds} s (timeouts.drainSeconds). Nothing was stopped; the old configuration is still serving. Retry when traffic is lower, raise timeouts.drainSeconds, or set timeouts.drainPolicy to "proceed".`);
     });
-    void drained;
   }
   const drainSeconds = elapsed(drainStart);
 
@@ -204,7 +217,7 @@ export async function rollout(ssh: Ssh, t: Target, staged: { stagedPath: string;
   }
   await poll(
     {
-      what: `waiting for the old server (pid ${before.mainPid || "none"}) to exit`,
+      status: () => `waiting for the old server (pid ${before.mainPid || "none"}) to exit`,
       deadlineSeconds: t.timeouts.stopSeconds,
       intervalMs: t.timeouts.pollMs,
       urn: t.urn,
@@ -226,7 +239,7 @@ export async function rollout(ssh: Ssh, t: Target, staged: { stagedPath: string;
   let lastBusy = "";
   await poll(
     {
-      what: "waiting for GPU memory to be released",
+      status: () => `waiting for GPU memory to be released: ${lastBusy || "reading nvidia-smi"}`,
       deadlineSeconds: t.timeouts.gpuReleaseSeconds,
       intervalMs: t.timeouts.pollMs,
       urn: t.urn,
@@ -256,7 +269,8 @@ export async function rollout(ssh: Ssh, t: Target, staged: { stagedPath: string;
     ].join("\n"),
     `installing and starting ${unit}`,
   );
-  await progress(t.urn, `${t.label}: drained in ${drainSeconds} s, old server gone in ${stopSeconds} s, GPUs free in ${gpuReleaseSeconds} s; starting`, false);
+  const summary = before.mainPid > 0 ? `drained in ${drainSeconds} s, old server (pid ${before.mainPid}) gone in ${stopSeconds} s, GPUs free in ${gpuReleaseSeconds} s` : `no server was running, GPUs free in ${gpuReleaseSeconds} s`;
+  await progress(t.urn, `${t.label}: ${summary}; started the new unit`, false);
   return { applied: true, drainSeconds, stopSeconds, gpuReleaseSeconds, previousMainPid: before.mainPid };
 }
 
@@ -315,7 +329,7 @@ export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessR
 
   const result = await poll(
     {
-      what: "",
+      status: () => phase,
       deadlineSeconds: r.timeouts.readySeconds,
       intervalMs: r.timeouts.pollMs,
       urn: r.urn,
@@ -360,7 +374,6 @@ export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessR
           if (elapsedS > 30) throw new Error(`${r.label} on ${ssh.conn.host} serves the new arguments but its generations are unusable: ${JSON.stringify(gen.stdout.slice(0, 200))}`);
         }
       }
-      await progress(r.urn, `${r.label}: ${phase}, ${elapsedS} s`);
       return undefined;
     },
   );

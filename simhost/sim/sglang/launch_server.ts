@@ -6,7 +6,7 @@ import * as http from "node:http";
 import * as path from "node:path";
 import { BUILD_PROFILES, BuildProfile, ServerArgs, flagTable, parseArgs } from "./flags";
 import { GpuStore } from "../gpu";
-import { Faults, readFaults } from "../faults";
+import { readFaults } from "../faults";
 import { SpecSettings, batchSlowdown, countTokens, perfAt, specSettings, timeToFirstToken } from "./perf";
 import { completionText } from "./text";
 
@@ -93,7 +93,6 @@ class Server {
     readonly args: ServerArgs,
     readonly spec: SpecSettings,
     readonly config: SimConfig,
-    readonly faults: Faults,
   ) {}
 
   modelId(): string {
@@ -189,7 +188,7 @@ class Server {
     const prompt = messages.map((m) => (typeof m.content === "string" ? m.content : "")).join("\n");
     const promptTokens = countTokens(prompt);
     const maxTokens = typeof body.max_tokens === "number" ? body.max_tokens : typeof body.max_completion_tokens === "number" ? body.max_completion_tokens : 128;
-    const text = completionText(prompt, maxTokens, this.faults.corruptOutput);
+    const text = completionText(prompt, maxTokens, readFaults().corruptOutput);
     const stream = body.stream === true;
     const includeUsage = stream && (body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true;
     const id = `chatcmpl-${Date.now().toString(16)}${Math.floor(Math.random() * 1e6).toString(16)}`;
@@ -266,7 +265,7 @@ async function main(): Promise<void> {
   const gpus = new GpuStore();
   const gpuConfig = gpus.config();
   const spec = specSettings(args, process.env);
-  const server = new Server(args, spec, config, faults);
+  const server = new Server(args, spec, config);
   const releaseDelayMs = faults.gpuReleaseDelaySeconds * 1000;
 
   let stopping = false;
@@ -274,10 +273,12 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     log(`Received ${signal}, shutting down.`);
-    if (faults.ignoreSigtermSeconds > 0) await sleep(faults.ignoreSigtermSeconds);
+    // Faults are read when they act, so they can be injected into a running server.
+    const now = readFaults();
+    if (now.ignoreSigtermSeconds > 0) await sleep(now.ignoreSigtermSeconds);
     server.phase = "stopping";
     server.abortInFlight();
-    if (faults.staleSeconds > 0) await sleep(faults.staleSeconds);
+    if (now.staleSeconds > 0) await sleep(now.staleSeconds);
     await sleep(config.shutdownSeconds);
     server.httpServer?.close();
     gpus.markExited(process.pid);

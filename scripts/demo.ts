@@ -1,0 +1,51 @@
+// `npm run demo`: boots a simulated 8-GPU host, then deploys two configurations of the
+// users' sweep in turn through the real Pulumi engine, and prints what each `up` did.
+// The second deploy is a real reconfiguration: drain, stop, wait for GPU memory
+// (released 3 s after the old process exits, as on real hosts), start, readiness.
+import * as hosts from "../simhost/hosts";
+import { readRepoStackConfig, simHostConfig, simWorkspace } from "../lib/workspace";
+
+const CONFIGS = ["b8t4-w2048", "b16t4-w2048"];
+const HOST = `demo-${process.pid}`;
+
+function say(line: string): void {
+  process.stdout.write(`\n=== ${line}\n`);
+}
+
+async function main(): Promise<void> {
+  say(`starting simulated GPU host ${HOST} (Debian + systemd + sshd, simulated SGLang DDTree build and 8 GPUs)`);
+  const host = await hosts.start(HOST, {
+    sglang: { profile: "ddtree-fork", loadSeconds: 6, warmupSeconds: 1 },
+    onProgress: (m) => process.stdout.write(`  ${m}\n`),
+  });
+  hosts.fault(HOST, JSON.stringify({ gpuReleaseDelaySeconds: 3 }));
+  say(`host ready at ${host.address} (ssh key ${host.privateKeyPath})`);
+  const ws = simWorkspace(Object.fromEntries(CONFIGS.map((c) => [c, { ...readRepoStackConfig(c), ...simHostConfig(host) }])));
+  const summary: string[] = [];
+  try {
+    for (const name of CONFIGS) {
+      say(`pulumi up --stack ${name}`);
+      const stack = await ws.stack(name);
+      const started = Date.now();
+      const up = await stack.up({ onOutput: (s) => process.stdout.write(s), color: "never" });
+      const t = up.outputs.restartTimings?.value ?? {};
+      summary.push(
+        `${name.padEnd(14)} ${up.summary.result.padEnd(10)} up ${((Date.now() - started) / 1000).toFixed(1).padStart(5)} s | drain ${t.drainSeconds} s, old process gone ${t.stopSeconds} s, GPU release ${t.gpuReleaseSeconds} s, load-to-ready ${t.loadToReadySeconds} s | accept length ${up.outputs.acceptLength?.value}`,
+      );
+    }
+    say(`pulumi up --stack ${CONFIGS[1]} again: nothing changed, so nothing on the host is touched`);
+    const again = await (await ws.stack(CONFIGS[1])).up({ color: "never" });
+    summary.push(`${CONFIGS[1].padEnd(14)} no-op up: ${JSON.stringify(again.summary.resourceChanges)}`);
+    say("summary");
+    process.stdout.write(summary.join("\n") + "\n");
+  } finally {
+    say(`stopping ${HOST}`);
+    await hosts.stop(HOST);
+    ws.cleanup();
+  }
+}
+
+main().catch((e) => {
+  process.stderr.write(`demo failed: ${(e as Error).message ?? e}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,175 @@
+// The core promise, end to end: the real engine, real SSH, real systemd on a simulated
+// GPU host. Tests run in order and share one host, as a user's stacks share one server.
+import { after, before, test } from "node:test";
+import * as assert from "node:assert/strict";
+import * as hosts from "../../../simhost/hosts";
+import { readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../../lib/workspace";
+import { renderUnit } from "../../../components/sglang-service/render";
+import { parseDeployment } from "../../../components/sglang-service/schema";
+import { waitReadiness } from "../../../components/sglang-service/remote/handlers";
+import { PROVIDER_VERSION } from "../../../components/sglang-service/provider";
+import { expectedServerArgs, localServerUrl } from "../../../components/sglang-service/render";
+import * as YAML from "yaml";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { REPO_ROOT } from "../../../lib/pulumi-env";
+
+const HOST = `core-${process.pid}`;
+const UNIT = "sglang-k26";
+let host: hosts.HostInfo;
+let ws: SimWorkspace;
+
+const stackConfig = (name: string) => ({ ...readRepoStackConfig(name), ...simHostConfig(host, UNIT) });
+
+async function sh(cmd: string): Promise<string> {
+  const r = await hosts.ssh(host, cmd);
+  assert.equal(r.code, 0, `${cmd}: ${r.stderr}`);
+  return r.stdout.trim();
+}
+
+const mainPid = async () => Number(await sh(`systemctl show -p MainPID --value ${UNIT}.service`));
+
+/** The resolved deployment a stack of the workspace describes (for expected values). */
+function deploymentOf(stackName: string) {
+  const project = YAML.parse(fs.readFileSync(path.join(REPO_ROOT, "Pulumi.yaml"), "utf8")).config as Record<string, { value: unknown }>;
+  const raw: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(project)) raw[k.replace("dflash-sglang:", "")] = v.value;
+  for (const [k, v] of Object.entries(YAML.parse(fs.readFileSync(path.join(ws.dir, "stacks", `Pulumi.${stackName}.yaml`), "utf8")).config)) raw[k.replace("dflash-sglang:", "")] = v;
+  return parseDeployment(raw, stackName);
+}
+
+/** Streams a chat completion directly from the server; resolves with how it ended. */
+async function streamChat(maxTokens: number): Promise<{ done: boolean; tokens: number }> {
+  const res = await fetch(`http://${host.address}:${host.sglangPort}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ messages: [{ role: "user", content: "Tell me about speculative decoding" }], max_tokens: maxTokens, stream: true, stream_options: { include_usage: true } }),
+  });
+  let text = "";
+  try {
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) text += Buffer.from(chunk).toString("utf8");
+  } catch {
+    return { done: false, tokens: 0 };
+  }
+  const usage = /"completion_tokens":(\d+)/.exec(text);
+  return { done: text.includes("data: [DONE]"), tokens: usage ? Number(usage[1]) : 0 };
+}
+
+before(async () => {
+  host = await hosts.start(HOST, { sglang: { profile: "ddtree-fork", loadSeconds: 2, warmupSeconds: 0.5 } });
+  ws = simWorkspace({ "b8t4-w2048": stackConfig("b8t4-w2048") });
+});
+
+after(async () => {
+  await hosts.stop(HOST);
+  ws?.cleanup();
+});
+
+test("first deploy: the rendered unit is installed, active means serving, outputs record it", async () => {
+  const stack = await ws.stack("b8t4-w2048");
+  const up = await stack.up();
+  assert.equal(up.summary.result, "succeeded");
+  const d = deploymentOf("b8t4-w2048");
+  assert.equal(await sh(`cat /etc/systemd/system/${UNIT}.service`), renderUnit(d, { stack: "b8t4-w2048" }).trim());
+  assert.equal(await sh(`systemctl is-active ${UNIT}.service`), "active");
+  assert.equal(up.outputs.serverArgs.value.speculative_ddtree_budget, 8);
+  assert.equal(up.outputs.serverArgs.value.speculative_draft_window_size, 2048);
+  assert.deepEqual(up.outputs.launchCommand.value.slice(0, 3), ["/usr/bin/python3", "-m", "sglang.launch_server"]);
+  assert.match(up.outputs.unitHash.value, /^[0-9a-f]{64}$/);
+  for (const k of ["drainSeconds", "stopSeconds", "gpuReleaseSeconds", "loadToReadySeconds"]) assert.equal(typeof up.outputs.restartTimings.value[k], "number");
+});
+
+test("a no-op up changes nothing and does not restart the server", async () => {
+  const pid = await mainPid();
+  const up = await (await ws.stack("b8t4-w2048")).up();
+  assert.deepEqual(up.summary.resourceChanges, { same: 5 });
+  assert.equal(await mainPid(), pid);
+});
+
+test("preview shows the unit change for review and touches nothing on the host", async () => {
+  const pid = await mainPid();
+  ws.setStackConfig("b8t4-w2048", "speculative", readRepoStackConfig("b16t4-w2048")["dflash-sglang:speculative"]);
+  const preview = await (await ws.stack("b8t4-w2048")).preview({ diff: true });
+  assert.ok((preview.changeSummary.update ?? 0) >= 1, JSON.stringify(preview.changeSummary));
+  // One option per line in the unit, so the CLI's diff shows the exact change untruncated.
+  assert.match(preview.stdout, /^\s*- +--speculative-ddtree-budget 8 \\$/m);
+  assert.match(preview.stdout, /^\s*\+ +--speculative-ddtree-budget 16 \\$/m);
+  assert.equal(await mainPid(), pid);
+});
+
+test("a reconfiguration waits out the GPU release delay and the new config serves (no OOM)", async () => {
+  hosts.fault(HOST, JSON.stringify({ gpuReleaseDelaySeconds: 4 }));
+  const oldPid = await mainPid();
+  const up = await (await ws.stack("b8t4-w2048")).up();
+  assert.equal(up.summary.result, "succeeded");
+  assert.ok(up.outputs.restartTimings.value.gpuReleaseSeconds >= 3, JSON.stringify(up.outputs.restartTimings.value));
+  assert.equal(up.outputs.serverArgs.value.speculative_ddtree_budget, 16);
+  assert.notEqual(await mainPid(), oldPid);
+  const journal = await sh(`journalctl -u ${UNIT}.service --no-pager -o cat`);
+  assert.doesNotMatch(journal, /out of memory/i);
+  hosts.fault(HOST, "{}");
+});
+
+test("streaming requests in flight during a reconfiguration all complete", async () => {
+  // ~180 tok/s: 1500 tokens keep each stream busy for about 8 s, long past the start of `up`.
+  const streams = [streamChat(1500), streamChat(1500), streamChat(1500)];
+  ws.setStackConfig("b8t4-w2048", "speculative", readRepoStackConfig("b4t4-w2048")["dflash-sglang:speculative"]);
+  const up = await (await ws.stack("b8t4-w2048")).up();
+  assert.equal(up.summary.result, "succeeded");
+  const results = await Promise.all(streams);
+  assert.deepEqual(results, [{ done: true, tokens: 1500 }, { done: true, tokens: 1500 }, { done: true, tokens: 1500 }]);
+  assert.ok(up.outputs.restartTimings.value.drainSeconds > 0, "the rollout had to wait for the streams");
+});
+
+test("a flag the host's SGLang does not know fails preflight; the old server keeps serving", async () => {
+  const pid = await mainPid();
+  const model = { ...deploymentOf("b8t4-w2048").model, extraArgs: ["--speculative-dflash-enable-ddtree"] };
+  ws.setStackConfig("b8t4-w2048", "model", model);
+  const stack = await ws.stack("b8t4-w2048");
+  await assert.rejects(stack.up(), (e: Error) => {
+    assert.match(e.message, /Preflight failed for sglang-k26 \(stack b8t4-w2048\).*nothing was stopped or changed/s);
+    assert.match(e.message, /the installed SGLang does not accept --speculative-dflash-enable-ddtree/);
+    return true;
+  });
+  assert.equal(await mainPid(), pid);
+  assert.equal(await sh(`curl -s -o /dev/null -w '%{http_code}' http://${host.address}:${host.sglangPort}/health`), "200");
+  const { extraArgs: _drop, ...restored } = model;
+  ws.setStackConfig("b8t4-w2048", "model", restored);
+});
+
+test("an old server that still answers is never taken as the new configuration", async () => {
+  // The host serves budget 4 now; ask readiness for budget 12 without restarting anything.
+  const want = deploymentOf("b8t4-w2048");
+  const other = { ...want, speculative: { ...want.speculative, budget: 12 } };
+  const started = Date.now();
+  await assert.rejects(
+    waitReadiness({
+      connection: { host: host.address, port: host.port, user: host.user, hostKey: host.hostKey, privateKey: fs.readFileSync(host.privateKeyPath, "utf8") },
+      target: { unitName: UNIT, serverUrl: localServerUrl(other), port: other.service.port, tpSize: 8, timeouts: { ...other.timeouts, readySeconds: 3, pollMs: 200 }, label: "stale-check" },
+      unitHash: "x",
+      expectedArgs: expectedServerArgs(other),
+      modelName: other.model.path,
+      providerVersion: PROVIDER_VERSION,
+    }),
+    /was not serving the new configuration within 3 s.*serving, but with other arguments: speculative_ddtree_budget=4 \(want 12\)/s,
+  );
+  assert.ok(Date.now() - started >= 3000);
+});
+
+test("a stale old process that keeps answering after stop delays the start until it is gone", async () => {
+  hosts.fault(HOST, JSON.stringify({ staleSeconds: 3 }));
+  ws.setStackConfig("b8t4-w2048", "speculative", readRepoStackConfig("b12t6-w2048")["dflash-sglang:speculative"]);
+  const up = await (await ws.stack("b8t4-w2048")).up();
+  hosts.fault(HOST, "{}");
+  assert.equal(up.summary.result, "succeeded");
+  assert.ok(up.outputs.restartTimings.value.stopSeconds >= 3, JSON.stringify(up.outputs.restartTimings.value));
+  assert.equal(up.outputs.serverArgs.value.speculative_ddtree_budget, 12);
+  assert.equal(up.outputs.serverArgs.value.speculative_ddtree_topk, 6);
+});
+
+test("destroy stops and removes the unit it installed", async () => {
+  const stack = await ws.stack("b8t4-w2048");
+  await stack.destroy();
+  assert.equal((await hosts.ssh(host, `test -e /etc/systemd/system/${UNIT}.service`)).code, 1);
+  assert.notEqual(await sh(`systemctl is-active ${UNIT}.service || true`), "active");
+});
