@@ -48,7 +48,7 @@ export function parseNvidiaSmiGpus(text: string): GpuMemory[] {
     if (!line.trim()) continue;
     const cells = line.split(",").map((c) => c.trim());
     const [index, used, total] = cells.map(Number);
-    if (cells.length < 3 || ![index, used, total].every(Number.isFinite)) {
+    if (cells.length < 3 || cells.slice(0, 3).some((c) => c === "") || ![index, used, total].every(Number.isFinite)) {
       throw new Error(`unexpected nvidia-smi output line: ${JSON.stringify(line)}`);
     }
     rows.push({ index, usedMiB: used, totalMiB: total });
@@ -109,7 +109,8 @@ export function splitSections(text: string): Record<string, string> {
 
 /** The most telling line of a failed start, in words a user acts on. */
 export function failureCause(journal: string): string | undefined {
-  const lines = journal.split("\n").map((l) => l.replace(/^.*?\]:\s?/, "").trim()).filter(Boolean);
+  // Accept both `journalctl -o cat` and the default short format ("Nov 29 08:31:11 host python3[123]: ...").
+  const lines = journal.split("\n").map((l) => l.replace(/^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [^\s:]+(\[\d+\])?: /, "").trim()).filter(Boolean);
   const find = (re: RegExp) => {
     for (let i = lines.length - 1; i >= 0; i--) {
       const m = re.exec(lines[i]);

@@ -7,6 +7,26 @@ import { Deployment, flagMapOf } from "./schema";
 /** Where our helper programs live on the host. */
 export const HELPER_DIR = "/usr/local/lib/dflash-sglang";
 export const STATE_DIR = "/var/lib/dflash-sglang";
+/** Secret files (0600, folder 0700): never in the unit, on a command line or in the journal. */
+export const SECRETS_DIR = "/etc/dflash-sglang";
+
+export function secretPaths(unitName: string): { env: string; serverConfig: string; curlHeaders: string } {
+  return {
+    env: `${SECRETS_DIR}/${unitName}.env`,
+    serverConfig: `${SECRETS_DIR}/${unitName}.secrets.yaml`,
+    curlHeaders: `${SECRETS_DIR}/${unitName}.curl-headers`,
+  };
+}
+
+/** Which secrets a deployment has (their values never reach the renderer). */
+export interface SecretPresence {
+  /** `--api-key`: passed to SGLang in a 0600 `--config` YAML, sent by every probe. */
+  apiKey: boolean;
+  /** HF_TOKEN: in a 0600 EnvironmentFile. */
+  hfToken: boolean;
+}
+
+export const NO_SECRETS: SecretPresence = { apiKey: false, hfToken: false };
 
 export function unitPath(unitName: string): string {
   return `/etc/systemd/system/${unitName}.service`;
@@ -28,8 +48,28 @@ export function shellQuote(word: string): string {
   return `'${word.replace(/'/g, `'\\''`)}'`;
 }
 
+/** A value systemd takes literally apart from specifiers (WorkingDirectory=, Description=). */
+export function systemdLiteral(value: string): string {
+  assertPrintable(value);
+  // A trailing backslash would continue the directive onto the next line.
+  if (value.endsWith("\\")) throw new Error(`refusing to render a value that ends with a backslash: ${JSON.stringify(value)}`);
+  return value.replace(/%/g, "%%");
+}
+
+/**
+ * Quotes an assignment for Environment=: quotes and backslash escapes are honoured there,
+ * `$` is not special (systemd.exec(5)), `%` starts a specifier.
+ */
+export function systemdEnvironmentQuote(assignment: string): string {
+  assertPrintable(assignment);
+  // A backslash never stays bare (the pattern below excludes it), so it cannot end the line.
+  const escaped = assignment.replace(/%/g, "%%");
+  if (/^[A-Za-z0-9_@+=:,./-]+$/.test(escaped)) return escaped;
+  return `"${escaped.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
+}
+
 function assertPrintable(word: string): void {
-  if (/[\u0000-\u001f\u007f\u0085\u2028\u2029]/.test(word)) {
+  if (/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(word)) {
     throw new Error(`refusing to render a value with a newline or control character: ${JSON.stringify(word)}`);
   }
 }
@@ -40,7 +80,7 @@ export function flagDest(flag: string): string {
 }
 
 /** The server's argv after the interpreter, in a fixed order. */
-export function launchArgs(d: Deployment): string[] {
+export function launchArgs(d: Deployment, secrets: SecretPresence = NO_SECRETS): string[] {
   const m = d.model;
   const s = d.speculative;
   const flags = flagMapOf(d);
@@ -61,12 +101,13 @@ export function launchArgs(d: Deployment): string[] {
     if (s.compactCache && flags.compactCache) args.push(flags.compactCache);
   }
   args.push(...m.extraArgs);
+  if (secrets.apiKey) args.push("--config", secretPaths(d.service.unitName).serverConfig);
   return args;
 }
 
 /** The long options in the launch args, to check against the host's `--help`. */
-export function launchFlags(d: Deployment): string[] {
-  return [...new Set(launchArgs(d).filter((a) => a.startsWith("--")).map((a) => a.split("=")[0]))].sort();
+export function launchFlags(d: Deployment, secrets: SecretPresence = NO_SECRETS): string[] {
+  return [...new Set(launchArgs(d, secrets).filter((a) => a.startsWith("--")).map((a) => a.split("=")[0]))].sort();
 }
 
 /** Environment of the server process, keys sorted. */
@@ -113,6 +154,7 @@ export function localServerUrl(d: Deployment): string {
 export interface UnitMeta {
   /** Stack that owns the unit. */
   stack: string;
+  secrets?: SecretPresence;
 }
 
 /** `python -m module` on the first line, then each `--option [value]` on a continuation line. */
@@ -127,28 +169,31 @@ function execLines(python: string, args: string[]): string {
 
 export function renderUnit(d: Deployment, meta: UnitMeta): string {
   const t = d.timeouts;
+  const secrets = meta.secrets ?? NO_SECRETS;
+  const files = secretPaths(d.service.unitName);
   const exec = (argv: string[]) => argv.map(systemdQuote).join(" ");
   const gpus = Array.from({ length: d.model.tpSize }, (_, i) => i).join(",");
   const lines = [
     "# Managed by dflash-sglang (Pulumi). `pulumi up` replaces manual edits.",
     "[Unit]",
-    `Description=${systemdQuote(`SGLang ${d.service.unitName} (stack ${meta.stack})`)}`,
+    `Description=${systemdLiteral(`SGLang ${d.service.unitName} (stack ${meta.stack})`)}`,
     "After=network-online.target",
     "Wants=network-online.target",
-    `X-DFlash-Stack=${systemdQuote(meta.stack)}`,
+    `X-DFlash-Stack=${systemdLiteral(meta.stack)}`,
     "",
     "[Service]",
     // exec: the unit fails at once if the interpreter cannot be started.
     "Type=exec",
     `User=${d.service.runAs}`,
-    `WorkingDirectory=${systemdQuote(d.service.workingDirectory)}`,
-    ...serverEnvironment(d).map(([k, v]) => `Environment=${systemdQuote(`${k}=${v}`)}`),
+    `WorkingDirectory=${systemdLiteral(d.service.workingDirectory)}`,
+    ...serverEnvironment(d).map(([k, v]) => `Environment=${systemdEnvironmentQuote(`${k}=${v}`)}`),
+    ...(secrets.hfToken ? [`EnvironmentFile=${files.env}`] : []),
     // Starting by hand must not race the release of the previous process's GPU memory.
     `ExecStartPre=${exec([`${HELPER_DIR}/wait-gpus-free`, gpus, String(t.gpuFreeMiB), String(Math.ceil(t.gpuReleaseSeconds))])}`,
     // One option per line (systemd joins "\\"-continued lines) so diffs show each change.
-    `ExecStart=${execLines(d.service.python, launchArgs(d))}`,
+    `ExecStart=${execLines(d.service.python, launchArgs(d, secrets))}`,
     // "active" means serving: the unit stays "activating" until a generation answers.
-    `ExecStartPost=${exec([`${HELPER_DIR}/wait-ready`, `${localServerUrl(d)}/health_generate`, String(Math.ceil(t.readySeconds))])} $MAINPID`,
+    `ExecStartPost=${exec([`${HELPER_DIR}/wait-ready`, `${localServerUrl(d)}/health_generate`, String(Math.ceil(t.readySeconds))])} $MAINPID${secrets.apiKey ? ` ${files.curlHeaders}` : ""}`,
     `TimeoutStartSec=${Math.ceil(t.readySeconds + t.gpuReleaseSeconds + 30)}`,
     `TimeoutStopSec=${Math.ceil(t.stopSeconds)}`,
     // SIGTERM to the server first (it shuts its workers down), then the rest of the group.
@@ -184,16 +229,20 @@ done
 
 /** Waits until URL answers 200 while PID lives, or fails after T seconds. */
 export const WAIT_READY = `#!/bin/sh
-# usage: wait-ready URL TIMEOUT_SECONDS PID   (installed by dflash-sglang)
+# usage: wait-ready URL TIMEOUT_SECONDS PID [CURL_HEADER_FILE]   (installed by dflash-sglang)
 set -u
-url=$1 timeout=$2 pid=$3
+url=$1 timeout=$2 pid=$3 headers=\${4:-}
 deadline=$(( $(date +%s) + timeout ))
 while :; do
   if ! kill -0 "$pid" 2>/dev/null; then
     echo "server process $pid exited before it was ready" >&2
     exit 1
   fi
-  code=$(curl -s -o /dev/null -w '%{http_code}' -m 10 "$url" || true)
+  if [ -n "$headers" ]; then
+    code=$(curl -s -o /dev/null -w '%{http_code}' -m 10 -H "@$headers" "$url" || true)
+  else
+    code=$(curl -s -o /dev/null -w '%{http_code}' -m 10 "$url" || true)
+  fi
   [ "$code" = 200 ] && exit 0
   if [ "$(date +%s)" -ge "$deadline" ]; then
     echo "$url not ready after \${timeout}s (last status $code)" >&2

@@ -8,10 +8,13 @@ export const CONFIG_NAMESPACE = "dflash-sglang";
 
 // Values end up in a systemd unit and in shell commands: reject anything that could
 // start a new line or hide a character, whatever is escaped later.
-const CONTROL = /[\u0000-\u001f\u007f\u0085\u2028\u2029]/;
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
 const text = (what: string) =>
   z.string().min(1, { error: `${what} must not be empty` }).refine((s) => !CONTROL.test(s), { error: `${what} must not contain newlines or control characters` });
-const absPath = (what: string) => text(what).refine((s) => s.startsWith("/"), { error: `${what} must be an absolute path (start with /)` });
+const absPath = (what: string) =>
+  text(what)
+    .refine((s) => s.startsWith("/"), { error: `${what} must be an absolute path (start with /)` })
+    .refine((s) => !s.endsWith("\\"), { error: `${what} must not end with a backslash` });
 const port = z.number().int().min(1).max(65535);
 const seconds = (what: string, dflt: number) => z.number().positive({ error: `${what} must be a positive number of seconds` }).default(dflt);
 
@@ -149,7 +152,18 @@ export const timeoutsSchema = z
   })
   .strict();
 
-export const deploymentSchema = z
+export const safetySchema = z
+  .object({
+    /** Restore the last configuration that passed readiness when a new one fails. Defaults to true. */
+    rollback: z.boolean().default(true),
+    /** How long to wait for another deployment's lock on the same host. Defaults to 600 s. */
+    lockWaitSeconds: seconds("safety.lockWaitSeconds", 600),
+    /** After readiness, the new server must keep running this long to count as good. Defaults to 10 s. */
+    stableSeconds: z.number().min(0).default(10),
+  })
+  .strict();
+
+const deploymentShape = z
   .object({
     host: hostSchema,
     service: serviceSchema.default(serviceSchema.parse({})),
@@ -157,49 +171,64 @@ export const deploymentSchema = z
     speculative: speculativeSchema.default(speculativeSchema.parse({})),
     sglangBuild: sglangBuildSchema,
     timeouts: timeoutsSchema.default(timeoutsSchema.parse({})),
+    safety: safetySchema.default(safetySchema.parse({})),
   })
-  .strict()
-  .superRefine((c, ctx) => {
-    const flags = typeof c.sglangBuild === "string" ? BUILD_PRESETS[c.sglangBuild] : c.sglangBuild.flags;
-    const buildName = typeof c.sglangBuild === "string" ? `the "${c.sglangBuild}" SGLang build` : "this SGLang build (sglangBuild.flags)";
-    const s = c.speculative;
-    const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: "custom", path, message });
-    if (s.algorithm === null) {
-      for (const key of ["budget", "topk", "draftTokens"] as const) {
-        if (s[key] !== undefined) issue(["speculative", key], `speculative.${key} is set but speculative.algorithm is null: remove it or choose DFLASH/DDTREE`);
-      }
-      return;
+  .strict();
+
+export const deploymentSchema = deploymentShape
+  // Cross-field rules run even when some field is invalid, so one run lists every
+  // problem; they only look at the parts that are well-formed.
+  .superRefine(crossFieldRules, { when: (payload) => typeof payload.value === "object" && payload.value !== null });
+
+type Issue = (path: (string | number)[], message: string) => void;
+
+function crossFieldRules(c: Partial<z.output<typeof deploymentShape>>, ctx: z.RefinementCtx): void {
+  const issue: Issue = (path, message) => ctx.addIssue({ code: "custom", path, message });
+  const build = sglangBuildSchema.safeParse(c.sglangBuild);
+  const spec = speculativeSchema.safeParse(c.speculative);
+  if (!build.success || !spec.success) return;
+  const flags = typeof build.data === "string" ? BUILD_PRESETS[build.data] : build.data.flags;
+  const buildName = typeof build.data === "string" ? `the "${build.data}" SGLang build` : "this SGLang build (sglangBuild.flags)";
+  const s = spec.data;
+  const model = (typeof c.model === "object" && c.model !== null ? c.model : {}) as Partial<z.output<typeof modelSchema>>;
+  if (s.algorithm === null) {
+    for (const key of ["budget", "topk", "draftTokens"] as const) {
+      if (s[key] !== undefined) issue(["speculative", key], `speculative.${key} is set but speculative.algorithm is null: remove it or choose DFLASH/DDTREE`);
     }
-    if (!flags.algorithms.includes(s.algorithm)) {
-      issue(["speculative", "algorithm"], `${buildName} has no ${s.algorithm} (it knows ${flags.algorithms.join(", ")}): set sglangBuild to "ddtree-fork" or a flag map for your build`);
+    return;
+  }
+  if (!flags.algorithms.includes(s.algorithm)) {
+    issue(["speculative", "algorithm"], `${buildName} has no ${s.algorithm} (it knows ${flags.algorithms.join(", ")}): set sglangBuild to "ddtree-fork" or a flag map for your build`);
+  }
+  if (typeof c.model === "object" && c.model !== null && !model.drafterPath) {
+    issue(["model", "drafterPath"], `speculative.algorithm ${s.algorithm} needs model.drafterPath (the DFlash drafter's folder on the host)`);
+  }
+  if (s.algorithm === "DDTREE") {
+    if (s.budget === undefined) issue(["speculative", "budget"], "DDTREE needs speculative.budget (the tree's node budget, e.g. 8)");
+    if (s.topk === undefined) issue(["speculative", "topk"], "DDTREE needs speculative.topk (e.g. 4)");
+    if (s.budget !== undefined && s.topk !== undefined && s.topk > s.budget) {
+      issue(["speculative", "topk"], `speculative.topk (${s.topk}) must be <= speculative.budget (${s.budget}): lower topk or raise budget`);
     }
-    if (!c.model.drafterPath) issue(["model", "drafterPath"], `speculative.algorithm ${s.algorithm} needs model.drafterPath (the DFlash drafter's folder on the host)`);
-    if (s.algorithm === "DDTREE") {
-      if (s.budget === undefined) issue(["speculative", "budget"], "DDTREE needs speculative.budget (the tree's node budget, e.g. 8)");
-      if (s.topk === undefined) issue(["speculative", "topk"], "DDTREE needs speculative.topk (e.g. 4)");
-      if (s.budget !== undefined && s.topk !== undefined && s.topk > s.budget) {
-        issue(["speculative", "topk"], `speculative.topk (${s.topk}) must be <= speculative.budget (${s.budget}): lower topk or raise budget`);
-      }
-      if (s.budget !== undefined && flags.budget === null) issue(["speculative", "budget"], `${buildName} has no DDTree budget flag`);
-      if (s.topk !== undefined && flags.topkFlag === null && flags.topkEnv === null) issue(["speculative", "topk"], `${buildName} has no way to set DDTree topk`);
-    } else {
-      for (const key of ["budget", "topk"] as const) {
-        if (s[key] !== undefined) issue(["speculative", key], `speculative.${key} only applies to DDTREE: remove it or set speculative.algorithm to DDTREE`);
-      }
+    if (s.budget !== undefined && flags.budget === null) issue(["speculative", "budget"], `${buildName} has no DDTree budget flag`);
+    if (s.topk !== undefined && flags.topkFlag === null && flags.topkEnv === null) issue(["speculative", "topk"], `${buildName} has no way to set DDTree topk`);
+  } else {
+    for (const key of ["budget", "topk"] as const) {
+      if (s[key] !== undefined) issue(["speculative", key], `speculative.${key} only applies to DDTREE: remove it or set speculative.algorithm to DDTREE`);
     }
-    const draft = s.draftTokens ?? 16;
-    if (s.draftWindowSize !== "none") {
-      if (s.draftWindowSize < draft) issue(["speculative", "draftWindowSize"], `speculative.draftWindowSize (${s.draftWindowSize}) must be >= the draft tokens per step (${draft}), or "none"`);
-      if (flags.windowSize === null) issue(["speculative", "draftWindowSize"], `${buildName} has no draft window flag: use "none"`);
-    }
-    if (s.compactCache) {
-      if (s.draftWindowSize === "none") issue(["speculative", "compactCache"], 'speculative.compactCache needs a draft window (speculative.draftWindowSize), not "none"');
-      if (flags.compactCache === null) issue(["speculative", "compactCache"], `${buildName} has no compact cache flag: set sglangBuild to "ddtree-fork"`);
-    }
-    if (c.model.contextLength !== undefined && s.draftWindowSize !== "none" && s.draftWindowSize > c.model.contextLength) {
-      issue(["speculative", "draftWindowSize"], `speculative.draftWindowSize (${s.draftWindowSize}) exceeds model.contextLength (${c.model.contextLength})`);
-    }
-  });
+  }
+  const draft = s.draftTokens ?? 16;
+  if (s.draftWindowSize !== "none") {
+    if (s.draftWindowSize < draft) issue(["speculative", "draftWindowSize"], `speculative.draftWindowSize (${s.draftWindowSize}) must be >= the draft tokens per step (${draft}), or "none"`);
+    if (flags.windowSize === null) issue(["speculative", "draftWindowSize"], `${buildName} has no draft window flag: use "none"`);
+  }
+  if (s.compactCache) {
+    if (s.draftWindowSize === "none") issue(["speculative", "compactCache"], 'speculative.compactCache needs a draft window (speculative.draftWindowSize), not "none"');
+    if (flags.compactCache === null) issue(["speculative", "compactCache"], `${buildName} has no compact cache flag: set sglangBuild to "ddtree-fork"`);
+  }
+  if (typeof model.contextLength === "number" && s.draftWindowSize !== "none" && s.draftWindowSize > model.contextLength) {
+    issue(["speculative", "draftWindowSize"], `speculative.draftWindowSize (${s.draftWindowSize}) exceeds model.contextLength (${model.contextLength})`);
+  }
+}
 
 export type DeploymentInput = z.input<typeof deploymentSchema>;
 export type Deployment = z.output<typeof deploymentSchema>;

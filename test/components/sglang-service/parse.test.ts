@@ -1,0 +1,203 @@
+// Parsers of what GPU hosts print, fed recorded-looking output.
+import { test } from "node:test";
+import * as assert from "node:assert/strict";
+import {
+  busyGpus,
+  failureCause,
+  listenerPids,
+  parseNvidiaSmiGpus,
+  parsePrometheus,
+  parseSystemctlShow,
+  splitSections,
+  unitState,
+} from "../../../components/sglang-service/parse";
+
+const SYSTEMCTL_SHOW = `LoadState=loaded
+ActiveState=activating
+SubState=start-post
+MainPID=4121
+NRestarts=0
+ExecMainStatus=0
+ExecMainStartTimestampMonotonic=8123456789
+InvocationID=5b0f2c8e4a1d4f1e9b7d2e6c3a9f8b10
+StatusText=
+Environment=SGLANG_DDTREE_MAX_TOPK=4 CUDA_DEVICE_ORDER=PCI_BUS_ID
+ExecStart={ path=/usr/bin/python3 ; argv[]=/usr/bin/python3 -m sglang.launch_server --port=30001 ; ignore_errors=no ; start_time=[Sat 2025-11-29 08:30:02 UTC] ; stop_time=[n/a] ; pid=4121 ; code=(null) ; status=0/0 }
+`;
+
+test("systemctl show: key=value lines, values keep their own '=' signs", () => {
+  const show = parseSystemctlShow(SYSTEMCTL_SHOW);
+  assert.equal(show.ActiveState, "activating");
+  assert.equal(show.Environment, "SGLANG_DDTREE_MAX_TOPK=4 CUDA_DEVICE_ORDER=PCI_BUS_ID");
+  assert.equal(
+    show.ExecStart,
+    "{ path=/usr/bin/python3 ; argv[]=/usr/bin/python3 -m sglang.launch_server --port=30001 ; ignore_errors=no ; start_time=[Sat 2025-11-29 08:30:02 UTC] ; stop_time=[n/a] ; pid=4121 ; code=(null) ; status=0/0 }",
+  );
+  assert.equal(show.StatusText, "", "an empty value is kept as empty");
+  assert.equal(Object.keys(show).length, 11);
+});
+
+test("unit state from systemctl show, with 'unknown' and 0 for what is missing", () => {
+  assert.deepEqual(unitState(parseSystemctlShow(SYSTEMCTL_SHOW)), {
+    activeState: "activating",
+    subState: "start-post",
+    mainPid: 4121,
+    nRestarts: 0,
+    execMainStatus: 0,
+    execMainStartTimestampMonotonic: 8123456789,
+    loadState: "loaded",
+  });
+  // A unit that was never installed.
+  assert.deepEqual(unitState(parseSystemctlShow("LoadState=not-found\nActiveState=inactive\nSubState=dead\nMainPID=\nExecMainStatus=203\n")), {
+    activeState: "inactive",
+    subState: "dead",
+    mainPid: 0,
+    nRestarts: 0,
+    execMainStatus: 203,
+    execMainStartTimestampMonotonic: 0,
+    loadState: "not-found",
+  });
+});
+
+test("nvidia-smi CSV (noheader, nounits), spaces after commas", () => {
+  const rows = parseNvidiaSmiGpus("0, 81004, 81559\n1, 3, 81559\n2,   0,  81559\n\n3, 79105, 81559\n");
+  assert.deepEqual(rows, [
+    { index: 0, usedMiB: 81004, totalMiB: 81559 },
+    { index: 1, usedMiB: 3, totalMiB: 81559 },
+    { index: 2, usedMiB: 0, totalMiB: 81559 },
+    { index: 3, usedMiB: 79105, totalMiB: 81559 },
+  ]);
+  assert.deepEqual(
+    busyGpus(rows, [0, 1, 2, 3], 1024).map((r) => r.index),
+    [0, 3],
+  );
+  assert.deepEqual(busyGpus(rows, [1, 2], 1024), [], "only the GPUs asked about count");
+});
+
+test("a malformed nvidia-smi line throws and quotes the line", () => {
+  assert.throws(() => parseNvidiaSmiGpus("0, 81004, 81559\n1, [N/A], 81559\n"), { message: 'unexpected nvidia-smi output line: "1, [N/A], 81559"' });
+  assert.throws(() => parseNvidiaSmiGpus("No devices were found\n"), { message: 'unexpected nvidia-smi output line: "No devices were found"' });
+  assert.throws(() => parseNvidiaSmiGpus("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."), /unexpected nvidia-smi output line: "NVIDIA-SMI has failed/);
+});
+
+// Number("") is 0, so an empty cell reads as a free GPU and the rollout would start a
+// server on a GPU whose memory use is unknown.
+test("an empty nvidia-smi cell is malformed, not 0 MiB", () => {
+  assert.throws(() => parseNvidiaSmiGpus("3, , 81559\n"), { message: 'unexpected nvidia-smi output line: "3, , 81559"' });
+});
+
+const METRICS = `# HELP sglang:num_running_reqs The number of running requests.
+# TYPE sglang:num_running_reqs gauge
+sglang:num_running_reqs{engine_type="unified",model_name="Kimi K2.6, DFlash {ddtree}",tp_rank="0"} 3.0
+sglang:num_running_reqs{engine_type="unified",model_name="Kimi K2.6, DFlash {ddtree}",tp_rank="1"} 2.0
+# HELP sglang:num_queue_reqs The number of requests in the waiting queue.
+# TYPE sglang:num_queue_reqs gauge
+sglang:num_queue_reqs{model_name="a \\"quoted\\" } name",tp_rank="0"} 4
+sglang:num_queue_reqs{model_name="plain",tp_rank="1"} 1 1732868471000
+# HELP sglang:spec_accept_length The average acceptance length of speculative decoding.
+# TYPE sglang:spec_accept_length gauge
+sglang:spec_accept_length 3.25
+# HELP sglang:e2e_request_latency_seconds Histogram of end-to-end request latency in seconds
+# TYPE sglang:e2e_request_latency_seconds histogram
+sglang:e2e_request_latency_seconds_bucket{le="0.5",model_name="m"} 7.0
+sglang:e2e_request_latency_seconds_bucket{le="+Inf",model_name="m"} 9.0
+sglang:e2e_request_latency_seconds_sum{model_name="m"} 12.5
+sglang:max_total_num_tokens{model_name="m"} +Inf
+sglang:token_usage{model_name="m"} NaN
+`;
+
+test("Prometheus text: label sets of one metric are summed, comments skipped", () => {
+  const m = parsePrometheus(METRICS);
+  assert.equal(m.get("sglang:num_running_reqs"), 5, "labels with spaces, commas and braces inside quotes");
+  assert.equal(m.get("sglang:num_queue_reqs"), 5, "escaped quotes and a '}' inside a label value; a sample with a timestamp");
+  assert.equal(m.get("sglang:spec_accept_length"), 3.25, "a sample without labels");
+  assert.equal(m.get("sglang:e2e_request_latency_seconds_bucket"), 16, 'le="+Inf" is a label, not the value');
+  assert.equal(m.get("sglang:e2e_request_latency_seconds_sum"), 12.5);
+  assert.equal(m.get("sglang:max_total_num_tokens"), Infinity, "+Inf as a value");
+  assert.equal(m.has("sglang:token_usage"), false, "NaN samples are left out");
+  assert.equal([...m.keys()].some((k) => k.startsWith("#") || k === "HELP" || k === "TYPE"), false);
+  assert.equal(m.size, 6);
+});
+
+test("Prometheus text: nothing but comments gives an empty map", () => {
+  assert.equal(parsePrometheus("# HELP x y\n# TYPE x gauge\n\n").size, 0);
+});
+
+const SS = [
+  'LISTEN 0      2048         127.0.0.3:30000      0.0.0.0:*    users:(("python3",pid=4121,fd=25))',
+  'LISTEN 0      4096              [::]:30000         [::]:*    users:(("sglang::schedul",pid=4188,fd=31),("python3",pid=4190,fd=26))',
+  'LISTEN 0      128            0.0.0.0:22         0.0.0.0:*    users:(("sshd",pid=612,fd=3))',
+  'LISTEN 0      511          127.0.0.1:3000       0.0.0.0:*    users:(("node",pid=999,fd=19))',
+  'LISTEN 0      511          127.0.0.1:130000     0.0.0.0:*    users:(("odd",pid=998,fd=19))',
+  "",
+].join("\n");
+
+test("ss -ltnpH: pids listening on the port, IPv4 and IPv6, two pids on one socket", () => {
+  assert.deepEqual(listenerPids(SS, 30000), [4121, 4188, 4190]);
+  assert.deepEqual(listenerPids(SS.split("\n")[0], 30000), [4121], "127.0.0.N:30000");
+  assert.deepEqual(listenerPids(SS, 3000), [999], "port 3000 is not port 30000 and vice versa");
+  assert.deepEqual(listenerPids(SS, 22), [612]);
+  assert.deepEqual(listenerPids("", 30000), []);
+});
+
+test("sections split at @@section markers; text before the first marker is dropped", () => {
+  const out = splitSections(`Warning: noise\n@@section show\nActiveState=active\nMainPID=4121\n@@section listen\n@@section info\n{"port": 30001}\n`);
+  assert.deepEqual(out, { show: "ActiveState=active\nMainPID=4121", listen: "", info: '{"port": 30001}\n' });
+  assert.deepEqual(splitSections("no markers\n"), {});
+});
+
+const OOM_JOURNAL = `Nov 29 08:31:02 gpu-host-1 python3[4121]: [2025-11-29 08:31:02 TP3] Load weight begin. avail mem=78.91 GB
+Nov 29 08:31:11 gpu-host-1 python3[4121]: [2025-11-29 08:31:11 TP3] Scheduler hit an exception: Traceback (most recent call last):
+Nov 29 08:31:11 gpu-host-1 python3[4121]:   File "/usr/local/lib/python3.10/dist-packages/sglang/srt/managers/scheduler.py", line 2312, in run_scheduler_process
+Nov 29 08:31:11 gpu-host-1 python3[4121]:     scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, dp_rank)
+Nov 29 08:31:11 gpu-host-1 python3[4121]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of 79.11 GiB of which 1.05 GiB is free. Process 3890 has 77.9 GiB memory in use.
+Nov 29 08:31:12 gpu-host-1 systemd[1]: sglang-k26.service: Main process exited, code=exited, status=1/FAILURE
+Nov 29 08:31:12 gpu-host-1 systemd[1]: sglang-k26.service: Failed with result 'exit-code'.`;
+
+test("failure cause: CUDA OOM in journal format names the GPU and the allocation", () => {
+  const cause = failureCause(OOM_JOURNAL);
+  assert.ok(cause !== undefined);
+  assert.match(cause, /^CUDA out of memory on GPU 3 \(/);
+  assert.match(cause, /Tried to allocate 2\.00 GiB/);
+  // The older PyTorch wording, as `journalctl -o cat` prints it (no prefix).
+  assert.match(failureCause("RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 5; 79.15 GiB total capacity; 77.90 GiB already allocated)") ?? "", /^CUDA out of memory on GPU 5 /);
+});
+
+test("failure cause: argparse rejecting flags the installed SGLang lacks", () => {
+  const journal = `Nov 29 08:30:03 gpu-host-1 python3[4121]: usage: launch_server.py [-h] --model-path MODEL_PATH [--tp-size TP_SIZE]
+Nov 29 08:30:03 gpu-host-1 python3[4121]: launch_server.py: error: unrecognized arguments: --speculative-ddtree-budget 8 --speculative-dflash-compact-cache
+Nov 29 08:30:03 gpu-host-1 systemd[1]: sglang-k26.service: Main process exited, code=exited, status=2/INVALIDARGUMENT`;
+  assert.equal(failureCause(journal), "the installed SGLang does not accept: --speculative-ddtree-budget 8 --speculative-dflash-compact-cache");
+  assert.equal(
+    failureCause("launch_server.py: error: argument --speculative-algorithm: invalid choice: 'DDTREE' (choose from 'EAGLE', 'DFLASH')"),
+    "SGLang rejected its arguments: argument --speculative-algorithm: invalid choice: 'DDTREE' (choose from 'EAGLE', 'DFLASH')",
+  );
+});
+
+test("failure cause: the last exception line of a traceback", () => {
+  const journal = `Nov 29 08:30:40 gpu-host-1 python3[4121]: Traceback (most recent call last):
+Nov 29 08:30:40 gpu-host-1 python3[4121]:   File "/usr/local/lib/python3.10/dist-packages/sglang/srt/server_args.py", line 611, in __post_init__
+Nov 29 08:30:40 gpu-host-1 python3[4121]: ValueError: speculative_draft_window_size (8) must be >= speculative_num_draft_tokens (16)
+Nov 29 08:30:41 gpu-host-1 systemd[1]: sglang-k26.service: Main process exited, code=exited, status=1/FAILURE`;
+  assert.equal(failureCause(journal), "ValueError: speculative_draft_window_size (8) must be >= speculative_num_draft_tokens (16)");
+});
+
+test("failure cause: GPUs still busy when ExecStartPre gave up", () => {
+  const journal = "Nov 29 08:40:00 gpu-host-1 wait-gpus-free[5001]: GPU memory still in use after 300s: GPU 2: 40211 MiB used; \n";
+  assert.equal(failureCause(journal), "GPU memory still in use after 300s: GPU 2: 40211 MiB used;");
+});
+
+test("failure cause: nothing recognisable gives undefined", () => {
+  const journal = `Nov 29 08:30:02 gpu-host-1 systemd[1]: Starting sglang-k26.service - SGLang sglang-k26 (stack b8t4-w2048)...
+Nov 29 08:30:09 gpu-host-1 python3[4121]: [2025-11-29 08:30:09] server_args=ServerArgs(model_path='/models/Kimi-K2.6', tp_size=8)
+Nov 29 08:31:12 gpu-host-1 systemd[1]: sglang-k26.service: Main process exited, code=killed, status=9/KILL`;
+  assert.equal(failureCause(journal), undefined);
+  assert.equal(failureCause(""), undefined);
+});
+
+// steps.ts reads the journal with `-o cat` (no "host proc[pid]: " prefix), yet every line
+// loses everything up to its first "]:", so an exception message with "]:" in it is lost.
+test("failure cause: `journalctl -o cat` lines keep text containing ']:'", () => {
+  const line = "AssertionError: expert weights missing for layers[3]: model.layers.3.mlp.experts.0.w1";
+  assert.equal(failureCause(line), line);
+});

@@ -1,0 +1,538 @@
+// The systemd unit and server arguments rendered from a deployment: snapshots of every
+// committed stack, determinism, what the unit must contain, and quoting properties.
+// Refresh the snapshots with UPDATE_SNAPSHOTS=1 and read the diff before committing.
+import { test } from "node:test";
+import * as assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { ConfigError, Deployment, parseDeployment } from "../../../components/sglang-service/schema";
+import {
+  expectedServerArgs,
+  HELPER_DIR,
+  launchArgs,
+  launchFlags,
+  renderUnit,
+  serverEnvironment,
+  shellQuote,
+  systemdQuote,
+} from "../../../components/sglang-service/render";
+import { BuildProfile, flagTable, parseArgs } from "../../../simhost/sim/sglang/flags";
+import { projectConfig, stackNames, testStackConfig, withTestAddress } from "./stackConfig";
+
+type Raw = Record<string, any>;
+
+const SNAPSHOT_DIR = path.join(__dirname, "__snapshots__");
+const UPDATE = process.env.UPDATE_SNAPSHOTS === "1";
+const STACKS = stackNames();
+
+function stackDeployment(stack: string): Deployment {
+  return parseDeployment(testStackConfig(stack), stack);
+}
+
+/** Project config (usable address) with the given keys replaced. */
+function rawWith(overrides: Raw): Raw {
+  return { ...withTestAddress(projectConfig()), ...structuredClone(overrides) };
+}
+
+const DDTREE_WINDOWED = { algorithm: "DDTREE", budget: 8, topk: 4, draftWindowSize: 2048, compactCache: true };
+const DDTREE_NO_WINDOW = { algorithm: "DDTREE", budget: 8, topk: 4, draftWindowSize: "none", compactCache: false };
+
+function deployment(overrides: Raw): Deployment {
+  return parseDeployment(rawWith(overrides), "render-test");
+}
+
+/** The unit's lines as systemd reads them: a line ending in "\\" continues on the next, the backslash read as a space. */
+function logicalLines(unit: string): string[] {
+  const out: string[] = [];
+  let pending: string | undefined;
+  for (const line of unit.split("\n")) {
+    const joined = pending === undefined ? line : `${pending} ${line}`;
+    if (joined.endsWith("\\")) pending = joined.slice(0, -1);
+    else {
+      out.push(joined);
+      pending = undefined;
+    }
+  }
+  assert.equal(pending, undefined, "the unit ends inside a continued line");
+  return out;
+}
+
+/** Values of `Key=` lines in a unit, in order. */
+function directive(unit: string, key: string): string[] {
+  return logicalLines(unit)
+    .filter((l) => l.startsWith(`${key}=`))
+    .map((l) => l.slice(key.length + 1));
+}
+
+function onlyDirective(unit: string, key: string): string {
+  const values = directive(unit, key);
+  assert.equal(values.length, 1, `exactly one ${key}= line`);
+  return values[0];
+}
+
+// A model of how systemd reads the values we write (systemd.syntax(7), systemd.service(5)
+// "Command lines", systemd.exec(5) Environment=). Strict: anything our quoting should
+// never leave behind (an unknown specifier, a lone `$`, an unknown escape) throws.
+
+/** `%%` -> `%`; any other specifier is a quoting failure. Applies to every directive. */
+function expandSpecifiers(value: string): string {
+  return value.replace(/%([\s\S]?)/g, (_, c: string) => {
+    if (c === "%") return "%";
+    throw new Error(`unescaped specifier %${c} in ${JSON.stringify(value)}`);
+  });
+}
+
+/** Words split at unquoted blanks; "..." and '...' quote, backslash escapes \\ \" \'. */
+function splitWords(value: string): string[] {
+  const escape = (c: string | undefined): string => {
+    if (c === "\\" || c === '"' || c === "'") return c;
+    throw new Error(`unexpected escape \\${c ?? "<end>"} in ${JSON.stringify(value)}`);
+  };
+  const blank = (c: string) => c === " " || c === "\t";
+  const words: string[] = [];
+  let i = 0;
+  while (i < value.length) {
+    if (blank(value[i])) {
+      i++;
+      continue;
+    }
+    let word = "";
+    while (i < value.length && !blank(value[i])) {
+      const c = value[i++];
+      if (c === "\\") {
+        word += escape(value[i++]);
+      } else if (c === '"' || c === "'") {
+        for (;;) {
+          if (i >= value.length) throw new Error(`unterminated ${c} in ${JSON.stringify(value)}`);
+          const q = value[i++];
+          if (q === c) break;
+          word += q === "\\" ? escape(value[i++]) : q;
+        }
+      } else {
+        word += c;
+      }
+    }
+    words.push(word);
+  }
+  return words;
+}
+
+/** At exec time `$$` is `$` and a whole word `$NAME` is a variable (shown as `<env NAME>`). */
+function expandDollars(word: string): string {
+  if (/^\$[A-Za-z_][A-Za-z0-9_]*$/.test(word)) return `<env ${word.slice(1)}>`;
+  return word.replace(/\$([\s\S]?)/g, (_, c: string) => {
+    if (c === "$") return "$";
+    throw new Error(`unescaped $ in ${JSON.stringify(word)}`);
+  });
+}
+
+/** The argv systemd runs for an Exec*= value. */
+function execArgv(value: string): string[] {
+  return splitWords(expandSpecifiers(value)).map(expandDollars);
+}
+
+/** Line breaks any reader of the file might honour. */
+const LINE_BREAK = /\r\n|[\n\r\u000b\u000c\u0085\u2028\u2029]/;
+
+// --- snapshots -------------------------------------------------------------------------
+
+test("there are stacks to snapshot", () => {
+  assert.ok(STACKS.length > 0, "no stacks/Pulumi.<stack>.yaml found");
+});
+
+for (const stack of STACKS) {
+  test(`stack ${stack}: the unit matches __snapshots__/${stack}.service`, () => {
+    const unit = renderUnit(stackDeployment(stack), { stack });
+    const file = path.join(SNAPSHOT_DIR, `${stack}.service`);
+    if (UPDATE) {
+      fs.mkdirSync(SNAPSHOT_DIR, { recursive: true });
+      fs.writeFileSync(file, unit);
+      return;
+    }
+    assert.ok(fs.existsSync(file), `no snapshot ${path.relative(process.cwd(), file)}: run with UPDATE_SNAPSHOTS=1 and review it`);
+    assert.equal(unit, fs.readFileSync(file, "utf8"), `unit for ${stack} changed: if intended, rerun with UPDATE_SNAPSHOTS=1 and review the diff`);
+  });
+}
+
+test("every snapshot belongs to a stack that still exists", () => {
+  const snapshots = fs.existsSync(SNAPSHOT_DIR) ? fs.readdirSync(SNAPSHOT_DIR).filter((f) => f.endsWith(".service")) : [];
+  const orphans = snapshots.filter((f) => !STACKS.includes(f.slice(0, -".service".length)));
+  if (UPDATE) {
+    for (const f of orphans) fs.rmSync(path.join(SNAPSHOT_DIR, f));
+    return;
+  }
+  assert.deepEqual(orphans, [], "snapshots without a stack file: rerun with UPDATE_SNAPSHOTS=1 to remove them");
+});
+
+// --- determinism -----------------------------------------------------------------------
+
+/** The same object with every object's keys in reverse order (arrays keep their order). */
+function reverseKeys(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(reverseKeys);
+  if (typeof v !== "object" || v === null) return v;
+  return Object.fromEntries(
+    Object.entries(v)
+      .reverse()
+      .map(([k, x]) => [k, reverseKeys(x)]),
+  );
+}
+
+test("rendering is byte-identical across runs and input key order", () => {
+  for (const stack of STACKS) {
+    assert.equal(renderUnit(stackDeployment(stack), { stack }), renderUnit(stackDeployment(stack), { stack }), stack);
+  }
+  const raw = rawWith({
+    speculative: DDTREE_WINDOWED,
+    service: { unitName: "sglang-k26", port: 30001, environment: { NCCL_DEBUG: "WARN", CUDA_DEVICE_ORDER: "PCI_BUS_ID", HF_HUB_OFFLINE: "1", ZED: "z" } },
+    timeouts: { readySeconds: 900, gpuReleaseSeconds: 120, stopSeconds: 60 },
+  });
+  const reversed = reverseKeys(raw) as Raw;
+  assert.deepEqual(Object.keys(reversed.service.environment), ["ZED", "HF_HUB_OFFLINE", "CUDA_DEVICE_ORDER", "NCCL_DEBUG"], "the input really is reordered");
+  const a = renderUnit(parseDeployment(raw, "order"), { stack: "order" });
+  const b = renderUnit(parseDeployment(reversed, "order"), { stack: "order" });
+  assert.equal(a, b);
+  assert.deepEqual(
+    directive(a, "Environment").map((v) => v.split("=")[0]),
+    ["CUDA_DEVICE_ORDER", "HF_HUB_OFFLINE", "NCCL_DEBUG", "SGLANG_DDTREE_MAX_TOPK", "ZED"],
+    "environment sorted by name",
+  );
+});
+
+// --- what the unit does ----------------------------------------------------------------
+
+/** What follows a flag in argv: its value, or true for a bare switch; undefined when absent. */
+function flagValue(argv: string[], flag: string): string | true | undefined {
+  const i = argv.indexOf(flag);
+  if (i < 0) return undefined;
+  const next = argv[i + 1];
+  return next === undefined || next.startsWith("--") ? true : next;
+}
+
+/** Environment the server gets, read the way systemd reads Environment= lines. */
+function unitEnvironment(unit: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const value of directive(unit, "Environment")) {
+    for (const word of splitWords(expandSpecifiers(value))) {
+      const eq = word.indexOf("=");
+      env[word.slice(0, eq)] = word.slice(eq + 1);
+    }
+  }
+  return env;
+}
+
+for (const stack of STACKS) {
+  test(`stack ${stack}: ExecStart carries the stack's speculative settings for its build`, () => {
+    const d = stackDeployment(stack);
+    const unit = renderUnit(d, { stack });
+    const argv = execArgv(onlyDirective(unit, "ExecStart"));
+    const env = unitEnvironment(unit);
+    const s = d.speculative;
+    assert.equal(argv[0], d.service.python);
+    assert.deepEqual(argv.slice(1, 3), ["-m", "sglang.launch_server"]);
+    assert.equal(flagValue(argv, "--speculative-algorithm"), s.algorithm ?? undefined);
+    assert.equal(flagValue(argv, "--port"), String(d.service.port));
+    if (d.sglangBuild === "ddtree-fork" && s.algorithm === "DDTREE") {
+      assert.equal(flagValue(argv, "--speculative-ddtree-budget"), String(s.budget));
+      assert.equal(env.SGLANG_DDTREE_MAX_TOPK, String(s.topk), "topk reaches the fork through its environment variable");
+    } else {
+      assert.equal(flagValue(argv, "--speculative-ddtree-budget"), undefined);
+      assert.equal(env.SGLANG_DDTREE_MAX_TOPK, undefined);
+    }
+    assert.equal(flagValue(argv, "--speculative-draft-window-size"), s.draftWindowSize === "none" ? undefined : String(s.draftWindowSize));
+    assert.equal(flagValue(argv, "--speculative-dflash-compact-cache"), s.compactCache ? true : undefined);
+    const build = typeof d.sglangBuild === "string" ? d.sglangBuild : undefined;
+    if (build) assert.equal(parseArgs(argv.slice(3), flagTable(build)).kind, "ok", `the ${build} build accepts the command line`);
+  });
+}
+
+test("ddtree-fork, DDTREE with a window: budget flag, topk env, window and compact cache flags", () => {
+  const unit = renderUnit(deployment({ speculative: { ...DDTREE_WINDOWED, budget: 12, topk: 6, draftWindowSize: 4096 } }), { stack: "b12t6-w4096" });
+  const argv = execArgv(onlyDirective(unit, "ExecStart"));
+  assert.equal(flagValue(argv, "--speculative-algorithm"), "DDTREE");
+  assert.equal(flagValue(argv, "--speculative-ddtree-budget"), "12");
+  assert.equal(flagValue(argv, "--speculative-draft-window-size"), "4096");
+  assert.equal(flagValue(argv, "--speculative-dflash-compact-cache"), true);
+  assert.ok(/^Environment=("SGLANG_DDTREE_MAX_TOPK=6"|SGLANG_DDTREE_MAX_TOPK=6)$/m.test(unit), unit);
+  assert.equal(argv.some((a) => a.includes("topk")), false, "the fork takes topk from its environment, not a flag");
+});
+
+test('draftWindowSize "none" renders no window flag (and no compact cache)', () => {
+  const unit = renderUnit(deployment({ speculative: DDTREE_NO_WINDOW }), { stack: "b8t4-wnone" });
+  const argv = execArgv(onlyDirective(unit, "ExecStart"));
+  assert.equal(argv.some((a) => a.startsWith("--speculative-draft-window-size") || a.startsWith("--speculative-dflash-draft-window")), false);
+  assert.equal(argv.includes("--speculative-dflash-compact-cache"), false);
+  assert.equal(flagValue(argv, "--speculative-ddtree-budget"), "8");
+});
+
+test("upstream build: DFLASH flags only, nothing of the DDTree fork", () => {
+  const d = deployment({ sglangBuild: "upstream", speculative: { algorithm: "DFLASH", draftTokens: 16, draftWindowSize: 2048 } });
+  const unit = renderUnit(d, { stack: "upstream-dflash" });
+  const argv = execArgv(onlyDirective(unit, "ExecStart"));
+  assert.deepEqual(
+    argv.filter((a) => a.startsWith("--speculative")),
+    ["--speculative-algorithm", "--speculative-draft-model-path", "--speculative-num-draft-tokens", "--speculative-draft-window-size"],
+  );
+  assert.equal(flagValue(argv, "--speculative-algorithm"), "DFLASH");
+  assert.equal(flagValue(argv, "--speculative-num-draft-tokens"), "16");
+  assert.equal(unit.includes("DDTREE"), false);
+  assert.deepEqual(unitEnvironment(unit), {});
+  assert.equal(parseArgs(argv.slice(3), flagTable("upstream")).kind, "ok", "upstream SGLang accepts it");
+});
+
+test("speculation off: no speculative flags at all", () => {
+  const d = deployment({ speculative: { algorithm: null } });
+  const argv = execArgv(onlyDirective(renderUnit(d, { stack: "plain" }), "ExecStart"));
+  assert.equal(argv.some((a) => a.startsWith("--speculative")), false);
+  assert.deepEqual(serverEnvironment(d), []);
+});
+
+test("the model's own flags and extra args, in a fixed order, extras last", () => {
+  const d = deployment({
+    model: { path: "/models/Kimi-K2.6", drafterPath: "/models/Kimi-K2.6-DFlash", tpSize: 4, memFractionStatic: 0.85, contextLength: 65536, servedModelName: "kimi", extraArgs: ["--cuda-graph-max-bs", "8", "--log-level=debug"] },
+    speculative: DDTREE_WINDOWED,
+  });
+  const argv = execArgv(onlyDirective(renderUnit(d, { stack: "order" }), "ExecStart"));
+  assert.deepEqual(argv.slice(1), launchArgs(d));
+  assert.deepEqual(argv.slice(3, 15), ["--model-path", "/models/Kimi-K2.6", "--tp-size", "4", "--host", "127.0.0.1", "--port", "30001", "--mem-fraction-static", "0.85", "--context-length", "65536"]);
+  assert.deepEqual(argv.slice(-3), ["--cuda-graph-max-bs", "8", "--log-level=debug"]);
+  // One option per line, so a preview's diff shows exactly the options that changed.
+  const physical = renderUnit(d, { stack: "order" }).split("\n");
+  const first = physical.findIndex((l) => l.startsWith("ExecStart="));
+  assert.equal(physical[first], "ExecStart=/usr/bin/python3 -m sglang.launch_server \\");
+  const options = physical.slice(first + 1, first + 1 + launchArgs(d).filter((a) => a.startsWith("--")).length);
+  assert.deepEqual(options.map((l) => l.trim().split(" ")[0]), launchArgs(d).filter((a) => a.startsWith("--")));
+  assert.ok(options.slice(0, -1).every((l) => l.startsWith("    --") && l.endsWith(" \\")), options.join("\n"));
+  assert.ok(!options[options.length - 1].endsWith("\\") && physical[first + options.length + 1].startsWith("ExecStartPost="), "the command ends with its last option");
+  assert.ok(argv.includes("--enable-metrics"), "metrics are always on: draining reads them");
+  assert.deepEqual(launchFlags(d), [...new Set(launchFlags(d))].sort(), "launchFlags sorted and unique");
+  assert.ok(launchFlags(d).includes("--log-level") && !launchFlags(d).some((f) => f.includes("=")), "--flag=value checked as --flag");
+});
+
+test("ExecStartPre waits for the unit's GPUs to be free", () => {
+  const d = deployment({ speculative: DDTREE_WINDOWED, model: { path: "/m", drafterPath: "/d", tpSize: 4 }, timeouts: { gpuFreeMiB: 2048, gpuReleaseSeconds: 90.5 } });
+  const pre = execArgv(onlyDirective(renderUnit(d, { stack: "s" }), "ExecStartPre"));
+  assert.deepEqual(pre, [`${HELPER_DIR}/wait-gpus-free`, "0,1,2,3", "2048", "91"]);
+});
+
+test("ExecStartPost is the readiness gate: health_generate on the local address, with the main pid", () => {
+  const post = (listenAddress: string) =>
+    execArgv(onlyDirective(renderUnit(deployment({ speculative: DDTREE_WINDOWED, service: { port: 30002, listenAddress }, timeouts: { readySeconds: 600 } }), { stack: "s" }), "ExecStartPost"));
+  assert.deepEqual(post("127.0.0.1"), [`${HELPER_DIR}/wait-ready`, "http://127.0.0.1:30002/health_generate", "600", "<env MAINPID>"]);
+  assert.equal(post("0.0.0.0")[1], "http://127.0.0.1:30002/health_generate", "a wildcard listener is probed on loopback");
+  assert.equal(post("::")[1], "http://127.0.0.1:30002/health_generate");
+  assert.equal(post("::1")[1], "http://[::1]:30002/health_generate", "IPv6 in brackets");
+});
+
+test("TimeoutStartSec covers the GPU wait and the readiness wait", () => {
+  for (const timeouts of [{}, { readySeconds: 60, gpuReleaseSeconds: 10 }, { readySeconds: 3599.2, gpuReleaseSeconds: 0.5 }]) {
+    const d = deployment({ speculative: DDTREE_WINDOWED, timeouts });
+    const start = Number(onlyDirective(renderUnit(d, { stack: "s" }), "TimeoutStartSec"));
+    assert.ok(Number.isInteger(start), "whole seconds");
+    assert.ok(start >= d.timeouts.readySeconds + d.timeouts.gpuReleaseSeconds, `TimeoutStartSec=${start} for ${JSON.stringify(d.timeouts)}`);
+  }
+});
+
+test("the unit says which stack owns it and runs as the configured user", () => {
+  const d = deployment({ speculative: DDTREE_WINDOWED, service: { unitName: "sglang-k26", runAs: "sglang" } });
+  const unit = renderUnit(d, { stack: "b8t4-w2048" });
+  assert.equal(onlyDirective(unit, "X-DFlash-Stack"), "b8t4-w2048");
+  assert.equal(onlyDirective(unit, "User"), "sglang");
+  assert.equal(onlyDirective(unit, "SyslogIdentifier"), "sglang-k26");
+  assert.equal(onlyDirective(unit, "Type"), "exec");
+  assert.equal(onlyDirective(unit, "Restart"), "no", "a failed start is reported, not retried behind our back");
+  assert.ok(unit.endsWith("\n"));
+});
+
+// --- expectedServerArgs -----------------------------------------------------------------
+
+test("expectedServerArgs: keys sorted; DDTREE budget, null window for none, compact cache", () => {
+  const none = expectedServerArgs(deployment({ speculative: DDTREE_NO_WINDOW }));
+  assert.deepEqual(Object.keys(none), [...Object.keys(none)].sort());
+  assert.deepEqual(none, {
+    model_path: "/models/Kimi-K2.6",
+    port: 30001,
+    speculative_algorithm: "DDTREE",
+    speculative_ddtree_budget: 8,
+    speculative_dflash_compact_cache: false,
+    speculative_draft_model_path: "/models/Kimi-K2.6-DFlash",
+    speculative_draft_window_size: null,
+    tp_size: 8,
+  });
+  const windowed = expectedServerArgs(deployment({ speculative: { ...DDTREE_WINDOWED, budget: 16, draftTokens: 16 } }));
+  assert.deepEqual(Object.keys(windowed), [...Object.keys(windowed)].sort());
+  assert.equal(windowed.speculative_ddtree_budget, 16);
+  assert.equal(windowed.speculative_draft_window_size, 2048);
+  assert.equal(windowed.speculative_dflash_compact_cache, true);
+  assert.equal(windowed.speculative_num_draft_tokens, 16);
+  const upstream = expectedServerArgs(deployment({ sglangBuild: "upstream", speculative: { algorithm: "DFLASH" } }));
+  assert.equal("speculative_ddtree_budget" in upstream || "speculative_dflash_compact_cache" in upstream, false, "upstream reports no fork options");
+  assert.equal(expectedServerArgs(deployment({ speculative: { algorithm: null } })).speculative_algorithm, null);
+});
+
+/** What a server started with this deployment's argv reports (the simulated SGLang's argparse). */
+function reportedArgs(d: Deployment, build: BuildProfile): Record<string, unknown> {
+  const r = parseArgs(launchArgs(d).slice(2), flagTable(build));
+  assert.equal(r.kind, "ok", r.kind === "error" ? r.stderr : r.kind);
+  return r.kind === "ok" ? r.args : {};
+}
+
+for (const stack of STACKS) {
+  test(`stack ${stack}: expectedServerArgs is what a server started from the unit reports`, () => {
+    const d = stackDeployment(stack);
+    assert.equal(typeof d.sglangBuild, "string", "committed stacks use a named build");
+    const reported = reportedArgs(d, d.sglangBuild as BuildProfile);
+    for (const [key, value] of Object.entries(expectedServerArgs(d))) assert.equal(reported[key], value, key);
+  });
+}
+
+test("expectedServerArgs matches a server for upstream DFLASH and for speculation off", () => {
+  for (const [build, speculative] of [
+    ["upstream", { algorithm: "DFLASH", draftTokens: 8, draftWindowSize: 1024 }],
+    ["upstream", { algorithm: null }],
+    ["ddtree-fork", DDTREE_NO_WINDOW],
+  ] as const) {
+    const d = deployment({ sglangBuild: build, speculative });
+    const reported = reportedArgs(d, build);
+    for (const [key, value] of Object.entries(expectedServerArgs(d))) assert.equal(reported[key], value, `${build} ${JSON.stringify(speculative)}: ${key}`);
+  }
+});
+
+// --- quoting properties ------------------------------------------------------------------
+
+/** mulberry32: small, seeded, good enough to draw test cases reproducibly. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const PRINTABLE = [..."\"'\\$%;&|`  aZ09-_=./:,@+#~*?!()[]{}<>^", "é", "ß", "漢", "😀", "\u00a0", "\u200b", "\u202e", "%%", "$$", "${X}", "$MAINPID", "%n", '\\"'];
+// What the schema's rule says to refuse: C0 controls, DEL, NEL and the Unicode line/paragraph separators.
+const CONTROL = ["\n", "\r", "\r\n", "\t", "\u0000", "\u0007", "\u000b", "\u000c", "\u001b", "\u007f", "\u0085", "\u2028", "\u2029"];
+
+function drawString(rand: () => number, opts: { minLength: number; controlChance: number }): string {
+  const pick = <T>(xs: T[]) => xs[Math.floor(rand() * xs.length)];
+  const length = opts.minLength + Math.floor(rand() * 14);
+  let s = "";
+  for (let i = 0; i < length; i++) s += rand() < opts.controlChance ? pick(CONTROL) : pick(PRINTABLE);
+  return s;
+}
+
+/** Config fields whose values reach the unit, and the message key/name the schema uses. */
+const FIELDS: { key: string; what: string; set: (raw: Raw, v: string) => void; absolute?: boolean }[] = [
+  { key: "model.path", what: "model.path", absolute: true, set: (r, v) => (r.model.path = v) },
+  { key: "model.drafterPath", what: "model.drafterPath", absolute: true, set: (r, v) => (r.model.drafterPath = v) },
+  { key: "model.servedModelName", what: "model.servedModelName", set: (r, v) => (r.model.servedModelName = v) },
+  { key: "model.extraArgs.1", what: "model.extraArgs entry", set: (r, v) => (r.model.extraArgs = ["--api-key", v]) },
+  { key: "service.python", what: "service.python", absolute: true, set: (r, v) => (r.service.python = v) },
+  { key: "service.workingDirectory", what: "service.workingDirectory", absolute: true, set: (r, v) => (r.service.workingDirectory = v) },
+  { key: "service.listenAddress", what: "service.listenAddress", set: (r, v) => (r.service.listenAddress = v) },
+  { key: "service.environment.HF_TOKEN", what: "service.environment value", set: (r, v) => (r.service.environment = { HF_TOKEN: v }) },
+];
+
+function rawWithField(field: (typeof FIELDS)[number], value: string): Raw {
+  const raw = rawWith({ speculative: DDTREE_WINDOWED });
+  field.set(raw, field.absolute ? `/${value}` : value);
+  return raw;
+}
+
+test("property: a value with a newline or control character is refused by the schema and by both quoters", () => {
+  const rand = prng(0x5eed01);
+  let cases = 0;
+  while (cases < 1500) {
+    const value = drawString(rand, { minLength: 1, controlChance: 0.15 });
+    if (!CONTROL.some((c) => value.includes(c))) continue;
+    cases++;
+    const field = FIELDS[cases % FIELDS.length];
+    const shown = JSON.stringify(value);
+    assert.throws(() => parseDeployment(rawWithField(field, value), "prop"), (e: unknown) => {
+      assert.ok(e instanceof ConfigError, shown);
+      assert.ok(e.message.includes(`  - dflash-sglang:${field.key}: ${field.what} must not contain newlines or control characters`), `${shown} in ${field.key}: ${e.message}`);
+      return true;
+    });
+    assert.throws(() => systemdQuote(value), /refusing to render a value with a newline or control character/, shown);
+    assert.throws(() => shellQuote(value), /refusing to render a value with a newline or control character/, shown);
+  }
+});
+
+test("property: printable values never add a line, and every Exec line reads back as the intended argv", () => {
+  const rand = prng(0x5eed02);
+  const benignLines = new Map<string, number>();
+  const linesOf = (unit: string) => {
+    assert.equal(unit.split(LINE_BREAK).length, unit.split("\n").length, "no line break other than \\n");
+    return logicalLines(unit).length;
+  };
+  for (let i = 0; i < 2000; i++) {
+    const value = drawString(rand, { minLength: 1, controlChance: 0 });
+    const field = FIELDS[i % FIELDS.length];
+    const shown = `${field.key} = ${JSON.stringify(value)}`;
+    if (field.absolute && value.endsWith("\\")) {
+      // A path ending in "\\" would continue its directive onto the next line of the unit.
+      assert.throws(() => parseDeployment(rawWithField(field, value), "prop"), /must not end with a backslash/, shown);
+      continue;
+    }
+    const d = parseDeployment(rawWithField(field, value), "prop");
+    const unit = renderUnit(d, { stack: "prop" });
+    if (!benignLines.has(field.key)) benignLines.set(field.key, linesOf(renderUnit(parseDeployment(rawWithField(field, "benign"), "prop"), { stack: "prop" })));
+    assert.equal(linesOf(unit), benignLines.get(field.key), shown);
+    assert.deepEqual(execArgv(onlyDirective(unit, "ExecStart")), [d.service.python, ...launchArgs(d)], shown);
+    assert.equal(execArgv(onlyDirective(unit, "ExecStartPost"))[1].endsWith("/health_generate"), true, shown);
+    assert.deepEqual(execArgv(systemdQuote(value)), [value], `systemdQuote(${JSON.stringify(value)}) = ${systemdQuote(value)}`);
+  }
+});
+
+test("property: systemdQuote round-trips single words, empty ones and lookalikes of syntax", () => {
+  for (const word of ["", " ", '"', "'", "\\", "$", "$$", "%", "%%", "%n", "${HOME}", "$MAINPID", "a b", "--x=a b", "; rm -rf /", "漢字 😀"]) {
+    assert.deepEqual(execArgv(systemdQuote(word)), [word], `${JSON.stringify(word)} -> ${systemdQuote(word)}`);
+  }
+  assert.equal(systemdQuote("/usr/bin/python3"), "/usr/bin/python3", "plain words stay bare");
+});
+
+test("property: shellQuote output, run by sh, prints the original string", () => {
+  const rand = prng(0x5eed03);
+  const fixed = ["", "*", "*.ts", "?", "~", "~root", "$HOME", "${HOME}", "$(id)", "`id`", "a b", "'", "''", '"', "\\", ";", "&", "|", "#x", "-n", "%s", "a=b", "!"];
+  for (let i = 0; i < 300; i++) {
+    const value = i < fixed.length ? fixed[i] : drawString(rand, { minLength: 0, controlChance: 0 });
+    // cwd has files, so an unquoted glob would visibly expand.
+    const out = execFileSync("sh", ["-c", `printf %s ${shellQuote(value)}`], { encoding: "utf8", cwd: __dirname });
+    assert.equal(out, value, `shellQuote(${JSON.stringify(value)}) = ${shellQuote(value)}`);
+  }
+});
+
+// --- systemd reads other directives differently from Exec lines ---------------------------
+
+// Environment= takes quotes and escapes but no `$` expansion (systemd.exec(5): "$ has no
+// special meaning"), so doubling `$` there hands the server `$$`.
+test("Environment= values reach the server unchanged", () => {
+  for (const value of ["pa$$word", "a$b", "50%", 'say "hi"', "C:\\path"]) {
+    const unit = renderUnit(deployment({ speculative: DDTREE_WINDOWED, service: { environment: { HF_TOKEN: value } } }), { stack: "s" });
+    assert.equal(unitEnvironment(unit).HF_TOKEN, value, directive(unit, "Environment").join(" "));
+  }
+});
+
+// WorkingDirectory= and Description= are taken verbatim after specifier expansion: quotes
+// are not removed (systemd-analyze verify: 'WorkingDirectory= path is not absolute: "/srv/my models"').
+test("WorkingDirectory= with a space is the directory systemd uses", () => {
+  const unit = renderUnit(deployment({ speculative: DDTREE_WINDOWED, service: { workingDirectory: "/srv/my models" } }), { stack: "s" });
+  assert.equal(expandSpecifiers(onlyDirective(unit, "WorkingDirectory")), "/srv/my models");
+});
+
+test("Description= reads without literal quotes in systemctl status", () => {
+  const unit = renderUnit(deployment({ speculative: DDTREE_WINDOWED }), { stack: "b8t4-w2048" });
+  assert.equal(expandSpecifiers(onlyDirective(unit, "Description")), "SGLang sglang-k26 (stack b8t4-w2048)");
+});
+
+// Unicode's other control characters (C1, U+0080-U+009F) can drive terminals as well.
+test("C1 control characters are refused too", () => {
+  for (const c of ["\u0080", "\u009b", "\u009d", "\u009f"]) {
+    const code = `U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`;
+    assert.throws(() => systemdQuote(`a${c}b`), code);
+    assert.throws(() => parseDeployment(rawWithField(FIELDS[3], `a${c}b`), "prop"), ConfigError, code);
+  }
+});
