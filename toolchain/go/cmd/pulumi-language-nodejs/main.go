@@ -27,6 +27,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
 	"google.golang.org/grpc"
@@ -294,6 +295,16 @@ func pluginPackages(modules string) ([]*pulumirpc.PackageDependency, error) {
 	return deps, nil
 }
 
+// exitWithParent ends the host when the engine that started it is gone (killed with
+// SIGKILL, say), so no orphaned language host is left behind.
+func exitWithParent(parent int) {
+	for range time.Tick(time.Second) {
+		if os.Getppid() != parent {
+			os.Exit(0)
+		}
+	}
+}
+
 func main() {
 	h := &host{}
 	for _, arg := range os.Args[1:] {
@@ -310,6 +321,7 @@ func main() {
 	pulumirpc.RegisterLanguageRuntimeServer(server, h)
 	// The engine reads our port from the first line of stdout.
 	fmt.Printf("%d\n", listener.Addr().(*net.TCPAddr).Port)
+	go exitWithParent(os.Getppid())
 	if err := server.Serve(listener); err != nil {
 		fmt.Fprintf(os.Stderr, "pulumi-language-nodejs: %v\n", err)
 		os.Exit(1)
