@@ -2,8 +2,8 @@
 // config, builds the component, exports what reviewers and benchmarks read.
 import { readStackDeployment, SglangService } from "./components/sglang-service";
 
-const { deployment, privateKey } = readStackDeployment();
-const service = new SglangService("sglang", { deployment, privateKey });
+const { deployment, privateKey, secrets } = readStackDeployment();
+const service = new SglangService("sglang", { deployment, privateKey, secrets });
 
 export const host = deployment.host.address;
 export const unitName = deployment.service.unitName;

@@ -4,11 +4,19 @@ import * as fs from "node:fs";
 import * as pulumi from "@pulumi/pulumi";
 import { CONFIG_NAMESPACE, Deployment, parseDeployment } from "./schema";
 
-const KEYS = ["host", "service", "model", "speculative", "sglangBuild", "timeouts"] as const;
+const KEYS = ["host", "service", "model", "speculative", "sglangBuild", "timeouts", "safety"] as const;
+
+export interface StackSecrets {
+  /** `dflash-sglang:apiKey`: the server's --api-key; every probe sends it. */
+  apiKey?: pulumi.Output<string>;
+  /** `dflash-sglang:hfToken`: HF_TOKEN for the server. */
+  hfToken?: pulumi.Output<string>;
+}
 
 export interface StackDeployment {
   deployment: Deployment;
   privateKey: pulumi.Output<string>;
+  secrets: StackSecrets;
 }
 
 export function readStackDeployment(): StackDeployment {
@@ -22,7 +30,11 @@ export function readStackDeployment(): StackDeployment {
   } catch (e) {
     throw new pulumi.RunError((e as Error).message);
   }
-  return { deployment, privateKey: readPrivateKey(config, deployment, stack) };
+  return {
+    deployment,
+    privateKey: readPrivateKey(config, deployment, stack),
+    secrets: { apiKey: config.getSecret("apiKey"), hfToken: config.getSecret("hfToken") },
+  };
 }
 
 /** Structured values arrive as JSON text, plain ones (e.g. `sglangBuild: upstream`) as-is. */

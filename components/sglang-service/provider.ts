@@ -9,8 +9,8 @@ export const PROVIDER_VERSION = "1";
 
 const HANDLERS_PATH = require.resolve("./remote/handlers");
 
-const STAGED_UNIT_CHANGES = ["unitText", "helpers", "python", "flags", "paths", "tpSize", "unitName", "connection.host", "connection.port", "connection.user", "connection.hostKey", "providerVersion"];
-const ROLLOUT_CHANGES = ["unitHash", "target.unitName", "connection.host", "connection.port", "providerVersion"];
+const STAGED_UNIT_CHANGES = ["unitText", "helpers", "secretFiles", "python", "flags", "paths", "tpSize", "unitName", "connection.host", "connection.port", "connection.user", "connection.hostKey", "providerVersion"];
+const ROLLOUT_CHANGES = ["unitHash", "secretsDigest", "target.unitName", "connection.host", "connection.port", "providerVersion"];
 const READINESS_CHANGES = ["unitHash", "expectedArgs", "modelName", "target.unitName", "connection.host", "connection.port", "providerVersion"];
 const REPLACES = ["connection.host", "connection.port", "unitName", "target.unitName"];
 
@@ -37,11 +37,11 @@ function makeProvider(kind: "staged" | "rollout" | "readiness", changeKeys: stri
     async update(_id: string, _olds: any, news: any) {
       return { outs: await apply(news) };
     },
+    async read(id: string, props: any) {
+      return { id, props: kind === "rollout" && props ? await load().readRollout(props) : props };
+    },
     async delete(_id: string, outs: any) {
-      if (kind === "rollout") {
-        const message = await load().deleteRollout(outs);
-        process.stderr.write(`${message}\n`);
-      }
+      if (kind === "rollout") await load().deleteRollout(outs);
     },
   };
 }
@@ -58,7 +58,7 @@ export class StagedUnit extends pulumi.dynamic.Resource {
   declare readonly stagedPath: pulumi.Output<string>;
   declare readonly gpuCount: pulumi.Output<number>;
   constructor(name: string, args: Inputs<Handlers.StagedUnitInputs>, opts?: pulumi.CustomResourceOptions) {
-    super(stagedUnitProvider, name, { ...args, unitHash: undefined, stagedPath: undefined, gpuCount: undefined, gpuMemoryMiB: undefined }, { ...opts, additionalSecretOutputs: ["connection"] });
+    super(stagedUnitProvider, name, { ...args, unitHash: undefined, stagedPath: undefined, gpuCount: undefined, gpuMemoryMiB: undefined }, { ...opts, additionalSecretOutputs: ["connection", "secretFiles"] });
   }
 }
 
@@ -69,7 +69,7 @@ export class Rollout extends pulumi.dynamic.Resource {
   declare readonly gpuReleaseSeconds: pulumi.Output<number>;
   declare readonly applied: pulumi.Output<boolean>;
   constructor(name: string, args: Inputs<Handlers.RolloutInputs>, opts?: pulumi.CustomResourceOptions) {
-    super(rolloutProvider, name, { ...args, applied: undefined, drainSeconds: undefined, stopSeconds: undefined, gpuReleaseSeconds: undefined, previousMainPid: undefined }, { ...opts, additionalSecretOutputs: ["connection"] });
+    super(rolloutProvider, name, { ...args, applied: undefined, drainSeconds: undefined, stopSeconds: undefined, gpuReleaseSeconds: undefined, previousMainPid: undefined }, { ...opts, additionalSecretOutputs: ["connection", "secretsDigest"] });
   }
 }
 

@@ -1,7 +1,8 @@
 // The component: one SGLang configuration on one GPU host, reconfigured safely.
 import * as pulumi from "@pulumi/pulumi";
 import { Deployment } from "./schema";
-import { expectedServerArgs, helperScripts, launchArgs, launchFlags, localServerUrl, renderUnit, sha256 } from "./render";
+import { expectedServerArgs, helperScripts, launchArgs, launchFlags, localServerUrl, renderUnit, secretPaths, SecretPresence, sha256 } from "./render";
+import type { StackSecrets } from "./config";
 import { PROVIDER_VERSION, Readiness, Rollout, StagedUnit } from "./provider";
 
 export interface SglangServiceArgs {
@@ -9,6 +10,24 @@ export interface SglangServiceArgs {
   deployment: Deployment;
   /** SSH private key for deployment.host, kept secret. */
   privateKey: pulumi.Input<string>;
+  /** Secrets for the server; written to 0600 files on the host, never into the unit. */
+  secrets?: StackSecrets;
+}
+
+/** The content of each secret file on the host, by path. */
+function secretFiles(unitName: string, secrets: StackSecrets): pulumi.Output<Record<string, string>> {
+  const paths = secretPaths(unitName);
+  return pulumi.secret(
+    pulumi.all([secrets.apiKey, secrets.hfToken]).apply(([apiKey, hfToken]) => {
+      const files: Record<string, string> = {};
+      if (apiKey !== undefined) {
+        files[paths.serverConfig] = `api-key: ${JSON.stringify(apiKey)}\n`;
+        files[paths.curlHeaders] = `Authorization: Bearer ${apiKey}\n`;
+      }
+      if (hfToken !== undefined) files[paths.env] = `HF_TOKEN=${JSON.stringify(hfToken)}\n`;
+      return files;
+    }),
+  );
 }
 
 export const COMPONENT_TYPE = "dflash:sglang:Service";
@@ -37,7 +56,10 @@ export class SglangService extends pulumi.ComponentResource {
       pulumi.output(args.privateKey).apply((privateKey) => ({ host: d.host.address, port: d.host.port, user: d.host.user, hostKey: d.host.hostKey, privateKey })),
     );
 
-    const unitText = renderUnit(d, { stack });
+    const secrets = args.secrets ?? {};
+    const presence: SecretPresence = { apiKey: secrets.apiKey !== undefined, hfToken: secrets.hfToken !== undefined };
+    const files = secretFiles(d.service.unitName, secrets);
+    const unitText = renderUnit(d, { stack, secrets: presence });
     const unitHash = sha256(unitText);
     const target = {
       unitName: d.service.unitName,
@@ -45,6 +67,9 @@ export class SglangService extends pulumi.ComponentResource {
       port: d.service.port,
       tpSize: d.model.tpSize,
       timeouts: d.timeouts,
+      safety: d.safety,
+      curlAuth: presence.apiKey ? ` -H @${secretPaths(d.service.unitName).curlHeaders}` : "",
+      stack,
       label,
     };
 
@@ -57,8 +82,9 @@ export class SglangService extends pulumi.ComponentResource {
         unitName: d.service.unitName,
         unitText,
         helpers: helperScripts(),
+        secretFiles: files,
         python: d.service.python,
-        flags: launchFlags(d),
+        flags: launchFlags(d, presence),
         paths: [
           { what: "model.path", path: d.model.path },
           ...(d.speculative.algorithm !== null && d.model.drafterPath ? [{ what: "model.drafterPath", path: d.model.drafterPath }] : []),
@@ -72,7 +98,14 @@ export class SglangService extends pulumi.ComponentResource {
 
     const rollout = new Rollout(
       `${name}-rollout`,
-      { connection, target: { ...target, urn: urnOf(`${name}-rollout`) }, unitHash: staged.unitHash, stagedPath: staged.stagedPath, providerVersion: PROVIDER_VERSION },
+      {
+        connection,
+        target: { ...target, urn: urnOf(`${name}-rollout`) },
+        unitHash: staged.unitHash,
+        stagedPath: staged.stagedPath,
+        secretsDigest: pulumi.secret(files.apply((f) => sha256(JSON.stringify(f)))),
+        providerVersion: PROVIDER_VERSION,
+      },
       { parent: this, dependsOn: [staged] },
     );
 
@@ -91,7 +124,7 @@ export class SglangService extends pulumi.ComponentResource {
 
     this.unitHash = staged.unitHash;
     this.unitText = pulumi.output(unitText);
-    this.launchCommand = pulumi.output([d.service.python, ...launchArgs(d)]);
+    this.launchCommand = pulumi.output([d.service.python, ...launchArgs(d, presence)]);
     this.serverArgs = ready.serverArgs;
     this.acceptLength = ready.acceptLength;
     this.timings = pulumi.all([rollout.drainSeconds, rollout.stopSeconds, rollout.gpuReleaseSeconds, ready.loadToReadySeconds]).apply(

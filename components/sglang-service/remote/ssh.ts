@@ -1,7 +1,7 @@
 // SSH to a GPU host with the system's OpenSSH client: the host key is pinned (checked
 // before anything runs), one multiplexed connection serves every poll of a step, and the
 // private key lives only in a 0700 temp folder for the duration of the step.
-import { spawn } from "node:child_process";
+import { ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -48,7 +48,10 @@ export class Ssh {
     return ssh;
   }
 
-  private baseArgs(): string[] {
+  private baseArgs(multiplex = true): string[] {
+    const mux = multiplex
+      ? ["-o", "ControlMaster=auto", "-o", `ControlPath=${path.join(this.dir, "cm")}`, "-o", "ControlPersist=300"]
+      : ["-o", "ControlMaster=no", "-o", "ControlPath=none"];
     return [
       "-i", path.join(this.dir, "id"),
       "-p", String(this.conn.port),
@@ -60,18 +63,30 @@ export class Ssh {
       "-o", `HostKeyAlias=${HOST_ALIAS}`,
       "-o", "ConnectTimeout=10",
       "-o", "ServerAliveInterval=5",
-      "-o", "ControlMaster=auto",
-      "-o", `ControlPath=${path.join(this.dir, "cm")}`,
-      "-o", "ControlPersist=300",
+      "-o", "ServerAliveCountMax=3",
+      ...mux,
       "-o", "LogLevel=ERROR",
     ];
   }
 
-  /** Runs a POSIX sh script on the host. Never rejects on a non-zero exit: the caller decides. */
-  run(script: string, opts: { timeoutMs?: number } = {}): Promise<RunResult> {
+  /**
+   * Starts a script on its own SSH connection (not the shared one) with stdin open, for
+   * a remote process whose life must end with ours (see lock.ts).
+   */
+  spawnDedicated(script: string): ChildProcessWithoutNullStreams {
+    return spawn("ssh", [...this.baseArgs(false), `${this.conn.user}@${this.conn.host}`, "--", script], { stdio: ["pipe", "pipe", "pipe"] });
+  }
+
+  /**
+   * Runs a POSIX sh script on the host. `input` goes to its stdin: the way to pass secrets,
+   * which must never be part of a command line (visible in `ps` on the host).
+   * Never rejects on a non-zero exit: the caller decides.
+   */
+  run(script: string, opts: { timeoutMs?: number; input?: string } = {}): Promise<RunResult> {
     const timeoutMs = opts.timeoutMs ?? 60_000;
     return new Promise((resolve, reject) => {
-      const child = spawn("ssh", [...this.baseArgs(), `${this.conn.user}@${this.conn.host}`, "--", script], { stdio: ["ignore", "pipe", "pipe"] });
+      const child = spawn("ssh", [...this.baseArgs(), `${this.conn.user}@${this.conn.host}`, "--", script], { stdio: ["pipe", "pipe", "pipe"] });
+      child.stdin.end(opts.input ?? "");
       let stdout = "";
       let stderr = "";
       child.stdout.on("data", (d) => (stdout += d));
@@ -92,7 +107,7 @@ export class Ssh {
   }
 
   /** Like run, but a non-zero exit is an error that says what failed. */
-  async check(script: string, what: string, opts: { timeoutMs?: number } = {}): Promise<string> {
+  async check(script: string, what: string, opts: { timeoutMs?: number; input?: string } = {}): Promise<string> {
     const r = await this.run(script, opts);
     if (r.code !== 0) throw new Error(`${what} failed on ${this.conn.host} (exit ${r.code}): ${(r.stderr || r.stdout).trim()}`);
     return r.stdout;

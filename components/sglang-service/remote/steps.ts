@@ -2,7 +2,7 @@
 // preflight + stage (touches nothing that runs), rollout (drain, stop, wait for the old
 // process and its GPU memory, install, start) and readiness (wait until the *new*
 // configuration serves). Every wait polls a condition against its own deadline.
-import { HELPER_DIR, STATE_DIR, sha256, shellQuote, unitPath } from "../render";
+import { HELPER_DIR, SECRETS_DIR, STATE_DIR, sha256, shellQuote, unitPath } from "../render";
 import { busyGpus, failureCause, listenerPids, parseNvidiaSmiGpus, parsePrometheus, parseSystemctlShow, splitSections, unitState, UnitState } from "../parse";
 import { Ssh } from "./ssh";
 import { progress } from "./progress";
@@ -74,17 +74,24 @@ export interface StageInput {
   unitName: string;
   unitText: string;
   helpers: Record<string, string>;
+  /** Secret files (path -> content), written 0600 through stdin, never on a command line. */
+  secretFiles: Record<string, string>;
 }
 
-/** Writes helpers and the new unit beside (not over) the live one, and verifies it. */
+/** Writes helpers, secret files and the new unit beside (not over) the live one, and verifies it. */
 export async function stage(ssh: Ssh, s: StageInput): Promise<{ stagedPath: string }> {
   const hash = sha256(s.unitText);
   const dir = `${STATE_DIR}/${s.unitName}`;
   const stagedPath = `${dir}/staged-${hash.slice(0, 16)}.service`;
   const verifyDir = `${dir}/verify`;
+  const secretPaths = Object.keys(s.secretFiles).sort();
   const script = [
     "set -e",
-    `mkdir -p ${shellQuote(HELPER_DIR)} ${shellQuote(dir)} ${shellQuote(verifyDir)}`,
+    `mkdir -p ${shellQuote(HELPER_DIR)} ${shellQuote(dir)} ${shellQuote(verifyDir)} ${shellQuote(SECRETS_DIR)}`,
+    `chmod 0700 ${shellQuote(SECRETS_DIR)}`,
+    // One base64 line per secret file on stdin; printf is a shell builtin, so the
+    // content never shows up in a process list.
+    ...secretPaths.map((p) => `IFS= read -r line; (umask 077; printf '%s' "$line" | base64 -d > ${shellQuote(`${p}.dflash-tmp`)}) && mv -f ${shellQuote(`${p}.dflash-tmp`)} ${shellQuote(p)}`),
     ...Object.keys(s.helpers).sort().map((name) => writeFileScript(`${HELPER_DIR}/${name}`, s.helpers[name], "0755")),
     writeFileScript(stagedPath, s.unitText, "0644"),
     // systemd-analyze wants the real unit name; verify a copy in a scratch folder.
@@ -92,7 +99,8 @@ export async function stage(ssh: Ssh, s: StageInput): Promise<{ stagedPath: stri
     `if command -v systemd-analyze >/dev/null; then systemd-analyze verify ${shellQuote(`${verifyDir}/${s.unitName}.service`)}; fi`,
     `rm -f ${shellQuote(`${verifyDir}/${s.unitName}.service`)}`,
   ].join("\n");
-  await ssh.check(script, `staging and verifying the unit ${s.unitName}`);
+  const input = secretPaths.map((p) => `${Buffer.from(s.secretFiles[p], "utf8").toString("base64")}\n`).join("");
+  await ssh.check(script, `staging and verifying the unit ${s.unitName}`, { input });
   return { stagedPath };
 }
 
@@ -106,12 +114,22 @@ export interface Timeouts {
   pollMs: number;
 }
 
+export interface Safety {
+  rollback: boolean;
+  lockWaitSeconds: number;
+  stableSeconds: number;
+}
+
 export interface Target {
   unitName: string;
   serverUrl: string;
   port: number;
   tpSize: number;
   timeouts: Timeouts;
+  safety: Safety;
+  /** Extra curl arguments that authenticate to the server (a 0600 header file), or "". */
+  curlAuth: string;
+  stack: string;
   urn?: string;
   label: string;
 }
@@ -122,12 +140,14 @@ function showScript(unit: string): string {
   return `systemctl show ${shellQuote(`${unit}.service`)} ${SHOW_PROPS.map((p) => `-p ${p}`).join(" ")} --no-pager`;
 }
 
-async function unitNow(ssh: Ssh, unit: string): Promise<UnitState & { invocationId: string }> {
-  const show = parseSystemctlShow((await ssh.check(showScript(unit), "systemctl show")).toString());
+type LiveUnit = UnitState & { invocationId: string };
+
+async function unitNow(ssh: Ssh, unit: string): Promise<LiveUnit> {
+  const show = parseSystemctlShow(await ssh.check(showScript(unit), "systemctl show"));
   return { ...unitState(show), invocationId: show.InvocationID ?? "" };
 }
 
-async function installedHash(ssh: Ssh, unit: string): Promise<string | null> {
+export async function installedHash(ssh: Ssh, unit: string): Promise<string | null> {
   const r = await ssh.run(`sha256sum ${shellQuote(unitPath(unit))} 2>/dev/null`);
   return r.code === 0 ? r.stdout.split(/\s+/)[0] : null;
 }
@@ -161,28 +181,11 @@ async function poll<T>(opts: PollOptions, fn: (elapsedS: number) => Promise<T | 
   }
 }
 
-export interface RolloutResult {
-  applied: boolean;
-  drainSeconds: number;
-  stopSeconds: number;
-  gpuReleaseSeconds: number;
-  previousMainPid: number;
-}
-
-/** Drain, stop, wait for the old process and its GPU memory, install the staged unit, start. */
-export async function rollout(ssh: Ssh, t: Target, staged: { stagedPath: string; unitHash: string }): Promise<RolloutResult> {
-  const unit = t.unitName;
-  const before = await unitNow(ssh, unit);
-  const running = before.activeState === "active" || before.activeState === "activating" || before.activeState === "reloading";
-  if ((await installedHash(ssh, unit)) === staged.unitHash && running) {
-    await progress(t.urn, `${t.label}: the host already runs this unit; nothing to restart`, false);
-    return { applied: false, drainSeconds: 0, stopSeconds: 0, gpuReleaseSeconds: 0, previousMainPid: before.mainPid };
-  }
-
-  // 1. Drain: in-flight requests finish before anything stops.
-  const drainStart = Date.now();
-  if (before.activeState === "active") {
-    let lastLoad = "";
+/** Waits until in-flight requests are done; returns seconds waited. */
+async function drain(ssh: Ssh, t: Target): Promise<number> {
+  const started = Date.now();
+  let lastLoad = "";
+  try {
     await poll(
       {
         status: () => `draining: ${lastLoad || "reading /metrics"}`,
@@ -190,30 +193,33 @@ export async function rollout(ssh: Ssh, t: Target, staged: { stagedPath: string;
         intervalMs: t.timeouts.pollMs,
         urn: t.urn,
         label: t.label,
-        onTimeout: () => new Error(`drain timed out`),
+        onTimeout: () => new Error("drain timed out"),
       },
       async () => {
-        const r = await ssh.run(`curl -s -m 5 ${shellQuote(`${t.serverUrl}/metrics`)}`);
+        const r = await ssh.run(`curl -s -m 5${t.curlAuth} ${shellQuote(`${t.serverUrl}/metrics`)}`);
         if (r.code !== 0 || !r.stdout.includes("sglang:")) return "not-serving";
         const m = parsePrometheus(r.stdout);
-        const load = (m.get("sglang:num_running_reqs") ?? 0) + (m.get("sglang:num_queue_reqs") ?? 0);
-        lastLoad = `${m.get("sglang:num_running_reqs") ?? 0} running, ${m.get("sglang:num_queue_reqs") ?? 0} queued`;
-        return load === 0 ? "idle" : undefined;
+        const running = m.get("sglang:num_running_reqs") ?? 0;
+        const queued = m.get("sglang:num_queue_reqs") ?? 0;
+        lastLoad = `${running} running, ${queued} queued`;
+        return running + queued === 0 ? "idle" : undefined;
       },
-    ).catch(async (e: Error) => {
-      if (t.timeouts.drainPolicy === "proceed") {
-        await progress(t.urn, `${t.label}: drain timed out after ${t.timeouts.drainSeconds} s with ${lastLoad}; drainPolicy=proceed, stopping anyway`, false);
-        return "timed-out";
-      }
-      throw new Error(`${e.message}: ${t.label} on ${ssh.conn.host} still had ${lastLoad} after ${t.timeouts.drainSeconds} s (timeouts.drainSeconds). Nothing was stopped; the old configuration is still serving. Retry when traffic is lower, raise timeouts.drainSeconds, or set timeouts.drainPolicy to "proceed".`);
-    });
+    );
+  } catch (e) {
+    if (t.timeouts.drainPolicy !== "proceed") {
+      throw new Error(`${(e as Error).message}: ${t.label} on ${ssh.conn.host} still had ${lastLoad} after ${t.timeouts.drainSeconds} s (timeouts.drainSeconds). Nothing was stopped; the old configuration is still serving. Retry when traffic is lower, raise timeouts.drainSeconds, or set timeouts.drainPolicy to "proceed".`);
+    }
+    await progress(t.urn, `${t.label}: drain timed out after ${t.timeouts.drainSeconds} s with ${lastLoad}; drainPolicy=proceed, stopping anyway`, false);
   }
-  const drainSeconds = elapsed(drainStart);
+  return elapsed(started);
+}
 
-  // 2. Stop, and wait until the old main process is really gone.
-  const stopStart = Date.now();
+/** `systemctl stop`, then waits until the unit is down and its old main process gone. */
+async function stopServer(ssh: Ssh, t: Target, before: LiveUnit): Promise<number> {
+  const started = Date.now();
+  const unit = `${t.unitName}.service`;
   if (before.activeState !== "inactive" && before.activeState !== "failed") {
-    await ssh.check(`systemctl stop --no-block ${shellQuote(`${unit}.service`)}`, `systemctl stop ${unit}`);
+    await ssh.check(`systemctl stop --no-block ${shellQuote(unit)}`, `systemctl stop ${unit}`);
   }
   await poll(
     {
@@ -222,19 +228,21 @@ export async function rollout(ssh: Ssh, t: Target, staged: { stagedPath: string;
       intervalMs: t.timeouts.pollMs,
       urn: t.urn,
       label: t.label,
-      onTimeout: () => new Error(`the old server of ${t.label} (pid ${before.mainPid}) did not exit within ${t.timeouts.stopSeconds} s of \`systemctl stop\` (timeouts.stopSeconds); systemd kills it at TimeoutStopSec. Re-run \`pulumi up\` to continue.`),
+      onTimeout: () => new Error(`the server of ${t.label} (pid ${before.mainPid}) did not exit within ${t.timeouts.stopSeconds} s of \`systemctl stop\` (timeouts.stopSeconds)`),
     },
     async () => {
-      const now = await unitNow(ssh, unit);
+      const now = await unitNow(ssh, t.unitName);
       if (now.activeState !== "inactive" && now.activeState !== "failed") return undefined;
       if (before.mainPid > 0 && (await ssh.run(`kill -0 ${before.mainPid}`)).code === 0) return undefined;
       return true;
     },
   );
-  const stopSeconds = elapsed(stopStart);
+  return elapsed(started);
+}
 
-  // 3. The driver frees GPU memory some time after the process exits.
-  const gpuStart = Date.now();
+/** Waits until the GPUs the server uses show (almost) no memory in use. */
+async function waitGpusFree(ssh: Ssh, t: Target): Promise<number> {
+  const started = Date.now();
   const gpus = Array.from({ length: t.tpSize }, (_, i) => i);
   let lastBusy = "";
   await poll(
@@ -244,7 +252,7 @@ export async function rollout(ssh: Ssh, t: Target, staged: { stagedPath: string;
       intervalMs: t.timeouts.pollMs,
       urn: t.urn,
       label: t.label,
-      onTimeout: () => new Error(`GPU memory on ${ssh.conn.host} was not released within ${t.timeouts.gpuReleaseSeconds} s after the old server exited (${lastBusy}). The server is stopped. Find the holder with \`nvidia-smi --query-compute-apps=pid,used_memory --format=csv\`, then re-run \`pulumi up\`.`),
+      onTimeout: () => new Error(`GPU memory on ${ssh.conn.host} was not released within ${t.timeouts.gpuReleaseSeconds} s after the old server exited (${lastBusy}; timeouts.gpuReleaseSeconds). Find the holder with \`nvidia-smi --query-compute-apps=pid,used_memory --format=csv\``),
     },
     async () => {
       const r = await ssh.check("nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv,noheader,nounits", "nvidia-smi");
@@ -253,22 +261,57 @@ export async function rollout(ssh: Ssh, t: Target, staged: { stagedPath: string;
       return busy.length === 0 ? true : undefined;
     },
   );
-  const gpuReleaseSeconds = elapsed(gpuStart);
+  return elapsed(started);
+}
 
-  // 4. Install the staged unit and start it without blocking (readiness watches it).
-  const live = unitPath(unit);
+/** Installs `source` as the live unit and starts it without blocking (readiness watches it). */
+async function installAndStart(ssh: Ssh, unitName: string, source: string): Promise<void> {
+  const live = unitPath(unitName);
+  const unit = shellQuote(`${unitName}.service`);
   await ssh.check(
     [
       "set -e",
-      `install -m 0644 ${shellQuote(staged.stagedPath)} ${shellQuote(`${live}.dflash-tmp`)}`,
+      `install -m 0644 ${shellQuote(source)} ${shellQuote(`${live}.dflash-tmp`)}`,
       `mv -f ${shellQuote(`${live}.dflash-tmp`)} ${shellQuote(live)}`,
       "systemctl daemon-reload",
-      `systemctl enable ${shellQuote(`${unit}.service`)} 2>/dev/null`,
-      `systemctl reset-failed ${shellQuote(`${unit}.service`)} 2>/dev/null || true`,
-      `systemctl start --no-block ${shellQuote(`${unit}.service`)}`,
+      `systemctl enable ${unit} 2>/dev/null`,
+      `systemctl reset-failed ${unit} 2>/dev/null || true`,
+      `systemctl start --no-block ${unit}`,
     ].join("\n"),
-    `installing and starting ${unit}`,
+    `installing and starting ${unitName}`,
   );
+}
+
+export interface RolloutResult {
+  applied: boolean;
+  drainSeconds: number;
+  stopSeconds: number;
+  gpuReleaseSeconds: number;
+  previousMainPid: number;
+}
+
+/**
+ * Drain, stop, wait for the old process and its GPU memory, install the staged unit,
+ * start. If anything fails once the old server is stopped, the last good configuration
+ * is restored (see rollback) before the error is reported.
+ */
+export async function rollout(ssh: Ssh, t: Target, staged: { stagedPath: string; unitHash: string }): Promise<RolloutResult> {
+  const before = await unitNow(ssh, t.unitName);
+  const running = before.activeState === "active" || before.activeState === "activating" || before.activeState === "reloading";
+  if ((await installedHash(ssh, t.unitName)) === staged.unitHash && running) {
+    await progress(t.urn, `${t.label}: the host already runs this unit; nothing to restart`, false);
+    return { applied: false, drainSeconds: 0, stopSeconds: 0, gpuReleaseSeconds: 0, previousMainPid: before.mainPid };
+  }
+  const drainSeconds = before.activeState === "active" ? await drain(ssh, t) : 0;
+  let stopSeconds = 0;
+  let gpuReleaseSeconds = 0;
+  try {
+    stopSeconds = await stopServer(ssh, t, before);
+    gpuReleaseSeconds = await waitGpusFree(ssh, t);
+    await installAndStart(ssh, t.unitName, staged.stagedPath);
+  } catch (e) {
+    throw new Error(`${(e as Error).message}\n${await rollback(ssh, t, staged.unitHash)}`);
+  }
   const summary = before.mainPid > 0 ? `drained in ${drainSeconds} s, old server (pid ${before.mainPid}) gone in ${stopSeconds} s, GPUs free in ${gpuReleaseSeconds} s` : `no server was running, GPUs free in ${gpuReleaseSeconds} s`;
   await progress(t.urn, `${t.label}: ${summary}; started the new unit`, false);
   return { applied: true, drainSeconds, stopSeconds, gpuReleaseSeconds, previousMainPid: before.mainPid };
@@ -298,11 +341,22 @@ export function looksLikeText(s: string): boolean {
   return s.trim().length > 0 && !/[\ufffd\u0000-\u0008\u000e-\u001f]/.test(s);
 }
 
+/** Unusable generations in a row before the server counts as broken. */
+const BAD_GENERATIONS = 3;
+
+async function unitFailure(ssh: Ssh, r: Target, state: LiveUnit, phase: string, seconds: number): Promise<Error> {
+  const unit = `${r.unitName}.service`;
+  const journal = (await ssh.run(`journalctl -u ${shellQuote(unit)} --no-pager -o cat -n 40 ${state.invocationId ? `_SYSTEMD_INVOCATION_ID=${shellQuote(state.invocationId)}` : ""}`)).stdout;
+  const cause = failureCause(journal) ?? `exit status ${state.execMainStatus}`;
+  const tail = journal.trim().split("\n").slice(-12).map((l) => `    ${l}`).join("\n");
+  return new Error(`sglang ${r.label} on ${ssh.conn.host} failed while ${phase} after ${seconds} s: ${cause} (unit ${state.activeState}/${state.subState}).\n  Last journal lines:\n${tail}\n  See all with: journalctl -u ${unit} -n 200`);
+}
+
 /**
- * Waits until the new configuration serves: the unit is active (its ExecStartPost gate
- * passed), the process listening on the port is the unit's main process, the server
- * reports exactly the deployed arguments, and a real generation returns sane text.
- * Fails as soon as the process dies, with the cause from the journal.
+ * Waits until the configuration serves: the process listening on the port is the unit's
+ * main process, the server reports exactly the deployed arguments, and a real generation
+ * returns sane text; then it must stay up for safety.stableSeconds. Fails as soon as the
+ * process dies, with the cause from the journal.
  */
 export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessResult> {
   const unit = `${r.unitName}.service`;
@@ -313,35 +367,30 @@ export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessR
     "echo @@section listen",
     `ss -ltnpH 2>/dev/null | grep -F ':${r.port} ' || true`,
     "echo @@section info",
-    `curl -s -m 5 ${shellQuote(`${r.serverUrl}/get_server_info`)} || curl -s -m 5 ${shellQuote(`${r.serverUrl}/server_info`)} || true`,
+    `curl -s -m 5${r.curlAuth} ${shellQuote(`${r.serverUrl}/get_server_info`)} || curl -s -m 5${r.curlAuth} ${shellQuote(`${r.serverUrl}/server_info`)} || true`,
   ].join("\n");
   const started = Date.now();
   let phase = "starting";
   let sawStart = false;
-  let last: { mainPid: number; info: Record<string, unknown> } = { mainPid: 0, info: {} };
+  let badGenerations = 0;
+  let lastPid = 0;
 
-  const dead = async (state: UnitState & { invocationId: string }): Promise<Error> => {
-    const journal = (await ssh.run(`journalctl -u ${shellQuote(unit)} --no-pager -o cat -n 40 ${state.invocationId ? `_SYSTEMD_INVOCATION_ID=${shellQuote(state.invocationId)}` : ""}`)).stdout;
-    const cause = failureCause(journal) ?? `exit status ${state.execMainStatus}`;
-    const tail = journal.trim().split("\n").slice(-12).map((l) => `    ${l}`).join("\n");
-    return new Error(`sglang ${r.label} on ${ssh.conn.host} failed while ${phase} after ${elapsed(started)} s: ${cause} (unit ${state.activeState}/${state.subState}).\n  Last journal lines:\n${tail}\n  See all with: journalctl -u ${unit} -n 200`);
-  };
-
-  const result = await poll(
+  const ready = await poll(
     {
       status: () => phase,
       deadlineSeconds: r.timeouts.readySeconds,
       intervalMs: r.timeouts.pollMs,
       urn: r.urn,
       label: r.label,
-      onTimeout: () => new Error(`${r.label} on ${ssh.conn.host} was not serving the new configuration within ${r.timeouts.readySeconds} s (timeouts.readySeconds); last phase: ${phase}${last.mainPid ? `, main pid ${last.mainPid}` : ""}. Check \`journalctl -u ${unit}\`.`),
+      onTimeout: () => new Error(`${r.label} on ${ssh.conn.host} was not serving the configuration within ${r.timeouts.readySeconds} s (timeouts.readySeconds); last phase: ${phase}${lastPid ? `, main pid ${lastPid}` : ""}. Check \`journalctl -u ${unit}\`.`),
     },
     async (elapsedS) => {
       const out = splitSections((await ssh.run(script, { timeoutMs: 30_000 })).stdout);
       const show = parseSystemctlShow(out.show ?? "");
-      const state = { ...unitState(show), invocationId: show.InvocationID ?? "" };
+      const state: LiveUnit = { ...unitState(show), invocationId: show.InvocationID ?? "" };
+      lastPid = state.mainPid;
       if (state.activeState === "activating" || state.activeState === "active") sawStart = true;
-      if (state.activeState === "failed" || (state.activeState === "inactive" && (sawStart || elapsedS > 10))) throw await dead(state);
+      if (state.activeState === "failed" || (state.activeState === "inactive" && (sawStart || elapsedS > 10))) throw await unitFailure(ssh, r, state, phase, elapsedS);
       const pids = listenerPids(out.listen ?? "", r.port);
       let info: Record<string, unknown> = {};
       try {
@@ -349,42 +398,115 @@ export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessR
       } catch {
         // port not open yet
       }
-      last = { mainPid: state.mainPid, info };
-      if (pids.length === 0) phase = state.mainPid ? "loading weights (port not open yet)" : "waiting for GPUs to be free (ExecStartPre)";
-      else if (!pids.includes(state.mainPid)) phase = `port ${r.port} held by pid ${pids.join(",")}, not the unit's main pid ${state.mainPid || "(none)"}`;
-      else if (state.activeState !== "active") phase = "warming up (port open, readiness gate not passed yet)";
-      else {
-        const mismatches = argMismatches(r.expectedArgs, info);
-        if (mismatches.length) {
-          phase = `serving, but with other arguments: ${mismatches.join(", ")}`;
-        } else {
-          phase = "verifying with a real generation";
-          const gen = await ssh.run(`curl -s -m 60 -H 'content-type: application/json' -d ${shellQuote(body)} ${shellQuote(`${r.serverUrl}/v1/chat/completions`)}`, { timeoutMs: 90_000 });
-          let content = "";
-          try {
-            content = JSON.parse(gen.stdout).choices?.[0]?.message?.content ?? "";
-          } catch {
-            content = "";
-          }
-          if (looksLikeText(content)) {
-            const internal = (info.internal_states as { avg_spec_accept_length?: number }[] | undefined)?.[0];
-            return { mainPid: state.mainPid, loadToReadySeconds: elapsed(started), acceptLength: internal?.avg_spec_accept_length ?? null, serverArgs: info };
-          }
-          phase = `generation check: unusable output ${JSON.stringify(gen.stdout.slice(0, 120))}`;
-          if (elapsedS > 30) throw new Error(`${r.label} on ${ssh.conn.host} serves the new arguments but its generations are unusable: ${JSON.stringify(gen.stdout.slice(0, 200))}`);
-        }
+      if (pids.length === 0) {
+        phase = state.mainPid ? "loading weights (port not open yet)" : "waiting for GPUs to be free (ExecStartPre)";
+        return undefined;
       }
+      if (!pids.includes(state.mainPid)) {
+        phase = `port ${r.port} held by pid ${pids.join(",")}, not the unit's main pid ${state.mainPid || "(none)"}`;
+        return undefined;
+      }
+      const mismatches = argMismatches(r.expectedArgs, info);
+      if (Object.keys(info).length === 0) {
+        phase = "warming up (port open, no server info yet)";
+        return undefined;
+      }
+      if (mismatches.length) {
+        phase = `serving, but with other arguments: ${mismatches.join(", ")}`;
+        return undefined;
+      }
+      const gen = await ssh.run(`curl -s -m 60${r.curlAuth} -H 'content-type: application/json' -d ${shellQuote(body)} ${shellQuote(`${r.serverUrl}/v1/chat/completions`)}`, { timeoutMs: 90_000 });
+      let content = "";
+      try {
+        content = JSON.parse(gen.stdout).choices?.[0]?.message?.content ?? "";
+      } catch {
+        // not JSON: still warming up, or broken
+      }
+      if (looksLikeText(content)) {
+        const internal = (info.internal_states as { avg_spec_accept_length?: number }[] | undefined)?.[0];
+        return { mainPid: state.mainPid, loadToReadySeconds: elapsedS, acceptLength: internal?.avg_spec_accept_length ?? null, serverArgs: info, restarts: state.nRestarts };
+      }
+      if (/"choices"/.test(gen.stdout) && ++badGenerations >= BAD_GENERATIONS) {
+        throw new Error(`${r.label} on ${ssh.conn.host} runs the new arguments but its generations are unusable (${BAD_GENERATIONS} in a row), e.g. ${JSON.stringify(content.slice(0, 80))}`);
+      }
+      phase = `generation check: no usable answer yet (${JSON.stringify(gen.stdout.slice(0, 80))})`;
       return undefined;
     },
   );
+
+  // A server that dies right after its first answer is not a good configuration.
+  if (r.safety.stableSeconds > 0) {
+    const stableFrom = Date.now();
+    phase = `ready; checking it stays up for ${r.safety.stableSeconds} s`;
+    await poll(
+      { status: () => phase, deadlineSeconds: r.safety.stableSeconds + 60, intervalMs: r.timeouts.pollMs, urn: r.urn, label: r.label, onTimeout: () => new Error("stability check overran") },
+      async () => {
+        const state = await unitNow(ssh, r.unitName);
+        if (state.mainPid !== ready.mainPid || state.activeState === "failed" || state.activeState === "inactive") {
+          throw await unitFailure(ssh, r, state, `the first ${r.safety.stableSeconds} s after becoming ready`, elapsed(started));
+        }
+        return Date.now() - stableFrom >= r.safety.stableSeconds * 1000 ? true : undefined;
+      },
+    );
+  }
+  const { restarts: _restarts, ...result } = ready;
   return result;
 }
 
-/** Stops and removes the unit, but only if the host still runs the one we installed. */
+const knownGoodUnit = (unit: string) => `${STATE_DIR}/${unit}/last-good.service`;
+const knownGoodNote = (unit: string) => `${STATE_DIR}/${unit}/last-good.json`;
+
+export interface KnownGood {
+  stack: string;
+  unitHash: string;
+  expectedArgs: Record<string, string | number | boolean | null>;
+  modelName: string;
+  recordedAt: string;
+}
+
+/** Remembers the live unit as the last configuration that passed readiness. */
+export async function recordKnownGood(ssh: Ssh, unitName: string, note: KnownGood): Promise<void> {
+  await ssh.check(
+    [
+      "set -e",
+      `cp ${shellQuote(unitPath(unitName))} ${shellQuote(`${knownGoodUnit(unitName)}.dflash-tmp`)}`,
+      `mv -f ${shellQuote(`${knownGoodUnit(unitName)}.dflash-tmp`)} ${shellQuote(knownGoodUnit(unitName))}`,
+      writeFileScript(knownGoodNote(unitName), JSON.stringify(note), "0644"),
+    ].join("\n"),
+    "recording the known-good unit",
+  );
+}
+
+/**
+ * Puts the last known-good configuration back with the same safe sequence (stop, wait
+ * for the process and the GPUs, install, start, readiness) and says how that went. Never
+ * throws: its result is appended to the error that caused it.
+ */
+export async function rollback(ssh: Ssh, t: Target, failedHash: string): Promise<string> {
+  if (!t.safety.rollback) return `Rollback is off (safety.rollback=false): ${t.label} on ${ssh.conn.host} is left as it is; check it now.`;
+  try {
+    const noteText = await ssh.run(`cat ${shellQuote(knownGoodNote(t.unitName))} 2>/dev/null`);
+    if (noteText.code !== 0) return `HOST DOWN: ${ssh.conn.host} has no earlier configuration of ${t.unitName} that passed readiness, so there is nothing to roll back to. The unit is stopped; fix the configuration and run \`pulumi up\` again.`;
+    const good = JSON.parse(noteText.stdout) as KnownGood;
+    if (good.unitHash === failedHash) return `HOST DOWN: the failed configuration is the last known-good one of ${t.unitName} on ${ssh.conn.host}; nothing older to restore.`;
+    const started = Date.now();
+    const rb: Target = { ...t, label: `${t.label} rollback to stack ${good.stack}` };
+    await progress(t.urn, `${rb.label}: restoring the previous configuration`, false);
+    await stopServer(ssh, rb, await unitNow(ssh, t.unitName));
+    await waitGpusFree(ssh, rb);
+    await installAndStart(ssh, t.unitName, knownGoodUnit(t.unitName));
+    const back = await waitReady(ssh, { ...rb, expectedArgs: good.expectedArgs, modelName: good.modelName });
+    return `Rolled back: the previous configuration (stack ${good.stack}, unit ${good.unitHash.slice(0, 12)}) is back and serving on ${ssh.conn.host} (pid ${back.mainPid}, ${elapsed(started)} s to restore).`;
+  } catch (e) {
+    return `ROLLBACK FAILED, HOST DOWN: restoring the previous configuration of ${t.unitName} on ${ssh.conn.host} failed: ${(e as Error).message}`;
+  }
+}
+
+/** Stops and removes the unit, but only if the host still runs the one this stack installed. */
 export async function removeUnit(ssh: Ssh, unitName: string, unitHash: string): Promise<string> {
   const installed = await installedHash(ssh, unitName);
   if (installed === null) return `${unitName} is not installed on ${ssh.conn.host}; nothing to remove`;
-  if (installed !== unitHash) return `${unitName} on ${ssh.conn.host} was replaced by another configuration; left it running`;
+  if (installed !== unitHash) return `${unitName} on ${ssh.conn.host} now runs another configuration (unit ${installed.slice(0, 12)}), not this stack's (${unitHash.slice(0, 12)}); left the host alone`;
   await ssh.check(
     [`systemctl disable --now ${shellQuote(`${unitName}.service`)} 2>/dev/null || systemctl stop ${shellQuote(`${unitName}.service`)}`, `rm -f ${shellQuote(unitPath(unitName))}`, "systemctl daemon-reload"].join("\n"),
     `removing ${unitName}`,

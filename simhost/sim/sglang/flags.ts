@@ -154,3 +154,24 @@ export function parseArgs(argv: string[], table: FlagSpec[]): ParseResult {
   if (args.model_path === null) return fail("the following arguments are required: --model-path");
   return { kind: "ok", args };
 }
+
+/**
+ * Pure: a `--config` YAML file of `key: value` lines (keys spelled like the flags without
+ * dashes, e.g. `api-key`), as SGLang accepts for store and store_true options.
+ */
+export function parseConfigFile(text: string, table: FlagSpec[]): { kind: "ok"; values: ServerArgs } | { kind: "error"; stderr: string } {
+  const values: ServerArgs = {};
+  for (const raw of text.split("\n")) {
+    const line = raw.replace(/\s+#.*$/, "").trim();
+    if (!line || line.startsWith("#")) continue;
+    const m = /^([A-Za-z0-9_-]+)\s*:\s*(.*)$/.exec(line);
+    if (!m) return { kind: "error", stderr: `${PROG}: error: cannot parse config line: ${line}\n` };
+    const spec = table.find((f) => f.name === `--${m[1].replace(/_/g, "-")}`);
+    if (!spec) return { kind: "error", stderr: `${PROG}: error: unrecognized arguments in config file: ${m[1]}\n` };
+    let v: string | number | boolean = m[2].startsWith('"') ? JSON.parse(m[2]) : m[2].replace(/^'(.*)'$/, "$1");
+    if (spec.kind === "bool") v = v === "true" || v === "True";
+    else if (spec.kind === "int" || spec.kind === "float") v = Number(v);
+    values[spec.dest] = v;
+  }
+  return { kind: "ok", values };
+}

@@ -4,7 +4,7 @@
 import * as fs from "node:fs";
 import * as http from "node:http";
 import * as path from "node:path";
-import { BUILD_PROFILES, BuildProfile, ServerArgs, flagTable, parseArgs } from "./flags";
+import { BUILD_PROFILES, BuildProfile, ServerArgs, flagTable, parseArgs, parseConfigFile } from "./flags";
 import { GpuStore } from "../gpu";
 import { readFaults } from "../faults";
 import { SpecSettings, batchSlowdown, countTokens, perfAt, specSettings, timeToFirstToken } from "./perf";
@@ -20,6 +20,11 @@ interface SimConfig {
   /** Multiplies every speed of the performance model (benchmarks of the client itself). */
   speedScale: number;
   version: string;
+}
+
+/** The simulator never prints or reports the API key. */
+function redacted(args: ServerArgs): ServerArgs {
+  return args.api_key === null ? args : { ...args, api_key: "<redacted>" };
 }
 
 const CONFIG_FILE = process.env.DFLASH_SIM_SGLANG_CONFIG ?? "/etc/dflash-sim/sglang.json";
@@ -100,7 +105,7 @@ class Server {
   }
 
   serverInfo(): Record<string, unknown> {
-    const info: Record<string, unknown> = { ...this.args, version: this.config.version };
+    const info: Record<string, unknown> = { ...redacted(this.args), version: this.config.version };
     if (this.spec.algorithm === "DDTREE") info.speculative_ddtree_topk = this.spec.topk;
     info.internal_states = [{ avg_spec_accept_length: perfAt(this.spec, 0).acceptLength, last_gen_throughput: this.lastThroughput }];
     return info;
@@ -254,13 +259,30 @@ class Server {
 
 async function main(): Promise<void> {
   const config = readConfig();
-  const parsed = parseArgs(process.argv.slice(2), flagTable(config.profile));
+  const table = flagTable(config.profile);
+  const parsed = parseArgs(process.argv.slice(2), table);
   if (parsed.kind === "help") {
     process.stdout.write(parsed.text);
     return;
   }
   if (parsed.kind === "error") die(parsed.status, parsed.stderr);
   const args = parsed.args;
+  if (typeof args.config === "string") {
+    // Like SGLang: values from the YAML file, overridden by flags given on the command line.
+    let text = "";
+    try {
+      text = fs.readFileSync(args.config, "utf8");
+    } catch (e) {
+      die(1, `FileNotFoundError: [Errno 2] No such file or directory: '${args.config}'`);
+    }
+    const fromFile = parseConfigFile(text, table);
+    if (fromFile.kind === "error") die(2, fromFile.stderr);
+    const given = new Set(process.argv.slice(2).filter((a) => a.startsWith("--")).map((a) => a.split("=")[0]));
+    for (const [dest, value] of Object.entries(fromFile.values)) {
+      const spec = table.find((f) => f.dest === dest)!;
+      if (![spec.name, ...(spec.aliases ?? [])].some((n) => given.has(n))) args[dest] = value;
+    }
+  }
   const faults = readFaults();
   const gpus = new GpuStore();
   const gpuConfig = gpus.config();
@@ -289,7 +311,7 @@ async function main(): Promise<void> {
 
   const invalid = validate(args, gpuConfig.count);
   if (invalid) die(1, `Traceback (most recent call last):\n  File "sglang/srt/server_args.py", line 611, in __post_init__\n${invalid}`);
-  const shown = Object.entries(args).map(([k, v]) => `${k}=${typeof v === "string" ? `'${v}'` : v === null ? "None" : v === true ? "True" : v === false ? "False" : v}`);
+  const shown = Object.entries(redacted(args)).map(([k, v]) => `${k}=${typeof v === "string" ? `'${v}'` : v === null ? "None" : v === true ? "True" : v === false ? "False" : v}`);
   log(`server_args=ServerArgs(${shown.join(", ")})`);
 
   const tp = args.tp_size as number;

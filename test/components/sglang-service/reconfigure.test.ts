@@ -19,7 +19,7 @@ const UNIT = "sglang-k26";
 let host: hosts.HostInfo;
 let ws: SimWorkspace;
 
-const stackConfig = (name: string) => ({ ...readRepoStackConfig(name), ...simHostConfig(host, UNIT) });
+const stackConfig = (name: string) => ({ ...readRepoStackConfig(name), ...simHostConfig(host, UNIT), "dflash-sglang:safety": { stableSeconds: 1 } });
 
 async function sh(cmd: string): Promise<string> {
   const r = await hosts.ssh(host, cmd);
@@ -145,13 +145,13 @@ test("an old server that still answers is never taken as the new configuration",
   await assert.rejects(
     waitReadiness({
       connection: { host: host.address, port: host.port, user: host.user, hostKey: host.hostKey, privateKey: fs.readFileSync(host.privateKeyPath, "utf8") },
-      target: { unitName: UNIT, serverUrl: localServerUrl(other), port: other.service.port, tpSize: 8, timeouts: { ...other.timeouts, readySeconds: 3, pollMs: 200 }, label: "stale-check" },
+      target: { unitName: UNIT, serverUrl: localServerUrl(other), port: other.service.port, tpSize: 8, timeouts: { ...other.timeouts, readySeconds: 3, pollMs: 200 }, safety: { ...other.safety, rollback: false }, curlAuth: "", stack: "stale-check", label: "stale-check" },
       unitHash: "x",
       expectedArgs: expectedServerArgs(other),
       modelName: other.model.path,
       providerVersion: PROVIDER_VERSION,
     }),
-    /was not serving the new configuration within 3 s.*serving, but with other arguments: speculative_ddtree_budget=4 \(want 12\)/s,
+    /was not serving the configuration within 3 s.*serving, but with other arguments: speculative_ddtree_budget=4 \(want 12\)/s,
   );
   assert.ok(Date.now() - started >= 3000);
 });
