@@ -7,12 +7,15 @@ import * as path from "node:path";
 import * as YAML from "yaml";
 import { LocalWorkspace, Stack } from "@pulumi/pulumi/automation";
 import { REPO_ROOT, pulumiCommand, pulumiEnv } from "./pulumi-env";
+import { staleLocks } from "./stale-locks";
 import type { HostInfo } from "../simhost/hosts";
 
 const NS = "dflash-sglang";
 
 export interface SimWorkspace {
   dir: string;
+  /** Environment for running the pulumi CLI directly in `dir`. */
+  env: Record<string, string>;
   stack(name: string): Promise<Stack>;
   /** Replaces one config key of a stack (as a stack file edit would). */
   setStackConfig(stack: string, key: string, value: unknown): void;
@@ -47,12 +50,17 @@ export function simWorkspace(stacks: Record<string, Record<string, unknown>>): S
   const env = pulumiEnv({ PULUMI_BACKEND_URL: `file://${backend}`, PULUMI_CONFIG_PASSPHRASE: "simulated-hosts" });
   return {
     dir,
+    env,
     async stack(name: string) {
-      return LocalWorkspace.createOrSelectStack({ stackName: name, workDir: dir }, { envVars: env, pulumiCommand: await pulumiCommand() });
+      const stack = await LocalWorkspace.createOrSelectStack({ stackName: name, workDir: dir }, { envVars: env, pulumiCommand: await pulumiCommand() });
+      // A killed `up` leaves the stack locked; `pulumi cancel` is Pulumi's remedy.
+      if (staleLocks(env.PULUMI_BACKEND_URL, project.name).some((l) => l.stack === name)) await stack.cancel();
+      return stack;
     },
     setStackConfig(name: string, key: string, value: unknown) {
-      const doc = YAML.parse(fs.readFileSync(stackFile(name), "utf8")) ?? {};
-      writeStack(name, { ...(doc.config ?? {}), [`${NS}:${key}`]: value });
+      // Keep the rest of the file (Pulumi's encryptionsalt, secure values).
+      const doc = fs.existsSync(stackFile(name)) ? (YAML.parse(fs.readFileSync(stackFile(name), "utf8")) ?? {}) : {};
+      fs.writeFileSync(stackFile(name), YAML.stringify({ ...doc, config: { ...(doc.config ?? {}), [`${NS}:${key}`]: value } }));
     },
     cleanup() {
       fs.rmSync(dir, { recursive: true, force: true });

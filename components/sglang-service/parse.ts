@@ -119,7 +119,7 @@ export function failureCause(journal: string): string | undefined {
     return undefined;
   };
   const oom = find(/CUDA out of memory.*?GPU (\d+)/);
-  if (oom) return `CUDA out of memory on GPU ${oom[1]} (${oom[0].replace(/^.*?CUDA out of memory\.\s*/, "")})`;
+  if (oom) return `CUDA out of memory on GPU ${oom[1]} (${oom.input.replace(/^.*?CUDA out of memory\.\s*/, "")})`;
   const unrecognized = find(/error: unrecognized arguments: (.*)$/);
   if (unrecognized) return `the installed SGLang does not accept: ${unrecognized[1]}`;
   const argError = find(/launch_server\.py: error: (.*)$/);

@@ -10,18 +10,15 @@ export const PROVIDER_VERSION = "1";
 const HANDLERS_PATH = require.resolve("./remote/handlers");
 
 const STAGED_UNIT_CHANGES = ["unitText", "helpers", "secretFiles", "python", "flags", "paths", "tpSize", "unitName", "connection.host", "connection.port", "connection.user", "connection.hostKey", "providerVersion"];
-const ROLLOUT_CHANGES = ["unitHash", "secretsDigest", "target.unitName", "connection.host", "connection.port", "providerVersion"];
-const READINESS_CHANGES = ["unitHash", "expectedArgs", "modelName", "target.unitName", "connection.host", "connection.port", "providerVersion"];
+const ROLLOUT_CHANGES = ["unitHash", "secretsDigest", "expectedArgs", "modelName", "target.unitName", "connection.host", "connection.port", "providerVersion"];
 const REPLACES = ["connection.host", "connection.port", "unitName", "target.unitName"];
 
-function makeProvider(kind: "staged" | "rollout" | "readiness", changeKeys: string[]): pulumi.dynamic.ResourceProvider {
+function makeProvider(kind: "staged" | "rollout", changeKeys: string[]): pulumi.dynamic.ResourceProvider {
   const handlersPath = HANDLERS_PATH;
   const load = (): typeof Handlers => require("tsx/cjs/api").require(handlersPath, handlersPath);
   const apply = async (inputs: any): Promise<any> => {
     const h = load();
-    if (kind === "staged") return h.applyStagedUnit(inputs);
-    if (kind === "rollout") return h.applyRollout(inputs);
-    return h.waitReadiness(inputs);
+    return kind === "staged" ? h.applyStagedUnit(inputs) : h.applyRollout(inputs);
   };
   return {
     async diff(_id: string, olds: any, news: any) {
@@ -48,7 +45,6 @@ function makeProvider(kind: "staged" | "rollout" | "readiness", changeKeys: stri
 
 const stagedUnitProvider = makeProvider("staged", STAGED_UNIT_CHANGES);
 const rolloutProvider = makeProvider("rollout", ROLLOUT_CHANGES);
-const readinessProvider = makeProvider("readiness", READINESS_CHANGES);
 
 type Inputs<T> = { [K in keyof T]: pulumi.Input<T[K]> };
 
@@ -62,24 +58,21 @@ export class StagedUnit extends pulumi.dynamic.Resource {
   }
 }
 
-/** Drain, stop, wait for the old process and its GPU memory, install, start. */
+/**
+ * Drain, stop, wait for the old process and its GPU memory, install, start, then the
+ * readiness wait: passes only when the new configuration itself serves a real generation
+ * (rollback to the last known-good configuration otherwise).
+ */
 export class Rollout extends pulumi.dynamic.Resource {
   declare readonly drainSeconds: pulumi.Output<number>;
   declare readonly stopSeconds: pulumi.Output<number>;
   declare readonly gpuReleaseSeconds: pulumi.Output<number>;
-  declare readonly applied: pulumi.Output<boolean>;
-  constructor(name: string, args: Inputs<Handlers.RolloutInputs>, opts?: pulumi.CustomResourceOptions) {
-    super(rolloutProvider, name, { ...args, applied: undefined, drainSeconds: undefined, stopSeconds: undefined, gpuReleaseSeconds: undefined, previousMainPid: undefined }, { ...opts, additionalSecretOutputs: ["connection", "secretsDigest"] });
-  }
-}
-
-/** Passes only when the new configuration itself serves a real generation. */
-export class Readiness extends pulumi.dynamic.Resource {
-  declare readonly mainPid: pulumi.Output<number>;
   declare readonly loadToReadySeconds: pulumi.Output<number>;
+  declare readonly mainPid: pulumi.Output<number>;
   declare readonly acceptLength: pulumi.Output<number | null>;
   declare readonly serverArgs: pulumi.Output<Record<string, unknown>>;
-  constructor(name: string, args: Inputs<Handlers.ReadinessInputs>, opts?: pulumi.CustomResourceOptions) {
-    super(readinessProvider, name, { ...args, mainPid: undefined, loadToReadySeconds: undefined, acceptLength: undefined, serverArgs: undefined }, { ...opts, additionalSecretOutputs: ["connection"] });
+  constructor(name: string, args: Inputs<Handlers.RolloutInputs>, opts?: pulumi.CustomResourceOptions) {
+    const outputs = { applied: undefined, drainSeconds: undefined, stopSeconds: undefined, gpuReleaseSeconds: undefined, previousMainPid: undefined, loadToReadySeconds: undefined, mainPid: undefined, acceptLength: undefined, serverArgs: undefined };
+    super(rolloutProvider, name, { ...args, ...outputs }, { ...opts, additionalSecretOutputs: ["connection", "secretsDigest"] });
   }
 }

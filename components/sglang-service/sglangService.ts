@@ -3,7 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { Deployment } from "./schema";
 import { expectedServerArgs, helperScripts, launchArgs, launchFlags, localServerUrl, renderUnit, secretPaths, SecretPresence, sha256 } from "./render";
 import type { StackSecrets } from "./config";
-import { PROVIDER_VERSION, Readiness, Rollout, StagedUnit } from "./provider";
+import { PROVIDER_VERSION, Rollout, StagedUnit } from "./provider";
 
 export interface SglangServiceArgs {
   /** The validated configuration (see schema.ts: parseDeployment). */
@@ -60,7 +60,6 @@ export class SglangService extends pulumi.ComponentResource {
     const presence: SecretPresence = { apiKey: secrets.apiKey !== undefined, hfToken: secrets.hfToken !== undefined };
     const files = secretFiles(d.service.unitName, secrets);
     const unitText = renderUnit(d, { stack, secrets: presence });
-    const unitHash = sha256(unitText);
     const target = {
       unitName: d.service.unitName,
       serverUrl: localServerUrl(d),
@@ -104,30 +103,19 @@ export class SglangService extends pulumi.ComponentResource {
         unitHash: staged.unitHash,
         stagedPath: staged.stagedPath,
         secretsDigest: pulumi.secret(files.apply((f) => sha256(JSON.stringify(f)))),
+        expectedArgs: expectedServerArgs(d),
+        modelName: d.model.servedModelName ?? d.model.path,
         providerVersion: PROVIDER_VERSION,
       },
       { parent: this, dependsOn: [staged] },
     );
 
-    const ready = new Readiness(
-      `${name}-ready`,
-      {
-        connection,
-        target: { ...target, urn: urnOf(`${name}-ready`) },
-        unitHash: rollout.applied.apply(() => unitHash),
-        expectedArgs: expectedServerArgs(d),
-        modelName: d.model.servedModelName ?? d.model.path,
-        providerVersion: PROVIDER_VERSION,
-      },
-      { parent: this, dependsOn: [rollout] },
-    );
-
     this.unitHash = staged.unitHash;
     this.unitText = pulumi.output(unitText);
     this.launchCommand = pulumi.output([d.service.python, ...launchArgs(d, presence)]);
-    this.serverArgs = ready.serverArgs;
-    this.acceptLength = ready.acceptLength;
-    this.timings = pulumi.all([rollout.drainSeconds, rollout.stopSeconds, rollout.gpuReleaseSeconds, ready.loadToReadySeconds]).apply(
+    this.serverArgs = rollout.serverArgs;
+    this.acceptLength = rollout.acceptLength;
+    this.timings = pulumi.all([rollout.drainSeconds, rollout.stopSeconds, rollout.gpuReleaseSeconds, rollout.loadToReadySeconds]).apply(
       ([drainSeconds, stopSeconds, gpuReleaseSeconds, loadToReadySeconds]) => ({ drainSeconds, stopSeconds, gpuReleaseSeconds, loadToReadySeconds }),
     );
     this.registerOutputs({ unitHash: this.unitHash, launchCommand: this.launchCommand, serverArgs: this.serverArgs, timings: this.timings, acceptLength: this.acceptLength });

@@ -19,6 +19,13 @@ export interface Faults {
   ignoreSigtermSeconds: number;
   /** On SIGTERM, stop generating but keep answering /v1/models and /get_server_info this long. */
   staleSeconds: number;
+  /**
+   * Server args (as /get_server_info names them) a server must have for the faults above
+   * to hit it, e.g. {"speculative_ddtree_budget": 16}: a fault in the new configuration
+   * that spares the old one. Null: every server. The GPU release delay is the driver's
+   * and applies to every process regardless.
+   */
+  match: Record<string, string | number | boolean | null> | null;
 }
 
 export const NO_FAULTS: Faults = {
@@ -30,6 +37,7 @@ export const NO_FAULTS: Faults = {
   corruptOutput: false,
   ignoreSigtermSeconds: 0,
   staleSeconds: 0,
+  match: null,
 };
 
 export const FAULTS_FILE = process.env.DFLASH_SIM_FAULTS ?? "/etc/dflash-sim/faults.json";
@@ -60,6 +68,10 @@ export function parseFaults(input: unknown): Faults {
         if (value !== null && (typeof value !== "number" || value < 0)) throw bad();
         out.crashAfterReadySeconds = value;
         break;
+      case "match":
+        if (value !== null && (typeof value !== "object" || Array.isArray(value))) throw bad();
+        out.match = value as Faults["match"];
+        break;
       case "gpuReleaseDelaySeconds":
       case "loadSlowdown":
       case "ignoreSigtermSeconds":
@@ -74,6 +86,12 @@ export function parseFaults(input: unknown): Faults {
     }
   }
   return out;
+}
+
+/** Pure: the faults that hit a server with these args (all but the GPU delay drop out if `match` differs). */
+export function faultsFor(f: Faults, args: Record<string, unknown>): Faults {
+  if (f.match === null || Object.entries(f.match).every(([k, v]) => args[k] === v)) return f;
+  return { ...NO_FAULTS, gpuReleaseDelaySeconds: f.gpuReleaseDelaySeconds };
 }
 
 export function readFaults(file = FAULTS_FILE): Faults {

@@ -43,23 +43,43 @@ export interface RolloutInputs {
   stagedPath: string;
   /** Changes when a secret file changes, so a rotated key restarts the server. */
   secretsDigest: string;
+  /** What the server must report once it serves this configuration. */
+  expectedArgs: Record<string, string | number | boolean | null>;
+  modelName: string;
   providerVersion: string;
 }
 
-export type RolloutOutputs = RolloutInputs & RolloutResult;
+export type RolloutOutputs = RolloutInputs & RolloutResult & ReadinessResult;
 
-function lockWaiter(t: Target) {
-  return (holder: string, waited: number) => void progress(t.urn, `${t.label}: waiting for ${holder} to finish with this host (${waited} s of at most ${t.safety.lockWaitSeconds} s)`);
-}
-
-/** Takes the host's lock (held until readiness is done), then rolls out. */
+/**
+ * The whole reconfiguration as one transaction, under the host's lock: drain, stop, wait
+ * for the old process and its GPU memory, install, start, wait until the new
+ * configuration serves and stays up, record it as known-good. If the new configuration
+ * does not come up, the last known-good one is restored and the update fails with both
+ * stories; the resource's state then still describes the old configuration, so the next
+ * `up` tries again.
+ */
 export async function applyRollout(i: RolloutInputs): Promise<RolloutOutputs> {
-  await holdHostLock(i.connection, { stack: i.target.stack, unit: i.target.unitName }, i.target.safety.lockWaitSeconds, lockWaiter(i.target));
+  const t = i.target;
+  await holdHostLock(i.connection, { stack: t.stack, unit: t.unitName }, t.safety.lockWaitSeconds, (holder, waited) =>
+    void progress(t.urn, `${t.label}: waiting for ${holder} to finish with this host (${waited} s of at most ${t.safety.lockWaitSeconds} s)`),
+  );
   try {
-    return await withSsh(i.connection, async (ssh) => ({ ...i, ...(await rollout(ssh, i.target, { stagedPath: i.stagedPath, unitHash: i.unitHash })) }));
-  } catch (e) {
+    return await withSsh(i.connection, async (ssh) => {
+      const restart = await rollout(ssh, t, { stagedPath: i.stagedPath, unitHash: i.unitHash });
+      let ready: ReadinessResult;
+      try {
+        ready = await waitReady(ssh, { ...t, expectedArgs: i.expectedArgs, modelName: i.modelName });
+      } catch (e) {
+        // Say it now: restoring the previous configuration takes a full restart.
+        await progress(t.urn, `${t.label}: FAILED: ${(e as Error).message.split("\n")[0]}${t.safety.rollback ? "; rolling back" : ""}`, false);
+        throw new Error(`${(e as Error).message}\n${await rollback(ssh, t, i.unitHash)}`);
+      }
+      await recordKnownGood(ssh, t.unitName, { stack: t.stack, unitHash: i.unitHash, expectedArgs: i.expectedArgs, modelName: i.modelName, recordedAt: new Date().toISOString() });
+      return { ...i, ...restart, ...ready };
+    });
+  } finally {
     await releaseHostLock(i.connection);
-    throw e;
   }
 }
 
@@ -72,40 +92,6 @@ export async function readRollout(o: RolloutOutputs): Promise<RolloutOutputs> {
 export async function deleteRollout(o: RolloutOutputs): Promise<void> {
   const message = await withSsh(o.connection, (ssh) => removeUnit(ssh, o.target.unitName, o.unitHash));
   await progress(o.target.urn, message, false);
-}
-
-export interface ReadinessInputs {
-  connection: Connection;
-  target: Target;
-  unitHash: string;
-  expectedArgs: Record<string, string | number | boolean | null>;
-  modelName: string;
-  providerVersion: string;
-}
-
-export type ReadinessOutputs = ReadinessInputs & ReadinessResult;
-
-/**
- * Waits until the new configuration serves and records it as known-good; if it does
- * not, rolls back to the last known-good one and fails with both stories. Releases the
- * host's lock either way.
- */
-export async function waitReadiness(i: ReadinessInputs): Promise<ReadinessOutputs> {
-  await holdHostLock(i.connection, { stack: i.target.stack, unit: i.target.unitName }, i.target.safety.lockWaitSeconds, lockWaiter(i.target));
-  try {
-    return await withSsh(i.connection, async (ssh) => {
-      let result: ReadinessResult;
-      try {
-        result = await waitReady(ssh, { ...i.target, expectedArgs: i.expectedArgs, modelName: i.modelName });
-      } catch (e) {
-        throw new Error(`${(e as Error).message}\n${await rollback(ssh, i.target, i.unitHash)}`);
-      }
-      await recordKnownGood(ssh, i.target.unitName, { stack: i.target.stack, unitHash: i.unitHash, expectedArgs: i.expectedArgs, modelName: i.modelName, recordedAt: new Date().toISOString() });
-      return { ...i, ...result };
-    });
-  } finally {
-    await releaseHostLock(i.connection);
-  }
 }
 
 /** Fields whose change means the host must change; everything else updates state only. */

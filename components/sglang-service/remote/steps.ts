@@ -310,6 +310,7 @@ export async function rollout(ssh: Ssh, t: Target, staged: { stagedPath: string;
     gpuReleaseSeconds = await waitGpusFree(ssh, t);
     await installAndStart(ssh, t.unitName, staged.stagedPath);
   } catch (e) {
+    await progress(t.urn, `${t.label}: FAILED: ${(e as Error).message.split("\n")[0]}${t.safety.rollback ? "; rolling back" : ""}`, false);
     throw new Error(`${(e as Error).message}\n${await rollback(ssh, t, staged.unitHash)}`);
   }
   const summary = before.mainPid > 0 ? `drained in ${drainSeconds} s, old server (pid ${before.mainPid}) gone in ${stopSeconds} s, GPUs free in ${gpuReleaseSeconds} s` : `no server was running, GPUs free in ${gpuReleaseSeconds} s`;
@@ -388,9 +389,13 @@ export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessR
       const out = splitSections((await ssh.run(script, { timeoutMs: 30_000 })).stdout);
       const show = parseSystemctlShow(out.show ?? "");
       const state: LiveUnit = { ...unitState(show), invocationId: show.InvocationID ?? "" };
-      lastPid = state.mainPid;
       if (state.activeState === "activating" || state.activeState === "active") sawStart = true;
-      if (state.activeState === "failed" || (state.activeState === "inactive" && (sawStart || elapsedS > 10))) throw await unitFailure(ssh, r, state, phase, elapsedS);
+      // The main process gone (even before systemd has marked the unit failed) is a death.
+      const mainExited = lastPid > 0 && state.mainPid !== lastPid;
+      if (state.mainPid > 0) lastPid = state.mainPid;
+      if (mainExited || state.activeState === "failed" || (state.activeState === "inactive" && (sawStart || elapsedS > 10))) {
+        throw await unitFailure(ssh, r, state, phase, elapsedS);
+      }
       const pids = listenerPids(out.listen ?? "", r.port);
       let info: Record<string, unknown> = {};
       try {
@@ -399,7 +404,7 @@ export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessR
         // port not open yet
       }
       if (pids.length === 0) {
-        phase = state.mainPid ? "loading weights (port not open yet)" : "waiting for GPUs to be free (ExecStartPre)";
+        phase = state.mainPid ? "loading weights (port not open yet)" : state.subState === "start-pre" ? "waiting for GPUs to be free (ExecStartPre)" : `starting (${state.activeState}/${state.subState})`;
         return undefined;
       }
       if (!pids.includes(state.mainPid)) {

@@ -6,7 +6,7 @@ import * as http from "node:http";
 import * as path from "node:path";
 import { BUILD_PROFILES, BuildProfile, ServerArgs, flagTable, parseArgs, parseConfigFile } from "./flags";
 import { GpuStore } from "../gpu";
-import { readFaults } from "../faults";
+import { faultsFor, readFaults } from "../faults";
 import { SpecSettings, batchSlowdown, countTokens, perfAt, specSettings, timeToFirstToken } from "./perf";
 import { completionText } from "./text";
 
@@ -193,7 +193,7 @@ class Server {
     const prompt = messages.map((m) => (typeof m.content === "string" ? m.content : "")).join("\n");
     const promptTokens = countTokens(prompt);
     const maxTokens = typeof body.max_tokens === "number" ? body.max_tokens : typeof body.max_completion_tokens === "number" ? body.max_completion_tokens : 128;
-    const text = completionText(prompt, maxTokens, readFaults().corruptOutput);
+    const text = completionText(prompt, maxTokens, faultsFor(readFaults(), this.args).corruptOutput);
     const stream = body.stream === true;
     const includeUsage = stream && (body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true;
     const id = `chatcmpl-${Date.now().toString(16)}${Math.floor(Math.random() * 1e6).toString(16)}`;
@@ -283,7 +283,7 @@ async function main(): Promise<void> {
       if (![spec.name, ...(spec.aliases ?? [])].some((n) => given.has(n))) args[dest] = value;
     }
   }
-  const faults = readFaults();
+  const faults = faultsFor(readFaults(), args);
   const gpus = new GpuStore();
   const gpuConfig = gpus.config();
   const spec = specSettings(args, process.env);
@@ -296,7 +296,7 @@ async function main(): Promise<void> {
     stopping = true;
     log(`Received ${signal}, shutting down.`);
     // Faults are read when they act, so they can be injected into a running server.
-    const now = readFaults();
+    const now = faultsFor(readFaults(), args);
     if (now.ignoreSigtermSeconds > 0) await sleep(now.ignoreSigtermSeconds);
     server.phase = "stopping";
     server.abortInFlight();
@@ -334,6 +334,8 @@ async function main(): Promise<void> {
   }
   if (faults.hangDuringLoad) {
     log("Loading safetensors checkpoint shards:  37% Completed | 23/62", 0);
+    // Stuck for good, like a hung NCCL init: the process lives on, the port never opens.
+    setInterval(() => undefined, 1 << 30);
     await new Promise(() => undefined);
   }
   if (faults.crashDuringLoad) {

@@ -6,8 +6,8 @@ import * as hosts from "../../../simhost/hosts";
 import { readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../../lib/workspace";
 import { renderUnit } from "../../../components/sglang-service/render";
 import { parseDeployment } from "../../../components/sglang-service/schema";
-import { waitReadiness } from "../../../components/sglang-service/remote/handlers";
-import { PROVIDER_VERSION } from "../../../components/sglang-service/provider";
+import { withSsh } from "../../../components/sglang-service/remote/ssh";
+import { waitReady } from "../../../components/sglang-service/remote/steps";
 import { expectedServerArgs, localServerUrl } from "../../../components/sglang-service/render";
 import * as YAML from "yaml";
 import * as fs from "node:fs";
@@ -82,7 +82,7 @@ test("first deploy: the rendered unit is installed, active means serving, output
 test("a no-op up changes nothing and does not restart the server", async () => {
   const pid = await mainPid();
   const up = await (await ws.stack("b8t4-w2048")).up();
-  assert.deepEqual(up.summary.resourceChanges, { same: 5 });
+  assert.deepEqual(up.summary.resourceChanges, { same: 4 });
   assert.equal(await mainPid(), pid);
 });
 
@@ -142,15 +142,23 @@ test("an old server that still answers is never taken as the new configuration",
   const want = deploymentOf("b8t4-w2048");
   const other = { ...want, speculative: { ...want.speculative, budget: 12 } };
   const started = Date.now();
+  const connection = { host: host.address, port: host.port, user: host.user, hostKey: host.hostKey, privateKey: fs.readFileSync(host.privateKeyPath, "utf8") };
   await assert.rejects(
-    waitReadiness({
-      connection: { host: host.address, port: host.port, user: host.user, hostKey: host.hostKey, privateKey: fs.readFileSync(host.privateKeyPath, "utf8") },
-      target: { unitName: UNIT, serverUrl: localServerUrl(other), port: other.service.port, tpSize: 8, timeouts: { ...other.timeouts, readySeconds: 3, pollMs: 200 }, safety: { ...other.safety, rollback: false }, curlAuth: "", stack: "stale-check", label: "stale-check" },
-      unitHash: "x",
-      expectedArgs: expectedServerArgs(other),
-      modelName: other.model.path,
-      providerVersion: PROVIDER_VERSION,
-    }),
+    withSsh(connection, (ssh) =>
+      waitReady(ssh, {
+        unitName: UNIT,
+        serverUrl: localServerUrl(other),
+        port: other.service.port,
+        tpSize: 8,
+        timeouts: { ...other.timeouts, readySeconds: 3, pollMs: 200 },
+        safety: other.safety,
+        curlAuth: "",
+        stack: "stale-check",
+        label: "stale-check",
+        expectedArgs: expectedServerArgs(other),
+        modelName: other.model.path,
+      }),
+    ),
     /was not serving the configuration within 3 s.*serving, but with other arguments: speculative_ddtree_budget=4 \(want 12\)/s,
   );
   assert.ok(Date.now() - started >= 3000);

@@ -1,0 +1,275 @@
+// Safe by default, end to end: faults injected into a simulated host, the real engine,
+// real SSH and systemd. Every failure must end with the host serving a known config.
+import { after, before, test } from "node:test";
+import * as assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { execFileSync, spawn } from "node:child_process";
+import * as hosts from "../../../simhost/hosts";
+import { readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../../lib/workspace";
+
+const HOST = `safety-${process.pid}`;
+const UNIT = "sglang-k26";
+let host: hosts.HostInfo;
+let ws: SimWorkspace;
+
+const spec = (stack: string) => readRepoStackConfig(stack)["dflash-sglang:speculative"];
+const config = (stack: string, extra: Record<string, unknown> = {}) => ({
+  ...readRepoStackConfig(stack),
+  ...simHostConfig(host, UNIT),
+  "dflash-sglang:safety": { stableSeconds: 1, lockWaitSeconds: 120 },
+  "dflash-sglang:timeouts": { readySeconds: 20, pollMs: 250 },
+  ...extra,
+});
+
+async function sh(cmd: string): Promise<string> {
+  const r = await hosts.ssh(host, cmd);
+  assert.equal(r.code, 0, `${cmd}: ${r.stderr}`);
+  return r.stdout.trim();
+}
+
+const serving = async () => JSON.parse(await sh(`curl -s http://${host.address}:${host.sglangPort}/get_server_info`));
+const mainPid = async () => Number(await sh(`systemctl show -p MainPID --value ${UNIT}.service`));
+
+/** `up` must fail; returns the error text and when the first FAILED line was printed. */
+async function failingUp(stackName: string): Promise<{ message: string; failedAt: number; returnedAt: number }> {
+  let failedAt = 0;
+  const stack = await ws.stack(stackName);
+  try {
+    await stack.up({ onOutput: (s) => (failedAt ||= s.includes("FAILED:") ? Date.now() : 0) });
+  } catch (e) {
+    return { message: (e as Error).message, failedAt, returnedAt: Date.now() };
+  }
+  throw new Error("up succeeded but was expected to fail");
+}
+
+/** When the server process of the failed start exited, from systemd's own journal line. */
+async function lastExitAt(): Promise<number> {
+  const out = await sh(`journalctl -u ${UNIT}.service -o short-unix --no-pager | grep -E 'Main process exited|Failed with result' | tail -n 1`);
+  return Math.round(Number(out.split(" ")[0]) * 1000);
+}
+
+before(async () => {
+  host = await hosts.start(HOST, { sglang: { profile: "ddtree-fork", loadSeconds: 2, warmupSeconds: 0.3 } });
+  ws = simWorkspace({ main: config("b8t4-w2048") });
+  const up = await (await ws.stack("main")).up();
+  assert.equal(up.summary.result, "succeeded");
+});
+
+after(async () => {
+  await hosts.stop(HOST);
+  ws?.cleanup();
+});
+
+test("crash during load (CUDA OOM): fails within 5 s with the cause, previous config back and serving", async () => {
+  hosts.fault(HOST, JSON.stringify({ crashDuringLoad: "oom", match: { speculative_ddtree_budget: 16 } }));
+  ws.setStackConfig("main", "speculative", spec("b16t4-w2048"));
+  const r = await failingUp("main");
+  const exitedAt = await lastExitAt();
+  hosts.fault(HOST, "{}");
+  assert.match(r.message, /failed while loading weights \(port not open yet\) after [\d.]+ s: CUDA out of memory on GPU 3 \(Tried to allocate 8\.00 GiB\. GPU 3 has a total capacity/);
+  assert.match(r.message, /Last journal lines:[\s\S]*torch\.OutOfMemoryError/);
+  assert.match(r.message, /Rolled back: the previous configuration \(stack main, unit [0-9a-f]{12}\) is back and serving/);
+  assert.ok(r.failedAt - exitedAt <= 5000, `reported ${r.failedAt - exitedAt} ms after the process exited`);
+  assert.equal((await serving()).speculative_ddtree_budget, 8);
+});
+
+test("hang during load: the deadline ends the wait, then rollback", async () => {
+  hosts.fault(HOST, JSON.stringify({ hangDuringLoad: true, match: { speculative_ddtree_budget: 16 } }));
+  ws.setStackConfig("main", "timeouts", { readySeconds: 6, pollMs: 250 });
+  const r = await failingUp("main");
+  hosts.fault(HOST, "{}");
+  ws.setStackConfig("main", "timeouts", { readySeconds: 20, pollMs: 250 });
+  assert.match(r.message, /was not serving the configuration within 6 s \(timeouts\.readySeconds\); last phase: loading weights/);
+  assert.match(r.message, /Rolled back: .* is back and serving/);
+  assert.equal((await serving()).speculative_ddtree_budget, 8);
+});
+
+test("crash shortly after ready: caught by the stability window, then rollback", async () => {
+  hosts.fault(HOST, JSON.stringify({ crashAfterReadySeconds: 0.5, match: { speculative_ddtree_budget: 16 } }));
+  ws.setStackConfig("main", "safety", { stableSeconds: 4, lockWaitSeconds: 120 });
+  const r = await failingUp("main");
+  hosts.fault(HOST, "{}");
+  ws.setStackConfig("main", "safety", { stableSeconds: 1, lockWaitSeconds: 120 });
+  assert.match(r.message, /failed while the first 4 s after becoming ready .*RuntimeError: CUDA error: an illegal memory access/s);
+  assert.match(r.message, /Rolled back: .* is back and serving/);
+  assert.equal((await serving()).speculative_ddtree_budget, 8);
+});
+
+test("corrupt output: the readiness generation catches it, then rollback", async () => {
+  hosts.fault(HOST, JSON.stringify({ corruptOutput: true, match: { speculative_ddtree_budget: 16 } }));
+  const r = await failingUp("main");
+  hosts.fault(HOST, "{}");
+  assert.match(r.message, /runs the new arguments but its generations are unusable \(3 in a row\)/);
+  assert.match(r.message, /Rolled back: .* is back and serving/);
+  assert.equal((await serving()).speculative_ddtree_budget, 8);
+});
+
+test("after the faults are gone, the same config deploys", async () => {
+  const up = await (await ws.stack("main")).up();
+  assert.equal(up.summary.result, "succeeded");
+  assert.equal((await serving()).speculative_ddtree_budget, 16);
+});
+
+test("two stacks racing for one host: the second waits for the lock, or fails naming the holder", async () => {
+  ws.setStackConfig("main", "speculative", spec("b4t4-w2048"));
+  ws.setStackConfig("other", "speculative", spec("b12t6-w2048"));
+  for (const [k, v] of Object.entries(config("b12t6-w2048", { "dflash-sglang:safety": { stableSeconds: 1, lockWaitSeconds: 2 } }))) {
+    ws.setStackConfig("other", k.replace("dflash-sglang:", ""), v);
+  }
+  const main = await ws.stack("main");
+  const other = await ws.stack("other");
+  // A slow load keeps `main` busy long enough for `other` to queue behind it.
+  hosts.configure(HOST, JSON.stringify({ loadSeconds: 8 }));
+  // Start `main`, and once it holds the lock (it is stopping the server), start `other`.
+  let holding!: () => void;
+  const locked = new Promise<void>((r) => (holding = r));
+  const first = main.up({ onOutput: (s) => /waiting for the old server|waiting for GPU|loading weights/.test(s) && holding() });
+  await locked;
+  await assert.rejects(other.up(), /is being reconfigured by stack "main" \(unit sglang-k26, from .*, since .*\); waited 2 s/);
+  assert.equal((await first).summary.result, "succeeded");
+  // With a longer wait, the second one goes after the first.
+  ws.setStackConfig("other", "safety", { stableSeconds: 1, lockWaitSeconds: 120 });
+  ws.setStackConfig("main", "speculative", spec("b8t4-w2048"));
+  let holdingAgain!: () => void;
+  const lockedAgain = new Promise<void>((r) => (holdingAgain = r));
+  const again = main.up({ onOutput: (s) => /waiting for the old server|waiting for GPU|loading weights/.test(s) && holdingAgain() });
+  await lockedAgain;
+  let waitedFor = "";
+  const second = other.up({ onOutput: (s) => (waitedFor ||= /waiting for (stack "main"[^)]*\))/.exec(s)?.[1] ?? "") });
+  const [a, b] = await Promise.all([again, second]);
+  assert.equal(a.summary.result, "succeeded");
+  assert.equal(b.summary.result, "succeeded");
+  assert.match(waitedFor, /^stack "main" \(unit sglang-k26/, "the waiting stack said whom it waited for");
+  hosts.configure(HOST, JSON.stringify({ loadSeconds: 2 }));
+  assert.equal((await serving()).speculative_ddtree_budget, 12, "the stack that waited ran last");
+});
+
+test("destroy of a stack that no longer owns the unit leaves the host alone and says so", async () => {
+  const pid = await mainPid();
+  let output = "";
+  await (await ws.stack("main")).destroy({ onOutput: (s) => (output += s) });
+  assert.match(output, /sglang-k26 on 127\.0\.0\.\d+ now runs another configuration .*left the host alone/);
+  assert.equal(await mainPid(), pid);
+  assert.equal((await serving()).speculative_ddtree_budget, 12);
+});
+
+test("a unit edited by hand: refresh shows the drift, up puts the desired unit back", async () => {
+  const other = await ws.stack("other");
+  const desired = await sh(`cat /etc/systemd/system/${UNIT}.service`);
+  await sh(`sed -i 's/--speculative-ddtree-budget 12/--speculative-ddtree-budget 99/' /etc/systemd/system/${UNIT}.service && systemctl daemon-reload`);
+  const refresh = await other.refresh();
+  assert.ok((refresh.summary.resourceChanges?.update ?? 0) >= 1, JSON.stringify(refresh.summary.resourceChanges));
+  const preview = await other.preview();
+  assert.ok((preview.changeSummary.update ?? 0) >= 1, JSON.stringify(preview.changeSummary));
+  const up = await other.up();
+  assert.equal(up.summary.result, "succeeded");
+  assert.equal(await sh(`cat /etc/systemd/system/${UNIT}.service`), desired);
+});
+
+/** Every file under dir, concatenated (the local backend's state, history and backups). */
+function allFiles(dir: string): string {
+  return fs.readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => fs.readFileSync(path.join(e.parentPath ?? (e as unknown as { path: string }).path, e.name), "utf8"))
+    .join("\n");
+}
+
+/** Runs `pulumi up` for a stack as its own process group and kills the group once `when` shows up. */
+async function killUpWhen(stackName: string, when: RegExp): Promise<string> {
+  const child = spawn("pulumi", ["up", "--yes", "--skip-preview", "--non-interactive", "--stack", stackName], { cwd: ws.dir, env: ws.env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  return new Promise((resolve, reject) => {
+    const onData = (d: Buffer) => {
+      out += d;
+      if (when.test(out) && child.exitCode === null) process.kill(-child.pid!, "SIGKILL");
+    };
+    child.stdout.on("data", onData);
+    child.stderr.on("data", onData);
+    child.on("close", (code, signal) => (signal === "SIGKILL" ? resolve(out) : reject(new Error(`up ended (${code}) before ${when}: ${out.slice(-2000)}`))));
+  });
+}
+
+/** A streaming request straight to the server; resolves with whether it finished. */
+async function streamChat(maxTokens: number): Promise<boolean> {
+  const res = await fetch(`http://${host.address}:${host.sglangPort}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ messages: [{ role: "user", content: "hello" }], max_tokens: maxTokens, stream: true }),
+  });
+  let text = "";
+  try {
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) text += Buffer.from(chunk).toString("utf8");
+  } catch {
+    return false;
+  }
+  return text.includes("data: [DONE]");
+}
+
+const KILL_PHASES = [
+  { phase: "draining", when: /draining: 1 running/, faults: {}, config: "b4t4-w2048", budget: 4 },
+  { phase: "waiting for the old server to exit", when: /waiting for the old server/, faults: { staleSeconds: 3 }, config: "b16t4-w2048", budget: 16 },
+  { phase: "waiting for GPU memory", when: /waiting for GPU memory to be released/, faults: { gpuReleaseDelaySeconds: 4 }, config: "b12t6-w2048", budget: 12 },
+  { phase: "loading weights", when: /loading weights/, faults: {}, config: "b8t4-w2048", budget: 8 },
+];
+
+for (const k of KILL_PHASES) {
+  test(`killing pulumi up while ${k.phase}, then up again, converges without manual steps`, async () => {
+    hosts.fault(HOST, JSON.stringify(k.faults));
+    ws.setStackConfig("other", "speculative", spec(k.config));
+    // ~180 tok/s: a 1500-token stream keeps the server busy through the kill.
+    const inFlight = k.phase === "draining" ? streamChat(1500) : Promise.resolve(true);
+    await killUpWhen("other", k.when);
+    hosts.fault(HOST, "{}");
+    // Our tooling sees the stack lock of the killed process and runs `pulumi cancel`.
+    const up = await (await ws.stack("other")).up();
+    assert.equal(up.summary.result, "succeeded");
+    assert.equal((await serving()).speculative_ddtree_budget, k.budget);
+    assert.equal(await sh(`systemctl is-active ${UNIT}.service`), "active");
+    assert.equal(await inFlight, true, "the request in flight during the kill still completed");
+  });
+}
+
+test("a wrong host key is refused before any command runs, with the fingerprint seen", async () => {
+  const keyDir = fs.mkdtempSync(path.join(os.tmpdir(), "wrong-key-"));
+  execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", path.join(keyDir, "k")]);
+  const wrong = fs.readFileSync(path.join(keyDir, "k.pub"), "utf8").trim().split(" ").slice(0, 2).join(" ");
+  fs.rmSync(keyDir, { recursive: true, force: true });
+  const before = await sh(`sha256sum /etc/systemd/system/${UNIT}.service; ls -la --time-style=+%s /var/lib/dflash-sglang/${UNIT}`);
+  for (const [k, v] of Object.entries(config("b4t4-w2048"))) ws.setStackConfig("mitm", k.replace("dflash-sglang:", ""), v);
+  ws.setStackConfig("mitm", "host", { ...(simHostConfig(host, UNIT)["dflash-sglang:host"] as object), hostKey: wrong });
+  const r = await failingUp("mitm");
+  assert.match(r.message, /SSH to root@127\.0\.0\.\d+:22 refused: the host's key does not match the pinned host\.hostKey\. Nothing was run on the host/);
+  assert.match(r.message, /SHA256:[A-Za-z0-9+/]{43}/, "the fingerprint the host presented");
+  assert.equal(await sh(`sha256sum /etc/systemd/system/${UNIT}.service; ls -la --time-style=+%s /var/lib/dflash-sglang/${UNIT}`), before);
+});
+
+test("secrets never appear in state, the unit, the journal or the process list; probes carry the API key", async () => {
+  const apiKey = `sk-test-${process.pid}-a7f3e9`;
+  const hfToken = `hf_${process.pid}Zq81xT`;
+  const stack = await ws.stack("other");
+  await stack.setConfig("dflash-sglang:apiKey", { value: apiKey, secret: true });
+  await stack.setConfig("dflash-sglang:hfToken", { value: hfToken, secret: true });
+  ws.setStackConfig("other", "speculative", spec("b12t6-w2048"));
+  const up = await stack.up();
+  assert.equal(up.summary.result, "succeeded", "readiness passed, so its probes authenticated");
+  // The server really demands the key.
+  assert.equal(await sh(`curl -s -o /dev/null -w '%{http_code}' http://${host.address}:${host.sglangPort}/v1/models`), "401");
+  const privateKeyBody = fs.readFileSync(host.privateKeyPath, "utf8").split("\n")[1];
+  const places: Record<string, string> = {
+    "state": allFiles(path.join(ws.dir, "state")),
+    "stack files": fs.readdirSync(path.join(ws.dir, "stacks")).map((f) => fs.readFileSync(path.join(ws.dir, "stacks", f), "utf8")).join("\n"),
+    "unit": await sh(`cat /etc/systemd/system/${UNIT}.service`),
+    "journal": await sh(`journalctl --no-pager -o cat`),
+    "processes": await sh("ps -eo args"),
+  };
+  for (const [where, text] of Object.entries(places)) {
+    assert.equal(text.includes(apiKey), false, `API key in ${where}`);
+    assert.equal(text.includes(hfToken), false, `HF token in ${where}`);
+  }
+  assert.ok(places.state.length > 1000, "the state was read");
+  assert.equal(places.state.includes(privateKeyBody), false, "SSH private key in state");
+  assert.equal(await sh(`stat -c '%a' /etc/dflash-sglang/${UNIT}.secrets.yaml /etc/dflash-sglang/${UNIT}.env /etc/dflash-sglang/${UNIT}.curl-headers /etc/dflash-sglang`), "600\n600\n600\n700");
+  assert.match(await sh(`cat /proc/$(systemctl show -p MainPID --value ${UNIT}.service)/environ | tr '\\0' '\\n' | grep -c '^HF_TOKEN='`), /^1$/);
+});
