@@ -101,7 +101,7 @@ export function runPythonTests(code: string, tests: string, timeoutMs = 10_000):
   }
 }
 
-/** Pure: whether an answer of the model passes a task, from extraction to tests. */
+/** Whether an answer of the model passes a task: extraction, then the tests in a subprocess. */
 export function gradeAnswer(task: CodingTask, answer: string, timeoutMs?: number): { outcome: CodingOutcome; detail: string } {
   const code = extractCode(answer, task.entryPoint);
   if (code === undefined) return { outcome: "extraction-failed", detail: "no code found in the answer" };

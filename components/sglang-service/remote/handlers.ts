@@ -5,6 +5,9 @@ import { installedHash, preflight, ReadinessResult, recordKnownGood, removeUnit,
 import { holdHostLock, releaseHostLock } from "./lock";
 import { progress } from "./progress";
 import { sha256 } from "../render";
+import { exitWithEngine } from "./engine-watch";
+
+exitWithEngine();
 
 export interface StagedUnitInputs {
   connection: Connection;

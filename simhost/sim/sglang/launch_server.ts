@@ -164,6 +164,8 @@ class Server {
         return this.running.size ? json(400, { error: "Cache not flushed: requests are running" }) : json(200, {});
       case "POST /v1/chat/completions":
         return void this.readBody(req, res, (body) => this.chat(body, res));
+      case "POST /generate":
+        return void this.readBody(req, res, (body) => this.nativeGenerate(body, res));
       default:
         return json(404, { detail: "Not Found" });
     }
@@ -184,32 +186,24 @@ class Server {
     });
   }
 
-  chat(body: Record<string, unknown>, res: http.ServerResponse): void {
-    if (this.phase !== "ready") {
-      res.writeHead(503, { "content-type": "application/json" });
-      return void res.end(JSON.stringify({ error: "server is not ready" }));
-    }
-    const messages = Array.isArray(body.messages) ? (body.messages as { content?: unknown }[]) : [];
-    const prompt = messages.map((m) => (typeof m.content === "string" ? m.content : "")).join("\n");
-    const promptTokens = countTokens(prompt);
-    const maxTokens = typeof body.max_tokens === "number" ? body.max_tokens : typeof body.max_completion_tokens === "number" ? body.max_completion_tokens : 128;
-    const text = completionText(prompt, maxTokens, faultsFor(readFaults(), this.args).corruptOutput);
-    const stream = body.stream === true;
-    const includeUsage = stream && (body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true;
-    const id = `chatcmpl-${Date.now().toString(16)}${Math.floor(Math.random() * 1e6).toString(16)}`;
-    const created = Math.floor(Date.now() / 1000);
-    const base = { id, created, model: this.modelId() };
-    const usage = { prompt_tokens: promptTokens, completion_tokens: text.length, total_tokens: promptTokens + text.length };
+  notReady(res: http.ServerResponse): boolean {
+    if (this.phase === "ready") return false;
+    res.writeHead(503, { "content-type": "application/json" });
+    res.end(JSON.stringify({ error: "server is not ready" }));
+    return true;
+  }
 
+  /**
+   * Produces `text` for `res` at the performance model's pace: the first token after the
+   * prefill time, then tokens as verification steps accept them. `onPiece` gets each
+   * batch of tokens as they are accepted; `onDone` runs once all are out.
+   */
+  generate(res: http.ServerResponse, promptTokens: number, text: string[], onPiece: (piece: string, first: boolean) => void, onDone: () => void): void {
     this.running.add(res);
     this.requestsTotal++;
     this.promptTokensTotal += promptTokens;
     res.on("close", () => this.running.delete(res));
-    if (stream) res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
-    const send = (obj: unknown) => res.write(`data: ${JSON.stringify(obj)}\n\n`);
-
-    const started = Date.now();
-    const firstTokenAt = started + timeToFirstToken(promptTokens, this.spec, this.config.speedScale) * 1000;
+    const firstTokenAt = Date.now() + timeToFirstToken(promptTokens, this.spec, this.config.speedScale) * 1000;
     let emitted = 0;
     let credit = 0;
     let last = firstTokenAt;
@@ -224,15 +218,46 @@ class Server {
         const n = Math.min(text.length - emitted, Math.floor(credit));
         if (n > 0) {
           credit -= n;
-          const piece = text.slice(emitted, emitted + n).join("");
+          onPiece(text.slice(emitted, emitted + n).join(""), emitted === 0);
           emitted += n;
           this.generationTokensTotal += n;
-          if (stream) send({ ...base, object: "chat.completion.chunk", choices: [{ index: 0, delta: emitted === n ? { role: "assistant", content: piece } : { content: piece }, finish_reason: null }] });
         }
       }
       if (emitted >= text.length) {
         const seconds = (Date.now() - firstTokenAt) / 1000;
         if (seconds > 0) this.lastThroughput = Math.round(((text.length - 1) / seconds) * 100) / 100;
+        this.running.delete(res);
+        onDone();
+        return;
+      }
+      const rateNow = perfAt(this.spec, promptTokens, this.config.speedScale).decodeTokensPerSecond;
+      const wait = now < firstTokenAt ? firstTokenAt - now : Math.max(1, Math.min(20, (1000 * (1 - credit)) / Math.max(1, rateNow)));
+      setTimeout(tick, wait);
+    };
+    tick();
+  }
+
+  chat(body: Record<string, unknown>, res: http.ServerResponse): void {
+    if (this.notReady(res)) return;
+    const messages = Array.isArray(body.messages) ? (body.messages as { content?: unknown }[]) : [];
+    const prompt = messages.map((m) => (typeof m.content === "string" ? m.content : "")).join("\n");
+    const promptTokens = countTokens(prompt);
+    const maxTokens = typeof body.max_tokens === "number" ? body.max_tokens : typeof body.max_completion_tokens === "number" ? body.max_completion_tokens : 128;
+    const text = completionText(prompt, maxTokens, faultsFor(readFaults(), this.args).corruptOutput);
+    const stream = body.stream === true;
+    const includeUsage = stream && (body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true;
+    const base = { id: `chatcmpl-${Date.now().toString(16)}${Math.floor(Math.random() * 1e6).toString(16)}`, created: Math.floor(Date.now() / 1000), model: this.modelId() };
+    const usage = { prompt_tokens: promptTokens, completion_tokens: text.length, total_tokens: promptTokens + text.length };
+    const send = (obj: unknown) => res.write(`data: ${JSON.stringify(obj)}\n\n`);
+    if (stream) res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+    this.generate(
+      res,
+      promptTokens,
+      text,
+      (piece, first) => {
+        if (stream) send({ ...base, object: "chat.completion.chunk", choices: [{ index: 0, delta: first ? { role: "assistant", content: piece } : { content: piece }, finish_reason: null }] });
+      },
+      () => {
         if (stream) {
           send({ ...base, object: "chat.completion.chunk", choices: [{ index: 0, delta: {}, finish_reason: "length" }] });
           if (includeUsage) send({ ...base, object: "chat.completion.chunk", choices: [], usage });
@@ -241,13 +266,36 @@ class Server {
           res.writeHead(200, { "content-type": "application/json" });
           res.end(JSON.stringify({ ...base, object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: text.join("") }, finish_reason: "length" }], usage }));
         }
-        this.running.delete(res);
-        return;
-      }
-      const wait = now < firstTokenAt ? firstTokenAt - now : Math.max(1, Math.min(20, (1000 * (1 - credit)) / Math.max(1, perfAt(this.spec, promptTokens, this.config.speedScale).decodeTokensPerSecond)));
-      setTimeout(tick, wait);
-    };
-    tick();
+      },
+    );
+  }
+
+  /** SGLang's native API: meta_info carries spec_verify_ct, the verification steps of this request. */
+  nativeGenerate(body: Record<string, unknown>, res: http.ServerResponse): void {
+    if (this.notReady(res)) return;
+    const prompt = typeof body.text === "string" ? body.text : "";
+    const params = (body.sampling_params ?? {}) as { max_new_tokens?: number };
+    const maxTokens = typeof params.max_new_tokens === "number" ? params.max_new_tokens : 128;
+    const promptTokens = countTokens(prompt);
+    const text = completionText(prompt, maxTokens, faultsFor(readFaults(), this.args).corruptOutput);
+    const started = Date.now();
+    this.generate(res, promptTokens, text, () => undefined, () => {
+      const acceptLength = perfAt(this.spec, promptTokens, this.config.speedScale).acceptLength;
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(
+        JSON.stringify({
+          text: text.join(""),
+          meta_info: {
+            id: `gen-${started.toString(16)}`,
+            prompt_tokens: promptTokens,
+            completion_tokens: text.length,
+            spec_verify_ct: Math.max(1, Math.round(text.length / acceptLength)),
+            finish_reason: { type: "length", length: text.length },
+            e2e_latency: (Date.now() - started) / 1000,
+          },
+        }),
+      );
+    });
   }
 
   /** A real shutdown aborts what is in flight; a tool that does not drain loses it. */

@@ -12,19 +12,82 @@ function hash(text: string): number {
   return h >>> 0;
 }
 
+/**
+ * What the simulated model "knows": working solutions to a few classic exercises (so a
+ * coding check has something to pass), in varying fence styles (so extraction is
+ * exercised). Anything else gets a stub that fails its tests.
+ */
+const KNOWN_SOLUTIONS: Record<string, { fence: string; code: string }> = {
+  fizzbuzz: {
+    fence: "```python",
+    code: `def fizzbuzz(n):
+    out = []
+    for i in range(1, n + 1):
+        word = ("Fizz" if i % 3 == 0 else "") + ("Buzz" if i % 5 == 0 else "")
+        out.append(word or str(i))
+    return out`,
+  },
+  is_palindrome: {
+    fence: "```py",
+    code: `def is_palindrome(s):
+    kept = [c.lower() for c in s if c.isalnum()]
+    return kept == kept[::-1]`,
+  },
+  two_sum: {
+    fence: "~~~python",
+    code: `def two_sum(nums, target):
+    seen = {}
+    for j, x in enumerate(nums):
+        if target - x in seen:
+            return [seen[target - x], j]
+        seen[x] = j
+    return None`,
+  },
+  run_length: {
+    fence: "```",
+    code: `def run_length(s):
+    out = []
+    i = 0
+    while i < len(s):
+        j = i
+        while j < len(s) and s[j] == s[i]:
+            j += 1
+        out.append(s[i] + str(j - i))
+        i = j
+    return "".join(out)`,
+  },
+  merge_intervals: {
+    fence: "```python3",
+    code: `def merge_intervals(xs):
+    merged = []
+    for a, b in sorted(xs):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return merged`,
+  },
+};
+
 function codingAnswer(prompt: string): string {
   const name = /\bdef\s+([A-Za-z_]\w*)/.exec(prompt)?.[1] ?? /`([A-Za-z_]\w*)`/.exec(prompt)?.[1] ?? "solve";
+  const known = KNOWN_SOLUTIONS[name];
+  const fence = known?.fence ?? "```python";
+  const close = fence.startsWith("~~~") ? "~~~" : "```";
   return [
     "<think>",
-    `The user wants ${name}. I will write it in Python and keep it short.`,
+    `The user wants ${name}. A first idea in a scratch block:`,
+    "```python",
+    `# draft of ${name}, not final`,
+    "```",
+    "I will write the final version now.",
     "</think>",
     "",
     "Here is the implementation:",
     "",
-    "```python",
-    `def ${name}(*args):`,
-    "    raise NotImplementedError",
-    "```",
+    fence,
+    known?.code ?? `def ${name}(*args):\n    raise NotImplementedError`,
+    close,
     "",
   ].join("\n");
 }
