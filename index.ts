@@ -1,9 +1,16 @@
 // One stack = one SGLang configuration on one GPU host. Reads and validates the stack's
 // config, builds the component, exports what reviewers and benchmarks read.
+import * as path from "node:path";
 import { readStackDeployment, SglangService } from "./components/sglang-service";
+import { SglangBenchmark } from "./components/benchmark";
 
 const { deployment, privateKey, secrets } = readStackDeployment();
 const service = new SglangService("sglang", { deployment, privateKey, secrets });
+const bench = new SglangBenchmark(
+  "benchmark",
+  { deployment, privateKey, apiKey: secrets.apiKey, unitHash: service.unitHash, resultsDir: path.join(__dirname, "bench", "out") },
+  { dependsOn: [service] },
+);
 
 export const host = deployment.host.address;
 export const unitName = deployment.service.unitName;
@@ -12,3 +19,7 @@ export const launchCommand = service.launchCommand;
 export const serverArgs = service.serverArgs;
 export const restartTimings = service.timings;
 export const acceptLength = service.acceptLength;
+export const benchmark = bench.result;
+export const benchmarkTakenAt = bench.takenAt;
+export const benchmarkResultsPath = bench.resultsPath;
+export const configuration = bench.configuration;

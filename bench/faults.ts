@@ -57,7 +57,7 @@ async function streamChat(host: hosts.HostInfo, maxTokens: number): Promise<bool
 
 async function main(): Promise<void> {
   const host = await hosts.start(HOST, { sglang: { profile: "ddtree-fork", loadSeconds: 3, warmupSeconds: 0.3 } });
-  const base = { ...readRepoStackConfig(GOOD), ...simHostConfig(host), "dflash-sglang:safety": { stableSeconds: 2 }, "dflash-sglang:timeouts": { readySeconds: 60, pollMs: 250 } };
+  const base = { ...readRepoStackConfig(GOOD), ...simHostConfig(host), "dflash-sglang:safety": { stableSeconds: 2 }, "dflash-sglang:timeouts": { readySeconds: 60, pollMs: 250 }, "dflash-sglang:benchmark": { enabled: false } };
   const ws = simWorkspace({ faults: base });
   const sh = async (cmd: string) => (await hosts.ssh(host, cmd)).stdout.trim();
   const rows: Record<string, unknown>[] = [];

@@ -31,7 +31,7 @@ async function timed(fn: () => Promise<unknown>): Promise<number> {
 
 async function main(): Promise<void> {
   const host = await hosts.start(`bench-${process.pid}`, { sglang: { profile: "ddtree-fork", loadSeconds: LOADS[0], warmupSeconds: WARMUP } });
-  const ws = simWorkspace({ bench: { ...readRepoStackConfig(CONFIGS[0]), ...simHostConfig(host) } });
+  const ws = simWorkspace({ bench: { ...readRepoStackConfig(CONFIGS[0]), ...simHostConfig(host), "dflash-sglang:benchmark": { enabled: false } } });
   const results: { loadSeconds: number; releaseSeconds: number; upSeconds: Summary; ratio: Summary; phases: Record<string, Summary> }[] = [];
   let fixed: { noopUp: Summary; preview: Summary } | undefined;
   try {

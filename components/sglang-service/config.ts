@@ -4,7 +4,7 @@ import * as fs from "node:fs";
 import * as pulumi from "@pulumi/pulumi";
 import { CONFIG_NAMESPACE, Deployment, parseDeployment } from "./schema";
 
-const KEYS = ["host", "service", "model", "speculative", "sglangBuild", "timeouts", "safety"] as const;
+const KEYS = ["host", "service", "model", "speculative", "sglangBuild", "timeouts", "safety", "benchmark"] as const;
 
 export interface StackSecrets {
   /** `dflash-sglang:apiKey`: the server's --api-key; every probe sends it. */

@@ -2,6 +2,7 @@
 // stack file may say, z.output for the resolved values), defaults, and error messages.
 // Pure: no Pulumi imports, so tests and dynamic providers can use it freely.
 import { z } from "zod";
+import { benchmarkSchema } from "../benchmark/schema";
 
 /** Config namespace = project name in Pulumi.yaml. */
 export const CONFIG_NAMESPACE = "dflash-sglang";
@@ -172,6 +173,7 @@ const deploymentShape = z
     sglangBuild: sglangBuildSchema,
     timeouts: timeoutsSchema.default(timeoutsSchema.parse({})),
     safety: safetySchema.default(safetySchema.parse({})),
+    benchmark: benchmarkSchema.default(benchmarkSchema.parse({})),
   })
   .strict();
 

@@ -32,6 +32,16 @@ function secretFiles(unitName: string, secrets: StackSecrets): pulumi.Output<Rec
 
 export const COMPONENT_TYPE = "dflash:sglang:Service";
 
+/** The SSH connection to the deployment's host, as a secret (it carries the private key). */
+export function connectionOf(d: Deployment, privateKey: pulumi.Input<string>) {
+  return pulumi.secret(pulumi.output(privateKey).apply((key) => ({ host: d.host.address, port: d.host.port, user: d.host.user, hostKey: d.host.hostKey, privateKey: key })));
+}
+
+/** URN of a dynamic resource child of a component, for progress lines attached to it. */
+export function childUrn(componentType: string, child: string): string {
+  return `urn:pulumi:${pulumi.getStack()}::${pulumi.getProject()}::${componentType}$pulumi-nodejs:dynamic:Resource::${child}`;
+}
+
 export class SglangService extends pulumi.ComponentResource {
   /** sha256 of the rendered unit: what the host should run. */
   readonly unitHash: pulumi.Output<string>;
@@ -50,11 +60,9 @@ export class SglangService extends pulumi.ComponentResource {
     super(COMPONENT_TYPE, name, {}, opts);
     const d = args.deployment;
     const stack = pulumi.getStack();
-    const urnOf = (child: string) => `urn:pulumi:${stack}::${pulumi.getProject()}::${COMPONENT_TYPE}$pulumi-nodejs:dynamic:Resource::${child}`;
+    const urnOf = (child: string) => childUrn(COMPONENT_TYPE, child);
     const label = `${d.service.unitName} (stack ${stack})`;
-    const connection = pulumi.secret(
-      pulumi.output(args.privateKey).apply((privateKey) => ({ host: d.host.address, port: d.host.port, user: d.host.user, hostKey: d.host.hostKey, privateKey })),
-    );
+    const connection = connectionOf(d, args.privateKey);
 
     const secrets = args.secrets ?? {};
     const presence: SecretPresence = { apiKey: secrets.apiKey !== undefined, hfToken: secrets.hfToken !== undefined };

@@ -3,6 +3,7 @@
 // private key lives only in a 0700 temp folder for the duration of the step.
 import { ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import * as fs from "node:fs";
+import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 
@@ -113,11 +114,53 @@ export class Ssh {
     return r.stdout;
   }
 
+  /**
+   * Forwards a local loopback port to `remoteHost:remotePort` as seen from the host (the
+   * server usually listens on the host's own loopback), on a dedicated connection.
+   */
+  async forward(remoteHost: string, remotePort: number): Promise<{ localPort: number; close: () => void }> {
+    const localPort = await freeLocalPort();
+    const child = spawn("ssh", [...this.baseArgs(false), "-N", "-o", "ExitOnForwardFailure=yes", "-L", `127.0.0.1:${localPort}:${remoteHost}:${remotePort}`, `${this.conn.user}@${this.conn.host}`], { stdio: ["ignore", "ignore", "pipe"] });
+    let stderr = "";
+    child.stderr.on("data", (d) => (stderr += d));
+    const deadline = Date.now() + 15_000;
+    while (!(await canConnect(localPort))) {
+      if (child.exitCode !== null || Date.now() > deadline) {
+        child.kill();
+        throw new Error(`could not forward a local port to ${remoteHost}:${remotePort} on ${this.conn.host}: ${stderr.trim() || "timed out"}`);
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return { localPort, close: () => child.kill() };
+  }
+
   close(): void {
     spawn("ssh", ["-o", `ControlPath=${path.join(this.dir, "cm")}`, "-O", "exit", HOST_ALIAS], { stdio: "ignore" }).on("close", () => {
       fs.rmSync(this.dir, { recursive: true, force: true });
     });
   }
+}
+
+function freeLocalPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sock = net.connect(port, "127.0.0.1");
+    sock.once("connect", () => {
+      sock.destroy();
+      resolve(true);
+    });
+    sock.once("error", () => resolve(false));
+  });
 }
 
 /** Opens, runs fn, always closes. */

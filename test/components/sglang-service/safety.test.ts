@@ -20,6 +20,7 @@ const config = (stack: string, extra: Record<string, unknown> = {}) => ({
   ...simHostConfig(host, UNIT),
   "dflash-sglang:safety": { stableSeconds: 1, lockWaitSeconds: 120 },
   "dflash-sglang:timeouts": { readySeconds: 20, pollMs: 250 },
+  "dflash-sglang:benchmark": { enabled: false },
   ...extra,
 });
 

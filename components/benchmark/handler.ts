@@ -1,0 +1,64 @@
+// What the benchmark's dynamic provider does (loaded in the provider process, never
+// serialized): forward a local port to the server over SSH, run the benchmark, keep the
+// raw per-request records as JSONL, return the summary.
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { Connection, withSsh } from "../sglang-service/remote/ssh";
+import { progress } from "../sglang-service/remote/progress";
+import { exitWithEngine } from "../sglang-service/remote/engine-watch";
+import { BenchmarkResult, RawRecord, runBenchmark } from "./run";
+import type { BenchmarkSettings } from "./schema";
+
+exitWithEngine();
+
+export interface BenchmarkInputs {
+  connection: Connection;
+  urn: string;
+  label: string;
+  /** Address and port the server listens on, as seen from the host. */
+  listenAddress: string;
+  port: number;
+  model: string;
+  apiKey: string;
+  settings: BenchmarkSettings;
+  /** What was measured: the unit the host runs (a new one re-runs the benchmark). */
+  unitHash: string;
+  /** What the configuration was, for the report. */
+  configuration: Record<string, unknown>;
+  /** Where the raw per-request records go (JSONL, one file per stack). */
+  resultsPath: string;
+  providerVersion: string;
+}
+
+export interface BenchmarkOutputs extends BenchmarkInputs {
+  result: BenchmarkResult | null;
+  takenAt: string;
+}
+
+export async function measure(i: BenchmarkInputs): Promise<BenchmarkOutputs> {
+  const takenAt = new Date().toISOString();
+  if (!i.settings.enabled) return { ...i, result: null, takenAt };
+  const remoteHost = i.listenAddress === "0.0.0.0" ? "127.0.0.1" : i.listenAddress === "::" ? "::1" : i.listenAddress;
+  return withSsh(i.connection, async (ssh) => {
+    const tunnel = await ssh.forward(remoteHost, i.port);
+    const records: string[] = [];
+    try {
+      const deadline = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`benchmark of ${i.label} did not finish within ${i.settings.timeoutSeconds} s (benchmark.timeoutSeconds)`)), i.settings.timeoutSeconds * 1000).unref());
+      const result = await Promise.race([
+        runBenchmark(
+          { baseUrl: `http://127.0.0.1:${tunnel.localPort}`, model: i.model, apiKey: i.apiKey || undefined },
+          i.settings,
+          (m) => void progress(i.urn, `${i.label} benchmark: ${m}`),
+          (r: RawRecord) => records.push(JSON.stringify({ taken_at: takenAt, unit_hash: i.unitHash, ...r })),
+        ),
+        deadline,
+      ]);
+      fs.mkdirSync(path.dirname(i.resultsPath), { recursive: true });
+      fs.writeFileSync(i.resultsPath, records.join("\n") + "\n");
+      await progress(i.urn, `${i.label} benchmark: ${result.short.output_throughput} tok/s short context, accept length ${result.accept_length ?? "n/a"}, coding ${result.coding ? `${result.coding.passed}/${result.coding.tasks}` : "off"}`, false);
+      return { ...i, result, takenAt };
+    } finally {
+      tunnel.close();
+    }
+  });
+}

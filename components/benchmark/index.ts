@@ -1,0 +1,2 @@
+export { SglangBenchmark, SglangBenchmarkArgs } from "./benchmark";
+export { benchmarkSchema, BenchmarkSettings } from "./schema";

@@ -1,0 +1,44 @@
+// The benchmark as a dynamic resource: it runs when the deployed unit changes or when
+// benchmark.runId (or its settings) change, never on a no-op `up`. Like the service's
+// providers, it captures only strings and loads its code at run time.
+import * as pulumi from "@pulumi/pulumi";
+import type * as Handler from "./handler";
+
+/** Bump to make benchmark resources update with new provider code. */
+export const BENCHMARK_PROVIDER_VERSION = "1";
+
+const HANDLER_PATH = require.resolve("./handler");
+const RERUN_ON = ["unitHash", "settings", "model", "listenAddress", "port", "connection.host", "providerVersion"];
+
+function benchmarkProvider(): pulumi.dynamic.ResourceProvider {
+  const handlerPath = HANDLER_PATH;
+  const rerunOn = RERUN_ON;
+  const load = (): typeof Handler => require("tsx/cjs/api").require(handlerPath, handlerPath);
+  return {
+    async diff(_id: string, olds: any, news: any) {
+      const pick = (o: any, k: string) => k.split(".").reduce((v, p) => (v && typeof v === "object" ? v[p] : undefined), o);
+      const changed = rerunOn.filter((k) => JSON.stringify(pick(olds, k)) !== JSON.stringify(pick(news, k)));
+      return { changes: changed.length > 0 };
+    },
+    async create(inputs: any) {
+      const outs = await load().measure(inputs);
+      return { id: `${inputs.connection.host}:${inputs.port}:benchmark`, outs };
+    },
+    async update(_id: string, _olds: any, news: any) {
+      return { outs: await load().measure(news) };
+    },
+  };
+}
+
+const provider = benchmarkProvider();
+
+type Inputs<T> = { [K in keyof T]: pulumi.Input<T[K]> };
+
+export class Benchmark extends pulumi.dynamic.Resource {
+  declare readonly result: pulumi.Output<Handler.BenchmarkOutputs["result"]>;
+  declare readonly takenAt: pulumi.Output<string>;
+  declare readonly resultsPath: pulumi.Output<string>;
+  constructor(name: string, args: Inputs<Handler.BenchmarkInputs>, opts?: pulumi.CustomResourceOptions) {
+    super(provider, name, { ...args, result: undefined, takenAt: undefined }, { ...opts, additionalSecretOutputs: ["connection", "apiKey"] });
+  }
+}

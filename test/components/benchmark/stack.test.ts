@@ -1,0 +1,74 @@
+// Benchmark numbers as stack outputs, through the real engine on a simulated host, and
+// the report over two stacks.
+import { after, before, test } from "node:test";
+import * as assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as hosts from "../../../simhost/hosts";
+import { readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../../lib/workspace";
+import { collectRows } from "../../../scripts/report";
+import { renderMarkdown, renderSvg } from "../../../components/benchmark/report";
+
+const HOST = `bench-${process.pid}`;
+let host: hosts.HostInfo;
+let ws: SimWorkspace;
+const SETTINGS = { runs: 2, warmupRuns: 1, maxTokens: 96, longContextTokens: [4096], concurrency: [1, 4], codingMaxTokens: 400 };
+const config = (stack: string) => ({
+  ...readRepoStackConfig(stack),
+  ...simHostConfig(host),
+  "dflash-sglang:safety": { stableSeconds: 1 },
+  "dflash-sglang:benchmark": SETTINGS,
+});
+const mainPid = async () => Number((await hosts.ssh(host, "systemctl show -p MainPID --value sglang-k26.service")).stdout.trim());
+
+before(async () => {
+  host = await hosts.start(HOST, { sglang: { profile: "ddtree-fork", loadSeconds: 2, warmupSeconds: 0.3 } });
+  ws = simWorkspace({ "b8t4-w2048": config("b8t4-w2048"), "b16t4-w2048": config("b16t4-w2048") });
+});
+
+after(async () => {
+  await hosts.stop(HOST);
+  ws?.cleanup();
+});
+
+test("after up, the stack's outputs hold the numbers, when and for which config they were taken", async () => {
+  const up = await (await ws.stack("b8t4-w2048")).up();
+  const b = up.outputs.benchmark.value;
+  assert.ok(b.short.output_throughput > 100, JSON.stringify(b.short));
+  assert.ok(b.short.output_throughput_min <= b.short.output_throughput && b.short.output_throughput <= b.short.output_throughput_max);
+  assert.equal(b.long[0].context_tokens, 4096);
+  assert.deepEqual(b.concurrency.map((c: { concurrency: number }) => c.concurrency), [1, 4]);
+  assert.ok(b.accept_length > 1);
+  assert.equal(b.coding.passed, 5);
+  assert.match(up.outputs.benchmarkTakenAt.value, /^\d{4}-\d\d-\d\dT/);
+  assert.equal(up.outputs.configuration.value.budget, 8);
+  const raw = fs.readFileSync(up.outputs.benchmarkResultsPath.value, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  assert.equal(raw.length, b.completed);
+  assert.ok(raw.every((r: { unit_hash: string }) => r.unit_hash === up.outputs.unitHash.value));
+});
+
+test("a no-op up does not re-run it; a new runId does, without restarting the server", async () => {
+  const stack = await ws.stack("b8t4-w2048");
+  const before = (await stack.outputs()).benchmarkTakenAt.value;
+  const pid = await mainPid();
+  const noop = await stack.up();
+  assert.equal(noop.outputs.benchmarkTakenAt.value, before);
+  assert.deepEqual(noop.summary.resourceChanges, { same: 6 });
+  ws.setStackConfig("b8t4-w2048", "benchmark", { ...SETTINGS, runId: "again" });
+  const rerun = await stack.up();
+  assert.notEqual(rerun.outputs.benchmarkTakenAt.value, before);
+  assert.equal(await mainPid(), pid, "measuring again does not restart anything");
+});
+
+test("the report compares two stacks in a table and a chart", async () => {
+  const up = await (await ws.stack("b16t4-w2048")).up();
+  assert.equal(up.summary.result, "succeeded");
+  const rows = await collectRows(ws.dir, ws.env, "b*");
+  assert.deepEqual(rows.map((r) => r.stack), ["b16t4-w2048", "b8t4-w2048"]);
+  const md = renderMarkdown(rows);
+  assert.match(md, /\| b8t4-w2048( \(best\))? \| DDTREE, budget 8, topk 4, window 2048, compact cache \| [\d.]+ \([\d.]+-[\d.]+\) \|/);
+  assert.match(md, /\| (\*\*)?b16t4-w2048(\*\* \(best\))? \| DDTREE, budget 16, topk 4, window 2048, compact cache \|/);
+  assert.equal((md.match(/\(best\)/g) ?? []).length, 1);
+  const svg = renderSvg(rows);
+  assert.equal((svg.match(/<rect /g) ?? []).length, 2);
+  assert.deepEqual((await collectRows(ws.dir, ws.env, "b16*")).map((r) => r.stack), ["b16t4-w2048"], "a subset");
+});
