@@ -36,17 +36,25 @@ export function readRepoStackConfig(stack: string): Record<string, unknown> {
   return (YAML.parse(fs.readFileSync(file, "utf8"))?.config ?? {}) as Record<string, unknown>;
 }
 
-export function simWorkspace(stacks: Record<string, Record<string, unknown>>): SimWorkspace {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-ws-"));
+export interface WorkspaceOptions {
+  /** Keep the workspace here (and its state in `<dir>/state`) instead of a temp folder. */
+  dir?: string;
+}
+
+export function simWorkspace(stacks: Record<string, Record<string, unknown>>, opts: WorkspaceOptions = {}): SimWorkspace {
+  const dir = opts.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), "dflash-ws-"));
   const backend = path.join(dir, "state");
   fs.mkdirSync(path.join(dir, "stacks"), { recursive: true });
-  fs.mkdirSync(backend);
+  fs.mkdirSync(backend, { recursive: true });
   const project = YAML.parse(fs.readFileSync(path.join(REPO_ROOT, "Pulumi.yaml"), "utf8"));
   project.main = REPO_ROOT;
   fs.writeFileSync(path.join(dir, "Pulumi.yaml"), YAML.stringify(project));
   const stackFile = (name: string) => path.join(dir, "stacks", `Pulumi.${name}.yaml`);
-  const writeStack = (name: string, config: Record<string, unknown>) => fs.writeFileSync(stackFile(name), YAML.stringify({ config }));
-  for (const [name, config] of Object.entries(stacks)) writeStack(name, config);
+  // Stack files already there keep Pulumi's encryptionsalt; only their config is replaced.
+  for (const [name, config] of Object.entries(stacks)) {
+    const existing = fs.existsSync(stackFile(name)) ? (YAML.parse(fs.readFileSync(stackFile(name), "utf8")) ?? {}) : {};
+    fs.writeFileSync(stackFile(name), YAML.stringify({ ...existing, config }));
+  }
   const env = pulumiEnv({ PULUMI_BACKEND_URL: `file://${backend}`, PULUMI_CONFIG_PASSPHRASE: "simulated-hosts" });
   return {
     dir,

@@ -17,6 +17,11 @@ export interface SglangBenchmarkArgs {
 
 export const BENCHMARK_TYPE = "dflash:sglang:Benchmark";
 
+/** What a benchmark's numbers belong to (also how a sweep recognises a finished config). */
+export function configurationOf(d: Deployment, stack: string): Record<string, unknown> {
+  return { stack, ...d.speculative, sglangBuild: typeof d.sglangBuild === "string" ? d.sglangBuild : "custom", model: d.model.path };
+}
+
 export class SglangBenchmark extends pulumi.ComponentResource {
   /** Summary in sglang.bench_serving's names (null when benchmark.enabled is false). */
   readonly result: pulumi.Output<unknown>;
@@ -31,7 +36,7 @@ export class SglangBenchmark extends pulumi.ComponentResource {
     super(BENCHMARK_TYPE, name, {}, opts);
     const d = args.deployment;
     const stack = pulumi.getStack();
-    this.configuration = { stack, ...d.speculative, sglangBuild: typeof d.sglangBuild === "string" ? d.sglangBuild : "custom", model: d.model.path };
+    this.configuration = configurationOf(d, stack);
     const run = new Benchmark(
       `${name}-run`,
       {

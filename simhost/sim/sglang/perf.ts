@@ -83,6 +83,16 @@ export function perfAt(s: SpecSettings, contextTokens: number, speedScale = 1): 
   return { acceptLength: round(tau), stepSeconds: step, decodeTokensPerSecond: round(tau / step) };
 }
 
+/**
+ * Ground truth of a whole generation: decode tokens/s from the first to the last of
+ * `outputTokens` tokens, as the context grows by one token per token.
+ */
+export function generationDecodeRate(s: SpecSettings, promptTokens: number, outputTokens: number, speedScale = 1): number {
+  let seconds = 0;
+  for (let k = 1; k < outputTokens; k++) seconds += 1 / perfAt(s, promptTokens + k, speedScale).decodeTokensPerSecond;
+  return seconds > 0 ? (outputTokens - 1) / seconds : perfAt(s, promptTokens, speedScale).decodeTokensPerSecond;
+}
+
 /** Seconds from request arrival to the first token, for a prompt of `promptTokens`. */
 export function timeToFirstToken(promptTokens: number, s: SpecSettings, speedScale = 1): number {
   return 0.02 / speedScale + promptTokens / (PREFILL_TOKENS_PER_SECOND * speedScale) + perfAt(s, promptTokens, speedScale).stepSeconds;

@@ -1,0 +1,126 @@
+// A sweep: `up` for each selected stack through the Automation API, strictly one at a
+// time per host (each host has its own worker; the host lock guards it anyway), hosts
+// in parallel, each configuration to the next free host. A failure is recorded with its
+// cause; with keepGoing the sweep goes on. With resume, stacks whose outputs already hold
+// a benchmark of their current configuration are skipped.
+import * as fs from "node:fs";
+import * as path from "node:path";
+import * as YAML from "yaml";
+import { REPO_ROOT } from "./pulumi-env";
+import { SimWorkspace } from "./workspace";
+import { parseDeployment } from "../components/sglang-service/schema";
+import { configurationOf } from "../components/benchmark/benchmark";
+
+const NS = "dflash-sglang";
+
+export interface SweepHost {
+  name: string;
+  /** Config keys that point a stack at this host (e.g. dflash-sglang:host, :service). */
+  config: Record<string, unknown>;
+}
+
+export type SweepStatus = "succeeded" | "failed" | "skipped: already measured" | "not run";
+
+export interface SweepOutcome {
+  stack: string;
+  host?: string;
+  status: SweepStatus;
+  cause?: string;
+  seconds?: number;
+  outputThroughput?: number;
+}
+
+export interface SweepOptions {
+  ws: SimWorkspace;
+  /** Stack name -> its stack-file config (without host settings). */
+  stacks: Record<string, Record<string, unknown>>;
+  hosts: SweepHost[];
+  resume: boolean;
+  keepGoing: boolean;
+  progress: (host: string, line: string) => void;
+  /** Checked before each new configuration (Ctrl-C: finish the current ones, start no more). */
+  shouldStop: () => boolean;
+}
+
+/** The project config of Pulumi.yaml, keys without namespace. */
+function projectConfig(): Record<string, unknown> {
+  const doc = YAML.parse(fs.readFileSync(path.join(REPO_ROOT, "Pulumi.yaml"), "utf8")) as { config?: Record<string, unknown> };
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(doc.config ?? {})) {
+    out[k.replace(`${NS}:`, "")] = typeof v === "object" && v !== null && "value" in v ? (v as { value: unknown }).value : v;
+  }
+  return out;
+}
+
+/** What the stack would deploy now on `host`, as its benchmark output would describe it. */
+export function currentConfiguration(stack: string, stackConfig: Record<string, unknown>, host: SweepHost): Record<string, unknown> {
+  const raw = projectConfig();
+  for (const [k, v] of Object.entries({ ...stackConfig, ...host.config })) raw[k.replace(`${NS}:`, "")] = v;
+  return configurationOf(parseDeployment(raw, stack), stack);
+}
+
+/** Deep equality that ignores key order (state outputs come back with sorted keys). */
+function sameValue(a: unknown, b: unknown): boolean {
+  const canon = (v: unknown): unknown =>
+    Array.isArray(v) ? v.map(canon) : v && typeof v === "object" ? Object.fromEntries(Object.keys(v).sort().filter((k) => (v as Record<string, unknown>)[k] !== undefined).map((k) => [k, canon((v as Record<string, unknown>)[k])])) : v;
+  return JSON.stringify(canon(a)) === JSON.stringify(canon(b));
+}
+
+/** The line of a failed `up` that says what went wrong (our errors come first). */
+export function failureCause(message: string): string {
+  const lines = message.split("\n").map((l) => l.trim());
+  const ours = lines.find((l) => /^error: (sglang |Preflight failed|Invalid configuration|SSH to |cannot reach|.* is being reconfigured by )/.test(l));
+  const any = ours ?? lines.find((l) => l.startsWith("error: ") && l !== "error: update failed");
+  return (any ?? lines.find(Boolean) ?? "unknown error").replace(/^error: /, "");
+}
+
+export async function runSweep(o: SweepOptions): Promise<SweepOutcome[]> {
+  const queue = Object.keys(o.stacks).sort();
+  const outcomes = new Map<string, SweepOutcome>(queue.map((s) => [s, { stack: s, status: "not run" as SweepStatus }]));
+  let failed = false;
+
+  if (o.resume) {
+    for (const stack of [...queue]) {
+      const st = await o.ws.stack(stack);
+      const out = await st.outputs().catch(() => ({}) as Record<string, { value: unknown }>);
+      const done = out.benchmark?.value && sameValue(out.configuration?.value, currentConfiguration(stack, o.stacks[stack], o.hosts[0]));
+      if (done) {
+        outcomes.set(stack, { stack, status: "skipped: already measured", outputThroughput: (out.benchmark!.value as { short: { output_throughput: number } }).short.output_throughput });
+        queue.splice(queue.indexOf(stack), 1);
+        o.progress("-", `${stack}: already measured with its current configuration; skipped (--resume)`);
+      }
+    }
+  }
+
+  const worker = async (host: SweepHost) => {
+    for (;;) {
+      if (o.shouldStop() || (failed && !o.keepGoing)) return;
+      const stack = queue.shift();
+      if (stack === undefined) return;
+      for (const [key, value] of Object.entries({ ...o.stacks[stack], ...host.config })) o.ws.setStackConfig(stack, key.replace(`${NS}:`, ""), value);
+      const started = Date.now();
+      o.progress(host.name, `${stack}: up`);
+      try {
+        const up = await (await o.ws.stack(stack)).up();
+        const tps = (up.outputs.benchmark?.value as { short?: { output_throughput: number } } | null)?.short?.output_throughput;
+        const seconds = Math.round((Date.now() - started) / 100) / 10;
+        outcomes.set(stack, { stack, host: host.name, status: "succeeded", seconds, outputThroughput: tps });
+        o.progress(host.name, `${stack}: done in ${seconds} s${tps !== undefined ? `, ${tps} tok/s` : ""}`);
+      } catch (e) {
+        failed = true;
+        const cause = failureCause((e as Error).message);
+        const seconds = Math.round((Date.now() - started) / 100) / 10;
+        outcomes.set(stack, { stack, host: host.name, status: "failed", cause, seconds });
+        o.progress(host.name, `${stack}: FAILED after ${seconds} s: ${cause}`);
+      }
+    }
+  };
+  await Promise.all(o.hosts.map(worker));
+  return [...outcomes.values()];
+}
+
+export function renderOutcomes(outcomes: SweepOutcome[]): string {
+  const lines = ["| stack | host | status | seconds | tok/s short | cause |", "|---|---|---|---:|---:|---|"];
+  for (const r of outcomes) lines.push(`| ${r.stack} | ${r.host ?? "-"} | ${r.status} | ${r.seconds ?? "-"} | ${r.outputThroughput ?? "-"} | ${(r.cause ?? "").replace(/\|/g, "\\|")} |`);
+  return lines.join("\n") + "\n";
+}

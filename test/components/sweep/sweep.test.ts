@@ -1,0 +1,91 @@
+// Sweeps over several simulated hosts at once, through the real engine.
+import { after, before, test } from "node:test";
+import * as assert from "node:assert/strict";
+import * as hosts from "../../../simhost/hosts";
+import { readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../../lib/workspace";
+import { failureCause, runSweep, SweepHost, SweepOutcome } from "../../../lib/sweep";
+import { collectRows } from "../../../scripts/report";
+import { renderMarkdown } from "../../../components/benchmark/report";
+
+const NAMES = [`sweep-a-${process.pid}`, `sweep-b-${process.pid}`];
+const STACKS = ["b8t4-w2048", "b16t4-w2048", "b4t4-w2048", "b12t6-w2048"];
+const TINY_BENCHMARK = { runs: 1, warmupRuns: 0, maxTokens: 32, longContextTokens: [], concurrency: [1], coding: false };
+let sweepHosts: SweepHost[];
+let ws: SimWorkspace;
+
+const stacks = () =>
+  Object.fromEntries(STACKS.map((s) => [s, { ...readRepoStackConfig(s), "dflash-sglang:safety": { stableSeconds: 1 }, "dflash-sglang:benchmark": TINY_BENCHMARK }]));
+
+async function sweep(opts: { resume: boolean; stopAfter?: number }): Promise<{ outcomes: SweepOutcome[]; lines: string[] }> {
+  const lines: string[] = [];
+  let finished = 0;
+  const outcomes = await runSweep({
+    ws,
+    stacks: stacks(),
+    hosts: sweepHosts,
+    resume: opts.resume,
+    keepGoing: true,
+    progress: (host, line) => {
+      lines.push(`[${host}] ${line}`);
+      if (/: (done|FAILED)/.test(line)) finished++;
+    },
+    shouldStop: () => opts.stopAfter !== undefined && finished >= opts.stopAfter,
+  });
+  return { outcomes, lines };
+}
+
+const statusOf = (outcomes: SweepOutcome[]) => Object.fromEntries(outcomes.map((o) => [o.stack, o.status]));
+
+before(async () => {
+  sweepHosts = [];
+  for (const name of NAMES) {
+    const h = await hosts.start(name, { sglang: { profile: "ddtree-fork", loadSeconds: 2, warmupSeconds: 0.3 } });
+    // The budget-12 configuration crashes on load, on every host.
+    hosts.fault(name, JSON.stringify({ crashDuringLoad: "oom", match: { speculative_ddtree_budget: 12 } }));
+    sweepHosts.push({ name, config: simHostConfig(h) });
+  }
+  ws = simWorkspace({});
+});
+
+after(async () => {
+  for (const name of NAMES) await hosts.stop(name);
+  ws?.cleanup();
+});
+
+test("an interrupted sweep stops starting new configurations and says what did not run", async () => {
+  const { outcomes } = await sweep({ resume: false, stopAfter: 1 });
+  const st = statusOf(outcomes);
+  const done = Object.values(st).filter((s) => s === "succeeded" || s === "failed").length;
+  // Each of the 2 hosts was busy with one configuration when the stop came; both finished.
+  assert.ok(done >= 1 && done <= 2, JSON.stringify(st));
+  assert.ok(Object.values(st).includes("not run"), JSON.stringify(st));
+});
+
+test("resuming runs the rest over both hosts, records the crash with its cause, and goes on", async () => {
+  const { outcomes, lines } = await sweep({ resume: true });
+  const st = statusOf(outcomes);
+  assert.equal(st["b12t6-w2048"], "failed");
+  assert.match(outcomes.find((o) => o.stack === "b12t6-w2048")!.cause!, /CUDA out of memory on GPU 3/);
+  for (const s of ["b8t4-w2048", "b16t4-w2048", "b4t4-w2048"]) assert.ok(st[s] === "succeeded" || st[s] === "skipped: already measured", `${s}: ${st[s]}`);
+  assert.ok(Object.values(st).includes("skipped: already measured"), "the configuration finished before the interruption was not redone");
+  assert.deepEqual(new Set(outcomes.filter((o) => o.status !== "skipped: already measured" && o.host).map((o) => o.host)), new Set(NAMES), "both hosts worked");
+  assert.ok(lines.some((l) => l.startsWith(`[${NAMES[0]}]`)) && lines.some((l) => l.startsWith(`[${NAMES[1]}]`)), "a progress line per host");
+  const md = renderMarkdown(await collectRows(ws.dir, ws.env, "b*"));
+  for (const s of ["b8t4-w2048", "b16t4-w2048", "b4t4-w2048"]) assert.match(md, new RegExp(`\\| (\\*\\*)?${s}(\\*\\* \\(best\\))? \\| DDTREE.* \\| [\\d.]+ \\(`));
+});
+
+test("a second resume redoes only what failed", async () => {
+  for (const name of NAMES) hosts.fault(name, "{}");
+  const { outcomes } = await sweep({ resume: true });
+  assert.deepEqual(statusOf(outcomes), {
+    "b12t6-w2048": "succeeded",
+    "b16t4-w2048": "skipped: already measured",
+    "b4t4-w2048": "skipped: already measured",
+    "b8t4-w2048": "skipped: already measured",
+  });
+});
+
+test("failure causes are the line that says what went wrong", () => {
+  const msg = "code: -2\n stderr: Command failed\nDiagnostics:\n  pulumi:pulumi:Stack (x):\n    error: update failed\n  pulumi-nodejs:dynamic:Resource (sglang-rollout):\n    error: sglang sglang-k26 (stack x) on 127.0.0.10 failed while loading weights after 1 s: CUDA out of memory on GPU 3\n";
+  assert.equal(failureCause(msg), "sglang sglang-k26 (stack x) on 127.0.0.10 failed while loading weights after 1 s: CUDA out of memory on GPU 3");
+});
