@@ -79,8 +79,18 @@ export function flagDest(flag: string): string {
   return flag.replace(/^--/, "").replace(/-/g, "_");
 }
 
-/** The server's argv after the interpreter, in a fixed order. */
-export function launchArgs(d: Deployment, secrets: SecretPresence = NO_SECRETS): string[] {
+/** Number of nodes the model spans (1 unless `nodes` lists more hosts). */
+export function nodeCount(d: Deployment): number {
+  return d.nodes.length + 1;
+}
+
+/** GPUs each node uses. */
+export function gpusPerNode(d: Deployment): number {
+  return d.model.tpSize / nodeCount(d);
+}
+
+/** The server's argv after the interpreter, in a fixed order; `rank` is the node's rank. */
+export function launchArgs(d: Deployment, secrets: SecretPresence = NO_SECRETS, rank = 0): string[] {
   const m = d.model;
   const s = d.speculative;
   const flags = flagMapOf(d);
@@ -100,6 +110,7 @@ export function launchArgs(d: Deployment, secrets: SecretPresence = NO_SECRETS):
     if (s.draftWindowSize !== "none" && flags.windowSize) args.push(flags.windowSize, String(s.draftWindowSize));
     if (s.compactCache && flags.compactCache) args.push(flags.compactCache);
   }
+  if (nodeCount(d) > 1) args.push("--nnodes", String(nodeCount(d)), "--node-rank", String(rank), "--dist-init-addr", `${d.host.address}:${d.service.distInitPort}`);
   args.push(...m.extraArgs);
   if (secrets.apiKey) args.push("--config", secretPaths(d.service.unitName).serverConfig);
   return args;
@@ -107,6 +118,7 @@ export function launchArgs(d: Deployment, secrets: SecretPresence = NO_SECRETS):
 
 /** The long options in the launch args, to check against the host's `--help`. */
 export function launchFlags(d: Deployment, secrets: SecretPresence = NO_SECRETS): string[] {
+  // The same options on every node; only their values differ.
   return [...new Set(launchArgs(d, secrets).filter((a) => a.startsWith("--")).map((a) => a.split("=")[0]))].sort();
 }
 
@@ -133,6 +145,7 @@ export function expectedServerArgs(d: Deployment): Record<string, string | numbe
     port: d.service.port,
     speculative_algorithm: s.algorithm,
   };
+  if (nodeCount(d) > 1) out.nnodes = nodeCount(d);
   if (s.algorithm !== null) {
     out[flagDest(flags.drafterPath)] = d.model.drafterPath!;
     if (s.draftTokens !== undefined) out[flagDest(flags.draftTokens)] = s.draftTokens;
@@ -155,6 +168,8 @@ export interface UnitMeta {
   /** Stack that owns the unit. */
   stack: string;
   secrets?: SecretPresence;
+  /** Node rank for a model that spans several hosts; 0 (the serving node) by default. */
+  rank?: number;
 }
 
 /** `python -m module` on the first line, then each `--option [value]` on a continuation line. */
@@ -170,13 +185,15 @@ function execLines(python: string, args: string[]): string {
 export function renderUnit(d: Deployment, meta: UnitMeta): string {
   const t = d.timeouts;
   const secrets = meta.secrets ?? NO_SECRETS;
+  const rank = meta.rank ?? 0;
   const files = secretPaths(d.service.unitName);
   const exec = (argv: string[]) => argv.map(systemdQuote).join(" ");
-  const gpus = Array.from({ length: d.model.tpSize }, (_, i) => i).join(",");
+  const gpus = Array.from({ length: gpusPerNode(d) }, (_, i) => i).join(",");
+  const nodeNote = nodeCount(d) > 1 ? `, node ${rank} of ${nodeCount(d)}` : "";
   const lines = [
     "# Managed by dflash-sglang (Pulumi). `pulumi up` replaces manual edits.",
     "[Unit]",
-    `Description=${systemdLiteral(`SGLang ${d.service.unitName} (stack ${meta.stack})`)}`,
+    `Description=${systemdLiteral(`SGLang ${d.service.unitName} (stack ${meta.stack}${nodeNote})`)}`,
     "After=network-online.target",
     "Wants=network-online.target",
     `X-DFlash-Stack=${systemdLiteral(meta.stack)}`,
@@ -191,9 +208,10 @@ export function renderUnit(d: Deployment, meta: UnitMeta): string {
     // Starting by hand must not race the release of the previous process's GPU memory.
     `ExecStartPre=${exec([`${HELPER_DIR}/wait-gpus-free`, gpus, String(t.gpuFreeMiB), String(Math.ceil(t.gpuReleaseSeconds))])}`,
     // One option per line (systemd joins "\\"-continued lines) so diffs show each change.
-    `ExecStart=${execLines(d.service.python, launchArgs(d, secrets))}`,
+    `ExecStart=${execLines(d.service.python, launchArgs(d, secrets, rank))}`,
     // "active" means serving: the unit stays "activating" until a generation answers.
-    `ExecStartPost=${exec([`${HELPER_DIR}/wait-ready`, `${localServerUrl(d)}/health_generate`, String(Math.ceil(t.readySeconds))])} $MAINPID${secrets.apiKey ? ` ${files.curlHeaders}` : ""}`,
+    // Only node 0 serves HTTP; the other nodes are active once started.
+    ...(rank === 0 ? [`ExecStartPost=${exec([`${HELPER_DIR}/wait-ready`, `${localServerUrl(d)}/health_generate`, String(Math.ceil(t.readySeconds))])} $MAINPID${secrets.apiKey ? ` ${files.curlHeaders}` : ""}`] : []),
     `TimeoutStartSec=${Math.ceil(t.readySeconds + t.gpuReleaseSeconds + 30)}`,
     `TimeoutStopSec=${Math.ceil(t.stopSeconds)}`,
     // SIGTERM to the server first (it shuts its workers down), then the rest of the group.

@@ -59,6 +59,8 @@ export const serviceSchema = z
     listenAddress: text("service.listenAddress").default("127.0.0.1"),
     /** Port SGLang listens on (--port). Defaults to 30000. */
     port: port.default(30000),
+    /** Multi-node only: port on the first node where the nodes meet (--dist-init-addr). Defaults to 5757. */
+    distInitPort: port.default(5757),
   })
   .strict();
 
@@ -167,6 +169,11 @@ export const safetySchema = z
 const deploymentShape = z
   .object({
     host: hostSchema,
+    /**
+     * Further nodes of a model that spans several hosts (node ranks 1..N-1; `host` is
+     * node 0, the one that serves). model.tpSize is the total over all nodes.
+     */
+    nodes: z.array(hostSchema).default([]),
     service: serviceSchema.default(serviceSchema.parse({})),
     model: modelSchema,
     speculative: speculativeSchema.default(speculativeSchema.parse({})),
@@ -186,6 +193,9 @@ type Issue = (path: (string | number)[], message: string) => void;
 
 function crossFieldRules(c: Partial<z.output<typeof deploymentShape>>, ctx: z.RefinementCtx): void {
   const issue: Issue = (path, message) => ctx.addIssue({ code: "custom", path, message });
+  if (Array.isArray(c.nodes) && c.nodes.length > 0 && typeof c.model === "object" && c.model !== null && typeof c.model.tpSize === "number" && c.model.tpSize % (c.nodes.length + 1) !== 0) {
+    issue(["model", "tpSize"], `model.tpSize (${c.model.tpSize}) must be divisible by the number of nodes (${c.nodes.length + 1}: host plus nodes)`);
+  }
   const build = sglangBuildSchema.safeParse(c.sglangBuild);
   const spec = speculativeSchema.safeParse(c.speculative);
   if (!build.success || !spec.success) return;

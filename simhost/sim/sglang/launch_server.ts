@@ -3,6 +3,7 @@
 // them; the model and the GPUs are simulated (see ../gpu.ts and ./perf.ts).
 import * as fs from "node:fs";
 import * as http from "node:http";
+import * as net from "node:net";
 import * as path from "node:path";
 import { BUILD_PROFILES, BuildProfile, ServerArgs, flagTable, parseArgs, parseConfigFile } from "./flags";
 import { GpuStore } from "../gpu";
@@ -20,6 +21,8 @@ interface SimConfig {
   /** Multiplies every speed of the performance model (benchmarks of the client itself). */
   speedScale: number;
   version: string;
+  /** How long nodes of a multi-node start wait for each other. */
+  rendezvousSeconds: number;
 }
 
 /** The simulator never prints or reports the API key. */
@@ -30,7 +33,7 @@ function redacted(args: ServerArgs): ServerArgs {
 const CONFIG_FILE = process.env.DFLASH_SIM_SGLANG_CONFIG ?? "/etc/dflash-sim/sglang.json";
 
 function readConfig(): SimConfig {
-  const defaults: SimConfig = { profile: "upstream", loadSecondsPerGiB: 0.005, warmupSeconds: 0.5, shutdownSeconds: 0.3, speedScale: 1, version: "0.5.6-sim" };
+  const defaults: SimConfig = { profile: "upstream", loadSecondsPerGiB: 0.005, warmupSeconds: 0.5, shutdownSeconds: 0.3, speedScale: 1, version: "0.5.6-sim", rendezvousSeconds: 120 };
   let raw: Partial<SimConfig> = {};
   try {
     raw = JSON.parse(fs.readFileSync(CONFIG_FILE, "utf8"));
@@ -73,7 +76,11 @@ function oomTraceback(gpu: number, wantedMiB: number, usedMiB: number, totalMiB:
 /** Checks SGLang does after parsing (server_args.__post_init__ and friends). */
 function validate(args: ServerArgs, gpus: number): string | undefined {
   const alg = args.speculative_algorithm;
-  if ((args.tp_size as number) > gpus) return `RuntimeError: tp_size ${args.tp_size} is larger than the ${gpus} visible GPUs`;
+  const nnodes = args.nnodes as number;
+  if ((args.tp_size as number) % nnodes !== 0) return `ValueError: tp_size ${args.tp_size} must be divisible by nnodes ${nnodes}`;
+  if ((args.tp_size as number) / nnodes > gpus) return `RuntimeError: tp_size ${args.tp_size} over ${nnodes} node(s) needs ${(args.tp_size as number) / nnodes} GPUs per node; ${gpus} visible`;
+  if (nnodes > 1 && !/^[^:]+:\d+$/.test(String(args.dist_init_addr ?? ""))) return "ValueError: --dist-init-addr host:port is required when nnodes > 1";
+  if ((args.node_rank as number) >= nnodes) return `ValueError: node_rank ${args.node_rank} must be < nnodes ${nnodes}`;
   if ((alg === "DFLASH" || alg === "DDTREE") && !args.speculative_draft_model_path) return `ValueError: --speculative-draft-model-path is required for ${alg}`;
   if (alg === "DDTREE" && args.speculative_ddtree_budget === null) return "ValueError: --speculative-ddtree-budget is required for DDTREE";
   const window = args.speculative_draft_window_size;
@@ -363,18 +370,23 @@ async function main(): Promise<void> {
   log(`server_args=ServerArgs(${shown.join(", ")})`);
 
   const tp = args.tp_size as number;
+  const nnodes = args.nnodes as number;
+  const nodeRank = args.node_rank as number;
+  const localTp = tp / nnodes;
   const weightsGiB = modelSizeGiB(args.model_path as string, "model");
   const drafterGiB = args.speculative_draft_model_path ? modelSizeGiB(args.speculative_draft_model_path as string, "draft model") : 0;
   const loadSeconds = (config.loadSeconds ?? (weightsGiB + drafterGiB) * config.loadSecondsPerGiB) * faults.loadSlowdown;
 
-  for (let r = 0; r < tp; r++) log("Init torch distributed begin.", r);
+  for (let r = 0; r < localTp; r++) log("Init torch distributed begin.", nodeRank * localTp + r);
   const perRankMiB = Math.floor((args.mem_fraction_static as number) * gpuConfig.memoryMiB);
-  const ranks = Array.from({ length: tp }, (_, i) => i);
+  const ranks = Array.from({ length: localTp }, (_, i) => i);
   const short = gpus.allocate(process.pid, "python3", ranks, perRankMiB, releaseDelayMs);
   if (short) die(1, oomTraceback(short.index, perRankMiB, short.usedMiB, short.totalMiB));
   process.on("exit", () => gpus.markExited(process.pid));
   const weightsPerRankMiB = ((weightsGiB + drafterGiB) * 1024) / tp;
   if (weightsPerRankMiB > perRankMiB) die(1, oomTraceback(0, weightsPerRankMiB, perRankMiB, gpuConfig.memoryMiB));
+
+  if (nnodes > 1) await rendezvous(String(args.dist_init_addr), nnodes, nodeRank, config.rendezvousSeconds);
 
   log(`Load weight begin. avail mem=${(gpuConfig.memoryMiB / 1024).toFixed(2)} GB`, 0);
   if (args.quantization === "compressed-tensors" || args.quantization === "moe_wna16") {
@@ -395,6 +407,11 @@ async function main(): Promise<void> {
   log(`Load weight end. type=DeepseekV3ForCausalLM, dtype=torch.bfloat16, avail mem=${((gpuConfig.memoryMiB - weightsPerRankMiB) / 1024).toFixed(2)} GB, mem usage=${(weightsPerRankMiB / 1024).toFixed(2)} GB.`, 0);
   log(`KV Cache is allocated. #tokens: ${Math.floor((perRankMiB - weightsPerRankMiB) * 40)}`, 0);
   if (spec.algorithm) log(`Speculative decoding: algorithm=${spec.algorithm}, draft tokens=${spec.blockSize}, budget=${spec.budget ?? "-"}, topk=${spec.topk}, window=${spec.window ?? "full"}`, 0);
+  if (nodeRank > 0) {
+    // Only the first node serves HTTP; the others run their ranks until a peer goes away.
+    log(`Node ${nodeRank} of ${nnodes} ready; requests are served by node 0 (${args.dist_init_addr}).`);
+    return;
+  }
 
   const httpServer = http.createServer((req, res) => server.handle(req, res));
   server.httpServer = httpServer;
@@ -412,6 +429,55 @@ async function main(): Promise<void> {
   if (faults.crashAfterReadySeconds !== null) {
     await sleep(faults.crashAfterReadySeconds);
     die(1, "Traceback (most recent call last):\n  File \"sglang/srt/managers/scheduler.py\", line 2830, in run_scheduler_process\nRuntimeError: CUDA error: an illegal memory access was encountered");
+  }
+}
+
+/**
+ * Multi-node start: node 0 listens on --dist-init-addr and waits for every other node;
+ * afterwards any node going away aborts the rest, as an NCCL communicator does.
+ */
+async function rendezvous(addr: string, nnodes: number, rank: number, timeoutSeconds: number): Promise<void> {
+  const [host, portText] = [addr.slice(0, addr.lastIndexOf(":")), addr.slice(addr.lastIndexOf(":") + 1)];
+  const port = Number(portText);
+  const abort = (why: string) => die(1, `Traceback (most recent call last):\n  File "torch/distributed/distributed_c10d.py", line 4159, in barrier\nRuntimeError: NCCL communicator was aborted on node ${rank}: ${why}`);
+  const deadline = Date.now() + timeoutSeconds * 1000;
+  if (rank === 0) {
+    const peers = new Set<number>();
+    await new Promise<void>((resolve) => {
+      const srv = net.createServer((sock) => {
+        sock.setEncoding("utf8");
+        sock.once("data", (d: string) => {
+          const peer = Number(d.trim());
+          peers.add(peer);
+          sock.on("close", () => abort(`node ${peer} exited`));
+          if (peers.size === nnodes - 1) resolve();
+        });
+      });
+      srv.on("error", (e) => abort(`cannot listen on ${addr}: ${e.message}`));
+      srv.listen(port, host);
+      const timer = setInterval(() => {
+        if (Date.now() > deadline) abort(`timed out after ${timeoutSeconds} s waiting for ${nnodes - 1 - peers.size} node(s) to join at ${addr}`);
+        if (peers.size === nnodes - 1) clearInterval(timer);
+      }, 250);
+    });
+    log(`All ${nnodes} nodes joined at ${addr}.`);
+    return;
+  }
+  for (;;) {
+    const sock = await new Promise<net.Socket | undefined>((resolve) => {
+      const c = net.connect(port, host);
+      c.once("connect", () => resolve(c));
+      c.once("error", () => resolve(undefined));
+    });
+    if (sock) {
+      sock.write(`${rank}\n`);
+      sock.on("close", () => abort(`lost node 0 at ${addr}`));
+      sock.on("error", () => undefined);
+      log(`Joined node 0 at ${addr} as node ${rank}.`);
+      return;
+    }
+    if (Date.now() > deadline) abort(`timed out after ${timeoutSeconds} s connecting to node 0 at ${addr}`);
+    await sleep(0.25);
   }
 }
 

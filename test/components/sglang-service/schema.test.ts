@@ -190,7 +190,9 @@ test("defaults: ssh port 22 as root, unit sglang, ddtree-fork build, timeouts", 
     environment: {},
     listenAddress: "127.0.0.1",
     port: 30000,
+    distInitPort: 5757,
   });
+  assert.deepEqual(d.nodes, [], "one node unless more are listed");
   assert.equal(d.model.tpSize, 8);
   assert.equal(d.model.trustRemoteCode, false);
   assert.deepEqual(d.model.extraArgs, []);
