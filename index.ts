@@ -4,8 +4,8 @@ import * as path from "node:path";
 import { readStackDeployment, SglangService } from "./components/sglang-service";
 import { SglangBenchmark } from "./components/benchmark";
 
-const { deployment, privateKey, secrets } = readStackDeployment();
-const service = new SglangService("sglang", { deployment, privateKey, secrets });
+const { deployment, privateKey, nodeKeys, secrets } = readStackDeployment();
+const service = new SglangService("sglang", { deployment, privateKey, nodeKeys, secrets });
 const bench = new SglangBenchmark(
   "benchmark",
   { deployment, privateKey, apiKey: secrets.apiKey, unitHash: service.unitHash, resultsDir: path.join(__dirname, "bench", "out") },

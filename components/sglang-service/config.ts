@@ -4,7 +4,7 @@ import * as fs from "node:fs";
 import * as pulumi from "@pulumi/pulumi";
 import { CONFIG_NAMESPACE, Deployment, parseDeployment } from "./schema";
 
-const KEYS = ["host", "service", "model", "speculative", "sglangBuild", "timeouts", "safety", "benchmark"] as const;
+const KEYS = ["host", "nodes", "service", "model", "speculative", "sglangBuild", "timeouts", "safety", "benchmark"] as const;
 
 export interface StackSecrets {
   /** `dflash-sglang:apiKey`: the server's --api-key; every probe sends it. */
@@ -16,6 +16,8 @@ export interface StackSecrets {
 export interface StackDeployment {
   deployment: Deployment;
   privateKey: pulumi.Output<string>;
+  /** SSH keys of deployment.nodes: their own privateKeyPath, else the stack's key. */
+  nodeKeys: pulumi.Output<string>[];
   secrets: StackSecrets;
 }
 
@@ -30,9 +32,11 @@ export function readStackDeployment(): StackDeployment {
   } catch (e) {
     throw new pulumi.RunError((e as Error).message);
   }
+  const privateKey = readPrivateKey(config, deployment, stack);
   return {
     deployment,
-    privateKey: readPrivateKey(config, deployment, stack),
+    privateKey,
+    nodeKeys: deployment.nodes.map((n, i) => (n.privateKeyPath ? readKeyFile(n.privateKeyPath, `nodes[${i}].privateKeyPath`, stack) : privateKey)),
     secrets: { apiKey: config.getSecret("apiKey"), hfToken: config.getSecret("hfToken") },
   };
 }
@@ -54,9 +58,13 @@ function readPrivateKey(config: pulumi.Config, d: Deployment, stack: string): pu
   if (!file) {
     throw new pulumi.RunError(`Stack "${stack}": no SSH key. Set ${CONFIG_NAMESPACE}:host.privateKeyPath to a key file, or the secret ${CONFIG_NAMESPACE}:sshPrivateKey (\`npm run pulumi -- config set --secret --stack ${stack} sshPrivateKey < key\`).`);
   }
+  return readKeyFile(file, "host.privateKeyPath", stack);
+}
+
+function readKeyFile(file: string, key: string, stack: string): pulumi.Output<string> {
   try {
     return pulumi.secret(fs.readFileSync(file, "utf8"));
   } catch (e) {
-    throw new pulumi.RunError(`Stack "${stack}": cannot read ${CONFIG_NAMESPACE}:host.privateKeyPath ${file}: ${(e as Error).message}`);
+    throw new pulumi.RunError(`Stack "${stack}": cannot read ${CONFIG_NAMESPACE}:${key} ${file}: ${(e as Error).message}`);
   }
 }

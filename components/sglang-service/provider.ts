@@ -10,7 +10,7 @@ export const PROVIDER_VERSION = "1";
 const HANDLERS_PATH = require.resolve("./remote/handlers");
 
 const STAGED_UNIT_CHANGES = ["unitText", "helpers", "secretFiles", "python", "flags", "paths", "tpSize", "unitName", "connection.host", "connection.port", "connection.user", "connection.hostKey", "providerVersion"];
-const ROLLOUT_CHANGES = ["unitHash", "secretsDigest", "expectedArgs", "modelName", "target.unitName", "connection.host", "connection.port", "providerVersion"];
+const ROLLOUT_CHANGES = ["unitHash", "secretsDigest", "expectedArgs", "modelName", "workers", "target.unitName", "connection.host", "connection.port", "providerVersion"];
 const REPLACES = ["connection.host", "connection.port", "unitName", "target.unitName"];
 
 function makeProvider(kind: "staged" | "rollout", changeKeys: string[]): pulumi.dynamic.ResourceProvider {

@@ -150,8 +150,8 @@ export const timeoutsSchema = z
     readySeconds: seconds("timeouts.readySeconds", 1800),
     /** GPU memory (MiB) a GPU may still show used and count as free. Defaults to 1024. */
     gpuFreeMiB: z.number().int().min(0).default(1024),
-    /** Poll interval in milliseconds. Defaults to 500. */
-    pollMs: z.number().int().min(50).max(60_000).default(500),
+    /** Poll interval in milliseconds (one SSH command per poll, over a shared connection). Defaults to 250. */
+    pollMs: z.number().int().min(50).max(60_000).default(250),
   })
   .strict();
 

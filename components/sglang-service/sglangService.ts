@@ -1,7 +1,7 @@
 // The component: one SGLang configuration on one GPU host, reconfigured safely.
 import * as pulumi from "@pulumi/pulumi";
 import { Deployment } from "./schema";
-import { expectedServerArgs, helperScripts, launchArgs, launchFlags, localServerUrl, renderUnit, secretPaths, SecretPresence, sha256 } from "./render";
+import { expectedServerArgs, gpusPerNode, helperScripts, launchArgs, launchFlags, localServerUrl, renderUnit, secretPaths, SecretPresence, sha256 } from "./render";
 import type { StackSecrets } from "./config";
 import { PROVIDER_VERSION, Rollout, StagedUnit } from "./provider";
 
@@ -10,6 +10,8 @@ export interface SglangServiceArgs {
   deployment: Deployment;
   /** SSH private key for deployment.host, kept secret. */
   privateKey: pulumi.Input<string>;
+  /** SSH private keys for deployment.nodes (same order); the host's key where missing. */
+  nodeKeys?: pulumi.Input<string>[];
   /** Secrets for the server; written to 0600 files on the host, never into the unit. */
   secrets?: StackSecrets;
 }
@@ -33,8 +35,8 @@ function secretFiles(unitName: string, secrets: StackSecrets): pulumi.Output<Rec
 export const COMPONENT_TYPE = "dflash:sglang:Service";
 
 /** The SSH connection to the deployment's host, as a secret (it carries the private key). */
-export function connectionOf(d: Deployment, privateKey: pulumi.Input<string>) {
-  return pulumi.secret(pulumi.output(privateKey).apply((key) => ({ host: d.host.address, port: d.host.port, user: d.host.user, hostKey: d.host.hostKey, privateKey: key })));
+export function connectionOf(d: Deployment, privateKey: pulumi.Input<string>, host: Deployment["host"] = d.host) {
+  return pulumi.secret(pulumi.output(privateKey).apply((key) => ({ host: host.address, port: host.port, user: host.user, hostKey: host.hostKey, privateKey: key })));
 }
 
 /** URN of a dynamic resource child of a component, for progress lines attached to it. */
@@ -72,7 +74,7 @@ export class SglangService extends pulumi.ComponentResource {
       unitName: d.service.unitName,
       serverUrl: localServerUrl(d),
       port: d.service.port,
-      tpSize: d.model.tpSize,
+      tpSize: gpusPerNode(d),
       timeouts: d.timeouts,
       safety: d.safety,
       curlAuth: presence.apiKey ? ` -H @${secretPaths(d.service.unitName).curlHeaders}` : "",
@@ -80,28 +82,37 @@ export class SglangService extends pulumi.ComponentResource {
       label,
     };
 
-    const staged = new StagedUnit(
-      `${name}-unit`,
-      {
-        connection,
-        label,
-        urn: urnOf(`${name}-unit`),
-        unitName: d.service.unitName,
-        unitText,
-        helpers: helperScripts(),
-        secretFiles: files,
-        python: d.service.python,
-        flags: launchFlags(d, presence),
-        paths: [
-          { what: "model.path", path: d.model.path },
-          ...(d.speculative.algorithm !== null && d.model.drafterPath ? [{ what: "model.drafterPath", path: d.model.drafterPath }] : []),
-          { what: "service.workingDirectory", path: d.service.workingDirectory },
-        ],
-        tpSize: d.model.tpSize,
-        providerVersion: PROVIDER_VERSION,
-      },
-      { parent: this },
-    );
+    const paths = [
+      { what: "model.path", path: d.model.path },
+      ...(d.speculative.algorithm !== null && d.model.drafterPath ? [{ what: "model.drafterPath", path: d.model.drafterPath }] : []),
+      { what: "service.workingDirectory", path: d.service.workingDirectory },
+    ];
+    // One staged unit per node: node 0 is the serving host, the others run ranks 1.. of the model.
+    const stageOn = (rank: number, conn: ReturnType<typeof connectionOf>, child: string) =>
+      new StagedUnit(
+        child,
+        {
+          connection: conn,
+          label: rank === 0 ? label : `${label} node ${rank}`,
+          urn: urnOf(child),
+          unitName: d.service.unitName,
+          unitText: renderUnit(d, { stack, secrets: presence, rank }),
+          helpers: helperScripts(),
+          secretFiles: files,
+          python: d.service.python,
+          flags: launchFlags(d, presence),
+          paths,
+          tpSize: gpusPerNode(d),
+          providerVersion: PROVIDER_VERSION,
+        },
+        { parent: this },
+      );
+    const staged = stageOn(0, connection, `${name}-unit`);
+    const workers = d.nodes.map((node, i) => {
+      const conn = connectionOf(d, args.nodeKeys?.[i] ?? args.privateKey, node);
+      const unit = stageOn(i + 1, conn, `${name}-unit-node${i + 1}`);
+      return { conn, unit };
+    });
 
     const rollout = new Rollout(
       `${name}-rollout`,
@@ -113,9 +124,10 @@ export class SglangService extends pulumi.ComponentResource {
         secretsDigest: pulumi.secret(files.apply((f) => sha256(JSON.stringify(f)))),
         expectedArgs: expectedServerArgs(d),
         modelName: d.model.servedModelName ?? d.model.path,
+        workers: pulumi.all(workers.map((w) => pulumi.all([w.conn, w.unit.unitHash, w.unit.stagedPath]).apply(([connection, unitHash, stagedPath]) => ({ connection, unitHash, stagedPath })))),
         providerVersion: PROVIDER_VERSION,
       },
-      { parent: this, dependsOn: [staged] },
+      { parent: this, dependsOn: [staged, ...workers.map((w) => w.unit)] },
     );
 
     this.unitHash = staged.unitHash;

@@ -1,7 +1,8 @@
 // What the dynamic providers do, as plain async functions of plain data. Loaded by
 // ../provider.ts inside the provider process (never serialized).
 import { Connection, withSsh } from "./ssh";
-import { installedHash, preflight, ReadinessResult, recordKnownGood, removeUnit, rollback, rollout, RolloutResult, stage, Target, waitReady } from "./steps";
+import { NodeStep, installedHash, preflight, ReadinessResult, recordKnownGood, removeUnit, rollback, rollout, RolloutResult, stage, Target, waitReadyGroup } from "./steps";
+import { Ssh } from "./ssh";
 import { holdHostLock, releaseHostLock } from "./lock";
 import { progress } from "./progress";
 import { sha256 } from "../render";
@@ -49,6 +50,8 @@ export interface RolloutInputs {
   /** What the server must report once it serves this configuration. */
   expectedArgs: Record<string, string | number | boolean | null>;
   modelName: string;
+  /** Further nodes of a model over several hosts (node ranks 1..), each with its staged unit. */
+  workers: { connection: Connection; unitHash: string; stagedPath: string }[];
   providerVersion: string;
 }
 
@@ -64,25 +67,38 @@ export type RolloutOutputs = RolloutInputs & RolloutResult & ReadinessResult;
  */
 export async function applyRollout(i: RolloutInputs): Promise<RolloutOutputs> {
   const t = i.target;
-  await holdHostLock(i.connection, { stack: t.stack, unit: t.unitName }, t.safety.lockWaitSeconds, (holder, waited) =>
-    void progress(t.urn, `${t.label}: waiting for ${holder} to finish with this host (${waited} s of at most ${t.safety.lockWaitSeconds} s)`),
-  );
+  const members = [{ connection: i.connection, unitHash: i.unitHash, stagedPath: i.stagedPath }, ...(i.workers ?? [])];
+  // Locks in a fixed order, so two groups sharing hosts cannot deadlock.
+  const byKey = [...members].sort((a, b) => `${a.connection.host}:${a.connection.port}`.localeCompare(`${b.connection.host}:${b.connection.port}`));
+  const sshs: Ssh[] = [];
   try {
-    return await withSsh(i.connection, async (ssh) => {
-      const restart = await rollout(ssh, t, { stagedPath: i.stagedPath, unitHash: i.unitHash });
-      let ready: ReadinessResult;
-      try {
-        ready = await waitReady(ssh, { ...t, expectedArgs: i.expectedArgs, modelName: i.modelName });
-      } catch (e) {
-        // Say it now: restoring the previous configuration takes a full restart.
-        await progress(t.urn, `${t.label}: FAILED: ${(e as Error).message.split("\n")[0]}${t.safety.rollback ? "; rolling back" : ""}`, false);
-        throw new Error(`${(e as Error).message}\n${await rollback(ssh, t, i.unitHash)}`);
-      }
-      await recordKnownGood(ssh, t.unitName, { stack: t.stack, unitHash: i.unitHash, expectedArgs: i.expectedArgs, modelName: i.modelName, recordedAt: new Date().toISOString() });
-      return { ...i, ...restart, ...ready };
-    });
+    for (const m of byKey) {
+      await holdHostLock(m.connection, { stack: t.stack, unit: t.unitName }, t.safety.lockWaitSeconds, (holder, waited) =>
+        void progress(t.urn, `${t.label}: waiting for ${holder} to finish with ${m.connection.host} (${waited} s of at most ${t.safety.lockWaitSeconds} s)`),
+      );
+    }
+    for (const m of members) sshs.push(await Ssh.open(m.connection));
+    const nodes: NodeStep[] = members.map((m, rank) => ({
+      ssh: sshs[rank],
+      t: rank === 0 ? t : { ...t, label: `${t.label} node ${rank} (${m.connection.host})` },
+      staged: { stagedPath: m.stagedPath, unitHash: m.unitHash },
+    }));
+    const restart = await rollout(nodes);
+    let ready: ReadinessResult;
+    try {
+      ready = await waitReadyGroup(nodes, { expectedArgs: i.expectedArgs, modelName: i.modelName });
+    } catch (e) {
+      // Say it now: restoring the previous configuration takes a full restart.
+      await progress(t.urn, `${t.label}: FAILED: ${(e as Error).message.split("\n")[0]}${t.safety.rollback ? "; rolling back" : ""}`, false);
+      throw new Error(`${(e as Error).message}\n${await rollback(nodes)}`);
+    }
+    for (const n of nodes) {
+      await recordKnownGood(n.ssh, t.unitName, { stack: t.stack, unitHash: n.staged.unitHash, expectedArgs: i.expectedArgs, modelName: i.modelName, recordedAt: new Date().toISOString() });
+    }
+    return { ...i, ...restart, ...ready };
   } finally {
-    await releaseHostLock(i.connection);
+    for (const ssh of sshs) ssh.close();
+    for (const m of byKey) await releaseHostLock(m.connection);
   }
 }
 
@@ -93,8 +109,10 @@ export async function readRollout(o: RolloutOutputs): Promise<RolloutOutputs> {
 }
 
 export async function deleteRollout(o: RolloutOutputs): Promise<void> {
-  const message = await withSsh(o.connection, (ssh) => removeUnit(ssh, o.target.unitName, o.unitHash));
-  await progress(o.target.urn, message, false);
+  for (const m of [{ connection: o.connection, unitHash: o.unitHash }, ...(o.workers ?? [])]) {
+    const message = await withSsh(m.connection, (ssh) => removeUnit(ssh, o.target.unitName, m.unitHash));
+    await progress(o.target.urn, message, false);
+  }
 }
 
 /** Fields whose change means the host must change; everything else updates state only. */

@@ -60,7 +60,7 @@ export async function preflight(ssh: Ssh, p: PreflightInput): Promise<PreflightR
     const gpus = parseNvidiaSmiGpus(out.gpus ?? "");
     gpuCount = gpus.length;
     gpuMemoryMiB = gpus[0]?.totalMiB ?? 0;
-    if (gpuCount < p.tpSize) problems.push(`model.tpSize is ${p.tpSize} but the host has ${gpuCount} GPUs.`);
+    if (gpuCount < p.tpSize) problems.push(`this node needs ${p.tpSize} GPUs (model.tpSize over the nodes) but the host has ${gpuCount}.`);
   } catch {
     problems.push(`nvidia-smi did not answer as expected: ${(out.gpus ?? "").trim().slice(0, 200)}`);
   }
@@ -290,32 +290,76 @@ export interface RolloutResult {
   previousMainPid: number;
 }
 
+/** One node of a deployment: node 0 serves; further nodes run the other ranks of the model. */
+export interface NodeStep {
+  ssh: Ssh;
+  /** Target of this node (its tpSize is the GPUs it uses). */
+  t: Target;
+  staged: { stagedPath: string; unitHash: string };
+}
+
+const isRunning = (u: LiveUnit) => u.activeState === "active" || u.activeState === "activating" || u.activeState === "reloading";
+
 /**
- * Drain, stop, wait for the old process and its GPU memory, install the staged unit,
- * start. If anything fails once the old server is stopped, the last good configuration
- * is restored (see rollback) before the error is reported.
+ * Drain, stop, wait for the old processes and their GPU memory, install the staged units,
+ * start. For a model over several nodes: drain the serving node, stop all, wait for the
+ * GPUs of all, start all. If anything fails once a server is stopped, the last good
+ * configuration is restored on every node (see rollback) before the error is reported.
  */
-export async function rollout(ssh: Ssh, t: Target, staged: { stagedPath: string; unitHash: string }): Promise<RolloutResult> {
-  const before = await unitNow(ssh, t.unitName);
-  const running = before.activeState === "active" || before.activeState === "activating" || before.activeState === "reloading";
-  if ((await installedHash(ssh, t.unitName)) === staged.unitHash && running) {
-    await progress(t.urn, `${t.label}: the host already runs this unit; nothing to restart`, false);
-    return { applied: false, drainSeconds: 0, stopSeconds: 0, gpuReleaseSeconds: 0, previousMainPid: before.mainPid };
+export async function rollout(nodes: NodeStep[]): Promise<RolloutResult> {
+  const [serving] = nodes;
+  const t = serving.t;
+  const before = await Promise.all(nodes.map((n) => unitNow(n.ssh, n.t.unitName)));
+  const installed = await Promise.all(nodes.map((n) => installedHash(n.ssh, n.t.unitName)));
+  if (nodes.every((n, i) => installed[i] === n.staged.unitHash && isRunning(before[i]))) {
+    await progress(t.urn, `${t.label}: the host${nodes.length > 1 ? "s" : ""} already run${nodes.length > 1 ? "" : "s"} this unit; nothing to restart`, false);
+    return { applied: false, drainSeconds: 0, stopSeconds: 0, gpuReleaseSeconds: 0, previousMainPid: before[0].mainPid };
   }
-  const drainSeconds = before.activeState === "active" ? await drain(ssh, t) : 0;
+  const drainSeconds = before[0].activeState === "active" ? await drain(serving.ssh, t) : 0;
   let stopSeconds = 0;
   let gpuReleaseSeconds = 0;
   try {
-    stopSeconds = await stopServer(ssh, t, before);
-    gpuReleaseSeconds = await waitGpusFree(ssh, t);
-    await installAndStart(ssh, t.unitName, staged.stagedPath);
+    stopSeconds = Math.max(...(await Promise.all(nodes.map((n, i) => stopServer(n.ssh, n.t, before[i])))));
+    gpuReleaseSeconds = Math.max(...(await Promise.all(nodes.map((n) => waitGpusFree(n.ssh, n.t)))));
+    await Promise.all(nodes.map((n) => installAndStart(n.ssh, n.t.unitName, n.staged.stagedPath)));
   } catch (e) {
     await progress(t.urn, `${t.label}: FAILED: ${(e as Error).message.split("\n")[0]}${t.safety.rollback ? "; rolling back" : ""}`, false);
-    throw new Error(`${(e as Error).message}\n${await rollback(ssh, t, staged.unitHash)}`);
+    throw new Error(`${(e as Error).message}\n${await rollback(nodes)}`);
   }
-  const summary = before.mainPid > 0 ? `drained in ${drainSeconds} s, old server (pid ${before.mainPid}) gone in ${stopSeconds} s, GPUs free in ${gpuReleaseSeconds} s` : `no server was running, GPUs free in ${gpuReleaseSeconds} s`;
-  await progress(t.urn, `${t.label}: ${summary}; started the new unit`, false);
-  return { applied: true, drainSeconds, stopSeconds, gpuReleaseSeconds, previousMainPid: before.mainPid };
+  const summary = before[0].mainPid > 0 ? `drained in ${drainSeconds} s, old server (pid ${before[0].mainPid}) gone in ${stopSeconds} s, GPUs free in ${gpuReleaseSeconds} s` : `no server was running, GPUs free in ${gpuReleaseSeconds} s`;
+  await progress(t.urn, `${t.label}: ${summary}; started the new unit${nodes.length > 1 ? ` on ${nodes.length} nodes` : ""}`, false);
+  return { applied: true, drainSeconds, stopSeconds, gpuReleaseSeconds, previousMainPid: before[0].mainPid };
+}
+
+/**
+ * Watches the non-serving nodes while node 0 comes up: any of them dying fails the whole
+ * group at once, with that node's journal. Resolves when `until.done` is set.
+ */
+async function watchPeers(peers: NodeStep[], until: { done: boolean }, phase: string): Promise<void> {
+  const started = Date.now();
+  const seen = new Map<NodeStep, number>();
+  while (!until.done && peers.length > 0) {
+    for (const p of peers) {
+      const state = await unitNow(p.ssh, p.t.unitName);
+      const lastPid = seen.get(p) ?? 0;
+      if (state.mainPid > 0) seen.set(p, state.mainPid);
+      if ((lastPid > 0 && state.mainPid !== lastPid) || state.activeState === "failed" || (state.activeState === "inactive" && Date.now() - started > 10_000)) {
+        if (until.done) return;
+        throw await unitFailure(p.ssh, p.t, state, phase, elapsed(started));
+      }
+    }
+    await sleep(peers[0].t.timeouts.pollMs);
+  }
+}
+
+/** Readiness of a group: node 0 must serve while every other node stays up. */
+export async function waitReadyGroup(nodes: NodeStep[], r: Omit<ReadinessInput, keyof Target>): Promise<ReadinessResult> {
+  const until = { done: false };
+  try {
+    return await Promise.race([waitReady(nodes[0].ssh, { ...nodes[0].t, ...r }), watchPeers(nodes.slice(1), until, "the group was starting").then(() => new Promise<never>(() => undefined))]);
+  } finally {
+    until.done = true;
+  }
 }
 
 export interface ReadinessInput extends Target {
@@ -483,27 +527,31 @@ export async function recordKnownGood(ssh: Ssh, unitName: string, note: KnownGoo
 }
 
 /**
- * Puts the last known-good configuration back with the same safe sequence (stop, wait
- * for the process and the GPUs, install, start, readiness) and says how that went. Never
- * throws: its result is appended to the error that caused it.
+ * Puts the last known-good configuration back on every node with the same safe sequence
+ * (stop, wait for the processes and the GPUs, install, start, readiness) and says how that
+ * went. Never throws: its result is appended to the error that caused it.
  */
-export async function rollback(ssh: Ssh, t: Target, failedHash: string): Promise<string> {
-  if (!t.safety.rollback) return `Rollback is off (safety.rollback=false): ${t.label} on ${ssh.conn.host} is left as it is; check it now.`;
+export async function rollback(nodes: NodeStep[]): Promise<string> {
+  const t = nodes[0].t;
+  const where = nodes.map((n) => n.ssh.conn.host).join(", ");
+  if (!t.safety.rollback) return `Rollback is off (safety.rollback=false): ${t.label} on ${where} is left as it is; check it now.`;
   try {
-    const noteText = await ssh.run(`cat ${shellQuote(knownGoodNote(t.unitName))} 2>/dev/null`);
-    if (noteText.code !== 0) return `HOST DOWN: ${ssh.conn.host} has no earlier configuration of ${t.unitName} that passed readiness, so there is nothing to roll back to. The unit is stopped; fix the configuration and run \`pulumi up\` again.`;
-    const good = JSON.parse(noteText.stdout) as KnownGood;
-    if (good.unitHash === failedHash) return `HOST DOWN: the failed configuration is the last known-good one of ${t.unitName} on ${ssh.conn.host}; nothing older to restore.`;
+    const notes = await Promise.all(nodes.map((n) => n.ssh.run(`cat ${shellQuote(knownGoodNote(n.t.unitName))} 2>/dev/null`)));
+    const missing = nodes.filter((_, i) => notes[i].code !== 0).map((n) => n.ssh.conn.host);
+    if (missing.length) return `HOST DOWN: ${missing.join(", ")} ha${missing.length > 1 ? "ve" : "s"} no earlier configuration of ${t.unitName} that passed readiness, so there is nothing to roll back to. The unit is stopped; fix the configuration and run \`pulumi up\` again.`;
+    const good = JSON.parse(notes[0].stdout) as KnownGood;
+    if (good.unitHash === nodes[0].staged.unitHash) return `HOST DOWN: the failed configuration is the last known-good one of ${t.unitName} on ${where}; nothing older to restore.`;
     const started = Date.now();
-    const rb: Target = { ...t, label: `${t.label} rollback to stack ${good.stack}` };
-    await progress(t.urn, `${rb.label}: restoring the previous configuration`, false);
-    await stopServer(ssh, rb, await unitNow(ssh, t.unitName));
-    await waitGpusFree(ssh, rb);
-    await installAndStart(ssh, t.unitName, knownGoodUnit(t.unitName));
-    const back = await waitReady(ssh, { ...rb, expectedArgs: good.expectedArgs, modelName: good.modelName });
-    return `Rolled back: the previous configuration (stack ${good.stack}, unit ${good.unitHash.slice(0, 12)}) is back and serving on ${ssh.conn.host} (pid ${back.mainPid}, ${elapsed(started)} s to restore).`;
+    const back = nodes.map((n) => ({ ...n, t: { ...n.t, label: `${n.t.label} rollback to stack ${good.stack}` } }));
+    await progress(t.urn, `${back[0].t.label}: restoring the previous configuration`, false);
+    const states = await Promise.all(back.map((n) => unitNow(n.ssh, n.t.unitName)));
+    await Promise.all(back.map((n, i) => stopServer(n.ssh, n.t, states[i])));
+    await Promise.all(back.map((n) => waitGpusFree(n.ssh, n.t)));
+    await Promise.all(back.map((n) => installAndStart(n.ssh, n.t.unitName, knownGoodUnit(n.t.unitName))));
+    const ready = await waitReadyGroup(back, { expectedArgs: good.expectedArgs, modelName: good.modelName });
+    return `Rolled back: the previous configuration (stack ${good.stack}, unit ${good.unitHash.slice(0, 12)}) is back and serving on ${where} (pid ${ready.mainPid}, ${elapsed(started)} s to restore).`;
   } catch (e) {
-    return `ROLLBACK FAILED, HOST DOWN: restoring the previous configuration of ${t.unitName} on ${ssh.conn.host} failed: ${(e as Error).message}`;
+    return `ROLLBACK FAILED, HOST DOWN: restoring the previous configuration of ${t.unitName} on ${where} failed: ${(e as Error).message}`;
   }
 }
 

@@ -1,0 +1,81 @@
+// Benchmark: sweep throughput, configurations per hour on 1, 2 and 4 simulated hosts at a
+// fixed simulated load time, and the scaling efficiency against linear. Each sweep uses a
+// fresh workspace (every configuration is a first deploy on its host, then a
+// reconfiguration). Writes bench/results/sweep-throughput.{json,md}.
+// Run: npx tsx bench/sweep-throughput.ts [--configs 8] [--load 20] [--hosts 1,2,4]
+import * as fs from "node:fs";
+import * as path from "node:path";
+import * as YAML from "yaml";
+import * as hosts from "../simhost/hosts";
+import { REPO_ROOT } from "../lib/pulumi-env";
+import { simHostConfig, simWorkspace } from "../lib/workspace";
+import { runSweep } from "../lib/sweep";
+import { gridStacks } from "../components/sweep/grid";
+
+function arg(name: string, dflt: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? process.argv[i + 1] : dflt;
+}
+
+const CONFIGS = Number(arg("configs", "8"));
+const LOAD = Number(arg("load", "20"));
+const HOST_COUNTS = arg("hosts", "1,2,4").split(",").map(Number);
+
+async function main(): Promise<void> {
+  const grid = gridStacks({ budgets: [4, 8, 12, 16], topks: [4], windows: [2048, 4096, 8192, "none"], compactCache: "auto" }).stacks.slice(0, CONFIGS);
+  const stackConfigs = Object.fromEntries(
+    grid.map((g) => [g.name, { ...YAML.parse(g.yaml).config, "dflash-sglang:safety": { stableSeconds: 0 }, "dflash-sglang:benchmark": { enabled: false } }]),
+  );
+  const names = Array.from({ length: Math.max(...HOST_COUNTS) }, (_, i) => `tput-${process.pid}-${i + 1}`);
+  const started = await Promise.all(names.map((n) => hosts.start(n, { sglang: { profile: "ddtree-fork", loadSeconds: LOAD, warmupSeconds: 0.5 } })));
+  const rows: { hosts: number; seconds: number; configsPerHour: number; failed: number }[] = [];
+  try {
+    for (const n of HOST_COUNTS) {
+      const ws = simWorkspace({});
+      try {
+        const t0 = Date.now();
+        const outcomes = await runSweep({
+          ws,
+          stacks: stackConfigs,
+          hosts: started.slice(0, n).map((h) => ({ name: h.name, config: simHostConfig(h) })),
+          resume: false,
+          keepGoing: true,
+          progress: (host, line) => process.stderr.write(`[${n} hosts] [${host}] ${line}\n`),
+          shouldStop: () => false,
+        });
+        const seconds = (Date.now() - t0) / 1000;
+        rows.push({ hosts: n, seconds, configsPerHour: (CONFIGS / seconds) * 3600, failed: outcomes.filter((o) => o.status !== "succeeded").length });
+      } finally {
+        ws.cleanup();
+      }
+    }
+  } finally {
+    await Promise.all(names.map((n) => hosts.stop(n)));
+  }
+  const base = rows.find((r) => r.hosts === 1)?.configsPerHour ?? rows[0].configsPerHour / rows[0].hosts;
+  const out = { command: `npx tsx bench/sweep-throughput.ts --configs ${CONFIGS} --load ${LOAD} --hosts ${HOST_COUNTS.join(",")}`, date: new Date().toISOString(), machine: "2 cores, 24 GB", rows: rows.map((r) => ({ ...r, scaling: r.configsPerHour / (base * r.hosts) })) };
+  const dir = path.join(REPO_ROOT, "bench/results");
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, "sweep-throughput.json"), JSON.stringify(out, null, 2) + "\n");
+  const md = [
+    "# Sweep throughput",
+    "",
+    `Command: \`${out.command}\` (${out.date}, ${out.machine}).`,
+    "",
+    `${CONFIGS} configurations (DDTree grid), simulated weight load ${LOAD} s, benchmark resource and stability window off,`,
+    "each configuration a full `pulumi up` through the Automation API. Scaling = configs/hour / (hosts x configs/hour on 1 host).",
+    "One sweep per host count (each takes minutes; the per-configuration times inside it vary by under a second).",
+    "",
+    "| hosts | sweep s | configs/hour | scaling vs linear | failed |",
+    "|---:|---:|---:|---:|---:|",
+    ...out.rows.map((r) => `| ${r.hosts} | ${r.seconds.toFixed(1)} | ${r.configsPerHour.toFixed(1)} | ${r.scaling.toFixed(3)} | ${r.failed} |`),
+    "",
+  ].join("\n");
+  fs.writeFileSync(path.join(dir, "sweep-throughput.md"), md);
+  process.stdout.write(md);
+}
+
+main().catch((e) => {
+  process.stderr.write(`sweep throughput benchmark failed: ${(e as Error).message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,85 @@
+// One model over two simulated hosts (node ranks 0 and 1), through the real engine:
+// it comes up, reconfigures in the safe order, and rolls back as a group.
+import { after, before, test } from "node:test";
+import * as assert from "node:assert/strict";
+import * as hosts from "../../../simhost/hosts";
+import { readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../../lib/workspace";
+
+const NAMES = [`node0-${process.pid}`, `node1-${process.pid}`];
+const UNIT = "sglang-k26";
+let h0: hosts.HostInfo;
+let h1: hosts.HostInfo;
+let ws: SimWorkspace;
+
+const spec = (stack: string) => readRepoStackConfig(stack)["dflash-sglang:speculative"];
+const pidOn = async (h: hosts.HostInfo) => Number((await hosts.ssh(h, `systemctl show -p MainPID --value ${UNIT}.service`)).stdout.trim());
+const unitOn = async (h: hosts.HostInfo) => (await hosts.ssh(h, `cat /etc/systemd/system/${UNIT}.service`)).stdout;
+const serving = async () => (await fetch(`http://${h0.address}:${h0.sglangPort}/get_server_info`)).json() as Promise<Record<string, unknown>>;
+
+before(async () => {
+  [h0, h1] = await Promise.all(NAMES.map((n) => hosts.start(n, { sglang: { profile: "ddtree-fork", loadSeconds: 2, warmupSeconds: 0.3 } })));
+  const node1 = simHostConfig(h1)["dflash-sglang:host"];
+  const project = readRepoStackConfig("b8t4-w2048");
+  ws = simWorkspace({
+    pair: {
+      ...project,
+      ...simHostConfig(h0, UNIT),
+      "dflash-sglang:nodes": [node1],
+      "dflash-sglang:model": { path: "/models/Kimi-K2.6", drafterPath: "/models/Kimi-K2.6-DFlash", tpSize: 16, quantization: "compressed-tensors", trustRemoteCode: true },
+      "dflash-sglang:safety": { stableSeconds: 1 },
+      "dflash-sglang:benchmark": { enabled: false },
+    },
+  });
+});
+
+after(async () => {
+  await Promise.all(NAMES.map((n) => hosts.stop(n)));
+  ws?.cleanup();
+});
+
+test("a 2-node deployment comes up: a unit per node with its rank, node 0 serves", async () => {
+  const up = await (await ws.stack("pair")).up();
+  assert.equal(up.summary.result, "succeeded");
+  const info = await serving();
+  assert.equal(info.nnodes, 2);
+  assert.equal(info.node_rank, 0);
+  assert.equal(info.tp_size, 16);
+  assert.match(await unitOn(h0), /--node-rank 0 \\\n\s+--dist-init-addr 127\.0\.0\.\d+:5757/);
+  assert.match(await unitOn(h1), /--node-rank 1 \\\n\s+--dist-init-addr 127\.0\.0\.\d+:5757/);
+  assert.doesNotMatch(await unitOn(h1), /ExecStartPost/, "only node 0 serves HTTP");
+  assert.equal((await hosts.ssh(h1, `systemctl is-active ${UNIT}.service`)).stdout.trim(), "active");
+  assert.equal((await hosts.ssh(h1, "nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits | awk -F', ' '$2 > 0' | wc -l")).stdout.trim(), "8");
+});
+
+test("reconfiguring restarts both nodes and the new config serves", async () => {
+  const pids = [await pidOn(h0), await pidOn(h1)];
+  ws.setStackConfig("pair", "speculative", spec("b16t4-w2048"));
+  const up = await (await ws.stack("pair")).up();
+  assert.equal(up.summary.result, "succeeded");
+  assert.equal((await serving()).speculative_ddtree_budget, 16);
+  assert.notEqual(await pidOn(h0), pids[0]);
+  assert.notEqual(await pidOn(h1), pids[1]);
+  assert.match(await unitOn(h1), /--speculative-ddtree-budget 16/);
+});
+
+test("when one node fails, the whole group rolls back to the previous configuration", async () => {
+  hosts.fault(NAMES[1], JSON.stringify({ crashDuringLoad: "oom", match: { speculative_ddtree_budget: 4 } }));
+  ws.setStackConfig("pair", "speculative", spec("b4t4-w2048"));
+  let message = "";
+  try {
+    await (await ws.stack("pair")).up();
+  } catch (e) {
+    message = (e as Error).message;
+  }
+  hosts.fault(NAMES[1], "{}");
+  assert.match(message, /node 1 \(127\.0\.0\.\d+\) .*failed .*CUDA out of memory on GPU 3|CUDA out of memory on GPU 3/s);
+  assert.match(message, /Rolled back: the previous configuration \(stack pair, unit [0-9a-f]{12}\) is back and serving on 127\.0\.0\.\d+, 127\.0\.0\.\d+/);
+  assert.equal((await serving()).speculative_ddtree_budget, 16);
+  assert.match(await unitOn(h1), /--speculative-ddtree-budget 16/);
+  assert.equal((await hosts.ssh(h1, `systemctl is-active ${UNIT}.service`)).stdout.trim(), "active");
+});
+
+test("destroy removes the unit from every node", async () => {
+  await (await ws.stack("pair")).destroy();
+  for (const h of [h0, h1]) assert.equal((await hosts.ssh(h, `test -e /etc/systemd/system/${UNIT}.service`)).code, 1);
+});
