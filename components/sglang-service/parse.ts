@@ -128,5 +128,7 @@ export function failureCause(journal: string): string | undefined {
   if (exc) return exc[0];
   const gpuWait = find(/GPU memory still in use after .*$/);
   if (gpuWait) return gpuWait[0];
+  const gate = find(/^(\S+) not ready after (\d+)s/);
+  if (gate) return `the unit's readiness gate gave up: ${gate[1]} not ready after ${gate[2]} s`;
   return undefined;
 }

@@ -164,6 +164,9 @@ export function localServerUrl(d: Deployment): string {
   return `http://${host}:${d.service.port}`;
 }
 
+/** Extra seconds the unit's own readiness gate waits beyond timeouts.readySeconds. */
+const GATE_MARGIN_SECONDS = 60;
+
 export interface UnitMeta {
   /** Stack that owns the unit. */
   stack: string;
@@ -210,9 +213,11 @@ export function renderUnit(d: Deployment, meta: UnitMeta): string {
     // One option per line (systemd joins "\\"-continued lines) so diffs show each change.
     `ExecStart=${execLines(d.service.python, launchArgs(d, secrets, rank))}`,
     // "active" means serving: the unit stays "activating" until a generation answers.
-    // Only node 0 serves HTTP; the other nodes are active once started.
-    ...(rank === 0 ? [`ExecStartPost=${exec([`${HELPER_DIR}/wait-ready`, `${localServerUrl(d)}/health_generate`, String(Math.ceil(t.readySeconds))])} $MAINPID${secrets.apiKey ? ` ${files.curlHeaders}` : ""}`] : []),
-    `TimeoutStartSec=${Math.ceil(t.readySeconds + t.gpuReleaseSeconds + 30)}`,
+    // Only node 0 serves HTTP; the other nodes are active once started. The gate allows a
+    // margin over timeouts.readySeconds so that `pulumi up`'s own deadline (which says
+    // more) normally ends a hung start first.
+    ...(rank === 0 ? [`ExecStartPost=${exec([`${HELPER_DIR}/wait-ready`, `${localServerUrl(d)}/health_generate`, String(Math.ceil(t.readySeconds + GATE_MARGIN_SECONDS))])} $MAINPID${secrets.apiKey ? ` ${files.curlHeaders}` : ""}`] : []),
+    `TimeoutStartSec=${Math.ceil(t.readySeconds + GATE_MARGIN_SECONDS + t.gpuReleaseSeconds + 30)}`,
     `TimeoutStopSec=${Math.ceil(t.stopSeconds)}`,
     // SIGTERM to the server first (it shuts its workers down), then the rest of the group.
     "KillMode=mixed",

@@ -140,6 +140,33 @@ describe("two hosts at once", () => {
     assert.throws(() => fault(host.name, '{"gpuReleaseDelay":5}'), /unknown fault "gpuReleaseDelay"/);
   });
 
+  test("smoke: a unit running the simulated SGLang under real systemd serves, holds GPUs, and stops", async () => {
+    const host = hosts[1];
+    configure(host.name, '{"loadSeconds":1,"warmupSeconds":0.2}');
+    const unit = [
+      "[Service]",
+      `ExecStart=/usr/bin/python3 -m sglang.launch_server --model-path /models/Kimi-K2.6 --tp-size 8 --host ${host.address} --port ${host.sglangPort}`,
+      "",
+    ].join("\n");
+    const write = await ssh(host, "cat > /etc/systemd/system/smoke.service && systemctl daemon-reload && systemctl start smoke.service", { input: unit });
+    assert.equal(write.code, 0, write.stderr);
+    const deadline = Date.now() + 30_000;
+    let health = 0;
+    while (health !== 200 && Date.now() < deadline) {
+      health = await fetch(`http://${host.address}:${host.sglangPort}/health`).then((r) => r.status, () => 0);
+      if (health !== 200) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(health, 200, "the simulated server became ready");
+    const mainPid = (await ssh(host, "systemctl show -p MainPID --value smoke.service")).stdout.trim();
+    const apps = (await ssh(host, "nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits")).stdout.trim().split("\n");
+    assert.equal(apps.length, 8, "one allocation per TP rank");
+    assert.ok(apps.every((a) => a.startsWith(`${mainPid}, `)), `allocations belong to the unit's main pid ${mainPid}: ${apps}`);
+    const journal = (await ssh(host, "journalctl -u smoke.service --no-pager -o cat")).stdout;
+    assert.match(journal, /The server is fired up and ready to roll!/);
+    assert.equal((await ssh(host, "systemctl stop smoke.service; systemctl is-active smoke.service")).stdout.trim(), "inactive");
+    assert.equal((await ssh(host, "nvidia-smi --query-compute-apps=pid --format=csv,noheader")).stdout.trim(), "", "no process holds GPU memory after stop");
+  });
+
   test("a name that is already running is refused", async () => {
     await assert.rejects(start(hosts[1].name), new RegExp(`host ${hosts[1].name} is already running`));
     assert.equal((await ssh(hosts[1], "systemctl is-system-running")).stdout.trim(), "running");

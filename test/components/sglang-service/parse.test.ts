@@ -201,3 +201,8 @@ test("failure cause: `journalctl -o cat` lines keep text containing ']:'", () =>
   const line = "AssertionError: expert weights missing for layers[3]: model.layers.3.mlp.experts.0.w1";
   assert.equal(failureCause(line), line);
 });
+
+test("failure cause: the unit's own readiness gate giving up", () => {
+  const journal = "Loading safetensors checkpoint shards:  37% Completed | 23/62\nhttp://127.0.0.1:30000/health_generate not ready after 1860s (last status 000)";
+  assert.equal(failureCause(journal), "the unit's readiness gate gave up: http://127.0.0.1:30000/health_generate not ready after 1860 s");
+});

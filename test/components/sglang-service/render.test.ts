@@ -318,7 +318,8 @@ test("ExecStartPre waits for the unit's GPUs to be free", () => {
 test("ExecStartPost is the readiness gate: health_generate on the local address, with the main pid", () => {
   const post = (listenAddress: string) =>
     execArgv(onlyDirective(renderUnit(deployment({ speculative: DDTREE_WINDOWED, service: { port: 30002, listenAddress }, timeouts: { readySeconds: 600 } }), { stack: "s" }), "ExecStartPost"));
-  assert.deepEqual(post("127.0.0.1"), [`${HELPER_DIR}/wait-ready`, "http://127.0.0.1:30002/health_generate", "600", "<env MAINPID>"]);
+  // The gate waits 60 s longer than `pulumi up`'s own readiness deadline, which reports better.
+  assert.deepEqual(post("127.0.0.1"), [`${HELPER_DIR}/wait-ready`, "http://127.0.0.1:30002/health_generate", "660", "<env MAINPID>"]);
   assert.equal(post("0.0.0.0")[1], "http://127.0.0.1:30002/health_generate", "a wildcard listener is probed on loopback");
   assert.equal(post("::")[1], "http://127.0.0.1:30002/health_generate");
   assert.equal(post("::1")[1], "http://[::1]:30002/health_generate", "IPv6 in brackets");
@@ -329,7 +330,9 @@ test("TimeoutStartSec covers the GPU wait and the readiness wait", () => {
     const d = deployment({ speculative: DDTREE_WINDOWED, timeouts });
     const start = Number(onlyDirective(renderUnit(d, { stack: "s" }), "TimeoutStartSec"));
     assert.ok(Number.isInteger(start), "whole seconds");
-    assert.ok(start >= d.timeouts.readySeconds + d.timeouts.gpuReleaseSeconds, `TimeoutStartSec=${start} for ${JSON.stringify(d.timeouts)}`);
+    const gate = Number(execArgv(onlyDirective(renderUnit(d, { stack: "s" }), "ExecStartPost"))[2]);
+    assert.ok(gate > d.timeouts.readySeconds, "the gate outlasts pulumi up's readiness deadline");
+    assert.ok(start >= gate + d.timeouts.gpuReleaseSeconds, `TimeoutStartSec=${start} for ${JSON.stringify(d.timeouts)}`);
   }
 });
 
