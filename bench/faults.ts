@@ -10,6 +10,7 @@ import * as YAML from "yaml";
 import * as hosts from "../simhost/hosts";
 import { REPO_ROOT } from "../lib/pulumi-env";
 import { readRepoStackConfig, simHostConfig, simWorkspace } from "../lib/workspace";
+import { failureCause } from "../lib/sweep";
 
 const HOST = `faults-${process.pid}`;
 const GOOD = "b8t4-w2048";
@@ -96,7 +97,8 @@ async function main(): Promise<void> {
       const exitedAt = exitLine ? Math.round(Number(exitLine.split(" ")[0]) * 1000) : 0;
       const serving = info.speculative_ddtree_budget;
       const outcome = !error && serving === NEW_BUDGET ? "new config serving" : error && /Rolled back: .* is back and serving/.test(error) ? `old config restored (budget ${serving})` : error && /Preflight failed/.test(error) ? `clear failure before any change (old config budget ${serving} untouched)` : `UNEXPECTED: ${error.split("\n")[0]}`;
-      const cause = /: (CUDA out of memory on GPU \d+|RuntimeError: [^(]*|the installed SGLang does not accept [^ ]+|was not serving the configuration within \d+ s|its generations are unusable[^,]*)/.exec(error)?.[1] ?? "";
+      // The reported line, past the "sglang X on HOST failed while PHASE after N s: " preamble.
+      const cause = error ? failureCause(error).replace(/^.*? after [\d.]+ s: /, "").replace(/^Preflight failed.*$/, (l) => (/does not accept (\S+)/.exec(error)?.[0] ?? l)).slice(0, 110) : "";
       const detect = failedAt && exitedAt && exitedAt >= started ? ((failedAt - exitedAt) / 1000).toFixed(1) : sc.readySeconds && failedAt ? `deadline ${sc.readySeconds} s` : failedAt ? `${((failedAt - started) / 1000).toFixed(1)} after up started` : "-";
       const row = { fault: sc.name, outcome, cause: cause.trim(), detectSeconds: detect, recoverSeconds: failedAt ? ((ended - failedAt) / 1000).toFixed(1) : "-", upSeconds: ((ended - started) / 1000).toFixed(1), requestsInFlight: inFlight.length, requestsLost: inFlight.length - completed };
       rows.push(row);
