@@ -3,11 +3,7 @@
 // in parallel, each configuration to the next free host. A failure is recorded with its
 // cause; with keepGoing the sweep goes on. With resume, stacks whose outputs already hold
 // a benchmark of their current configuration are skipped.
-import * as fs from "node:fs";
-import * as path from "node:path";
-import * as YAML from "yaml";
-import { REPO_ROOT } from "./pulumi-env";
-import { SimWorkspace } from "./workspace";
+import { mergedConfig, SimWorkspace } from "./workspace";
 import { parseDeployment } from "../components/sglang-service/schema";
 import { configurationOf } from "../components/benchmark/benchmark";
 
@@ -42,21 +38,9 @@ export interface SweepOptions {
   shouldStop: () => boolean;
 }
 
-/** The project config of Pulumi.yaml, keys without namespace. */
-function projectConfig(): Record<string, unknown> {
-  const doc = YAML.parse(fs.readFileSync(path.join(REPO_ROOT, "Pulumi.yaml"), "utf8")) as { config?: Record<string, unknown> };
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(doc.config ?? {})) {
-    out[k.replace(`${NS}:`, "")] = typeof v === "object" && v !== null && "value" in v ? (v as { value: unknown }).value : v;
-  }
-  return out;
-}
-
 /** What the stack would deploy now on `host`, as its benchmark output would describe it. */
 export function currentConfiguration(stack: string, stackConfig: Record<string, unknown>, host: SweepHost): Record<string, unknown> {
-  const raw = projectConfig();
-  for (const [k, v] of Object.entries({ ...stackConfig, ...host.config })) raw[k.replace(`${NS}:`, "")] = v;
-  return configurationOf(parseDeployment(raw, stack), stack);
+  return configurationOf(parseDeployment(mergedConfig({ ...stackConfig, ...host.config }), stack), stack);
 }
 
 /** Deep equality that ignores key order (state outputs come back with sorted keys). */

@@ -22,6 +22,25 @@ export interface SimWorkspace {
   cleanup(): void;
 }
 
+/** Project config of Pulumi.yaml (long `{value: ...}` or short form), keys without the namespace. */
+export function projectConfig(): Record<string, unknown> {
+  const doc = YAML.parse(fs.readFileSync(path.join(REPO_ROOT, "Pulumi.yaml"), "utf8")) as { config?: Record<string, unknown> };
+  const out: Record<string, unknown> = {};
+  for (const [key, entry] of Object.entries(doc.config ?? {})) {
+    if (!key.startsWith(`${NS}:`)) throw new Error(`Pulumi.yaml config key ${key} is outside the ${NS} namespace`);
+    const long = typeof entry === "object" && entry !== null && !Array.isArray(entry) && "value" in entry;
+    out[key.slice(NS.length + 1)] = long ? (entry as { value: unknown }).value : entry;
+  }
+  return out;
+}
+
+/** Project config with a stack's config keys (namespaced, as in a stack file) replacing it. */
+export function mergedConfig(stackConfig: Record<string, unknown>): Record<string, unknown> {
+  const raw = projectConfig();
+  for (const [k, v] of Object.entries(stackConfig)) raw[k.replace(`${NS}:`, "")] = v;
+  return raw;
+}
+
 /** Config that points a stack at a simulated host. */
 export function simHostConfig(host: HostInfo, unitName = "sglang-k26"): Record<string, unknown> {
   return {

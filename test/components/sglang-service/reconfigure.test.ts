@@ -3,7 +3,7 @@
 import { after, before, test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as hosts from "../../../simhost/hosts";
-import { readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../../lib/workspace";
+import { mergedConfig, readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../../lib/workspace";
 import { renderUnit } from "../../../components/sglang-service/render";
 import { parseDeployment } from "../../../components/sglang-service/schema";
 import { withSsh } from "../../../components/sglang-service/remote/ssh";
@@ -12,7 +12,6 @@ import { expectedServerArgs, localServerUrl } from "../../../components/sglang-s
 import * as YAML from "yaml";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { REPO_ROOT } from "../../../lib/pulumi-env";
 
 const HOST = `core-${process.pid}`;
 const UNIT = "sglang-k26";
@@ -31,11 +30,8 @@ const mainPid = async () => Number(await sh(`systemctl show -p MainPID --value $
 
 /** The resolved deployment a stack of the workspace describes (for expected values). */
 function deploymentOf(stackName: string) {
-  const project = YAML.parse(fs.readFileSync(path.join(REPO_ROOT, "Pulumi.yaml"), "utf8")).config as Record<string, { value: unknown }>;
-  const raw: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(project)) raw[k.replace("dflash-sglang:", "")] = v.value;
-  for (const [k, v] of Object.entries(YAML.parse(fs.readFileSync(path.join(ws.dir, "stacks", `Pulumi.${stackName}.yaml`), "utf8")).config)) raw[k.replace("dflash-sglang:", "")] = v;
-  return parseDeployment(raw, stackName);
+  const stackFile = YAML.parse(fs.readFileSync(path.join(ws.dir, "stacks", `Pulumi.${stackName}.yaml`), "utf8")).config;
+  return parseDeployment(mergedConfig(stackFile), stackName);
 }
 
 /** Streams a chat completion directly from the server; resolves with how it ended. */

@@ -5,6 +5,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { parse } from "yaml";
 import { CONFIG_NAMESPACE } from "../../../components/sglang-service/schema";
+import { projectConfig } from "../../../lib/workspace";
 
 export const REPO_ROOT = path.resolve(__dirname, "../../..");
 const STACKS_DIR = path.join(REPO_ROOT, "stacks");
@@ -33,14 +34,7 @@ function withoutNamespace(key: string): string {
 }
 
 /** Project config: each key's `value` (long form) or the value itself (short form). */
-export function projectConfig(): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [key, entry] of Object.entries(configSection(path.join(REPO_ROOT, "Pulumi.yaml")))) {
-    const long = typeof entry === "object" && entry !== null && !Array.isArray(entry) && "value" in entry;
-    out[withoutNamespace(key)] = long ? (entry as { value: unknown }).value : entry;
-  }
-  return out;
-}
+export { projectConfig };
 
 /** The raw config a stack sees: project config with the stack file's keys replacing it. */
 export function stackConfig(stack: string): Record<string, unknown> {
