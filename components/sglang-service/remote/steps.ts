@@ -538,7 +538,7 @@ export async function rollback(nodes: NodeStep[]): Promise<string> {
   try {
     const notes = await Promise.all(nodes.map((n) => n.ssh.run(`cat ${shellQuote(knownGoodNote(n.t.unitName))} 2>/dev/null`)));
     const missing = nodes.filter((_, i) => notes[i].code !== 0).map((n) => n.ssh.conn.host);
-    if (missing.length) return `HOST DOWN: ${missing.join(", ")} ha${missing.length > 1 ? "ve" : "s"} no earlier configuration of ${t.unitName} that passed readiness, so there is nothing to roll back to. The unit is stopped; fix the configuration and run \`pulumi up\` again.`;
+    if (missing.length) return `HOST DOWN: ${missing.join(", ")} ha${missing.length > 1 ? "ve" : "s"} no earlier configuration of ${t.unitName} that passed readiness, so there is nothing to roll back to. The failed unit is left as it is (\`systemctl status ${t.unitName}\`); fix the configuration and run \`pulumi up\` again.`;
     const good = JSON.parse(notes[0].stdout) as KnownGood;
     if (good.unitHash === nodes[0].staged.unitHash) return `HOST DOWN: the failed configuration is the last known-good one of ${t.unitName} on ${where}; nothing older to restore.`;
     const started = Date.now();
