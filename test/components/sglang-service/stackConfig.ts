@@ -6,8 +6,8 @@ import * as path from "node:path";
 import { parse } from "yaml";
 import { CONFIG_NAMESPACE } from "../../../components/sglang-service/schema";
 import { projectConfig } from "../../../lib/workspace";
+import { REPO_ROOT } from "../../../lib/pulumi-env";
 
-export const REPO_ROOT = path.resolve(__dirname, "../../..");
 const STACKS_DIR = path.join(REPO_ROOT, "stacks");
 
 /** An address the schema accepts, in place of the committed `.invalid` placeholder. */
