@@ -65,8 +65,9 @@ test("the report compares two stacks in a table and a chart", async () => {
   const rows = await collectRows(ws.dir, ws.env, "b*");
   assert.deepEqual(rows.map((r) => r.stack), ["b16t4-w2048", "b8t4-w2048"]);
   const md = renderMarkdown(rows);
-  assert.match(md, /\| b8t4-w2048( \(best\))? \| DDTREE, budget 8, topk 4, window 2048, compact cache \| [\d.]+ \([\d.]+-[\d.]+\) \|/);
-  assert.match(md, /\| (\*\*)?b16t4-w2048(\*\* \(best\))? \| DDTREE, budget 16, topk 4, window 2048, compact cache \|/);
+  // Either may be best (their speeds are close): the best row is bold and marked.
+  assert.match(md, /\| (\*\*)?b8t4-w2048(\*\* \(best\))? \| DDTREE, budget 8, topk 4, window 2048, compact cache \| [\d.]+ \([\d.]+-[\d.]+\) \|/);
+  assert.match(md, /\| (\*\*)?b16t4-w2048(\*\* \(best\))? \| DDTREE, budget 16, topk 4, window 2048, compact cache \| [\d.]+ \([\d.]+-[\d.]+\) \|/);
   assert.equal((md.match(/\(best\)/g) ?? []).length, 1);
   const svg = renderSvg(rows);
   assert.equal((svg.match(/<rect /g) ?? []).length, 2);
