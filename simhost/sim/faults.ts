@@ -2,11 +2,16 @@
 // `npm run simhost -- fault NAME SPEC` can change them between runs.
 import * as fs from "node:fs";
 
+export const CRASH_KINDS = ["oom", "not-enough-memory", "unbalanced", "error"] as const;
+
 export interface Faults {
   /** Seconds between a GPU process exiting and its memory being free (real drivers: seconds). */
   gpuReleaseDelaySeconds: number;
-  /** Crash while loading weights: CUDA out-of-memory or another error. */
-  crashDuringLoad: "oom" | "error" | null;
+  /**
+   * Crash while loading, with one of SGLang's memory failures (torch's CUDA OOM, "Not
+   * enough memory", "memory capacity is unbalanced") or another load error.
+   */
+  crashDuringLoad: (typeof CRASH_KINDS)[number] | null;
   /** Hang while loading: the port never opens. */
   hangDuringLoad: boolean;
   /** Multiplies the load time. */
@@ -15,9 +20,9 @@ export interface Faults {
   crashAfterReadySeconds: number | null;
   /** Generations return garbage instead of text. */
   corruptOutput: boolean;
-  /** On SIGTERM, keep serving everything (old config) this long before shutting down. */
+  /** On SIGTERM, notice it this much later (the drain starts late). */
   ignoreSigtermSeconds: number;
-  /** On SIGTERM, stop generating but keep answering /v1/models and /get_server_info this long. */
+  /** After the drain, keep answering /v1/models and the server-info routes this long before exiting. */
   staleSeconds: number;
   /**
    * Server args (as /get_server_info names them) a server must have for the faults above
@@ -56,7 +61,7 @@ export function parseFaults(input: unknown): Faults {
     const bad = () => new Error(`fault "${key}" has an invalid value ${JSON.stringify(value)}`);
     switch (k) {
       case "crashDuringLoad":
-        if (value !== null && value !== "oom" && value !== "error") throw bad();
+        if (value !== null && !CRASH_KINDS.includes(value)) throw bad();
         out.crashDuringLoad = value;
         break;
       case "hangDuringLoad":

@@ -134,20 +134,26 @@ export class GpuStore {
   }
 
   /**
-   * Allocates `mib` on each of `gpus` for `pid`, or returns the GPU that is short.
-   * A directory lock keeps two starting processes from both taking the last memory.
+   * Allocates for `pid` what `plan` decides from the current usage, or returns the
+   * plan's failure. A directory lock keeps two starting processes from both taking the
+   * last memory.
    */
-  allocate(pid: number, processName: string, gpus: number[], mib: number, releaseDelayMs: number): GpuUsage | undefined {
+  reserve<F>(pid: number, processName: string, releaseDelayMs: number, plan: (usage: GpuUsage[]) => { perGpuMiB: Record<number, number> } | { failure: F }): F | undefined {
     fs.mkdirSync(this.procsDir(), { recursive: true });
     return withLock(path.join(this.dir, "lock"), () => {
-      const usage = this.usage(releaseDelayMs);
-      const short = firstShortGpu(usage, gpus, mib);
-      if (short) return short;
-      const perGpuMiB: Record<number, number> = {};
-      for (const g of gpus) perGpuMiB[g] = mib;
-      const a: Allocation = { pid, startTicks: processStartTicks(pid) ?? 0, processName, perGpuMiB };
+      const decided = plan(this.usage(releaseDelayMs));
+      if ("failure" in decided) return decided.failure;
+      const a: Allocation = { pid, startTicks: processStartTicks(pid) ?? 0, processName, perGpuMiB: decided.perGpuMiB };
       writeAtomic(path.join(this.procsDir(), `${pid}.json`), JSON.stringify(a));
       return undefined;
+    });
+  }
+
+  /** Allocates `mib` on each of `gpus` for `pid`, or returns the GPU that is short. */
+  allocate(pid: number, processName: string, gpus: number[], mib: number, releaseDelayMs: number): GpuUsage | undefined {
+    return this.reserve(pid, processName, releaseDelayMs, (usage) => {
+      const failure = firstShortGpu(usage, gpus, mib);
+      return failure ? { failure } : { perGpuMiB: Object.fromEntries(gpus.map((g) => [g, mib])) };
     });
   }
 

@@ -1,4 +1,6 @@
-// Simulated nvidia-smi: the query forms tools use, plus the plain table.
+// Simulated nvidia-smi: the query forms tools use, plus the plain table. Column headers
+// are nvidia-smi's own, which are not always the query names: `used_memory` is
+// printed as `used_gpu_memory [MiB]`.
 import { GpuStore } from "./gpu";
 import { readFaults } from "./faults";
 
@@ -31,7 +33,8 @@ function main(argv: string[]): void {
   const noheader = format.includes("noheader");
   const nounits = format.includes("nounits");
   const unit = (field: string) => (nounits ? "" : field.startsWith("memory") || field === "used_memory" ? " MiB" : "");
-  const header = (fields: string[]) => fields.map((f) => (nounits || !unit(f) ? f : `${f} [MiB]`)).join(", ");
+  const HEADER_NAMES: Record<string, string> = { used_memory: "used_gpu_memory" };
+  const header = (fields: string[]) => fields.map((f) => `${HEADER_NAMES[f] ?? f}${nounits || !unit(f) ? "" : " [MiB]"}`).join(", ");
 
   const gpuQuery = opt("--query-gpu");
   if (gpuQuery) {

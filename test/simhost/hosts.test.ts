@@ -161,9 +161,14 @@ describe("two hosts at once", () => {
     const apps = (await ssh(host, "nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits")).stdout.trim().split("\n");
     assert.equal(apps.length, 8, "one allocation per TP rank");
     assert.ok(apps.every((a) => a.startsWith(`${mainPid}, `)), `allocations belong to the unit's main pid ${mainPid}: ${apps}`);
+    // nvidia-smi names the used_memory column used_gpu_memory.
+    assert.equal((await ssh(host, "nvidia-smi --query-compute-apps=pid,used_memory --format=csv")).stdout.split("\n")[0], "pid, used_gpu_memory [MiB]");
     const journal = (await ssh(host, "journalctl -u smoke.service --no-pager -o cat")).stdout;
     assert.match(journal, /The server is fired up and ready to roll!/);
-    assert.equal((await ssh(host, "systemctl stop smoke.service; systemctl is-active smoke.service")).stdout.trim(), "inactive");
+    // Real SGLang ends its SIGTERM drain by SIGKILLing itself (tokenizer_manager.py
+    // sigterm_watchdog -> kill_process_tree): a plain unit is then "failed", status=9/KILL.
+    assert.equal((await ssh(host, "systemctl stop smoke.service; systemctl is-active smoke.service")).stdout.trim(), "failed");
+    assert.match((await ssh(host, "journalctl -u smoke.service --no-pager -o cat")).stdout, /status=9\/KILL/);
     assert.equal((await ssh(host, "nvidia-smi --query-compute-apps=pid --format=csv,noheader")).stdout.trim(), "", "no process holds GPU memory after stop");
   });
 

@@ -15,7 +15,7 @@ export function sandbox(sglang: object, faults: object = {}) {
     fs.mkdirSync(path.join(dir, name));
     fs.writeFileSync(path.join(dir, name, "config.json"), JSON.stringify({ sim_size_gib: gib }));
   }
-  fs.writeFileSync(path.join(dir, "sglang.json"), JSON.stringify({ loadSeconds: 0.3, warmupSeconds: 0.3, shutdownSeconds: 0.1, ...sglang }));
+  fs.writeFileSync(path.join(dir, "sglang.json"), JSON.stringify({ loadSeconds: 0.3, warmupSeconds: 0.3, ...sglang }));
   fs.writeFileSync(path.join(dir, "faults.json"), JSON.stringify(faults));
   const env = { ...process.env, GPU_SIM_DIR: path.join(dir, "gpu"), GPU_SIM_CONFIG: path.join(dir, "gpus.json"), DFLASH_SIM_FAULTS: path.join(dir, "faults.json"), DFLASH_SIM_SGLANG_CONFIG: path.join(dir, "sglang.json") };
   return { dir, env, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
@@ -29,12 +29,21 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-export function launch(env: NodeJS.ProcessEnv, args: string[]): { child: ChildProcess; exited: Promise<{ code: number | null; stderr: string }> } {
-  const child = spawn(process.execPath, ["--import", "tsx", path.join(SIM, "sglang/launch_server.ts"), ...args], { env, stdio: ["ignore", "ignore", "pipe"] });
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stderr: string;
+}
+
+/** Starts the simulated server; `log()` is what it has written to stdout so far (the journal). */
+export function launch(env: NodeJS.ProcessEnv, args: string[]): { child: ChildProcess; exited: Promise<Exit>; log: () => string } {
+  const child = spawn(process.execPath, ["--import", "tsx", path.join(SIM, "sglang/launch_server.ts"), ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
   let stderr = "";
+  let stdout = "";
   child.stderr!.on("data", (d) => (stderr += d));
-  const exited = new Promise<{ code: number | null; stderr: string }>((r) => child.once("exit", (code) => r({ code, stderr })));
-  return { child, exited };
+  child.stdout!.on("data", (d) => (stdout += d));
+  const exited = new Promise<Exit>((r) => child.once("exit", (code, signal) => r({ code, signal, stderr })));
+  return { child, exited, log: () => stdout };
 }
 
 export async function status(port: number, p: string): Promise<number | "refused"> {

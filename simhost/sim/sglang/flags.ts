@@ -2,6 +2,12 @@
 // argparse does it (long options, `--flag value` and `--flag=value`, unambiguous
 // prefixes, exit 2 with "unrecognized arguments"). Which flags exist is a property of
 // the host's SGLang build, so the flag table depends on a build profile.
+//
+// Follows sgl-project/sglang python/sglang/srt/server_args.py: the parser is
+// `argparse.ArgumentParser(prog="sglang serve")` (prepare_server_args), so every
+// error line reads `sglang serve: error: ...` and exits 2; deprecated aliases are
+// registered with `help=argparse.SUPPRESS` (accepted, absent from --help);
+// `--speculative-algorithm` is a plain string (no `choices`), checked only later.
 
 export type FlagKind = "str" | "int" | "float" | "bool";
 
@@ -12,6 +18,8 @@ export interface FlagSpec {
   dest: string;
   kind: FlagKind;
   aliases?: string[];
+  /** Deprecated aliases registered with help=argparse.SUPPRESS: accepted, not shown by --help. */
+  hiddenAliases?: string[];
   choices?: string[];
   default?: string | number | boolean | null;
   help: string;
@@ -35,6 +43,8 @@ const COMMON: FlagSpec[] = [
   { name: "--watchdog-timeout", dest: "watchdog_timeout", kind: "float", default: 300, help: "Watchdog timeout in seconds." },
   { name: "--served-model-name", dest: "served_model_name", kind: "str", default: null, help: "Model name in the OpenAI API." },
   { name: "--api-key", dest: "api_key", kind: "str", default: null, help: "API key required by the server." },
+  { name: "--admin-api-key", dest: "admin_api_key", kind: "str", default: null, help: "API key required by admin endpoints." },
+  { name: "--ssl-keyfile-password", dest: "ssl_keyfile_password", kind: "str", default: null, help: "Password of the SSL key file." },
   { name: "--log-level", dest: "log_level", kind: "str", default: "info", help: "Log level." },
   { name: "--random-seed", dest: "random_seed", kind: "int", default: null, help: "Random seed." },
   { name: "--max-running-requests", dest: "max_running_requests", kind: "int", default: null, help: "Maximum running requests." },
@@ -46,13 +56,19 @@ const COMMON: FlagSpec[] = [
   { name: "--speculative-draft-model-path", dest: "speculative_draft_model_path", kind: "str", default: null, help: "The drafter's weights." },
   { name: "--speculative-num-steps", dest: "speculative_num_steps", kind: "int", default: null, help: "Draft steps." },
   { name: "--speculative-eagle-topk", dest: "speculative_eagle_topk", kind: "int", default: null, help: "Top-k per draft step." },
-  { name: "--speculative-num-draft-tokens", dest: "speculative_num_draft_tokens", kind: "int", aliases: ["--speculative-dflash-block-size"], default: null, help: "Draft tokens (DFLASH: block size)." },
-  { name: "--speculative-draft-window-size", dest: "speculative_draft_window_size", kind: "int", aliases: ["--speculative-dflash-draft-window-size"], default: null, help: "Drafter keeps only the last N target tokens in its KV cache." },
+  { name: "--speculative-num-draft-tokens", dest: "speculative_num_draft_tokens", kind: "int", default: null, help: "Draft tokens per verification step." },
+  // Its own field (speculative_dflash_block_size), not an alias of --speculative-num-draft-tokens.
+  { name: "--speculative-dflash-block-size", dest: "speculative_dflash_block_size", kind: "int", default: null, help: "DFLASH block size (default: from the draft model's config)." },
+  { name: "--speculative-draft-window-size", dest: "speculative_draft_window_size", kind: "int", hiddenAliases: ["--speculative-dflash-draft-window-size"], default: null, help: "Drafter keeps only the last N target tokens in its KV cache." },
   { name: "--speculative-draft-kv-cache-dtype", dest: "speculative_draft_kv_cache_dtype", kind: "str", default: null, help: "Drafter KV cache dtype." },
   { name: "--speculative-draft-attention-backend", dest: "speculative_draft_attention_backend", kind: "str", default: null, help: "Drafter attention backend." },
 ];
 
-const UPSTREAM_ALGORITHMS = ["EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH"];
+/** Algorithms a build knows; checked after parsing (server_args.py __post_init__), not by argparse. */
+export function knownAlgorithms(profile: BuildProfile): string[] {
+  const upstream = ["EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH"];
+  return profile === "ddtree-fork" ? [...upstream, "DDTREE"] : upstream;
+}
 
 const DDTREE_FORK: FlagSpec[] = [
   { name: "--speculative-ddtree-budget", dest: "speculative_ddtree_budget", kind: "int", default: null, help: "DDTree node budget per verification." },
@@ -60,8 +76,7 @@ const DDTREE_FORK: FlagSpec[] = [
 ];
 
 export function flagTable(profile: BuildProfile): FlagSpec[] {
-  const algorithms = profile === "ddtree-fork" ? [...UPSTREAM_ALGORITHMS, "DDTREE"] : UPSTREAM_ALGORITHMS;
-  const algorithm: FlagSpec = { name: "--speculative-algorithm", dest: "speculative_algorithm", kind: "str", default: null, choices: algorithms, help: "Speculative decoding algorithm." };
+  const algorithm: FlagSpec = { name: "--speculative-algorithm", dest: "speculative_algorithm", kind: "str", default: null, help: "Speculative decoding algorithm." };
   switch (profile) {
     case "upstream":
       return [...COMMON, algorithm];
@@ -81,7 +96,7 @@ export type ParseResult =
   | { kind: "help"; text: string }
   | { kind: "error"; status: 2; stderr: string };
 
-const PROG = "launch_server.py";
+export const PROG = "sglang serve";
 
 export function usage(table: FlagSpec[]): string {
   const short = table.map((f) => (f.kind === "bool" ? `[${f.name}]` : `[${f.name} ${f.dest.toUpperCase()}]`));
@@ -101,7 +116,7 @@ export function helpText(table: FlagSpec[]): string {
 /** Pure: parses argv (without the program name) against a flag table. */
 export function parseArgs(argv: string[], table: FlagSpec[]): ParseResult {
   const byName = new Map<string, FlagSpec>();
-  for (const f of table) for (const n of [f.name, ...(f.aliases ?? [])]) byName.set(n, f);
+  for (const f of table) for (const n of [f.name, ...(f.aliases ?? []), ...(f.hiddenAliases ?? [])]) byName.set(n, f);
   const args: ServerArgs = {};
   for (const f of table) args[f.dest] = f.default ?? (f.kind === "bool" ? false : null);
   const unrecognized: string[] = [];
@@ -156,22 +171,38 @@ export function parseArgs(argv: string[], table: FlagSpec[]): ParseResult {
 }
 
 /**
- * Pure: a `--config` YAML file of `key: value` lines (keys spelled like the flags without
- * dashes, e.g. `api-key`), as SGLang accepts for store and store_true options.
+ * Pure: `--config FILE` merged into argv the way SGLang's ConfigArgumentMerger does it
+ * (python/sglang/srt/server_args_config_parser.py, and srt/utils/ in newer trees): the
+ * file must end in .yaml/.yml; each `key: value` becomes `--key value` (store_true keys
+ * become a bare `--key` when true), placed BEFORE the command line's own arguments so
+ * that those win; then argparse parses the result. A key that is no flag is therefore
+ * rejected by argparse like any unknown flag (exit 2), not ignored.
+ * `readFile` returns undefined for a missing file.
  */
-export function parseConfigFile(text: string, table: FlagSpec[]): { kind: "ok"; values: ServerArgs } | { kind: "error"; stderr: string } {
-  const values: ServerArgs = {};
+export function mergeConfigFile(argv: string[], table: FlagSpec[], readFile: (path: string) => string | undefined): { kind: "ok"; argv: string[] } | { kind: "error"; traceback: string } {
+  const at = argv.reduce<number[]>((acc, a, i) => (a === "--config" ? [...acc, i] : acc), []);
+  const fail = (msg: string) => ({ kind: "error" as const, traceback: `Traceback (most recent call last):\n  File "sglang/srt/server_args_config_parser.py", in merge_config_with_args\nValueError: ${msg}` });
+  if (at.length === 0) return { kind: "ok", argv };
+  if (at.length > 1) return fail("Multiple config files specified! Only one allowed.");
+  if (at[0] === argv.length - 1) return fail("No config file specified after --config flag!");
+  const file = argv[at[0] + 1];
+  const suffix = /\.[^./]*$/.exec(file)?.[0] ?? "";
+  if (![".yaml", ".yml"].includes(suffix.toLowerCase())) return fail(`Config file must be YAML format, got: ${suffix}`);
+  const text = readFile(file);
+  if (text === undefined) return fail(`Config file not found: ${file}`);
+  const fromFile: string[] = [];
   for (const raw of text.split("\n")) {
     const line = raw.replace(/\s+#.*$/, "").trim();
     if (!line || line.startsWith("#")) continue;
     const m = /^([A-Za-z0-9_-]+)\s*:\s*(.*)$/.exec(line);
-    if (!m) return { kind: "error", stderr: `${PROG}: error: cannot parse config line: ${line}\n` };
-    const spec = table.find((f) => f.name === `--${m[1].replace(/_/g, "-")}`);
-    if (!spec) return { kind: "error", stderr: `${PROG}: error: unrecognized arguments in config file: ${m[1]}\n` };
-    let v: string | number | boolean = m[2].startsWith('"') ? JSON.parse(m[2]) : m[2].replace(/^'(.*)'$/, "$1");
-    if (spec.kind === "bool") v = v === "true" || v === "True";
-    else if (spec.kind === "int" || spec.kind === "float") v = Number(v);
-    values[spec.dest] = v;
+    if (!m) return fail("Config file must contain a dictionary at root level");
+    const value = m[2].startsWith('"') ? String(JSON.parse(m[2])) : m[2].replace(/^'(.*)'$/, "$1");
+    const spec = table.find((f) => f.name === `--${m[1]}`);
+    if (spec?.kind === "bool" && (value === "true" || value === "false")) {
+      if (value === "true") fromFile.push(`--${m[1]}`);
+    } else {
+      fromFile.push(`--${m[1]}`, value);
+    }
   }
-  return { kind: "ok", values };
+  return { kind: "ok", argv: [...fromFile, ...argv.slice(0, at[0]), ...argv.slice(at[0] + 2)] };
 }

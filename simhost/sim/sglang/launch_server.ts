@@ -1,11 +1,30 @@
 // Simulated `python -m sglang.launch_server`: same command line, same phases and
 // journal lines, same HTTP endpoints as the real server where our tool can observe
 // them; the model and the GPUs are simulated (see ../gpu.ts and ./perf.ts).
+//
+// Where real SGLang is unkind, so is this (paths in sgl-project/sglang, python/sglang/):
+// - SIGTERM is a drain (srt/managers/tokenizer_manager.py, SignalHandler.sigterm_handler
+//   and sigterm_watchdog): the flag is checked every 5 s; then it waits, 5 s at a time,
+//   for every request in flight (new ones are still admitted), with no deadline of its
+//   own, and ends with kill_process_tree(include_parent=True): the main process dies
+//   by SIGKILL. Before the handle loop exists (while loading) SIGTERM kills at once.
+// - /health and /health_generate answer 503 while starting and during the drain
+//   (srt/entrypoints/http_server.py, health_generate).
+// - /get_server_info logs a deprecation warning per call; /server_info and it return
+//   every server argument including api_key (http_server.py, server_info; issue #37457).
+// - start-up logs `server_args=ServerArgs(...)` with the api key in clear
+//   (srt/entrypoints/engine.py, _launch_subprocesses).
+// - /metrics gauges are refreshed at prefill, every 40 decode steps
+//   (--decode-log-interval) and every 30 s when idle, not on every scrape
+//   (srt/managers/scheduler_metrics_mixin.py, srt/metrics/collector.py).
+// - ranks 1.. of a multi-node launch serve only a dummy health check on --port
+//   (srt/utils/common.py, launch_dummy_health_check_server).
 import * as fs from "node:fs";
 import * as http from "node:http";
 import * as net from "node:net";
 import * as path from "node:path";
-import { BUILD_PROFILES, BuildProfile, ServerArgs, flagTable, parseArgs, parseConfigFile } from "./flags";
+import { BUILD_PROFILES, BuildProfile, ServerArgs, flagTable, knownAlgorithms, mergeConfigFile, parseArgs } from "./flags";
+import { planMemory } from "./memory";
 import { GpuStore } from "../gpu";
 import { faultsFor, readFaults } from "../faults";
 import { SpecSettings, batchSlowdown, countTokens, perfAt, specSettings, timeToFirstToken } from "./perf";
@@ -17,23 +36,22 @@ interface SimConfig {
   loadSeconds?: number;
   loadSecondsPerGiB: number;
   warmupSeconds: number;
-  shutdownSeconds: number;
   /** Multiplies every speed of the performance model (benchmarks of the client itself). */
   speedScale: number;
   version: string;
   /** How long nodes of a multi-node start wait for each other. */
   rendezvousSeconds: number;
-}
-
-/** The simulator never prints or reports the API key. */
-function redacted(args: ServerArgs): ServerArgs {
-  return args.api_key === null ? args : { ...args, api_key: "<redacted>" };
+  /**
+   * Endpoints this SGLang version lacks (404), e.g. ["/get_server_info"] for a version
+   * after its removal, or ["/server_info"] for one from before it existed.
+   */
+  removedEndpoints: string[];
 }
 
 const CONFIG_FILE = process.env.DFLASH_SIM_SGLANG_CONFIG ?? "/etc/dflash-sim/sglang.json";
 
 function readConfig(): SimConfig {
-  const defaults: SimConfig = { profile: "upstream", loadSecondsPerGiB: 0.005, warmupSeconds: 0.5, shutdownSeconds: 0.3, speedScale: 1, version: "0.5.6-sim", rendezvousSeconds: 120 };
+  const defaults: SimConfig = { profile: "upstream", loadSecondsPerGiB: 0.005, warmupSeconds: 0.5, speedScale: 1, version: "0.5.6-sim", rendezvousSeconds: 120, removedEndpoints: [] };
   let raw: Partial<SimConfig> = {};
   try {
     raw = JSON.parse(fs.readFileSync(CONFIG_FILE, "utf8"));
@@ -47,6 +65,13 @@ function readConfig(): SimConfig {
 
 const stamp = (rank?: number) => `[${new Date().toISOString().replace("T", " ").slice(0, 19)}${rank === undefined ? "" : ` TP${rank}`}]`;
 const log = (msg: string, rank?: number) => process.stdout.write(`${stamp(rank)} ${msg}\n`);
+/** Python's repr of a value in a dataclass repr. */
+const pyRepr = (v: unknown) => (typeof v === "string" ? `'${v}'` : v === null ? "None" : v === true ? "True" : v === false ? "False" : String(v));
+/** tokenizer_manager.py: the watchdog's period, before and during the drain. */
+const WATCHDOG_SECONDS = 5;
+/** scheduler: --decode-log-interval (default 40) and the idle refresh of 30 s. */
+const DECODE_LOG_INTERVAL = 40;
+const IDLE_METRICS_SECONDS = 30;
 const sleep = (s: number) => new Promise<void>((r) => setTimeout(r, s * 1000));
 
 function die(status: number, text: string): never {
@@ -63,19 +88,16 @@ function modelSizeGiB(modelPath: string, what: string): number {
   return typeof cfg.sim_size_gib === "number" ? cfg.sim_size_gib : 16;
 }
 
-function oomTraceback(gpu: number, wantedMiB: number, usedMiB: number, totalMiB: number): string {
-  const gib = (m: number) => (m / 1024).toFixed(2);
-  return [
-    "Traceback (most recent call last):",
-    '  File "sglang/srt/managers/scheduler.py", line 2812, in run_scheduler_process',
-    '  File "sglang/srt/model_executor/model_runner.py", line 241, in __init__',
-    `torch.OutOfMemoryError: CUDA out of memory. Tried to allocate ${gib(wantedMiB)} GiB. GPU ${gpu} has a total capacity of ${gib(totalMiB)} GiB of which ${gib(totalMiB - usedMiB)} GiB is free. Of the allocated memory ${gib(usedMiB)} GiB is allocated by other processes.`,
-  ].join("\n");
+function traceback(where: string, error: string): string {
+  return `Traceback (most recent call last):\n  File "${where}"\n${error}`;
 }
 
 /** Checks SGLang does after parsing (server_args.__post_init__ and friends). */
-function validate(args: ServerArgs, gpus: number): string | undefined {
+function validate(args: ServerArgs, gpus: number, profile: BuildProfile): string | undefined {
   const alg = args.speculative_algorithm;
+  // No argparse choices: an unknown name fails when the algorithm is looked up
+  // (srt/speculative/spec_info.py, SpeculativeAlgorithm.from_string).
+  if (typeof alg === "string" && !knownAlgorithms(profile).includes(alg.toUpperCase())) return `KeyError: '${alg.toUpperCase()}'`;
   const nnodes = args.nnodes as number;
   if ((args.tp_size as number) % nnodes !== 0) return `ValueError: tp_size ${args.tp_size} must be divisible by nnodes ${nnodes}`;
   if ((args.tp_size as number) / nnodes > gpus) return `RuntimeError: tp_size ${args.tp_size} over ${nnodes} node(s) needs ${(args.tp_size as number) / nnodes} GPUs per node; ${gpus} visible`;
@@ -89,7 +111,7 @@ function validate(args: ServerArgs, gpus: number): string | undefined {
   return undefined;
 }
 
-type Phase = "loading" | "warmup" | "ready" | "stopping";
+type Phase = "loading" | "warmup" | "ready" | "exiting";
 
 class Server {
   phase: Phase = "loading";
@@ -100,6 +122,12 @@ class Server {
   requestsTotal = 0;
   lastThroughput = 0;
   httpServer?: http.Server;
+  /** SIGTERM seen: drain, then exit (tokenizer_manager.gracefully_exit). */
+  gracefullyExit = false;
+  /** The gauges as last published; a scrape reads these, not the live counts. */
+  gauges = { running: 0, queued: 0 };
+  gaugesAt = Date.now();
+  forwardCtDecode = 0;
 
   constructor(
     readonly args: ServerArgs,
@@ -111,18 +139,42 @@ class Server {
     return (this.args.served_model_name as string | null) ?? (this.args.model_path as string);
   }
 
+  /** Every server argument, secrets included, as dataclasses.asdict(server_args) gives them. */
   serverInfo(): Record<string, unknown> {
-    const info: Record<string, unknown> = { ...redacted(this.args), version: this.config.version };
+    const info: Record<string, unknown> = { ...this.args, version: this.config.version };
     if (this.spec.algorithm === "DDTREE") info.speculative_ddtree_topk = this.spec.topk;
     info.internal_states = [{ avg_spec_accept_length: perfAt(this.spec, 0).acceptLength, last_gen_throughput: this.lastThroughput }];
     return info;
   }
 
+  /** Copies the live counts into the gauges, as the scheduler's log_*_stats do. */
+  publishGauges(): void {
+    this.gauges = { running: this.running.size, queued: this.queued };
+    this.gaugesAt = Date.now();
+  }
+
+  /**
+   * The scheduler's rhythm: one decode step per perf-model step while anything runs,
+   * gauges refreshed every DECODE_LOG_INTERVAL steps, and every IDLE_METRICS_SECONDS
+   * while idle.
+   */
+  startScheduler(): void {
+    const tick = () => {
+      if (this.running.size > 0) {
+        if (++this.forwardCtDecode % DECODE_LOG_INTERVAL === 0) this.publishGauges();
+      } else if (Date.now() - this.gaugesAt > IDLE_METRICS_SECONDS * 1000) {
+        this.publishGauges();
+      }
+    };
+    setInterval(tick, Math.max(1, perfAt(this.spec, 0, this.config.speedScale).stepSeconds * 1000)).unref();
+  }
+
   metrics(): string {
-    const name = JSON.stringify(this.modelId());
+    // One series per label set; only the first attention-TP rank's scheduler reports.
+    const labels = `model_name=${JSON.stringify(this.modelId())},engine_type="unified",tp_rank="0",pp_rank="0",moe_ep_rank="0"`;
     const lines = [
-      ["sglang:num_running_reqs", "gauge", this.running.size],
-      ["sglang:num_queue_reqs", "gauge", this.queued],
+      ["sglang:num_running_reqs", "gauge", this.gauges.running],
+      ["sglang:num_queue_reqs", "gauge", this.gauges.queued],
       ["sglang:token_usage", "gauge", this.running.size ? 0.01 * this.running.size : 0],
       ["sglang:gen_throughput", "gauge", this.lastThroughput],
       ["sglang:spec_accept_length", "gauge", perfAt(this.spec, 0).acceptLength],
@@ -132,7 +184,7 @@ class Server {
     ] as const;
     const out: string[] = [];
     for (const [metric, type, value] of lines) {
-      out.push(`# HELP ${metric} ${metric.slice(7).replace(/_/g, " ")}.`, `# TYPE ${metric} ${type}`, `${metric}{model_name=${name}} ${value}`);
+      out.push(`# HELP ${metric} ${metric.slice(7).replace(/_/g, " ")}.`, `# TYPE ${metric} ${type}`, `${metric}{${labels}} ${value}`);
     }
     return out.join("\n") + "\n";
   }
@@ -149,16 +201,25 @@ class Server {
       res.end(JSON.stringify(body));
     };
     const route = `${req.method} ${url.pathname}`;
+    // After the drain, only the stale-answer fault keeps a few read-only routes alive.
     const staleAllowed = route === "GET /v1/models" || route === "GET /get_server_info" || route === "GET /server_info";
-    if (this.phase === "stopping" && !staleAllowed) return void res.destroy();
-    if (!this.authorized(req) && url.pathname !== "/health" && url.pathname !== "/metrics") return json(401, { error: "Unauthorized" });
+    if (this.phase === "exiting" && !staleAllowed) return void res.destroy();
+    if (this.config.removedEndpoints.includes(url.pathname)) return json(404, { detail: "Not Found" });
+    // add_api_key_middleware: /health* and /metrics are open, everything else needs the key.
+    if (!this.authorized(req) && !url.pathname.startsWith("/health") && !url.pathname.startsWith("/metrics")) return json(401, { error: "Unauthorized" });
     switch (route) {
       case "GET /health":
       case "GET /health_generate":
-        return this.phase === "ready" ? json(200, {}) : json(503, { error: "server is warming up" });
+        if (this.gracefullyExit) {
+          log("Health check request received during shutdown. Returning 503.");
+          return void res.writeHead(503).end();
+        }
+        return this.phase === "ready" ? void res.writeHead(200).end() : void res.writeHead(503).end();
       case "GET /v1/models":
         return json(200, { object: "list", data: [{ id: this.modelId(), object: "model", created: 0, owned_by: "sglang", root: this.args.model_path, max_model_len: this.args.context_length ?? 262144 }] });
       case "GET /get_server_info":
+        log("Endpoint '/get_server_info' is deprecated and will be removed in a future version. Please use '/server_info' instead.");
+        return json(200, this.serverInfo());
       case "GET /server_info":
         return json(200, this.serverInfo());
       case "GET /get_load":
@@ -209,6 +270,8 @@ class Server {
     this.running.add(res);
     this.requestsTotal++;
     this.promptTokensTotal += promptTokens;
+    // The gauges are set when a prefill batch runs (log_prefill_stats).
+    this.publishGauges();
     res.on("close", () => this.running.delete(res));
     const firstTokenAt = Date.now() + timeToFirstToken(promptTokens, this.spec, this.config.speedScale) * 1000;
     let emitted = 0;
@@ -296,7 +359,8 @@ class Server {
             id: `gen-${started.toString(16)}`,
             prompt_tokens: promptTokens,
             completion_tokens: text.length,
-            spec_verify_ct: Math.max(1, Math.round(text.length / acceptLength)),
+            // Only with speculative decoding on (tokenizer_manager.py, spec decoding meta).
+            ...(this.spec.algorithm ? { spec_verify_ct: Math.max(1, Math.round(text.length / acceptLength)) } : {}),
             finish_reason: { type: "length", length: text.length },
             e2e_latency: (Date.now() - started) / 1000,
           },
@@ -304,40 +368,27 @@ class Server {
       );
     });
   }
-
-  /** A real shutdown aborts what is in flight; a tool that does not drain loses it. */
-  abortInFlight(): void {
-    for (const res of this.running) res.destroy();
-    this.running.clear();
-  }
 }
 
 async function main(): Promise<void> {
   const config = readConfig();
   const table = flagTable(config.profile);
-  const parsed = parseArgs(process.argv.slice(2), table);
+  // srt/server_args.py prepare_server_args: `--config FILE` is merged into argv first.
+  const merged = mergeConfigFile(process.argv.slice(2), table, (file) => {
+    try {
+      return fs.readFileSync(file, "utf8");
+    } catch {
+      return undefined;
+    }
+  });
+  if (merged.kind === "error") die(1, merged.traceback);
+  const parsed = parseArgs(merged.argv, table);
   if (parsed.kind === "help") {
     process.stdout.write(parsed.text);
     return;
   }
   if (parsed.kind === "error") die(parsed.status, parsed.stderr);
   const args = parsed.args;
-  if (typeof args.config === "string") {
-    // Like SGLang: values from the YAML file, overridden by flags given on the command line.
-    let text = "";
-    try {
-      text = fs.readFileSync(args.config, "utf8");
-    } catch (e) {
-      die(1, `FileNotFoundError: [Errno 2] No such file or directory: '${args.config}'`);
-    }
-    const fromFile = parseConfigFile(text, table);
-    if (fromFile.kind === "error") die(2, fromFile.stderr);
-    const given = new Set(process.argv.slice(2).filter((a) => a.startsWith("--")).map((a) => a.split("=")[0]));
-    for (const [dest, value] of Object.entries(fromFile.values)) {
-      const spec = table.find((f) => f.dest === dest)!;
-      if (![spec.name, ...(spec.aliases ?? [])].some((n) => given.has(n))) args[dest] = value;
-    }
-  }
   const faults = faultsFor(readFaults(), args);
   const gpus = new GpuStore();
   const gpuConfig = gpus.config();
@@ -345,29 +396,9 @@ async function main(): Promise<void> {
   const server = new Server(args, spec, config);
   const releaseDelayMs = faults.gpuReleaseDelaySeconds * 1000;
 
-  let stopping = false;
-  const shutdown = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    log(`Received ${signal}, shutting down.`);
-    // Faults are read when they act, so they can be injected into a running server.
-    const now = faultsFor(readFaults(), args);
-    if (now.ignoreSigtermSeconds > 0) await sleep(now.ignoreSigtermSeconds);
-    server.phase = "stopping";
-    server.abortInFlight();
-    if (now.staleSeconds > 0) await sleep(now.staleSeconds);
-    await sleep(config.shutdownSeconds);
-    server.httpServer?.close();
-    gpus.markExited(process.pid);
-    process.exit(0);
-  };
-  process.on("SIGTERM", () => void shutdown("SIGTERM"));
-  process.on("SIGINT", () => void shutdown("SIGINT"));
-
-  const invalid = validate(args, gpuConfig.count);
-  if (invalid) die(1, `Traceback (most recent call last):\n  File "sglang/srt/server_args.py", line 611, in __post_init__\n${invalid}`);
-  const shown = Object.entries(redacted(args)).map(([k, v]) => `${k}=${typeof v === "string" ? `'${v}'` : v === null ? "None" : v === true ? "True" : v === false ? "False" : v}`);
-  log(`server_args=ServerArgs(${shown.join(", ")})`);
+  const invalid = validate(args, gpuConfig.count, config.profile);
+  if (invalid) die(1, traceback("sglang/srt/server_args.py, in __post_init__", invalid));
+  log(`server_args=ServerArgs(${Object.entries(args).map(([k, v]) => `${k}=${pyRepr(v)}`).join(", ")})`);
 
   const tp = args.tp_size as number;
   const nnodes = args.nnodes as number;
@@ -378,13 +409,23 @@ async function main(): Promise<void> {
   const loadSeconds = (config.loadSeconds ?? (weightsGiB + drafterGiB) * config.loadSecondsPerGiB) * faults.loadSlowdown;
 
   for (let r = 0; r < localTp; r++) log("Init torch distributed begin.", nodeRank * localTp + r);
-  const perRankMiB = Math.floor((args.mem_fraction_static as number) * gpuConfig.memoryMiB);
   const ranks = Array.from({ length: localTp }, (_, i) => i);
-  const short = gpus.allocate(process.pid, "python3", ranks, perRankMiB, releaseDelayMs);
-  if (short) die(1, oomTraceback(short.index, perRankMiB, short.usedMiB, short.totalMiB));
-  process.on("exit", () => gpus.markExited(process.pid));
   const weightsPerRankMiB = ((weightsGiB + drafterGiB) * 1024) / tp;
-  if (weightsPerRankMiB > perRankMiB) die(1, oomTraceback(0, weightsPerRankMiB, perRankMiB, gpuConfig.memoryMiB));
+  let kvCacheMiB = 0;
+  const failure = gpus.reserve(process.pid, "python3", releaseDelayMs, (usage) => {
+    const plan = planMemory({
+      ranks: ranks.map((r) => usage[r]),
+      weightsPerRankMiB,
+      memFractionStatic: args.mem_fraction_static as number,
+      tpSize: tp,
+      strictBalance: process.env.SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK === "1" || process.env.SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK === "true",
+    });
+    for (const w of plan.warnings) log(`WARNING ${w}`, 0);
+    if (plan.kind === "fail") return { failure: plan };
+    kvCacheMiB = plan.kvCacheMiB;
+    return { perGpuMiB: Object.fromEntries(ranks.map((r) => [r, plan.perRankMiB])) };
+  });
+  if (failure) die(1, traceback(failure.stage === "weights" ? "sglang/srt/model_executor/model_runner.py, in load_model" : "sglang/srt/model_executor/model_runner.py, in init_memory_pool", failure.error));
 
   if (nnodes > 1) await rendezvous(String(args.dist_init_addr), nnodes, nodeRank, config.rendezvousSeconds);
 
@@ -400,15 +441,26 @@ async function main(): Promise<void> {
   }
   if (faults.crashDuringLoad) {
     await sleep(loadSeconds / 2);
-    if (faults.crashDuringLoad === "oom") die(1, oomTraceback(3, 8192, gpuConfig.memoryMiB - 2048, gpuConfig.memoryMiB));
-    die(1, "Traceback (most recent call last):\n  File \"sglang/srt/model_loader/loader.py\", line 388, in load_model\nRuntimeError: Error(s) in loading state_dict: size mismatch for model.layers.3.mlp.experts.w13_weight");
+    const total = gpuConfig.memoryMiB;
+    switch (faults.crashDuringLoad) {
+      case "oom":
+        die(1, traceback("sglang/srt/model_executor/model_runner.py, in load_model", `torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB. GPU 3 has a total capacity of ${(total / 1024).toFixed(2)} GiB of which 2.00 GiB is free. Of the allocated memory ${((total - 2048) / 1024).toFixed(2)} GiB is allocated by PyTorch.`));
+      case "not-enough-memory":
+        die(1, traceback("sglang/srt/model_executor/model_runner.py, in init_memory_pool", `RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=${args.mem_fraction_static}`));
+      case "unbalanced":
+        die(1, traceback("sglang/srt/model_executor/model_runner.py, in init_torch_distributed", `RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by other processes. pre_model_load_memory=41.20, local_gpu_memory=94.50, local_gpu_memory * 0.9=85.05`));
+      case "error":
+        die(1, traceback("sglang/srt/model_loader/loader.py, in load_model", "RuntimeError: Error(s) in loading state_dict: size mismatch for model.layers.3.mlp.experts.w13_weight"));
+    }
   }
   await sleep(loadSeconds);
   log(`Load weight end. type=DeepseekV3ForCausalLM, dtype=torch.bfloat16, avail mem=${((gpuConfig.memoryMiB - weightsPerRankMiB) / 1024).toFixed(2)} GB, mem usage=${(weightsPerRankMiB / 1024).toFixed(2)} GB.`, 0);
-  log(`KV Cache is allocated. #tokens: ${Math.floor((perRankMiB - weightsPerRankMiB) * 40)}`, 0);
+  log(`KV Cache is allocated. #tokens: ${Math.floor(kvCacheMiB * 40)}`, 0);
   if (spec.algorithm) log(`Speculative decoding: algorithm=${spec.algorithm}, draft tokens=${spec.blockSize}, budget=${spec.budget ?? "-"}, topk=${spec.topk}, window=${spec.window ?? "full"}`, 0);
   if (nodeRank > 0) {
-    // Only the first node serves HTTP; the others run their ranks until a peer goes away.
+    // Only the first node serves the API; the others answer a dummy health check on
+    // --port and run their ranks until a peer goes away.
+    dummyHealthServer(args.host as string, args.port as number);
     log(`Node ${nodeRank} of ${nnodes} ready; requests are served by node 0 (${args.dist_init_addr}).`);
     return;
   }
@@ -419,17 +471,67 @@ async function main(): Promise<void> {
     httpServer.once("error", reject);
     httpServer.listen(args.port as number, args.host as string, () => resolve());
   }).catch((e: Error) => die(1, `OSError: [Errno 98] error while attempting to bind on address ('${args.host}', ${args.port}): ${e.message}`));
+  // The handle loop exists from here on, and with it the SIGTERM drain; until now a
+  // SIGTERM ends the process at once (the default action).
+  process.on("SIGTERM", () => {
+    log("SIGTERM received. signum=None frame=None. Draining requests and shutting down...");
+    // ignoreSigtermSeconds: a process slow to notice (faults act live, read now).
+    const late = faultsFor(readFaults(), args).ignoreSigtermSeconds;
+    if (late > 0) setTimeout(() => (server.gracefullyExit = true), late * 1000);
+    else server.gracefullyExit = true;
+  });
+  void sigtermWatchdog(server, args);
+  server.startScheduler();
   server.phase = "warmup";
   log(`INFO:     Started server process [${process.pid}]`);
   log(`INFO:     Uvicorn running on http://${args.host}:${args.port} (Press CTRL+C to quit)`);
   await sleep(config.warmupSeconds);
-  if (stopping) return;
+  if (server.gracefullyExit) return;
   server.phase = "ready";
   log("The server is fired up and ready to roll!");
   if (faults.crashAfterReadySeconds !== null) {
     await sleep(faults.crashAfterReadySeconds);
-    die(1, "Traceback (most recent call last):\n  File \"sglang/srt/managers/scheduler.py\", line 2830, in run_scheduler_process\nRuntimeError: CUDA error: an illegal memory access was encountered");
+    die(1, traceback("sglang/srt/managers/scheduler.py, in run_scheduler_process", "RuntimeError: CUDA error: an illegal memory access was encountered"));
   }
+}
+
+/**
+ * TokenizerManager.sigterm_watchdog: every 5 s, look for the SIGTERM flag; then every
+ * 5 s, count what is in flight (rid_to_state: queued and running, new requests
+ * included); at zero, kill the whole process tree, this process by SIGKILL.
+ */
+async function sigtermWatchdog(server: Server, args: ServerArgs): Promise<void> {
+  while (!server.gracefullyExit) await sleep(WATCHDOG_SECONDS);
+  for (;;) {
+    const remaining = server.running.size + server.queued;
+    if (process.env.SGL_FORCE_SHUTDOWN === "1" || process.env.SGL_FORCE_SHUTDOWN === "true") {
+      log("Signal SIGTERM received while force shutdown flag set. Force exiting.");
+      break;
+    }
+    const rids = Array.from({ length: remaining }, (_, i) => `'req-${i}'`).join(", ");
+    log(`Gracefully exiting... Remaining number of requests ${remaining}. Remaining requests remaining_rids=[${rids}].`);
+    if (remaining === 0) break;
+    await sleep(WATCHDOG_SECONDS);
+  }
+  // staleSeconds: a process whose listener lingers after the drain (read-only routes only).
+  const stale = faultsFor(readFaults(), args).staleSeconds;
+  if (stale > 0) {
+    server.phase = "exiting";
+    await sleep(stale);
+  }
+  process.kill(process.pid, "SIGKILL");
+}
+
+/** srt/utils/common.py launch_dummy_health_check_server: 200 on /health, /health_generate, /ping. */
+function dummyHealthServer(host: string, port: number): void {
+  log(`Starting dummy health check server at ${host}:${port}`);
+  http
+    .createServer((req, res) => {
+      const p = new URL(req.url ?? "/", "http://x").pathname;
+      if (req.method === "GET" && (p === "/health" || p === "/health_generate" || p === "/ping")) return void res.writeHead(200).end();
+      res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ detail: "Not Found" }));
+    })
+    .listen(port, host);
 }
 
 /**

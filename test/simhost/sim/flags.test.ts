@@ -1,3 +1,5 @@
+// The simulator's argparse, held to sgl-project/sglang python/sglang/srt/server_args.py
+// (prepare_server_args: prog "sglang serve"; add_cli_args: fields and deprecated aliases).
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { flagTable, parseArgs } from "../../../simhost/sim/sglang/flags";
@@ -12,7 +14,9 @@ test("parses --flag value, --flag=value, store_true and aliases like argparse", 
   assert.equal(r.args.model_path, "/m");
   assert.equal(r.args.tp_size, 8);
   assert.equal(r.args.trust_remote_code, true);
-  assert.equal(r.args.speculative_num_draft_tokens, 16);
+  // speculative_dflash_block_size is its own field, not an alias of --speculative-num-draft-tokens.
+  assert.equal(r.args.speculative_dflash_block_size, 16);
+  assert.equal(r.args.speculative_num_draft_tokens, null);
   assert.equal(r.args.port, 30000, "default port");
 });
 
@@ -21,24 +25,43 @@ test("unknown flags exit 2 with argparse's message", () => {
   assert.deepEqual(r.kind, "error");
   if (r.kind !== "error") return;
   assert.equal(r.status, 2);
-  assert.match(r.stderr, /^usage: launch_server\.py \[-h\]/);
-  assert.match(r.stderr, /launch_server\.py: error: unrecognized arguments: --speculative-ddtree-budget 8\n$/);
+  assert.match(r.stderr, /^usage: sglang serve \[-h\]/);
+  assert.match(r.stderr, /\nsglang serve: error: unrecognized arguments: --speculative-ddtree-budget 8\n$/);
 });
 
-test("the DDTree fork accepts its flags and the DDTREE algorithm; upstream rejects DDTREE", () => {
+test("the DDTree fork accepts its flags; --speculative-algorithm is a free string in both builds", () => {
   const args = ["--model-path", "/m", "--speculative-algorithm", "DDTREE", "--speculative-ddtree-budget", "8", "--speculative-dflash-compact-cache"];
   assert.equal(parseArgs(args, fork).kind, "ok");
-  const r = parseArgs(args.slice(0, 4), upstream);
+  assert.equal(parseArgs(args.slice(0, 4), upstream).kind, "ok", "no argparse choices: an unknown name fails later, in spec_info.py");
+  assert.equal(parseArgs(args, upstream).kind, "error", "the fork's flags are unknown upstream");
+});
+
+test("a bad choice or value is `sglang serve: error: argument ...`, exit 2", () => {
+  const r = parseArgs(["--model-path", "/m", "--quantization", "fp3"], upstream);
   assert.equal(r.kind, "error");
-  if (r.kind === "error") assert.match(r.stderr, /argument --speculative-algorithm: invalid choice: 'DDTREE'/);
+  if (r.kind === "error") {
+    assert.equal(r.status, 2);
+    assert.match(r.stderr, /\nsglang serve: error: argument --quantization: invalid choice: 'fp3' \(choose from 'fp8', /);
+  }
+});
+
+test("the deprecated --speculative-dflash-draft-window-size is accepted but hidden from --help", () => {
+  const r = parseArgs(["--model-path", "/m", "--speculative-dflash-draft-window-size", "1024"], upstream);
+  assert.equal(r.kind === "ok" && r.args.speculative_draft_window_size, 1024, "stored in the canonical field");
+  const help = parseArgs(["--help"], upstream);
+  assert.equal(help.kind, "help");
+  if (help.kind === "help") {
+    assert.ok(help.text.includes("--speculative-draft-window-size"));
+    assert.equal(help.text.includes("--speculative-dflash-draft-window-size"), false, "help=argparse.SUPPRESS");
+  }
 });
 
 test("unambiguous prefixes are accepted, ambiguous ones rejected", () => {
   const ok = parseArgs(["--model-path", "/m", "--tp", "4"], upstream);
   assert.equal(ok.kind === "ok" && ok.args.tp_size, 4);
-  const amb = parseArgs(["--model-path", "/m", "--speculative-d", "x"], upstream);
+  const amb = parseArgs(["--model-path", "/m", "--speculative-dr", "x"], upstream);
   assert.equal(amb.kind, "error");
-  if (amb.kind === "error") assert.match(amb.stderr, /ambiguous option: --speculative-d could match/);
+  if (amb.kind === "error") assert.match(amb.stderr, /ambiguous option: --speculative-dr could match/);
 });
 
 test("type errors and missing values are reported per argument", () => {

@@ -1,5 +1,5 @@
-// The SGLang simulator as a process (outside any host): phases, OOM on unreleased
-// memory, SIGTERM aborting in-flight requests, server info.
+// The SGLang simulator as a process (outside any host), held to what real SGLang does.
+// Every test names the file of sgl-project/sglang (under python/sglang/) it follows.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
@@ -10,23 +10,60 @@ import { SIM, freePort, launch, sandbox, status, until } from "../../support/loc
 const baseArgs = (dir: string, port: number) => ["--model-path", path.join(dir, "model"), "--tp-size", "8", "--port", String(port), "--host", "127.0.0.1", "--enable-metrics",
   "--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", path.join(dir, "drafter"), "--speculative-draft-window-size", "2048"];
 
-test("unknown flag: exit 2 before touching GPUs", async () => {
+const ready = (port: number) => until("ready", async () => ((await status(port, "/health")) === 200 ? true : undefined));
+
+async function streamChat(port: number, maxTokens: number, headers: Record<string, string> = {}): Promise<{ done: boolean; text: string }> {
+  const res = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify({ messages: [{ role: "user", content: "hello" }], max_tokens: maxTokens, stream: true }),
+  });
+  let text = "";
+  try {
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) text += Buffer.from(chunk).toString("utf8");
+  } catch {
+    return { done: false, text };
+  }
+  return { done: text.includes("data: [DONE]"), text };
+}
+
+// srt/server_args.py prepare_server_args: argparse.ArgumentParser(prog="sglang serve").
+test("unknown flag: `sglang serve: error: unrecognized arguments`, exit 2, before touching GPUs", async () => {
   const sb = sandbox({});
   try {
-    const { exited } = launch(sb.env, [...baseArgs(sb.dir, 1), "--speculative-ddtree-budget", "8"]);
-    const r = await exited;
+    const r = await launch(sb.env, [...baseArgs(sb.dir, 1), "--speculative-ddtree-budget", "8"]).exited;
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /unrecognized arguments: --speculative-ddtree-budget 8/);
+    assert.match(r.stderr, /^sglang serve: error: unrecognized arguments: --speculative-ddtree-budget 8$/m);
     assert.equal(fs.existsSync(path.join(sb.dir, "gpu/procs")), false);
   } finally {
     sb.cleanup();
   }
 });
 
-test("port closed while loading, 503 during warm-up, then 200; server info shows the args", async () => {
+// srt/speculative/spec_info.py SpeculativeAlgorithm.from_string: argparse has no choices
+// for --speculative-algorithm, so an unknown name passes parsing and fails afterwards.
+test("an algorithm the build does not know passes argparse and fails after parsing", async () => {
+  const sb = sandbox({ profile: "upstream" });
+  try {
+    const args = baseArgs(sb.dir, 1).map((a) => (a === "DFLASH" ? "DDTREE" : a));
+    const r = await launch(sb.env, args).exited;
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^KeyError: 'DDTREE'$/m);
+    assert.doesNotMatch(r.stderr, /sglang serve: error/);
+  } finally {
+    sb.cleanup();
+  }
+});
+
+// srt/entrypoints/http_server.py: the port opens after _launch_subprocesses; health_generate
+// answers 503 while the server is Starting; server_info returns dataclasses.asdict(server_args)
+// (api_key included, issue #37457); get_server_info logs a deprecation and returns the same.
+// srt/entrypoints/engine.py _launch_subprocesses: logger.info(f"{server_args=}"), key in clear.
+test("start-up phases; /server_info and the deprecated /get_server_info both give every argument, the API key too", async () => {
   const sb = sandbox({ loadSeconds: 1, warmupSeconds: 1 });
   const port = await freePort();
-  const { child, exited } = launch(sb.env, baseArgs(sb.dir, port));
+  const key = "sk-sentinel-0123";
+  const server = launch(sb.env, [...baseArgs(sb.dir, port), "--api-key", key]);
   try {
     const seen = new Set<number | "refused">();
     await until("ready", async () => {
@@ -35,72 +72,206 @@ test("port closed while loading, 503 during warm-up, then 200; server info shows
       return s === 200 ? true : undefined;
     });
     assert.deepEqual([...seen].sort(), [200, 503, "refused"].sort());
-    const info = (await (await fetch(`http://127.0.0.1:${port}/get_server_info`)).json()) as { speculative_algorithm: string; speculative_draft_window_size: number; internal_states: { avg_spec_accept_length: number }[] };
+    const auth = { authorization: `Bearer ${key}` };
+    const info = (await (await fetch(`http://127.0.0.1:${port}/server_info`, { headers: auth })).json()) as Record<string, unknown> & { internal_states: { avg_spec_accept_length: number }[] };
     assert.equal(info.speculative_algorithm, "DFLASH");
     assert.equal(info.speculative_draft_window_size, 2048);
+    assert.equal(info.api_key, key, "real SGLang returns the key unredacted");
+    assert.ok("admin_api_key" in info && "ssl_keyfile_password" in info);
     assert.ok(info.internal_states[0].avg_spec_accept_length > 1);
-    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    assert.match(metrics, /^sglang:num_running_reqs\{model_name=".*"\} 0$/m);
+    assert.doesNotMatch(server.log(), /get_server_info' is deprecated/);
+    const legacy = await (await fetch(`http://127.0.0.1:${port}/get_server_info`, { headers: auth })).json();
+    assert.deepEqual(legacy, info);
+    assert.match(server.log(), /Endpoint '\/get_server_info' is deprecated and will be removed in a future version\. Please use '\/server_info' instead\./);
+    assert.match(server.log(), new RegExp(`server_args=ServerArgs\\(.*api_key='${key}'`), "the start-up log holds the key");
+    assert.equal((await fetch(`http://127.0.0.1:${port}/server_info`)).status, 401, "without the key");
   } finally {
-    child.kill("SIGTERM");
-    await exited;
+    server.child.kill("SIGKILL");
+    await server.exited;
     sb.cleanup();
   }
 });
 
+test("a version without /get_server_info (or without /server_info) answers 404 there", async () => {
+  const sb = sandbox({ removedEndpoints: ["/get_server_info"] });
+  const port = await freePort();
+  const server = launch(sb.env, baseArgs(sb.dir, port));
+  try {
+    await ready(port);
+    assert.equal(await status(port, "/get_server_info"), 404);
+    assert.equal(await status(port, "/server_info"), 200);
+  } finally {
+    server.child.kill("SIGKILL");
+    await server.exited;
+    sb.cleanup();
+  }
+});
+
+// srt/metrics/collector.py (SchedulerMetricsCollector labels) and the scheduler's
+// log_prefill_stats / log_decode_stats (every --decode-log-interval = 40 steps) and
+// idle refresh (30 s): a scrape shows the last published value, not the live count.
+test("metrics carry SGLang's labels and go stale: a finished request still shows as running", async () => {
+  const sb = sandbox({});
+  const port = await freePort();
+  const server = launch(sb.env, baseArgs(sb.dir, port));
+  try {
+    await ready(port);
+    const gauge = async () => Number(/^sglang:num_running_reqs\{(.*)\} (\S+)$/m.exec(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text())?.[2]);
+    const labels = /^sglang:num_running_reqs\{(.*)\} /m.exec(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text())?.[1] ?? "";
+    assert.match(labels, /^model_name=".*",engine_type="unified",tp_rank="0",pp_rank="0",moe_ep_rank="0"$/);
+    assert.equal(await gauge(), 0);
+    const r = await streamChat(port, 8);
+    assert.equal(r.done, true);
+    assert.equal(await gauge(), 1, "still 1 after the only request finished: refreshed at prefill, every 40 decode steps, or 30 s idle");
+  } finally {
+    server.child.kill("SIGKILL");
+    await server.exited;
+    sb.cleanup();
+  }
+});
+
+// srt/managers/tokenizer_manager.py: SignalHandler.sigterm_handler sets gracefully_exit;
+// sigterm_watchdog checks it every 5 s, waits (5 s at a time) for rid_to_state to empty,
+// admits new requests meanwhile, then kill_process_tree(os.getpid(), include_parent=True)
+// ends the main process by SIGKILL. http_server.py health_generate: 503 during shutdown.
+test("SIGTERM drains: in-flight and newly arriving requests finish, health says 503, then the process SIGKILLs itself", async () => {
+  const sb = sandbox({ speedScale: 0.5 });
+  const port = await freePort();
+  const server = launch(sb.env, baseArgs(sb.dir, port));
+  try {
+    await ready(port);
+    const first = streamChat(port, 600);
+    await until("request running", async () => (/num_running_reqs\{.*\} 1/.test(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()) ? true : undefined));
+    server.child.kill("SIGTERM");
+    await until("drain logged", async () => (/SIGTERM received\. .*Draining requests and shutting down\.\.\./.test(server.log()) ? true : undefined));
+    assert.equal(await status(port, "/health"), 503);
+    const late = await streamChat(port, 20);
+    assert.equal(late.done, true, "a request arriving during the drain is served");
+    assert.equal((await first).done, true, "the in-flight request completes");
+    const exit = await server.exited;
+    assert.equal(exit.signal, "SIGKILL", "kill_process_tree kills the main process too");
+    assert.match(server.log(), /Gracefully exiting\.\.\. Remaining number of requests [1-9]\d*\./);
+    assert.match(server.log(), /Gracefully exiting\.\.\. Remaining number of requests 0\./);
+  } finally {
+    server.child.kill("SIGKILL");
+    sb.cleanup();
+  }
+});
+
+test("SIGTERM while idle ends within the watchdog's 5 s period; while loading, at once by SIGTERM", async () => {
+  const sb = sandbox({ loadSeconds: 30 });
+  const port = await freePort();
+  try {
+    const loading = launch(sb.env, baseArgs(sb.dir, port));
+    await until("loading", async () => (/Load weight begin/.test(loading.log()) ? true : undefined));
+    loading.child.kill("SIGTERM");
+    assert.equal((await loading.exited).signal, "SIGTERM", "no handle loop yet: the default action");
+  } finally {
+    sb.cleanup();
+  }
+  const sb2 = sandbox({});
+  try {
+    const idle = launch(sb2.env, baseArgs(sb2.dir, port));
+    await ready(port);
+    const t0 = Date.now();
+    idle.child.kill("SIGTERM");
+    const exit = await idle.exited;
+    assert.equal(exit.signal, "SIGKILL");
+    assert.ok(Date.now() - t0 < 5_000 + 1_500, `idle stop took ${Date.now() - t0} ms`);
+  } finally {
+    sb2.cleanup();
+  }
+});
+
+// srt/model_executor/model_runner.py: weights that do not fit are torch's own OOM; the
+// memory of an exited process stays in use until the driver frees it.
 test("a new process started before the old one's memory is released dies with CUDA OOM", async () => {
   const sb = sandbox({}, { gpuReleaseDelaySeconds: 2 });
   const port = await freePort();
   try {
     const first = launch(sb.env, baseArgs(sb.dir, port));
-    await until("first ready", async () => ((await status(port, "/health")) === 200 ? true : undefined));
+    await ready(port);
     first.child.kill("SIGTERM");
-    assert.equal((await first.exited).code, 0);
+    await first.exited;
     const second = launch(sb.env, baseArgs(sb.dir, port));
     const r = await second.exited;
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /torch\.OutOfMemoryError: CUDA out of memory\. Tried to allocate [\d.]+ GiB\. GPU 0/);
+    assert.match(r.stderr, /^torch\.OutOfMemoryError: CUDA out of memory\. Tried to allocate [\d.]+ GiB\. GPU 0 has a total capacity/m);
     // Waiting for the release (a condition, not a sleep) lets the next start succeed.
     const smi = () => spawnSync(process.execPath, ["--import", "tsx", path.join(SIM, "nvidia-smi.ts"), "--query-gpu=index,memory.used", "--format=csv,noheader,nounits"], { env: sb.env, encoding: "utf8" }).stdout;
     await until("GPU memory released", async () => (smi().split("\n").filter(Boolean).every((l) => l.endsWith(", 0")) ? true : undefined));
     const third = launch(sb.env, baseArgs(sb.dir, port));
-    await until("third ready", async () => ((await status(port, "/health")) === 200 ? true : undefined));
-    third.child.kill("SIGTERM");
+    await ready(port);
+    third.child.kill("SIGKILL");
     await third.exited;
   } finally {
     sb.cleanup();
   }
 });
 
-test("SIGTERM aborts in-flight streaming requests", async () => {
-  const sb = sandbox({ speedScale: 0.2 });
+// srt/managers/tokenizer_manager.py: spec_verify_ct is in meta_info only with speculative decoding.
+test("/generate reports spec_verify_ct only with speculative decoding on", async () => {
+  const sb = sandbox({});
   const port = await freePort();
-  const { child, exited } = launch(sb.env, baseArgs(sb.dir, port));
+  const plain = ["--model-path", path.join(sb.dir, "model"), "--tp-size", "8", "--port", String(port)];
+  const server = launch(sb.env, plain);
   try {
-    await until("ready", async () => ((await status(port, "/health")) === 200 ? true : undefined));
-    const res = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
-      method: "POST",
-      body: JSON.stringify({ messages: [{ role: "user", content: "hello" }], max_tokens: 2000, stream: true }),
-    });
-    const reader = res.body!.getReader();
-    await reader.read();
-    child.kill("SIGTERM");
-    let text = "";
-    const outcome = await (async () => {
-      try {
-        for (;;) {
-          const { done, value } = await reader.read();
-          if (done) return "ended";
-          text += new TextDecoder().decode(value);
-        }
-      } catch {
-        return "aborted";
-      }
-    })();
-    assert.equal(outcome, "aborted");
-    assert.equal(text.includes("[DONE]"), false);
+    await ready(port);
+    const body = (await (await fetch(`http://127.0.0.1:${port}/generate`, { method: "POST", body: JSON.stringify({ text: "hi", sampling_params: { max_new_tokens: 8 } }) })).json()) as { meta_info: Record<string, unknown> };
+    assert.equal(body.meta_info.completion_tokens, 8);
+    assert.equal("spec_verify_ct" in body.meta_info, false);
   } finally {
-    await exited;
+    server.child.kill("SIGKILL");
+    await server.exited;
     sb.cleanup();
+  }
+});
+
+// srt/server_args_config_parser.py ConfigArgumentMerger: file args go first, the command
+// line wins; every key becomes a flag, so an unknown key is argparse's error.
+test("--config YAML: values apply, the command line wins, an unknown key is an argparse error", async () => {
+  const sb = sandbox({});
+  const port = await freePort();
+  const yaml = path.join(sb.dir, "server.yaml");
+  fs.writeFileSync(yaml, 'api-key: "k-from-file"\nport: 1\n');
+  const server = launch(sb.env, [...baseArgs(sb.dir, port), "--config", yaml]);
+  try {
+    await ready(port);
+    assert.equal(await status(port, "/v1/models"), 401, "the key from the file is required");
+  } finally {
+    server.child.kill("SIGKILL");
+    await server.exited;
+  }
+  fs.writeFileSync(yaml, "not-a-flag: 3\n");
+  const bad = await launch(sb.env, [...baseArgs(sb.dir, port), "--config", yaml]).exited;
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /^sglang serve: error: unrecognized arguments: --not-a-flag 3$/m);
+  const txt = path.join(sb.dir, "server.txt");
+  fs.writeFileSync(txt, "port: 1\n");
+  const wrong = await launch(sb.env, [...baseArgs(sb.dir, port), "--config", txt]).exited;
+  assert.match(wrong.stderr, /^ValueError: Config file must be YAML format, got: \.txt$/m);
+  sb.cleanup();
+});
+
+// srt/utils/common.py launch_dummy_health_check_server: ranks 1.. answer only health checks.
+test("rank 1 of a two-node launch serves only a dummy health check on --port", async () => {
+  const [a, b] = [sandbox({}), sandbox({})];
+  const [port0, port1, dist] = [await freePort(), await freePort(), await freePort()];
+  const multi = (dir: string, port: number, rank: number) => [...baseArgs(dir, port).map((x) => (x === "8" ? "16" : x)), "--nnodes", "2", "--node-rank", String(rank), "--dist-init-addr", `127.0.0.1:${dist}`];
+  const n0 = launch(a.env, multi(a.dir, port0, 0));
+  const n1 = launch(b.env, multi(b.dir, port1, 1));
+  try {
+    await ready(port0);
+    await ready(port1);
+    assert.equal(await status(port1, "/health_generate"), 200);
+    assert.equal(await status(port1, "/v1/models"), 404);
+    assert.equal(await status(port1, "/server_info"), 404);
+    assert.equal(await status(port0, "/v1/models"), 200);
+  } finally {
+    n1.child.kill("SIGKILL");
+    n0.child.kill("SIGKILL");
+    await Promise.all([n0.exited, n1.exited]);
+    a.cleanup();
+    b.cleanup();
   }
 });
