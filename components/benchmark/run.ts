@@ -157,9 +157,9 @@ export async function runBenchmark(
   let acceptLength: number | null = native ?? null;
   let source = "completion_tokens / spec_verify_ct of this benchmark's /generate requests";
   if (native === undefined) {
-    const info = await fetch(`${ep.baseUrl}/get_server_info`, { headers: ep.apiKey ? { authorization: `Bearer ${ep.apiKey}` } : {} }).then((r) => (r.ok ? r.json() : {})).catch(() => ({}));
+    const { path: infoPath, info } = await serverInfo(ep);
     acceptLength = (info as { internal_states?: { avg_spec_accept_length?: number }[] }).internal_states?.[0]?.avg_spec_accept_length ?? null;
-    source = acceptLength === null ? "not reported by this server" : "/get_server_info avg_spec_accept_length (server average, not this benchmark's alone)";
+    source = acceptLength === null ? "not reported by this server" : `${infoPath} avg_spec_accept_length (server average, not this benchmark's alone)`;
   }
 
   let coding: CodingStats | null = null;
@@ -187,4 +187,19 @@ export async function runBenchmark(
     total_output_tokens: totalTokens,
     duration: round((performance.now() - started) / 1000),
   };
+}
+
+/**
+ * SGLang's server info: /server_info, or the deprecated /get_server_info only when the
+ * former answers 404 (older versions). Only internal_states is read from it: the body
+ * also holds api_key and other secrets, and none of it is stored.
+ */
+async function serverInfo(ep: { baseUrl: string; apiKey?: string }): Promise<{ path: string; info: unknown }> {
+  const headers: Record<string, string> = ep.apiKey ? { authorization: `Bearer ${ep.apiKey}` } : {};
+  for (const path of ["/server_info", "/get_server_info"]) {
+    const res = await fetch(`${ep.baseUrl}${path}`, { headers }).catch(() => undefined);
+    if (res?.status === 404) continue;
+    return { path, info: res?.ok ? await res.json().catch(() => ({})) : {} };
+  }
+  return { path: "/server_info", info: {} };
 }

@@ -118,11 +118,18 @@ export function failureCause(journal: string): string | undefined {
     }
     return undefined;
   };
+  // The three ways SGLang reports GPU memory it cannot have (model_runner.py and the
+  // memory pool set-up): torch's own OOM, "Not enough memory", "unbalanced".
   const oom = find(/CUDA out of memory.*?GPU (\d+)/);
   if (oom) return `CUDA out of memory on GPU ${oom[1]} (${oom.input.replace(/^.*?CUDA out of memory\.\s*/, "")})`;
+  const pool = find(/Not enough memory\. Please try to increase --mem-fraction-static\.?(.*)$/);
+  if (pool) return `out of GPU memory: no room left for the KV cache after the weights (SGLang: "Not enough memory. Please try to increase --mem-fraction-static"${pool[1].trim() ? `; ${pool[1].trim()}` : ""}); check nvidia-smi for other processes holding GPU memory, or raise model.memFractionStatic`;
+  const unbalanced = find(/memory capacity is unbalanced\. Some GPUs may be occupied by other processes\.?\s*(.*)$/);
+  if (unbalanced) return `out of GPU memory: some GPUs have much less free memory than others, probably held by other processes (SGLang: "The memory capacity is unbalanced"${unbalanced[1] ? `; ${unbalanced[1]}` : ""})`;
+  // argparse of `sglang serve` (older builds: launch_server.py): exit 2 before anything loads.
   const unrecognized = find(/error: unrecognized arguments: (.*)$/);
   if (unrecognized) return `the installed SGLang does not accept: ${unrecognized[1]}`;
-  const argError = find(/launch_server\.py: error: (.*)$/);
+  const argError = find(/^(?:sglang serve|[\w.-]+\.py): error: (.*)$/);
   if (argError) return `SGLang rejected its arguments: ${argError[1]}`;
   const exc = find(/^([A-Za-z_.]*(Error|Exception)): (.*)$/);
   if (exc) return exc[0];
@@ -131,4 +138,76 @@ export function failureCause(journal: string): string | undefined {
   const gate = find(/^(\S+) not ready after (\d+)s/);
   if (gate) return `the unit's readiness gate gave up: ${gate[1]} not ready after ${gate[2]} s`;
   return undefined;
+}
+
+/** Where SGLang's SIGTERM drain stands, from its journal (tokenizer_manager.py sigterm_watchdog). */
+export interface DrainProgress {
+  /** Requests in flight at the last "Remaining number of requests N" line; null before the first. */
+  remaining: number | null;
+  /** Host time (s) of the first line saying 0 remain, from `journalctl -o short-unix`; null if none. */
+  drainedAt: number | null;
+}
+
+export function parseDrainProgress(journal: string): DrainProgress {
+  let remaining: number | null = null;
+  let drainedAt: number | null = null;
+  for (const line of journal.split("\n")) {
+    const m = /Gracefully exiting\.\.\. [Rr]emaining number of requests (\d+)/.exec(line);
+    if (!m) continue;
+    remaining = Number(m[1]);
+    const ts = /^(\d+\.\d+) /.exec(line);
+    if (remaining === 0 && drainedAt === null && ts) drainedAt = Number(ts[1]);
+  }
+  return { remaining, drainedAt };
+}
+
+/** `curl -s -w '\n@@status %{http_code}'` output -> body and HTTP status (0: no answer). */
+export function parseCurlWithStatus(text: string): { body: string; status: number } {
+  const m = /\n?@@status (\d{3})\s*$/.exec(text);
+  if (!m) return { body: text, status: 0 };
+  return { body: text.slice(0, m.index), status: Number(m[1]) };
+}
+
+/**
+ * Server arguments that /server_info reports and are safe to keep (in state, outputs,
+ * benchmark files): the ones our readiness compares, plus a few that describe the
+ * configuration. Everything else is dropped: the body holds api_key, admin_api_key and
+ * ssl_keyfile_password in clear (sgl-project/sglang issue #37457).
+ */
+export const DESCRIPTIVE_SERVER_ARGS = ["context_length", "mem_fraction_static", "quantization", "served_model_name", "version"] as const;
+
+export function publicServerArgs(info: Record<string, unknown>, compared: string[]): Record<string, unknown> {
+  const keys = [...new Set([...compared, ...DESCRIPTIVE_SERVER_ARGS])].filter((k) => !SECRET_ARG.test(k) && k in info).sort();
+  return Object.fromEntries(keys.map((k) => [k, info[k]]));
+}
+
+const SECRET_ARG = /(^|_)(api_key|password|token|secret)$/;
+
+/**
+ * Masks what looks like a secret in text shown to users (journal lines in errors):
+ * `api_key='...'`-style fields of SGLang's `server_args=ServerArgs(...)` start-up line,
+ * bearer tokens and Hugging Face tokens.
+ */
+export function redactSecrets(text: string): string {
+  return text
+    .replace(/\b(\w*(?:api_key|password|token|secret))=('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^,)\s]+)/gi, (_m, k: string, v: string) => (v === "None" ? `${k}=None` : `${k}=<redacted>`))
+    .replace(/\b(Bearer\s+)\S+/g, "$1<redacted>")
+    .replace(/\bhf_[A-Za-z0-9]{8,}\b/g, "hf_<redacted>");
+}
+
+/**
+ * Which of `flags` the host's `--help` does not list. A deprecated alias that SGLang
+ * hides from --help is accepted when the flag it stands for is listed.
+ */
+export function checkFlagsAgainstHelp(help: string, flags: string[], hiddenAliases: Readonly<Record<string, string>>): { unknown: string[]; viaAlias: { alias: string; flag: string }[] } {
+  const listed = new Set(help.match(/--[A-Za-z0-9][A-Za-z0-9-]*/g) ?? []);
+  const unknown: string[] = [];
+  const viaAlias: { alias: string; flag: string }[] = [];
+  for (const f of flags) {
+    if (listed.has(f)) continue;
+    const canonical = hiddenAliases[f];
+    if (canonical && listed.has(canonical)) viaAlias.push({ alias: f, flag: canonical });
+    else unknown.push(f);
+  }
+  return { unknown, viaAlias };
 }

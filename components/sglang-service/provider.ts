@@ -5,7 +5,7 @@ import * as pulumi from "@pulumi/pulumi";
 import type * as Handlers from "./remote/handlers";
 
 /** Bump to make every resource of this component update (not restart) with new provider code. */
-export const PROVIDER_VERSION = "1";
+export const PROVIDER_VERSION = "2";
 
 const HANDLERS_PATH = require.resolve("./remote/handlers");
 
@@ -72,7 +72,7 @@ export class Rollout extends pulumi.dynamic.Resource {
   declare readonly acceptLength: pulumi.Output<number | null>;
   declare readonly serverArgs: pulumi.Output<Record<string, unknown>>;
   constructor(name: string, args: Inputs<Handlers.RolloutInputs>, opts?: pulumi.CustomResourceOptions) {
-    const outputs = { applied: undefined, drainSeconds: undefined, stopSeconds: undefined, gpuReleaseSeconds: undefined, previousMainPid: undefined, loadToReadySeconds: undefined, mainPid: undefined, acceptLength: undefined, serverArgs: undefined };
+    const outputs = { applied: undefined, drainSeconds: undefined, stopSeconds: undefined, requestsCut: undefined, gpuReleaseSeconds: undefined, previousMainPid: undefined, loadToReadySeconds: undefined, mainPid: undefined, acceptLength: undefined, serverArgs: undefined };
     super(rolloutProvider, name, { ...args, ...outputs }, { ...opts, additionalSecretOutputs: ["connection", "secretsDigest"] });
   }
 }

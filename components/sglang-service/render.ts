@@ -74,9 +74,18 @@ function assertPrintable(word: string): void {
   }
 }
 
-/** `--flag-name` -> the key SGLang reports it under in /get_server_info. */
+/**
+ * Deprecated spellings SGLang still accepts but hides from `--help`
+ * (help=argparse.SUPPRESS), with the flag they stand for (sgl-project/sglang
+ * python/sglang/srt/server_args.py, DeprecatedAliasStoreAction).
+ */
+export const HIDDEN_FLAG_ALIASES: Readonly<Record<string, string>> = {
+  "--speculative-dflash-draft-window-size": "--speculative-draft-window-size",
+};
+
+/** `--flag-name` -> the key SGLang reports it under in /server_info (an alias reports as its flag). */
 export function flagDest(flag: string): string {
-  return flag.replace(/^--/, "").replace(/-/g, "_");
+  return (HIDDEN_FLAG_ALIASES[flag] ?? flag).replace(/^--/, "").replace(/-/g, "_");
 }
 
 /** Number of nodes the model spans (1 unless `nodes` lists more hosts). */
@@ -100,7 +109,7 @@ export function launchArgs(d: Deployment, secrets: SecretPresence = NO_SECRETS, 
   if (m.quantization !== undefined) args.push("--quantization", m.quantization);
   if (m.trustRemoteCode) args.push("--trust-remote-code");
   if (m.servedModelName !== undefined) args.push("--served-model-name", m.servedModelName);
-  // Metrics are how we drain; always on.
+  // For the operators' dashboards; the drain does not rely on these (they lag).
   args.push("--enable-metrics");
   if (s.algorithm !== null) {
     args.push(flags.algorithm, s.algorithm, flags.drafterPath, m.drafterPath!);
@@ -167,6 +176,17 @@ export function localServerUrl(d: Deployment): string {
 /** Extra seconds the unit's own readiness gate waits beyond timeouts.readySeconds. */
 const GATE_MARGIN_SECONDS = 60;
 
+/**
+ * Beyond timeouts.drainSeconds, the time SGLang needs to notice the end of its drain
+ * (it checks every 5 s, tokenizer_manager.py sigterm_watchdog) and to end its processes.
+ */
+export const DRAIN_EXIT_MARGIN_SECONDS = 15;
+
+/** TimeoutStopSec: how long systemd lets SGLang drain before it kills the server. */
+export function stopTimeoutSeconds(t: Deployment["timeouts"]): number {
+  return Math.ceil(t.drainSeconds) + DRAIN_EXIT_MARGIN_SECONDS;
+}
+
 export interface UnitMeta {
   /** Stack that owns the unit. */
   stack: string;
@@ -218,8 +238,12 @@ export function renderUnit(d: Deployment, meta: UnitMeta): string {
     // more) normally ends a hung start first.
     ...(rank === 0 ? [`ExecStartPost=${exec([`${HELPER_DIR}/wait-ready`, `${localServerUrl(d)}/health_generate`, String(Math.ceil(t.readySeconds + GATE_MARGIN_SECONDS))])} $MAINPID${secrets.apiKey ? ` ${files.curlHeaders}` : ""}`] : []),
     `TimeoutStartSec=${Math.ceil(t.readySeconds + GATE_MARGIN_SECONDS + t.gpuReleaseSeconds + 30)}`,
-    `TimeoutStopSec=${Math.ceil(t.stopSeconds)}`,
-    // SIGTERM to the server first (it shuts its workers down), then the rest of the group.
+    // SIGTERM is SGLang's drain; this bounds it (see timeouts.drainSeconds).
+    `TimeoutStopSec=${stopTimeoutSeconds(t)}`,
+    // SGLang ends a finished drain by SIGKILLing its own process tree: a clean stop, not a
+    // failure. (A kill by systemd at TimeoutStopSec still marks the unit failed, Result=timeout.)
+    "SuccessExitStatus=SIGKILL",
+    // SIGTERM to the server first (it drains and ends its workers), then the rest of the group.
     "KillMode=mixed",
     "Restart=no",
     `SyslogIdentifier=${d.service.unitName}`,

@@ -138,11 +138,22 @@ export const sglangBuildSchema = z
 
 export const timeoutsSchema = z
   .object({
-    /** Longest wait for in-flight requests to finish before stopping. Defaults to 300 s. */
+    /**
+     * How long SGLang may drain when stopped. SGLang treats SIGTERM as a drain: requests
+     * in flight (and new ones arriving meanwhile) finish, then it exits. After this many
+     * seconds (plus SGLang's 5 s check period) the server is killed, by systemd
+     * (TimeoutStopSec) or by `pulumi up`, whichever comes first. Defaults to 300 s.
+     */
     drainSeconds: seconds("timeouts.drainSeconds", 300),
-    /** When draining times out: "fail" (touch nothing, fail the update) or "proceed" (stop anyway). Defaults to "fail". */
-    drainPolicy: z.enum(["fail", "proceed"]).default("fail"),
-    /** Longest wait for the old process to exit after stop. Defaults to 120 s. */
+    /**
+     * When the drain hits its deadline and requests still in flight had to be cut:
+     * "fail" restores the previous configuration and fails the update (the change was not
+     * applied under load), "proceed" starts the new configuration anyway. Either way the
+     * old server is already gone: SGLang's drain cannot be called off once it started.
+     * Defaults to "fail".
+     */
+    drainPolicy: z.enum(["fail", "proceed"], { error: 'timeouts.drainPolicy must be "fail" or "proceed"' }).default("fail"),
+    /** Longest wait for the old process to be gone once its drain has ended. Defaults to 120 s. */
     stopSeconds: seconds("timeouts.stopSeconds", 120),
     /** Longest wait for GPU memory to be released after the old process exits. Defaults to 300 s. */
     gpuReleaseSeconds: seconds("timeouts.gpuReleaseSeconds", 300),

@@ -34,7 +34,8 @@ export interface StagedUnitOutputs extends StagedUnitInputs {
 
 export async function applyStagedUnit(i: StagedUnitInputs): Promise<StagedUnitOutputs> {
   return withSsh(i.connection, async (ssh) => {
-    const facts = await preflight(ssh, { python: i.python, flags: i.flags, paths: i.paths, tpSize: i.tpSize, label: i.label });
+    const { notes, ...facts } = await preflight(ssh, { python: i.python, flags: i.flags, paths: i.paths, tpSize: i.tpSize, label: i.label });
+    for (const note of notes) await progress(i.urn, `${i.label}: note: ${note}`, false);
     const { stagedPath } = await stage(ssh, { unitName: i.unitName, unitText: i.unitText, helpers: i.helpers, secretFiles: i.secretFiles });
     return { ...i, unitHash: sha256(i.unitText), stagedPath, ...facts };
   });
@@ -84,6 +85,10 @@ export async function applyRollout(i: RolloutInputs): Promise<RolloutOutputs> {
       staged: { stagedPath: m.stagedPath, unitHash: m.unitHash },
     }));
     const restart = await rollout(nodes);
+    if (restart.applied && t.curlAuth) {
+      // What SGLang breaks and we cannot mend: say it once per restart, plainly.
+      await progress(t.urn, `${t.label}: note: SGLang logs its start-up arguments, API key included, so the journal of ${t.unitName} on ${members.map((m) => m.connection.host).join(", ")} holds the key in clear (sgl-project/sglang issue #37457); whoever can read that journal (root, groups systemd-journal and adm) can read the key. See README, "Secrets".`, false);
+    }
     let ready: ReadinessResult;
     try {
       ready = await waitReadyGroup(nodes, { expectedArgs: i.expectedArgs, modelName: i.modelName });

@@ -1,9 +1,9 @@
 // The steps of a safe reconfiguration, run over SSH from the dynamic providers:
-// preflight + stage (touches nothing that runs), rollout (drain, stop, wait for the old
-// process and its GPU memory, install, start) and readiness (wait until the *new*
-// configuration serves). Every wait polls a condition against its own deadline.
-import { HELPER_DIR, SECRETS_DIR, STATE_DIR, sha256, shellQuote, unitPath } from "../render";
-import { busyGpus, failureCause, listenerPids, parseNvidiaSmiGpus, parsePrometheus, parseSystemctlShow, splitSections, unitState, UnitState } from "../parse";
+// preflight + stage (touches nothing that runs), rollout (stop = SGLang's own drain,
+// wait for the old process and its GPU memory, install, start) and readiness (wait until
+// the *new* configuration serves). Every wait polls a condition against its own deadline.
+import { DRAIN_EXIT_MARGIN_SECONDS, HELPER_DIR, HIDDEN_FLAG_ALIASES, SECRETS_DIR, STATE_DIR, sha256, shellQuote, unitPath } from "../render";
+import { busyGpus, checkFlagsAgainstHelp, failureCause, listenerPids, parseCurlWithStatus, parseDrainProgress, parseNvidiaSmiGpus, parseSystemctlShow, publicServerArgs, redactSecrets, splitSections, unitState, UnitState } from "../parse";
 import { Ssh } from "./ssh";
 import { progress } from "./progress";
 
@@ -27,6 +27,8 @@ export interface PreflightInput {
 export interface PreflightResult {
   gpuCount: number;
   gpuMemoryMiB: number;
+  /** Things worth saying that do not stop the update (e.g. a deprecated flag spelling). */
+  notes: string[];
 }
 
 /** Checks the host can run the configuration. Reads only; changes nothing. */
@@ -41,12 +43,13 @@ export async function preflight(ssh: Ssh, p: PreflightInput): Promise<PreflightR
   ].join("\n");
   const out = splitSections((await ssh.run(script, { timeoutMs: 120_000 })).stdout);
   const problems: string[] = [];
+  const notes: string[] = [];
   const help = out.help ?? "";
   if (!/@@exit 0\s*$/.test(help)) {
     problems.push(`\`${p.python} -m sglang.launch_server --help\` failed: ${help.replace(/@@exit \d+\s*$/, "").trim().split("\n").slice(-3).join(" | ")}. Check service.python points at the Python that has SGLang.`);
   } else {
-    const known = new Set(help.match(/--[A-Za-z0-9][A-Za-z0-9-]*/g) ?? []);
-    const unknown = p.flags.filter((f) => !known.has(f));
+    const { unknown, viaAlias } = checkFlagsAgainstHelp(help, p.flags, HIDDEN_FLAG_ALIASES);
+    for (const a of viaAlias) notes.push(`${a.alias} is a deprecated spelling of ${a.flag} that SGLang accepts but hides from --help; prefer ${a.flag}`);
     if (unknown.length) {
       problems.push(`the installed SGLang does not accept ${unknown.join(", ")} (checked against its --help). Set sglangBuild to the build installed on the host (upstream, ddtree-fork or a flag map), or install a build that has these flags.`);
     }
@@ -67,7 +70,7 @@ export async function preflight(ssh: Ssh, p: PreflightInput): Promise<PreflightR
   if (problems.length) {
     throw new Error(`Preflight failed for ${p.label} on ${ssh.conn.host}; nothing was stopped or changed, the current server is untouched:\n${problems.map((x) => `  - ${x}`).join("\n")}`);
   }
-  return { gpuCount, gpuMemoryMiB };
+  return { gpuCount, gpuMemoryMiB, notes };
 }
 
 export interface StageInput {
@@ -134,17 +137,18 @@ export interface Target {
   label: string;
 }
 
-const SHOW_PROPS = ["LoadState", "ActiveState", "SubState", "MainPID", "NRestarts", "ExecMainStatus", "ExecMainStartTimestampMonotonic", "InvocationID"];
+const SHOW_PROPS = ["LoadState", "ActiveState", "SubState", "MainPID", "NRestarts", "ExecMainStatus", "ExecMainStartTimestampMonotonic", "InvocationID", "Result"];
 
 function showScript(unit: string): string {
   return `systemctl show ${shellQuote(`${unit}.service`)} ${SHOW_PROPS.map((p) => `-p ${p}`).join(" ")} --no-pager`;
 }
 
-type LiveUnit = UnitState & { invocationId: string };
+type LiveUnit = UnitState & { invocationId: string; result: string };
+
+const liveUnit = (show: Record<string, string>): LiveUnit => ({ ...unitState(show), invocationId: show.InvocationID ?? "", result: show.Result ?? "" });
 
 async function unitNow(ssh: Ssh, unit: string): Promise<LiveUnit> {
-  const show = parseSystemctlShow(await ssh.check(showScript(unit), "systemctl show"));
-  return { ...unitState(show), invocationId: show.InvocationID ?? "" };
+  return liveUnit(parseSystemctlShow(await ssh.check(showScript(unit), "systemctl show")));
 }
 
 export async function installedHash(ssh: Ssh, unit: string): Promise<string | null> {
@@ -181,63 +185,71 @@ async function poll<T>(opts: PollOptions, fn: (elapsedS: number) => Promise<T | 
   }
 }
 
-/** Waits until in-flight requests are done; returns seconds waited. */
-async function drain(ssh: Ssh, t: Target): Promise<number> {
-  const started = Date.now();
-  let lastLoad = "";
-  try {
-    await poll(
-      {
-        status: () => `draining: ${lastLoad || "reading /metrics"}`,
-        deadlineSeconds: t.timeouts.drainSeconds,
-        intervalMs: t.timeouts.pollMs,
-        urn: t.urn,
-        label: t.label,
-        onTimeout: () => new Error("drain timed out"),
-      },
-      async () => {
-        const r = await ssh.run(`curl -s -m 5${t.curlAuth} ${shellQuote(`${t.serverUrl}/metrics`)}`);
-        if (r.code !== 0 || !r.stdout.includes("sglang:")) return "not-serving";
-        const m = parsePrometheus(r.stdout);
-        const running = m.get("sglang:num_running_reqs") ?? 0;
-        const queued = m.get("sglang:num_queue_reqs") ?? 0;
-        lastLoad = `${running} running, ${queued} queued`;
-        return running + queued === 0 ? "idle" : undefined;
-      },
-    );
-  } catch (e) {
-    if (t.timeouts.drainPolicy !== "proceed") {
-      throw new Error(`${(e as Error).message}: ${t.label} on ${ssh.conn.host} still had ${lastLoad} after ${t.timeouts.drainSeconds} s (timeouts.drainSeconds). Nothing was stopped; the old configuration is still serving. Retry when traffic is lower, raise timeouts.drainSeconds, or set timeouts.drainPolicy to "proceed".`);
-    }
-    await progress(t.urn, `${t.label}: drain timed out after ${t.timeouts.drainSeconds} s with ${lastLoad}; drainPolicy=proceed, stopping anyway`, false);
-  }
-  return elapsed(started);
+export interface StopResult {
+  /** From `systemctl stop` until SGLang had nothing left in flight. */
+  drainSeconds: number;
+  /** From then until the old main process was gone. */
+  stopSeconds: number;
+  /** Requests still in flight when the server was killed at the drain deadline; 0 if none. */
+  cut: number;
 }
 
-/** `systemctl stop`, then waits until the unit is down and its old main process gone. */
-async function stopServer(ssh: Ssh, t: Target, before: LiveUnit): Promise<number> {
+/**
+ * Stops the server the way SGLang expects it: `systemctl stop` sends SIGTERM, which is
+ * SGLang's drain (tokenizer_manager.py sigterm_watchdog: requests in flight, and new
+ * ones that arrive meanwhile, finish; then it SIGKILLs itself). No gauge is trusted: the
+ * process ending is the drain ending, and its journal says how many requests remain.
+ * The drain is bounded: systemd kills at the unit's TimeoutStopSec, and this kills at
+ * timeouts.drainSeconds + the exit margin in case the live unit (rendered earlier) says
+ * otherwise. Waits until the old main process is gone.
+ */
+async function stopServer(ssh: Ssh, t: Target, before: LiveUnit): Promise<StopResult> {
   const started = Date.now();
-  const unit = `${t.unitName}.service`;
-  if (before.activeState !== "inactive" && before.activeState !== "failed") {
-    await ssh.check(`systemctl stop --no-block ${shellQuote(unit)}`, `systemctl stop ${unit}`);
+  const unit = shellQuote(`${t.unitName}.service`);
+  if (before.activeState === "inactive" || before.activeState === "failed" || before.mainPid === 0) {
+    return { drainSeconds: 0, stopSeconds: 0, cut: 0 };
   }
-  await poll(
+  const hostStart = Number((await ssh.check(`date +%s.%N; systemctl stop --no-block ${unit}`, `systemctl stop ${t.unitName}`)).trim().split("\n")[0]);
+  const journal = `journalctl -u ${unit} _SYSTEMD_INVOCATION_ID=${shellQuote(before.invocationId)} -o short-unix --no-pager | grep -F 'Gracefully exiting' | tail -n 50`;
+  const drainDeadline = t.timeouts.drainSeconds + DRAIN_EXIT_MARGIN_SECONDS;
+  let progressText = "";
+  let killedAt = 0;
+  let cut = 0;
+  const drainedAfter = await poll(
     {
-      status: () => `waiting for the old server (pid ${before.mainPid || "none"}) to exit`,
-      deadlineSeconds: t.timeouts.stopSeconds,
+      status: () => `stopping: SGLang is draining (${progressText || "SIGTERM sent; it checks every 5 s"})`,
+      deadlineSeconds: drainDeadline + t.timeouts.stopSeconds,
       intervalMs: t.timeouts.pollMs,
       urn: t.urn,
       label: t.label,
-      onTimeout: () => new Error(`the server of ${t.label} (pid ${before.mainPid}) did not exit within ${t.timeouts.stopSeconds} s of \`systemctl stop\` (timeouts.stopSeconds)`),
+      onTimeout: () => new Error(`the server of ${t.label} (pid ${before.mainPid}) did not exit within ${drainDeadline + t.timeouts.stopSeconds} s of \`systemctl stop\`, even after being killed (timeouts.drainSeconds + timeouts.stopSeconds); check \`systemctl status ${t.unitName}\``),
     },
-    async () => {
-      const now = await unitNow(ssh, t.unitName);
-      if (now.activeState !== "inactive" && now.activeState !== "failed") return undefined;
-      if (before.mainPid > 0 && (await ssh.run(`kill -0 ${before.mainPid}`)).code === 0) return undefined;
-      return true;
+    async (elapsedS) => {
+      const out = splitSections((await ssh.run(`echo @@section show\n${showScript(t.unitName)}\necho @@section alive\nkill -0 ${before.mainPid} 2>/dev/null && echo alive\necho @@section journal\n${journal}`)).stdout);
+      const drain = parseDrainProgress(out.journal ?? "");
+      if (drain.remaining !== null) progressText = `${drain.remaining} request${drain.remaining === 1 ? "" : "s"} still in flight`;
+      const now = liveUnit(parseSystemctlShow(out.show ?? ""));
+      const gone = !(out.alive ?? "").includes("alive") && now.activeState !== "active" && now.activeState !== "deactivating";
+      if (!gone) {
+        if (!killedAt && elapsedS > drainDeadline) {
+          cut = drain.remaining ?? 0;
+          killedAt = Date.now();
+          await progress(t.urn, `${t.label}: the drain did not end within ${t.timeouts.drainSeconds} s (timeouts.drainSeconds); killing the old server${cut ? `, cutting ${cut} request${cut === 1 ? "" : "s"} still in flight` : ""}`, false);
+          await ssh.run(`systemctl kill --signal=SIGKILL ${unit}`);
+        }
+        return undefined;
+      }
+      if (now.result === "timeout" && !killedAt) {
+        // systemd's own TimeoutStopSec ended the drain.
+        killedAt = Date.now();
+        cut = drain.remaining ?? 0;
+      }
+      return drain.drainedAt !== null && !killedAt ? Math.max(0, drain.drainedAt - hostStart) : elapsedS;
     },
   );
-  return elapsed(started);
+  const total = elapsed(started);
+  const drainSeconds = Math.round(Math.min(drainedAfter, total) * 10) / 10;
+  return { drainSeconds, stopSeconds: Math.round((total - drainSeconds) * 10) / 10, cut };
 }
 
 /** Waits until the GPUs the server uses show (almost) no memory in use. */
@@ -286,6 +298,8 @@ export interface RolloutResult {
   applied: boolean;
   drainSeconds: number;
   stopSeconds: number;
+  /** Requests cut at the drain deadline (timeouts.drainPolicy "proceed"); 0 normally. */
+  requestsCut: number;
   gpuReleaseSeconds: number;
   previousMainPid: number;
 }
@@ -313,22 +327,29 @@ export async function rollout(nodes: NodeStep[]): Promise<RolloutResult> {
   const installed = await Promise.all(nodes.map((n) => installedHash(n.ssh, n.t.unitName)));
   if (nodes.every((n, i) => installed[i] === n.staged.unitHash && isRunning(before[i]))) {
     await progress(t.urn, `${t.label}: the host${nodes.length > 1 ? "s" : ""} already run${nodes.length > 1 ? "" : "s"} this unit; nothing to restart`, false);
-    return { applied: false, drainSeconds: 0, stopSeconds: 0, gpuReleaseSeconds: 0, previousMainPid: before[0].mainPid };
+    return { applied: false, drainSeconds: 0, stopSeconds: 0, requestsCut: 0, gpuReleaseSeconds: 0, previousMainPid: before[0].mainPid };
   }
-  const drainSeconds = before[0].activeState === "active" ? await drain(serving.ssh, t) : 0;
-  let stopSeconds = 0;
+  let stop: StopResult = { drainSeconds: 0, stopSeconds: 0, cut: 0 };
   let gpuReleaseSeconds = 0;
   try {
-    stopSeconds = Math.max(...(await Promise.all(nodes.map((n, i) => stopServer(n.ssh, n.t, before[i])))));
+    // The serving node first: its SIGTERM is the drain, and its peers must stay up until
+    // it has finished what is in flight. Then the other nodes.
+    stop = await stopServer(serving.ssh, t, before[0]);
+    await Promise.all(nodes.slice(1).map((n, i) => stopServer(n.ssh, n.t, before[i + 1])));
+    if (stop.cut > 0) {
+      const what = `${stop.cut} request${stop.cut === 1 ? " was" : "s were"} still in flight when the drain deadline (timeouts.drainSeconds = ${t.timeouts.drainSeconds} s) ended the old server and ${stop.cut === 1 ? "was" : "were"} cut`;
+      if (t.timeouts.drainPolicy === "fail") throw new Error(`${what}; timeouts.drainPolicy is "fail", so the new configuration is not started. Retry when traffic is lower, raise timeouts.drainSeconds, or set timeouts.drainPolicy to "proceed".`);
+      await progress(t.urn, `${t.label}: ${what}; timeouts.drainPolicy is "proceed": starting the new configuration`, false);
+    }
     gpuReleaseSeconds = Math.max(...(await Promise.all(nodes.map((n) => waitGpusFree(n.ssh, n.t)))));
     await Promise.all(nodes.map((n) => installAndStart(n.ssh, n.t.unitName, n.staged.stagedPath)));
   } catch (e) {
     await progress(t.urn, `${t.label}: FAILED: ${(e as Error).message.split("\n")[0]}${t.safety.rollback ? "; rolling back" : ""}`, false);
     throw new Error(`${(e as Error).message}\n${await rollback(nodes)}`);
   }
-  const summary = before[0].mainPid > 0 ? `drained in ${drainSeconds} s, old server (pid ${before[0].mainPid}) gone in ${stopSeconds} s, GPUs free in ${gpuReleaseSeconds} s` : `no server was running, GPUs free in ${gpuReleaseSeconds} s`;
+  const summary = before[0].mainPid > 0 ? `old server (pid ${before[0].mainPid}) drained in ${stop.drainSeconds} s and gone ${stop.stopSeconds} s later, GPUs free in ${gpuReleaseSeconds} s` : `no server was running, GPUs free in ${gpuReleaseSeconds} s`;
   await progress(t.urn, `${t.label}: ${summary}; started the new unit${nodes.length > 1 ? ` on ${nodes.length} nodes` : ""}`, false);
-  return { applied: true, drainSeconds, stopSeconds, gpuReleaseSeconds, previousMainPid: before[0].mainPid };
+  return { applied: true, drainSeconds: stop.drainSeconds, stopSeconds: stop.stopSeconds, requestsCut: stop.cut, gpuReleaseSeconds, previousMainPid: before[0].mainPid };
 }
 
 /**
@@ -392,8 +413,9 @@ const BAD_GENERATIONS = 3;
 async function unitFailure(ssh: Ssh, r: Target, state: LiveUnit, phase: string, seconds: number): Promise<Error> {
   const unit = `${r.unitName}.service`;
   const journal = (await ssh.run(`journalctl -u ${shellQuote(unit)} --no-pager -o cat -n 40 ${state.invocationId ? `_SYSTEMD_INVOCATION_ID=${shellQuote(state.invocationId)}` : ""}`)).stdout;
-  const cause = failureCause(journal) ?? `exit status ${state.execMainStatus}`;
-  const tail = journal.trim().split("\n").slice(-12).map((l) => `    ${l}`).join("\n");
+  // SGLang logs its arguments, API key included, at start-up: mask before showing.
+  const cause = redactSecrets(failureCause(journal) ?? `exit status ${state.execMainStatus}`);
+  const tail = redactSecrets(journal.trim()).split("\n").slice(-12).map((l) => `    ${l}`).join("\n");
   return new Error(`sglang ${r.label} on ${ssh.conn.host} failed while ${phase} after ${seconds} s: ${cause} (unit ${state.activeState}/${state.subState}).\n  Last journal lines:\n${tail}\n  See all with: journalctl -u ${unit} -n 200`);
 }
 
@@ -406,14 +428,18 @@ async function unitFailure(ssh: Ssh, r: Target, state: LiveUnit, phase: string, 
 export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessResult> {
   const unit = `${r.unitName}.service`;
   const body = JSON.stringify({ model: r.modelName, messages: [{ role: "user", content: "Say OK" }], max_tokens: 4, temperature: 0 });
-  const script = [
-    "echo @@section show",
-    showScript(r.unitName),
-    "echo @@section listen",
-    `ss -ltnpH 2>/dev/null | grep -F ':${r.port} ' || true`,
-    "echo @@section info",
-    `curl -s -m 5${r.curlAuth} ${shellQuote(`${r.serverUrl}/get_server_info`)} || curl -s -m 5${r.curlAuth} ${shellQuote(`${r.serverUrl}/server_info`)} || true`,
-  ].join("\n");
+  // /server_info is the endpoint; /get_server_info is deprecated (and logs a warning per
+  // call), so it is asked only once /server_info has answered 404.
+  let infoPath = "/server_info";
+  const script = () =>
+    [
+      "echo @@section show",
+      showScript(r.unitName),
+      "echo @@section listen",
+      `ss -ltnpH 2>/dev/null | grep -F ':${r.port} ' || true`,
+      "echo @@section info",
+      `curl -s -m 5 -w '\n@@status %{http_code}\n'${r.curlAuth} ${shellQuote(`${r.serverUrl}${infoPath}`)} || true`,
+    ].join("\n");
   const started = Date.now();
   let phase = "starting";
   let sawStart = false;
@@ -430,9 +456,8 @@ export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessR
       onTimeout: () => new Error(`${r.label} on ${ssh.conn.host} was not serving the configuration within ${r.timeouts.readySeconds} s (timeouts.readySeconds); last phase: ${phase}${lastPid ? `, main pid ${lastPid}` : ""}. Check \`journalctl -u ${unit}\`.`),
     },
     async (elapsedS) => {
-      const out = splitSections((await ssh.run(script, { timeoutMs: 30_000 })).stdout);
-      const show = parseSystemctlShow(out.show ?? "");
-      const state: LiveUnit = { ...unitState(show), invocationId: show.InvocationID ?? "" };
+      const out = splitSections((await ssh.run(script(), { timeoutMs: 30_000 })).stdout);
+      const state = liveUnit(parseSystemctlShow(out.show ?? ""));
       if (state.activeState === "activating" || state.activeState === "active") sawStart = true;
       // The main process gone (even before systemd has marked the unit failed) is a death.
       const mainExited = lastPid > 0 && state.mainPid !== lastPid;
@@ -441,11 +466,18 @@ export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessR
         throw await unitFailure(ssh, r, state, phase, elapsedS);
       }
       const pids = listenerPids(out.listen ?? "", r.port);
+      const answer = parseCurlWithStatus(out.info ?? "");
+      if (answer.status === 404 && pids.includes(state.mainPid)) {
+        if (infoPath === "/get_server_info") throw new Error(`${r.label} on ${ssh.conn.host} serves, but answers 404 on both /server_info and /get_server_info, so the tool cannot check that it runs the deployed arguments. Is this SGLang?`);
+        infoPath = "/get_server_info";
+        phase = "/server_info is 404 on this SGLang version; asking /get_server_info";
+        return undefined;
+      }
       let info: Record<string, unknown> = {};
       try {
-        info = JSON.parse(out.info ?? "");
+        if (answer.status === 200) info = JSON.parse(answer.body);
       } catch {
-        // port not open yet
+        // not JSON yet
       }
       if (pids.length === 0) {
         phase = state.mainPid ? "loading weights (port not open yet)" : state.subState === "start-pre" ? "waiting for GPUs to be free (ExecStartPre)" : `starting (${state.activeState}/${state.subState})`;
@@ -473,7 +505,8 @@ export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessR
       }
       if (looksLikeText(content)) {
         const internal = (info.internal_states as { avg_spec_accept_length?: number }[] | undefined)?.[0];
-        return { mainPid: state.mainPid, loadToReadySeconds: elapsedS, acceptLength: internal?.avg_spec_accept_length ?? null, serverArgs: info, restarts: state.nRestarts };
+        // Only the compared and descriptive arguments: the body also holds api_key and other secrets.
+        return { mainPid: state.mainPid, loadToReadySeconds: elapsedS, acceptLength: internal?.avg_spec_accept_length ?? null, serverArgs: publicServerArgs(info, Object.keys(r.expectedArgs)), restarts: state.nRestarts };
       }
       if (/"choices"/.test(gen.stdout) && ++badGenerations >= BAD_GENERATIONS) {
         throw new Error(`${r.label} on ${ssh.conn.host} runs the new arguments but its generations are unusable (${BAD_GENERATIONS} in a row), e.g. ${JSON.stringify(content.slice(0, 80))}`);

@@ -3,11 +3,16 @@ import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import {
   busyGpus,
+  checkFlagsAgainstHelp,
   failureCause,
   listenerPids,
+  parseCurlWithStatus,
+  parseDrainProgress,
   parseNvidiaSmiGpus,
   parsePrometheus,
   parseSystemctlShow,
+  publicServerArgs,
+  redactSecrets,
   splitSections,
   unitState,
 } from "../../../components/sglang-service/parse";
@@ -163,7 +168,32 @@ test("failure cause: CUDA OOM in journal format names the GPU and the allocation
   assert.match(failureCause("RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 5; 79.15 GiB total capacity; 77.90 GiB already allocated)") ?? "", /^CUDA out of memory on GPU 5 /);
 });
 
-test("failure cause: argparse rejecting flags the installed SGLang lacks", () => {
+// sgl-project/sglang python/sglang/srt/server_args.py prepare_server_args: prog "sglang serve".
+test("failure cause: `sglang serve: error:` for an unknown flag, a bad choice and a bad value, one line each", () => {
+  const journal = `Nov 29 08:30:03 gpu-host-1 python3[4121]: usage: sglang serve [-h] --model-path MODEL_PATH [--tp-size TP_SIZE]
+Nov 29 08:30:03 gpu-host-1 python3[4121]: sglang serve: error: unrecognized arguments: --speculative-ddtree-budget 8
+Nov 29 08:30:03 gpu-host-1 systemd[1]: sglang-k26.service: Main process exited, code=exited, status=2/INVALIDARGUMENT`;
+  assert.equal(failureCause(journal), "the installed SGLang does not accept: --speculative-ddtree-budget 8");
+  assert.equal(
+    failureCause("usage: sglang serve [-h]\nsglang serve: error: argument --quantization: invalid choice: 'fp3' (choose from 'fp8', 'awq')"),
+    "SGLang rejected its arguments: argument --quantization: invalid choice: 'fp3' (choose from 'fp8', 'awq')",
+  );
+  assert.equal(failureCause("sglang serve: error: argument --tp-size: invalid int value: 'eight'"), "SGLang rejected its arguments: argument --tp-size: invalid int value: 'eight'");
+});
+
+// Memory failures at load (srt/model_executor/model_runner.py; the memory pool set-up in
+// model_runner_kv_cache_mixin.py / pool_configurator.py in newer trees).
+test("failure cause: SGLang's own two out-of-memory wordings, one line each", () => {
+  const pool = failureCause("Traceback (most recent call last):\nRuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.88") ?? "";
+  assert.match(pool, /^out of GPU memory: no room left for the KV cache after the weights \(SGLang: "Not enough memory\. Please try to increase --mem-fraction-static"; Current value: mem_fraction_static=0\.88\)/);
+  assert.equal(pool.includes("\n"), false);
+  const old = failureCause("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.") ?? "";
+  assert.match(old, /^out of GPU memory: no room left for the KV cache/);
+  const unbalanced = failureCause("ValueError: The memory capacity is unbalanced. Some GPUs may be occupied by other processes. pre_model_load_memory=41.2, local_gpu_memory=94.5, local_gpu_memory * 0.9=85.05") ?? "";
+  assert.equal(unbalanced, 'out of GPU memory: some GPUs have much less free memory than others, probably held by other processes (SGLang: "The memory capacity is unbalanced"; pre_model_load_memory=41.2, local_gpu_memory=94.5, local_gpu_memory * 0.9=85.05)');
+});
+
+test("failure cause: argparse rejecting flags the installed SGLang lacks (older builds: launch_server.py)", () => {
   const journal = `Nov 29 08:30:03 gpu-host-1 python3[4121]: usage: launch_server.py [-h] --model-path MODEL_PATH [--tp-size TP_SIZE]
 Nov 29 08:30:03 gpu-host-1 python3[4121]: launch_server.py: error: unrecognized arguments: --speculative-ddtree-budget 8 --speculative-dflash-compact-cache
 Nov 29 08:30:03 gpu-host-1 systemd[1]: sglang-k26.service: Main process exited, code=exited, status=2/INVALIDARGUMENT`;
@@ -205,4 +235,48 @@ test("failure cause: `journalctl -o cat` lines keep text containing ']:'", () =>
 test("failure cause: the unit's own readiness gate giving up", () => {
   const journal = "Loading safetensors checkpoint shards:  37% Completed | 23/62\nhttp://127.0.0.1:30000/health_generate not ready after 1860s (last status 000)";
   assert.equal(failureCause(journal), "the unit's readiness gate gave up: http://127.0.0.1:30000/health_generate not ready after 1860 s");
+});
+
+// srt/managers/tokenizer_manager.py sigterm_watchdog, as `journalctl -o short-unix` prints it.
+test("drain progress: the last remaining count, and when it first reached 0", () => {
+  const journal = [
+    "1764405001.250000 gpu python3[41]: [2026-11-29 08:30:01] Gracefully exiting... Remaining number of requests 3. Remaining requests remaining_rids=['a', 'b', 'c'].",
+    "1764405006.250000 gpu python3[41]: [2026-11-29 08:30:06] Gracefully exiting... Remaining number of requests 0. Remaining requests remaining_rids=[].",
+  ].join("\n");
+  assert.deepEqual(parseDrainProgress(journal), { remaining: 0, drainedAt: 1764405006.25 });
+  assert.deepEqual(parseDrainProgress(journal.split("\n")[0]), { remaining: 3, drainedAt: null });
+  assert.deepEqual(parseDrainProgress("Gracefully exiting... remaining number of requests 2"), { remaining: 2, drainedAt: null }, "older wording");
+  assert.deepEqual(parseDrainProgress(""), { remaining: null, drainedAt: null });
+});
+
+test("curl with -w '@@status': body and status apart; no answer is status 0", () => {
+  assert.deepEqual(parseCurlWithStatus('{"a":1}\n@@status 200\n'), { body: '{"a":1}', status: 200 });
+  assert.deepEqual(parseCurlWithStatus('{"detail":"Not Found"}\n@@status 404'), { body: '{"detail":"Not Found"}', status: 404 });
+  assert.deepEqual(parseCurlWithStatus("\n@@status 000\n"), { body: "", status: 0 });
+  assert.deepEqual(parseCurlWithStatus(""), { body: "", status: 0 });
+});
+
+// /server_info returns api_key, admin_api_key, ssl_keyfile_password in clear (issue #37457).
+test("server args kept for state and outputs: the compared ones and a few descriptive ones, never a secret", () => {
+  const info = { api_key: "sk-1", admin_api_key: "adm", ssl_keyfile_password: "pw", model_path: "/m", tp_size: 8, speculative_algorithm: "DDTREE", served_model_name: "k", host: "127.0.0.1", internal_states: [{}], version: "0.5" };
+  assert.deepEqual(publicServerArgs(info, ["model_path", "tp_size", "speculative_algorithm", "api_key"]), { model_path: "/m", served_model_name: "k", speculative_algorithm: "DDTREE", tp_size: 8, version: "0.5" });
+});
+
+test("secrets are masked in journal text shown to users", () => {
+  const line = "[2026-11-29 08:30:09] server_args=ServerArgs(model_path='/m', api_key='sk-abc,def', admin_api_key=None, ssl_keyfile_password=\"p'w\", hf_token=hf_abcdefghijkl, tp_size=8)";
+  const out = redactSecrets(line);
+  assert.equal(out, "[2026-11-29 08:30:09] server_args=ServerArgs(model_path='/m', api_key=<redacted>, admin_api_key=None, ssl_keyfile_password=<redacted>, hf_token=<redacted>, tp_size=8)");
+  assert.equal(redactSecrets("Authorization: Bearer sk-xyz"), "Authorization: Bearer <redacted>");
+  assert.equal(redactSecrets("token hf_ABCDEFGHIJKLmnop in a message"), "token hf_<redacted> in a message");
+});
+
+// srt/server_args.py registers --speculative-dflash-draft-window-size with help=argparse.SUPPRESS.
+test("flags against --help: a hidden deprecated alias passes when its flag is listed; unknown flags are named", () => {
+  const help = "usage: sglang serve [-h] [--speculative-draft-window-size SPECULATIVE_DRAFT_WINDOW_SIZE] [--tp-size TP_SIZE]";
+  const aliases = { "--speculative-dflash-draft-window-size": "--speculative-draft-window-size" };
+  assert.deepEqual(checkFlagsAgainstHelp(help, ["--tp-size", "--speculative-dflash-draft-window-size", "--speculative-ddtree-budget"], aliases), {
+    unknown: ["--speculative-ddtree-budget"],
+    viaAlias: [{ alias: "--speculative-dflash-draft-window-size", flag: "--speculative-draft-window-size" }],
+  });
+  assert.deepEqual(checkFlagsAgainstHelp("usage: sglang serve [-h] [--tp-size TP_SIZE]", ["--speculative-dflash-draft-window-size"], aliases).unknown, ["--speculative-dflash-draft-window-size"], "an alias whose flag is missing too is unknown");
 });
