@@ -1,5 +1,5 @@
-// Pure parsers of what hosts print: `systemctl show`, nvidia-smi CSV, Prometheus text,
-// `ss -ltnp`, and the cause of a failed start in a journal.
+// Pure parsers of what hosts print: `systemctl show`, nvidia-smi CSV, `ss -ltnp`, curl
+// status lines, SGLang's drain lines, and the cause of a failed start in a journal.
 
 /** `systemctl show -p A -p B UNIT` -> { A: "...", B: "..." }. */
 export function parseSystemctlShow(text: string): Record<string, string> {
@@ -59,21 +59,6 @@ export function parseNvidiaSmiGpus(text: string): GpuMemory[] {
 /** GPUs among `gpus` still using more than `maxUsedMiB`. */
 export function busyGpus(rows: GpuMemory[], gpus: number[], maxUsedMiB: number): GpuMemory[] {
   return rows.filter((r) => gpus.includes(r.index) && r.usedMiB > maxUsedMiB);
-}
-
-/** Prometheus text exposition -> metric name -> sum over its label sets. */
-export function parsePrometheus(text: string): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const raw of text.split("\n")) {
-    const line = raw.trim();
-    if (!line || line.startsWith("#")) continue;
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})?\s+(\S+)(\s+\d+)?$/.exec(line);
-    if (!m) continue;
-    const value = Number(m[3] === "+Inf" ? Infinity : m[3] === "-Inf" ? -Infinity : m[3]);
-    if (Number.isNaN(value)) continue;
-    out.set(m[1], (out.get(m[1]) ?? 0) + value);
-  }
-  return out;
 }
 
 /** `ss -ltnpH` lines -> PIDs listening on `port`. */

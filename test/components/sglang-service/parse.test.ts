@@ -9,7 +9,6 @@ import {
   parseCurlWithStatus,
   parseDrainProgress,
   parseNvidiaSmiGpus,
-  parsePrometheus,
   parseSystemctlShow,
   publicServerArgs,
   redactSecrets,
@@ -89,43 +88,6 @@ test("a malformed nvidia-smi line throws and quotes the line", () => {
 // server on a GPU whose memory use is unknown.
 test("an empty nvidia-smi cell is malformed, not 0 MiB", () => {
   assert.throws(() => parseNvidiaSmiGpus("3, , 81559\n"), { message: 'unexpected nvidia-smi output line: "3, , 81559"' });
-});
-
-const METRICS = `# HELP sglang:num_running_reqs The number of running requests.
-# TYPE sglang:num_running_reqs gauge
-sglang:num_running_reqs{engine_type="unified",model_name="Kimi K2.6, DFlash {ddtree}",tp_rank="0"} 3.0
-sglang:num_running_reqs{engine_type="unified",model_name="Kimi K2.6, DFlash {ddtree}",tp_rank="1"} 2.0
-# HELP sglang:num_queue_reqs The number of requests in the waiting queue.
-# TYPE sglang:num_queue_reqs gauge
-sglang:num_queue_reqs{model_name="a \\"quoted\\" } name",tp_rank="0"} 4
-sglang:num_queue_reqs{model_name="plain",tp_rank="1"} 1 1732868471000
-# HELP sglang:spec_accept_length The average acceptance length of speculative decoding.
-# TYPE sglang:spec_accept_length gauge
-sglang:spec_accept_length 3.25
-# HELP sglang:e2e_request_latency_seconds Histogram of end-to-end request latency in seconds
-# TYPE sglang:e2e_request_latency_seconds histogram
-sglang:e2e_request_latency_seconds_bucket{le="0.5",model_name="m"} 7.0
-sglang:e2e_request_latency_seconds_bucket{le="+Inf",model_name="m"} 9.0
-sglang:e2e_request_latency_seconds_sum{model_name="m"} 12.5
-sglang:max_total_num_tokens{model_name="m"} +Inf
-sglang:token_usage{model_name="m"} NaN
-`;
-
-test("Prometheus text: label sets of one metric are summed, comments skipped", () => {
-  const m = parsePrometheus(METRICS);
-  assert.equal(m.get("sglang:num_running_reqs"), 5, "labels with spaces, commas and braces inside quotes");
-  assert.equal(m.get("sglang:num_queue_reqs"), 5, "escaped quotes and a '}' inside a label value; a sample with a timestamp");
-  assert.equal(m.get("sglang:spec_accept_length"), 3.25, "a sample without labels");
-  assert.equal(m.get("sglang:e2e_request_latency_seconds_bucket"), 16, 'le="+Inf" is a label, not the value');
-  assert.equal(m.get("sglang:e2e_request_latency_seconds_sum"), 12.5);
-  assert.equal(m.get("sglang:max_total_num_tokens"), Infinity, "+Inf as a value");
-  assert.equal(m.has("sglang:token_usage"), false, "NaN samples are left out");
-  assert.equal([...m.keys()].some((k) => k.startsWith("#") || k === "HELP" || k === "TYPE"), false);
-  assert.equal(m.size, 6);
-});
-
-test("Prometheus text: nothing but comments gives an empty map", () => {
-  assert.equal(parsePrometheus("# HELP x y\n# TYPE x gauge\n\n").size, 0);
 });
 
 const SS = [

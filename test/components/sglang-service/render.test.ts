@@ -539,3 +539,24 @@ test("C1 control characters are refused too", () => {
     assert.throws(() => parseDeployment(rawWithField(FIELDS[3], `a${c}b`), "prop"), ConfigError, code);
   }
 });
+
+// SGLang's SIGTERM is a drain that ends in a self-SIGKILL (sgl-project/sglang
+// python/sglang/srt/managers/tokenizer_manager.py sigterm_watchdog).
+test("stop: TimeoutStopSec bounds SGLang's drain (timeouts.drainSeconds + 15 s), and its self-SIGKILL counts as clean", () => {
+  const unit = renderUnit(deployment({ speculative: DDTREE_WINDOWED, timeouts: { drainSeconds: 42.5, stopSeconds: 7 } }), { stack: "drain" });
+  assert.equal(onlyDirective(unit, "TimeoutStopSec"), "58");
+  assert.equal(onlyDirective(unit, "SuccessExitStatus"), "SIGKILL");
+  assert.equal(onlyDirective(unit, "KillMode"), "mixed");
+});
+
+// srt/server_args.py: --speculative-dflash-draft-window-size is a deprecated alias stored in
+// speculative_draft_window_size, so the server reports it under the canonical name.
+test("a flag map using the hidden alias: upstream accepts the command line, readiness expects the canonical key", () => {
+  const d = deployment({ sglangBuild: { flags: { windowSize: "--speculative-dflash-draft-window-size" } }, speculative: { algorithm: "DFLASH", draftWindowSize: 2048 } });
+  const argv = execArgv(onlyDirective(renderUnit(d, { stack: "alias" }), "ExecStart"));
+  assert.equal(flagValue(argv, "--speculative-dflash-draft-window-size"), "2048");
+  const parsed = parseArgs(argv.slice(3), flagTable("upstream"));
+  assert.equal(parsed.kind === "ok" && parsed.args.speculative_draft_window_size, 2048);
+  assert.equal(expectedServerArgs(d).speculative_draft_window_size, 2048);
+  assert.equal("speculative_dflash_draft_window_size" in expectedServerArgs(d), false);
+});
