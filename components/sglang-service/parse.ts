@@ -155,14 +155,15 @@ export function parseCurlWithStatus(text: string): { body: string; status: numbe
 
 /**
  * Server arguments that /server_info reports and are safe to keep (in state, outputs,
- * benchmark files): the ones our readiness compares, plus a few that describe the
- * configuration. Everything else is dropped: the body holds api_key, admin_api_key and
- * ssl_keyfile_password in clear (sgl-project/sglang issue #37457).
+ * benchmark files): the ones our readiness compares, plus the speculative settings and
+ * a few more that describe the configuration. Everything else is dropped: the body holds
+ * api_key, admin_api_key and ssl_keyfile_password in clear (sgl-project/sglang issue #37457).
  */
 export const DESCRIPTIVE_SERVER_ARGS = ["context_length", "mem_fraction_static", "quantization", "served_model_name", "version"] as const;
 
 export function publicServerArgs(info: Record<string, unknown>, compared: string[]): Record<string, unknown> {
-  const keys = [...new Set([...compared, ...DESCRIPTIVE_SERVER_ARGS])].filter((k) => !SECRET_ARG.test(k) && k in info).sort();
+  const speculative = Object.keys(info).filter((k) => k.startsWith("speculative_"));
+  const keys = [...new Set([...compared, ...DESCRIPTIVE_SERVER_ARGS, ...speculative])].filter((k) => !SECRET_ARG.test(k) && k in info).sort();
   return Object.fromEntries(keys.map((k) => [k, info[k]]));
 }
 

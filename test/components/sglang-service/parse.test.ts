@@ -220,8 +220,8 @@ test("curl with -w '@@status': body and status apart; no answer is status 0", ()
 
 // /server_info returns api_key, admin_api_key, ssl_keyfile_password in clear (issue #37457).
 test("server args kept for state and outputs: the compared ones and a few descriptive ones, never a secret", () => {
-  const info = { api_key: "sk-1", admin_api_key: "adm", ssl_keyfile_password: "pw", model_path: "/m", tp_size: 8, speculative_algorithm: "DDTREE", served_model_name: "k", host: "127.0.0.1", internal_states: [{}], version: "0.5" };
-  assert.deepEqual(publicServerArgs(info, ["model_path", "tp_size", "speculative_algorithm", "api_key"]), { model_path: "/m", served_model_name: "k", speculative_algorithm: "DDTREE", tp_size: 8, version: "0.5" });
+  const info = { api_key: "sk-1", admin_api_key: "adm", ssl_keyfile_password: "pw", model_path: "/m", tp_size: 8, speculative_algorithm: "DDTREE", speculative_ddtree_topk: 4, served_model_name: "k", host: "127.0.0.1", internal_states: [{}], version: "0.5" };
+  assert.deepEqual(publicServerArgs(info, ["model_path", "tp_size", "speculative_algorithm", "api_key"]), { model_path: "/m", served_model_name: "k", speculative_algorithm: "DDTREE", speculative_ddtree_topk: 4, tp_size: 8, version: "0.5" });
 });
 
 test("secrets are masked in journal text shown to users", () => {

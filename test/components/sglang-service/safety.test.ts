@@ -30,7 +30,7 @@ async function sh(cmd: string): Promise<string> {
   return r.stdout.trim();
 }
 
-const serving = async () => JSON.parse(await sh(`curl -s http://${host.address}:${host.sglangPort}/get_server_info`));
+const serving = async () => JSON.parse(await sh(`curl -s http://${host.address}:${host.sglangPort}/server_info`));
 const mainPid = async () => Number(await sh(`systemctl show -p MainPID --value ${UNIT}.service`));
 
 /** `up` must fail; returns the error text and when the first FAILED line was printed. */
@@ -246,29 +246,41 @@ test("a wrong host key is refused before any command runs, with the fingerprint 
   assert.equal(await sh(`sha256sum /etc/systemd/system/${UNIT}.service; ls -la --time-style=+%s /var/lib/dflash-sglang/${UNIT}`), before);
 });
 
-test("secrets never appear in state, the unit, the journal or the process list; probes carry the API key", async () => {
+// Real SGLang returns api_key from /server_info (sgl-project/sglang
+// python/sglang/srt/entrypoints/http_server.py server_info, issue #37457) and logs it at
+// start-up (srt/entrypoints/engine.py, logger.info(f"{server_args=}")): the tool keeps it
+// out of everything it controls and says plainly where SGLang puts it.
+test("secrets stay out of state, outputs, `up` output, the unit and the process list; SGLang's journal line is reported, once", async () => {
   const apiKey = `sk-test-${process.pid}-a7f3e9`;
   const hfToken = `hf_${process.pid}Zq81xT`;
   const stack = await ws.stack("other");
   await stack.setConfig("dflash-sglang:apiKey", { value: apiKey, secret: true });
   await stack.setConfig("dflash-sglang:hfToken", { value: hfToken, secret: true });
   ws.setStackConfig("other", "speculative", spec("b12t6-w2048"));
-  const up = await stack.up();
+  let output = "";
+  const up = await stack.up({ onOutput: (s) => (output += s) });
   assert.equal(up.summary.result, "succeeded", "readiness passed, so its probes authenticated");
-  // The server really demands the key.
+  // The server really demands the key, and really hands it out to whoever has it.
   assert.equal(await sh(`curl -s -o /dev/null -w '%{http_code}' http://${host.address}:${host.sglangPort}/v1/models`), "401");
+  assert.equal(JSON.parse(await sh(`curl -s -H 'Authorization: Bearer ${apiKey}' http://${host.address}:${host.sglangPort}/server_info`)).api_key, apiKey);
+  assert.equal(up.outputs.serverArgs.value.speculative_ddtree_budget, 12, "serverArgs is still there, minus the secrets");
   const privateKeyBody = fs.readFileSync(host.privateKeyPath, "utf8").split("\n")[1];
+  const journal = await sh(`journalctl --no-pager -o cat`);
   const places: Record<string, string> = {
     "state": allFiles(path.join(ws.dir, "state")),
+    "stack outputs": JSON.stringify(up.outputs),
+    "`up` output": output,
     "stack files": fs.readdirSync(path.join(ws.dir, "stacks")).map((f) => fs.readFileSync(path.join(ws.dir, "stacks", f), "utf8")).join("\n"),
     "unit": await sh(`cat /etc/systemd/system/${UNIT}.service`),
-    "journal": await sh(`journalctl --no-pager -o cat`),
     "processes": await sh("ps -eo args"),
   };
   for (const [where, text] of Object.entries(places)) {
     assert.equal(text.includes(apiKey), false, `API key in ${where}`);
     assert.equal(text.includes(hfToken), false, `HF token in ${where}`);
   }
+  assert.match(journal, new RegExp(`server_args=ServerArgs\\(.*api_key='${apiKey}'`), "SGLang itself logs the key; the README says so");
+  assert.equal(journal.includes(hfToken), false, "the HF token is only in the environment, which SGLang does not log");
+  assert.equal(output.match(/SGLang logs its start-up arguments, API key included/g)?.length, 1, "`up` says where the key is, once");
   assert.ok(places.state.length > 1000, "the state was read");
   assert.equal(places.state.includes(privateKeyBody), false, "SSH private key in state");
   assert.equal(await sh(`stat -c '%a' /etc/dflash-sglang/${UNIT}.secrets.yaml /etc/dflash-sglang/${UNIT}.env /etc/dflash-sglang/${UNIT}.curl-headers /etc/dflash-sglang`), "600\n600\n600\n700");

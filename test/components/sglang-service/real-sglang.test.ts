@@ -1,0 +1,156 @@
+// The guarantees against SGLang as it really is (the simulator follows sgl-project/sglang,
+// python/sglang/...): its SIGTERM drain (srt/managers/tokenizer_manager.py
+// sigterm_watchdog), stale gauges (scheduler metrics), /server_info replacing the
+// deprecated /get_server_info (srt/entrypoints/http_server.py), argparse errors of
+// `sglang serve` (srt/server_args.py) and its hidden deprecated aliases. Real engine,
+// real SSH, real systemd; tests run in order on one host.
+import { after, before, test } from "node:test";
+import * as assert from "node:assert/strict";
+import * as hosts from "../../../simhost/hosts";
+import { projectConfig, readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../../lib/workspace";
+import { BUILD_PRESETS } from "../../../components/sglang-service/schema";
+
+const HOST = `real-${process.pid}`;
+const UNIT = "sglang-k26";
+const STACK = "real";
+let host: hosts.HostInfo;
+let ws: SimWorkspace;
+
+const spec = (stack: string) => readRepoStackConfig(stack)["dflash-sglang:speculative"] as Record<string, unknown>;
+const TIMEOUTS = { readySeconds: 30, pollMs: 250 };
+
+async function sh(cmd: string): Promise<string> {
+  const r = await hosts.ssh(host, cmd);
+  assert.equal(r.code, 0, `${cmd}: ${r.stderr}`);
+  return r.stdout.trim();
+}
+
+const base = () => `http://${host.address}:${host.sglangPort}`;
+const serving = async () => (await (await fetch(`${base()}/server_info`)).json()) as Record<string, unknown>;
+const runningGauge = async () => Number(/^sglang:num_running_reqs\{.*\} (\S+)$/m.exec(await (await fetch(`${base()}/metrics`)).text())?.[1]);
+
+async function streamChat(maxTokens: number): Promise<boolean> {
+  try {
+    const res = await fetch(`${base()}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ messages: [{ role: "user", content: "Tell me about speculative decoding" }], max_tokens: maxTokens, stream: true }),
+    });
+    let text = "";
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) text += Buffer.from(chunk).toString("utf8");
+    return text.includes("data: [DONE]");
+  } catch {
+    return false;
+  }
+}
+
+/** Runs `up` for the stack with a new speculative block (and more), returning its output. */
+async function upWith(config: Record<string, unknown>): Promise<{ output: string; outputs: Record<string, { value: any }> }> {
+  for (const [k, v] of Object.entries(config)) ws.setStackConfig(STACK, k, v);
+  let output = "";
+  const up = await (await ws.stack(STACK)).up({ onOutput: (s) => (output += s) });
+  assert.equal(up.summary.result, "succeeded");
+  return { output, outputs: up.outputs };
+}
+
+async function failingUp(config: Record<string, unknown>): Promise<string> {
+  for (const [k, v] of Object.entries(config)) ws.setStackConfig(STACK, k, v);
+  try {
+    await (await ws.stack(STACK)).up();
+  } catch (e) {
+    return (e as Error).message;
+  }
+  throw new Error("up succeeded but was expected to fail");
+}
+
+before(async () => {
+  host = await hosts.start(HOST, { sglang: { profile: "ddtree-fork", loadSeconds: 2, warmupSeconds: 0.3 } });
+  ws = simWorkspace({
+    [STACK]: { ...readRepoStackConfig("b8t4-w2048"), ...simHostConfig(host, UNIT), "dflash-sglang:safety": { stableSeconds: 1 }, "dflash-sglang:timeouts": TIMEOUTS, "dflash-sglang:benchmark": { enabled: false } },
+  });
+  assert.equal((await (await ws.stack(STACK)).up()).summary.result, "succeeded");
+});
+
+after(async () => {
+  await hosts.stop(HOST);
+  ws?.cleanup();
+});
+
+test("stale gauges after traffic stopped: the stop is SGLang's drain, over within its 5 s period, and systemd calls it clean", async () => {
+  assert.equal(await streamChat(16), true);
+  assert.equal(await runningGauge(), 1, "the gauge still counts the finished request (the trap a gauge-based drain falls into)");
+  const { outputs } = await upWith({ speculative: spec("b16t4-w2048") });
+  const t = outputs.restartTimings.value;
+  assert.ok(t.drainSeconds + t.stopSeconds <= 6, `stop took ${JSON.stringify(t)}: more than SGLang's 5 s watchdog period`);
+  assert.equal((await serving()).speculative_ddtree_budget, 16);
+  const journal = await sh(`journalctl -u ${UNIT}.service --no-pager -o cat`);
+  assert.match(journal, /Gracefully exiting\.\.\. Remaining number of requests 0\./);
+  // SGLang ends itself by SIGKILL (a plain unit would be "failed", status=9/KILL, see
+  // test/simhost/hosts.test.ts); SuccessExitStatus=SIGKILL makes the drained stop clean.
+  assert.match(journal, /Remaining number of requests 0\.[^\n]*\n[^\n]*Deactivated successfully\./);
+  assert.doesNotMatch(journal, /Failed with result/);
+});
+
+test("a long streaming generation in flight when `up` starts completes; the drain waits for exactly that", async () => {
+  // ~180 tok/s: 2500 tokens keep the stream busy for about 14 s.
+  const stream = streamChat(2500);
+  await new Promise((r) => setTimeout(r, 500));
+  const { outputs } = await upWith({ speculative: spec("b8t4-w2048") });
+  assert.equal(await stream, true, "the stream finished with [DONE]");
+  assert.ok(outputs.restartTimings.value.drainSeconds >= 5, JSON.stringify(outputs.restartTimings.value));
+  assert.equal(outputs.restartTimings.value.drainSeconds + outputs.restartTimings.value.stopSeconds <= 30, true);
+});
+
+test("drain deadline with drainPolicy \"fail\": the cut is named, the previous configuration is restored", async () => {
+  const stream = streamChat(50_000);
+  await new Promise((r) => setTimeout(r, 500));
+  const message = await failingUp({ speculative: spec("b16t4-w2048"), timeouts: { ...TIMEOUTS, drainSeconds: 2, drainPolicy: "fail" } });
+  assert.match(message, /1 request was still in flight when the drain deadline \(timeouts\.drainSeconds = 2 s\) ended the old server and was cut; timeouts\.drainPolicy is "fail", so the new configuration is not started/);
+  assert.match(message, /Rolled back: the previous configuration \(stack real, .*\) is back and serving/);
+  assert.equal(await stream, false);
+  assert.equal((await serving()).speculative_ddtree_budget, 8);
+});
+
+test("drain deadline with drainPolicy \"proceed\": the cut is reported and the new configuration serves", async () => {
+  const stream = streamChat(50_000);
+  await new Promise((r) => setTimeout(r, 500));
+  const { output, outputs } = await upWith({ speculative: spec("b16t4-w2048"), timeouts: { ...TIMEOUTS, drainSeconds: 2, drainPolicy: "proceed" } });
+  assert.match(output, /1 request was still in flight when the drain deadline .* was cut; timeouts\.drainPolicy is "proceed": starting the new configuration/);
+  assert.equal(outputs.restartTimings.value.requestsCut ?? 1, 1);
+  assert.equal(await stream, false);
+  assert.equal((await serving()).speculative_ddtree_budget, 16);
+  ws.setStackConfig(STACK, "timeouts", TIMEOUTS);
+});
+
+test("an SGLang without /get_server_info, then one without /server_info: readiness uses whichever exists", async () => {
+  hosts.configure(HOST, JSON.stringify({ removedEndpoints: ["/get_server_info"] }));
+  await upWith({ speculative: spec("b8t4-w2048") });
+  assert.equal((await serving()).speculative_ddtree_budget, 8);
+  hosts.configure(HOST, JSON.stringify({ removedEndpoints: ["/server_info"] }));
+  const { outputs } = await upWith({ speculative: spec("b16t4-w2048") });
+  assert.equal(outputs.serverArgs.value.speculative_ddtree_budget, 16, "read from /get_server_info");
+  hosts.configure(HOST, JSON.stringify({ removedEndpoints: [] }));
+  const journal = await sh(`journalctl -u ${UNIT}.service --no-pager -o cat`);
+  const deprecations = journal.match(/Endpoint '\/get_server_info' is deprecated/g)?.length ?? 0;
+  assert.ok(deprecations >= 1, "the old endpoint was used where it was the only one");
+  await upWith({ speculative: spec("b8t4-w2048") });
+  const after = (await sh(`journalctl -u ${UNIT}.service --no-pager -o cat`)).match(/Endpoint '\/get_server_info' is deprecated/g)?.length ?? 0;
+  assert.equal(after, deprecations, "where /server_info exists, the deprecated endpoint is never asked");
+});
+
+test("a bad flag value: `sglang serve: error: argument ... invalid choice` shown in one line, previous configuration back", async () => {
+  const model = projectConfig().model as Record<string, unknown>;
+  const message = await failingUp({ speculative: spec("b16t4-w2048"), model: { ...model, extraArgs: ["--quantization", "fp3"] } });
+  assert.match(message, /failed while .*: SGLang rejected its arguments: argument --quantization: invalid choice: 'fp3' \(choose from /);
+  assert.match(message, /Rolled back: /);
+  assert.equal((await serving()).speculative_ddtree_budget, 8);
+  ws.setStackConfig(STACK, "model", model);
+});
+
+test("a deprecated flag SGLang hides from --help passes preflight with a note; the server really takes it", async () => {
+  const flags = { ...BUILD_PRESETS["ddtree-fork"], windowSize: "--speculative-dflash-draft-window-size" };
+  const { output } = await upWith({ speculative: { ...spec("b8t4-w2048"), draftWindowSize: 1024 }, sglangBuild: { flags } });
+  assert.match(output, /note: --speculative-dflash-draft-window-size is a deprecated spelling of --speculative-draft-window-size that SGLang accepts but hides from --help/);
+  assert.equal((await serving()).speculative_draft_window_size, 1024);
+  assert.equal((await sh("python3 -m sglang.launch_server --help")).includes("--speculative-dflash-draft-window-size"), false);
+});
