@@ -1,21 +1,32 @@
 // Fault table: each fault injected into the new configuration of a reconfiguration on
-// a simulated host (real engine, SSH, systemd), with 3 streaming requests in flight when
-// `pulumi up` starts. For each: outcome, time to detect (process exit -> first FAILED
-// line), time to recover (FAILED line -> old config serving again, i.e. `up` returned),
-// and requests lost. Writes bench/results/faults.{json,md}.
+// a simulated host that behaves like real SGLang (real engine, SSH, systemd), with
+// requests in flight when `pulumi up` starts. For each: outcome, time to detect (process
+// exit -> first FAILED line), time to recover (FAILED line -> old config serving again,
+// i.e. `up` returned), requests lost, and notes. Writes bench/results/faults.{json,md}.
 // Run: npx tsx bench/faults.ts
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { execFileSync } from "node:child_process";
 import * as YAML from "yaml";
 import * as hosts from "../simhost/hosts";
 import { REPO_ROOT } from "../lib/pulumi-env";
-import { readRepoStackConfig, simHostConfig, simWorkspace } from "../lib/workspace";
+import { readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../lib/workspace";
 import { failureCause } from "../lib/sweep";
 
 const HOST = `faults-${process.pid}`;
+const UNIT = "sglang-k26";
 const GOOD = "b8t4-w2048";
 const NEW = "b16t4-w2048";
 const NEW_BUDGET = 16;
+const STACK = "faults";
+
+interface Context {
+  host: hosts.HostInfo;
+  ws: SimWorkspace;
+  sh: (cmd: string) => Promise<string>;
+  /** Filled by the scenario: what it saw, for the notes column. */
+  notes: string[];
+}
 
 interface Scenario {
   name: string;
@@ -25,20 +36,92 @@ interface Scenario {
   readySeconds?: number;
   stableSeconds?: number;
   extraArgs?: string[];
+  /** Requests in flight when `up` starts: 3 streams of 600 tokens unless given. */
+  inFlight?: { streams: number; tokens: number };
+  /** SGLang's own configuration on the host (e.g. endpoints it lacks). */
+  sglang?: Record<string, unknown>;
+  /** Runs right before `up` (after the streams started). */
+  before?: (c: Context) => Promise<void>;
+  /** Runs after `up` returned and the streams ended. */
+  after?: (c: Context, upOutput: string) => Promise<void>;
+  /** A sentinel API key for this row (secret config), with the benchmark on. */
+  apiKey?: string;
+}
+
+const SENTINEL = `sk-SENTINEL-${process.pid}-7f3a`;
+
+/** Files under a folder, concatenated (state, bench/out). */
+function allFiles(dir: string): string {
+  if (!fs.existsSync(dir)) return "";
+  return fs
+    .readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => fs.readFileSync(path.join(e.parentPath, e.name), "utf8"))
+    .join("\n");
 }
 
 const SCENARIOS: Scenario[] = [
   { name: "none (baseline reconfiguration)", faults: {}, scoped: false },
   { name: "GPU memory released 8 s after exit", faults: { gpuReleaseDelaySeconds: 8 }, scoped: false },
-  { name: "crash during load: CUDA OOM", faults: { crashDuringLoad: "oom" }, scoped: true },
+  { name: "crash during load: torch CUDA OOM", faults: { crashDuringLoad: "oom" }, scoped: true },
+  { name: "crash during load: Not enough memory (KV cache)", faults: { crashDuringLoad: "not-enough-memory" }, scoped: true },
+  { name: "crash during load: memory capacity unbalanced", faults: { crashDuringLoad: "unbalanced" }, scoped: true },
   { name: "crash during load: other error", faults: { crashDuringLoad: "error" }, scoped: true },
   { name: "hang during load (port never opens)", faults: { hangDuringLoad: true }, scoped: true, readySeconds: 12 },
   { name: "slow load (3x)", faults: { loadSlowdown: 3 }, scoped: true },
   { name: "crash 1 s after ready", faults: { crashAfterReadySeconds: 1 }, scoped: true, stableSeconds: 5 },
   { name: "corrupt output", faults: { corruptOutput: true }, scoped: true },
-  { name: "old server ignores SIGTERM for 5 s", faults: { ignoreSigtermSeconds: 5 }, scoped: false },
-  { name: "stale old server answers 4 s after stop", faults: { staleSeconds: 4 }, scoped: false },
+  { name: "old server notices SIGTERM 5 s late", faults: { ignoreSigtermSeconds: 5 }, scoped: false },
+  { name: "stale old server answers 4 s after its drain", faults: { staleSeconds: 4 }, scoped: false },
   { name: "flag unknown to the host's SGLang", faults: {}, scoped: false, extraArgs: ["--speculative-dflash-enable-ddtree"] },
+  { name: "bad flag value (invalid choice)", faults: {}, scoped: false, extraArgs: ["--quantization", "fp3"] },
+  {
+    name: "60 s streaming generation in flight when up starts",
+    faults: {},
+    scoped: false,
+    // ~180 tok/s single stream on the simulated host: 10,800 tokens is about 60 s.
+    inFlight: { streams: 1, tokens: 10_800 },
+  },
+  {
+    name: "stale gauges after traffic stopped",
+    faults: {},
+    scoped: false,
+    inFlight: { streams: 0, tokens: 0 },
+    before: async (c) => {
+      await streamChat(c.host, 32);
+      const gauge = /^sglang:num_running_reqs\{.*\} (\S+)$/m.exec(await (await fetch(`http://${c.host.address}:${c.host.sglangPort}/metrics`)).text())?.[1];
+      c.notes.push(`num_running_reqs read ${gauge} with nothing in flight`);
+    },
+  },
+  {
+    name: "host SGLang without /get_server_info",
+    faults: {},
+    scoped: false,
+    sglang: { removedEndpoints: ["/get_server_info"] },
+  },
+  {
+    name: "sentinel API key: where does it appear?",
+    faults: {},
+    scoped: false,
+    apiKey: SENTINEL,
+    after: async (c, upOutput) => {
+      const env = c.ws.env;
+      const pulumi = path.join(env.PATH.split(":")[0], "pulumi");
+      const places: Record<string, string> = {
+        "state": allFiles(path.join(c.ws.dir, "state")),
+        "stack output --json": execFileSync(pulumi, ["stack", "output", "--json", "--show-secrets=false", "--stack", STACK], { cwd: c.ws.dir, env, encoding: "utf8" }),
+        "bench/out": allFiles(path.join(REPO_ROOT, "bench", "out")),
+        "up output": upOutput,
+        "host ps": await c.sh("ps -eo args"),
+        "host unit": await c.sh(`cat /etc/systemd/system/${UNIT}.service`),
+        "host journal": await c.sh("journalctl --no-pager -o cat"),
+      };
+      const found = Object.keys(places).filter((k) => places[k].includes(SENTINEL));
+      const clean = Object.keys(places).filter((k) => !places[k].includes(SENTINEL));
+      const why = found.includes("host journal") && /server_args=ServerArgs\(.*api_key='/.test(places["host journal"]) ? " (SGLang's own start-up line server_args=..., sgl-project/sglang#37457)" : "";
+      c.notes.push(`found in: ${found.join(", ") || "nowhere"}${why}; not in: ${clean.join(", ")}`);
+    },
+  },
 ];
 
 async function streamChat(host: hosts.HostInfo, maxTokens: number): Promise<boolean> {
@@ -59,48 +142,68 @@ async function streamChat(host: hosts.HostInfo, maxTokens: number): Promise<bool
 async function main(): Promise<void> {
   const host = await hosts.start(HOST, { sglang: { profile: "ddtree-fork", loadSeconds: 3, warmupSeconds: 0.3 } });
   const base = { ...readRepoStackConfig(GOOD), ...simHostConfig(host), "dflash-sglang:safety": { stableSeconds: 2 }, "dflash-sglang:timeouts": { readySeconds: 60, pollMs: 250 }, "dflash-sglang:benchmark": { enabled: false } };
-  const ws = simWorkspace({ faults: base });
+  const ws = simWorkspace({ [STACK]: base });
   const sh = async (cmd: string) => (await hosts.ssh(host, cmd)).stdout.trim();
   const rows: Record<string, unknown>[] = [];
   try {
-    const stack = await ws.stack("faults");
+    const stack = await ws.stack(STACK);
     const model = YAML.parse(fs.readFileSync(path.join(REPO_ROOT, "Pulumi.yaml"), "utf8")).config["dflash-sglang:model"].value as Record<string, unknown>;
     await stack.up();
     for (const sc of SCENARIOS) {
-      // Baseline: the good configuration serves, with no fault.
+      // Baseline: the good configuration serves, with no fault and no secret.
       hosts.fault(HOST, "{}");
-      ws.setStackConfig("faults", "speculative", readRepoStackConfig(GOOD)["dflash-sglang:speculative"]);
-      ws.setStackConfig("faults", "safety", { stableSeconds: 2 });
-      ws.setStackConfig("faults", "timeouts", { readySeconds: 60, pollMs: 250 });
-      ws.setStackConfig("faults", "model", model);
+      hosts.configure(HOST, JSON.stringify({ removedEndpoints: [] }));
+      await stack.removeConfig("dflash-sglang:apiKey").catch(() => undefined);
+      ws.setStackConfig(STACK, "speculative", readRepoStackConfig(GOOD)["dflash-sglang:speculative"]);
+      ws.setStackConfig(STACK, "safety", { stableSeconds: 2 });
+      ws.setStackConfig(STACK, "timeouts", { readySeconds: 60, pollMs: 250 });
+      ws.setStackConfig(STACK, "model", model);
+      ws.setStackConfig(STACK, "benchmark", { enabled: false });
       await stack.up();
 
+      if (sc.sglang) hosts.configure(HOST, JSON.stringify(sc.sglang));
       hosts.fault(HOST, JSON.stringify({ ...sc.faults, ...(sc.scoped ? { match: { speculative_ddtree_budget: NEW_BUDGET } } : {}) }));
-      ws.setStackConfig("faults", "speculative", readRepoStackConfig(NEW)["dflash-sglang:speculative"]);
-      if (sc.readySeconds) ws.setStackConfig("faults", "timeouts", { readySeconds: sc.readySeconds, pollMs: 250 });
-      if (sc.stableSeconds) ws.setStackConfig("faults", "safety", { stableSeconds: sc.stableSeconds });
-      if (sc.extraArgs) ws.setStackConfig("faults", "model", { ...model, extraArgs: sc.extraArgs });
+      ws.setStackConfig(STACK, "speculative", readRepoStackConfig(NEW)["dflash-sglang:speculative"]);
+      if (sc.readySeconds) ws.setStackConfig(STACK, "timeouts", { readySeconds: sc.readySeconds, pollMs: 250 });
+      if (sc.stableSeconds) ws.setStackConfig(STACK, "safety", { stableSeconds: sc.stableSeconds });
+      if (sc.extraArgs) ws.setStackConfig(STACK, "model", { ...model, extraArgs: sc.extraArgs });
+      if (sc.apiKey) {
+        await stack.setConfig("dflash-sglang:apiKey", { value: sc.apiKey, secret: true });
+        ws.setStackConfig(STACK, "benchmark", { runs: 1, warmupRuns: 0, maxTokens: 32, longContextTokens: [1024], concurrency: [2], coding: false });
+      }
 
-      const inFlight = [streamChat(host, 600), streamChat(host, 600), streamChat(host, 600)];
+      const ctx: Context = { host, ws, sh, notes: [] };
+      const flight = sc.inFlight ?? { streams: 3, tokens: 600 };
+      const streamStarted = Date.now();
+      const inFlight = Array.from({ length: flight.streams }, () => streamChat(host, flight.tokens).then((ok) => ({ ok, seconds: (Date.now() - streamStarted) / 1000 })));
+      await sc.before?.(ctx);
       const started = Date.now();
       let failedAt = 0;
       let error = "";
+      let output = "";
+      let timings: Record<string, number> = {};
       try {
-        await stack.up({ onOutput: (s) => (failedAt ||= s.includes("FAILED:") ? Date.now() : 0) });
+        const up = await stack.up({ onOutput: (s) => ((output += s), (failedAt ||= s.includes("FAILED:") ? Date.now() : 0)) });
+        timings = up.outputs.restartTimings?.value ?? {};
       } catch (e) {
         error = (e as Error).message;
+        output += error;
       }
       const ended = Date.now();
-      const completed = (await Promise.all(inFlight)).filter(Boolean).length;
-      const info = JSON.parse((await sh(`curl -s http://${host.address}:${host.sglangPort}/get_server_info`)) || "{}");
-      const exitLine = await sh("journalctl -u sglang-k26.service -o short-unix --no-pager | grep -E 'Main process exited, code=exited, status=1' | tail -n 1");
+      const streams = await Promise.all(inFlight);
+      const completed = streams.filter((x) => x.ok).length;
+      await sc.after?.(ctx, output);
+      if (flight.streams === 1 && flight.tokens > 5000) ctx.notes.push(`the stream ran ${streams[0].seconds.toFixed(0)} s and ended with [DONE]: ${streams[0].ok}`);
+      if (timings.drainSeconds !== undefined) ctx.notes.push(`drain ${timings.drainSeconds} s + exit ${timings.stopSeconds} s`);
+      const info = JSON.parse((await sh(`curl -s http://${host.address}:${host.sglangPort}/server_info${sc.apiKey ? ` -H 'Authorization: Bearer ${sc.apiKey}'` : ""}`)) || "{}");
+      const exitLine = await sh(`journalctl -u ${UNIT}.service -o short-unix --no-pager | grep -E 'Main process exited, code=exited, status=1' | tail -n 1`);
       const exitedAt = exitLine ? Math.round(Number(exitLine.split(" ")[0]) * 1000) : 0;
       const serving = info.speculative_ddtree_budget;
       const outcome = !error && serving === NEW_BUDGET ? "new config serving" : error && /Rolled back: .* is back and serving/.test(error) ? `old config restored (budget ${serving})` : error && /Preflight failed/.test(error) ? `clear failure before any change (old config budget ${serving} untouched)` : `UNEXPECTED: ${error.split("\n")[0]}`;
       // The reported line, past the "sglang X on HOST failed while PHASE after N s: " preamble.
-      const cause = error ? failureCause(error).replace(/^.*? after [\d.]+ s: /, "").replace(/^Preflight failed.*$/, (l) => (/does not accept (\S+)/.exec(error)?.[0] ?? l)).slice(0, 110) : "";
+      const cause = error ? failureCause(error).replace(/^.*? after [\d.]+ s: /, "").replace(/^Preflight failed.*$/, (l) => (/does not accept (\S+)/.exec(error)?.[0] ?? l)).slice(0, 140) : "";
       const detect = failedAt && exitedAt && exitedAt >= started ? ((failedAt - exitedAt) / 1000).toFixed(1) : sc.readySeconds && failedAt ? `deadline ${sc.readySeconds} s` : failedAt ? `${((failedAt - started) / 1000).toFixed(1)} after up started` : "-";
-      const row = { fault: sc.name, outcome, cause: cause.trim(), detectSeconds: detect, recoverSeconds: failedAt ? ((ended - failedAt) / 1000).toFixed(1) : "-", upSeconds: ((ended - started) / 1000).toFixed(1), requestsInFlight: inFlight.length, requestsLost: inFlight.length - completed };
+      const row = { fault: sc.name, outcome, cause: cause.trim(), detectSeconds: detect, recoverSeconds: failedAt ? ((ended - failedAt) / 1000).toFixed(1) : "-", upSeconds: ((ended - started) / 1000).toFixed(1), requestsInFlight: inFlight.length, requestsLost: inFlight.length - completed, notes: ctx.notes.join("; ") };
       rows.push(row);
       process.stderr.write(`${JSON.stringify(row)}\n`);
     }
@@ -117,14 +220,16 @@ async function main(): Promise<void> {
     "",
     `Command: \`${out.command}\` (${out.date}, ${out.machine}).`,
     "",
-    `One simulated host (load ${out.loadSeconds} s). Each row reconfigures ${GOOD} -> ${NEW} with the fault injected (into the new`,
-    "configuration only where it says so, so the old one can come back), with 3 streaming requests (600 tokens) in flight",
-    "when `pulumi up` starts. Detect = the server process's exit (systemd's journal line) -> the first FAILED line of `up`;",
+    `One simulated host (load ${out.loadSeconds} s) whose SGLang behaves like the real one: SIGTERM is a drain that`,
+    "ends in a self-SIGKILL (checked every 5 s), gauges are stale, /get_server_info is deprecated, errors are `sglang serve`'s.",
+    `Each row reconfigures ${GOOD} -> ${NEW} with the fault injected (into the new configuration only where it says so,`,
+    "so the old one can come back), with requests in flight when `pulumi up` starts (3 streams of 600 tokens unless the",
+    "row says otherwise). Detect = the server process's exit (systemd's journal line) -> the first FAILED line of `up`;",
     "recover = that line -> `up` returned with the previous configuration serving again.",
     "",
-    "| fault | outcome | cause reported | detect s | recover s | up s | in flight | lost |",
-    "|---|---|---|---:|---:|---:|---:|---:|",
-    ...rows.map((r) => `| ${r.fault} | ${r.outcome} | ${r.cause || "-"} | ${r.detectSeconds} | ${r.recoverSeconds} | ${r.upSeconds} | ${r.requestsInFlight} | ${r.requestsLost} |`),
+    "| fault | outcome | cause reported | detect s | recover s | up s | in flight | lost | notes |",
+    "|---|---|---|---:|---:|---:|---:|---:|---|",
+    ...rows.map((r) => `| ${r.fault} | ${r.outcome} | ${String(r.cause || "-").replace(/\|/g, "\\|")} | ${r.detectSeconds} | ${r.recoverSeconds} | ${r.upSeconds} | ${r.requestsInFlight} | ${r.requestsLost} | ${r.notes || "-"} |`),
     "",
   ].join("\n");
   fs.writeFileSync(path.join(dir, "faults.md"), md);

@@ -98,12 +98,23 @@ export function gpusPerNode(d: Deployment): number {
   return d.model.tpSize / nodeCount(d);
 }
 
+/**
+ * `--host` of a node. Ranks 1.. serve only SGLang's dummy health check on it
+ * (srt/utils/common.py launch_dummy_health_check_server), on their own machine: a
+ * wildcard stays a wildcard, a specific address of node 0 becomes the node's own address.
+ */
+function listenAddressOf(d: Deployment, rank: number): string {
+  const a = d.service.listenAddress;
+  if (rank === 0 || a === "0.0.0.0" || a === "::") return a;
+  return d.nodes[rank - 1].address;
+}
+
 /** The server's argv after the interpreter, in a fixed order; `rank` is the node's rank. */
 export function launchArgs(d: Deployment, secrets: SecretPresence = NO_SECRETS, rank = 0): string[] {
   const m = d.model;
   const s = d.speculative;
   const flags = flagMapOf(d);
-  const args = ["-m", "sglang.launch_server", "--model-path", m.path, "--tp-size", String(m.tpSize), "--host", d.service.listenAddress, "--port", String(d.service.port)];
+  const args = ["-m", "sglang.launch_server", "--model-path", m.path, "--tp-size", String(m.tpSize), "--host", listenAddressOf(d, rank), "--port", String(d.service.port)];
   if (m.memFractionStatic !== undefined) args.push("--mem-fraction-static", String(m.memFractionStatic));
   if (m.contextLength !== undefined) args.push("--context-length", String(m.contextLength));
   if (m.quantization !== undefined) args.push("--quantization", m.quantization);

@@ -206,9 +206,9 @@ export interface StopResult {
 async function stopServer(ssh: Ssh, t: Target, before: LiveUnit): Promise<StopResult> {
   const started = Date.now();
   const unit = shellQuote(`${t.unitName}.service`);
-  if (before.activeState === "inactive" || before.activeState === "failed" || before.mainPid === 0) {
-    return { drainSeconds: 0, stopSeconds: 0, cut: 0 };
-  }
+  if (before.activeState === "inactive" || before.activeState === "failed") return { drainSeconds: 0, stopSeconds: 0, cut: 0 };
+  // Stopped even without a main process: a unit still in ExecStartPre/ExecStartPost (a
+  // start that failed) must not be left to finish while the next unit is installed.
   const hostStart = Number((await ssh.check(`date +%s.%N; systemctl stop --no-block ${unit}`, `systemctl stop ${t.unitName}`)).trim().split("\n")[0]);
   const journal = `journalctl -u ${unit} _SYSTEMD_INVOCATION_ID=${shellQuote(before.invocationId)} -o short-unix --no-pager | grep -F 'Gracefully exiting' | tail -n 50`;
   const drainDeadline = t.timeouts.drainSeconds + DRAIN_EXIT_MARGIN_SECONDS;
@@ -225,11 +225,12 @@ async function stopServer(ssh: Ssh, t: Target, before: LiveUnit): Promise<StopRe
       onTimeout: () => new Error(`the server of ${t.label} (pid ${before.mainPid}) did not exit within ${drainDeadline + t.timeouts.stopSeconds} s of \`systemctl stop\`, even after being killed (timeouts.drainSeconds + timeouts.stopSeconds); check \`systemctl status ${t.unitName}\``),
     },
     async (elapsedS) => {
-      const out = splitSections((await ssh.run(`echo @@section show\n${showScript(t.unitName)}\necho @@section alive\nkill -0 ${before.mainPid} 2>/dev/null && echo alive\necho @@section journal\n${journal}`)).stdout);
+      const alive = before.mainPid > 0 ? `kill -0 ${before.mainPid} 2>/dev/null && echo alive` : "true";
+      const out = splitSections((await ssh.run(`echo @@section show\n${showScript(t.unitName)}\necho @@section alive\n${alive}\necho @@section journal\n${journal}`)).stdout);
       const drain = parseDrainProgress(out.journal ?? "");
       if (drain.remaining !== null) progressText = `${drain.remaining} request${drain.remaining === 1 ? "" : "s"} still in flight`;
       const now = liveUnit(parseSystemctlShow(out.show ?? ""));
-      const gone = !(out.alive ?? "").includes("alive") && now.activeState !== "active" && now.activeState !== "deactivating";
+      const gone = !(out.alive ?? "").includes("alive") && (now.activeState === "inactive" || now.activeState === "failed");
       if (!gone) {
         if (!killedAt && elapsedS > drainDeadline) {
           cut = drain.remaining ?? 0;

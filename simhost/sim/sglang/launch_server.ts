@@ -531,6 +531,8 @@ function dummyHealthServer(host: string, port: number): void {
       if (req.method === "GET" && (p === "/health" || p === "/health_generate" || p === "/ping")) return void res.writeHead(200).end();
       res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ detail: "Not Found" }));
     })
+    // uvicorn runs it on its own; a failed bind is logged and the rank runs on without it.
+    .on("error", (e: Error) => log(`ERROR:    [Errno 98] error while attempting to bind on address ('${host}', ${port}): ${e.message}`))
     .listen(port, host);
 }
 

@@ -14,7 +14,7 @@ let ws: SimWorkspace;
 const spec = (stack: string) => readRepoStackConfig(stack)["dflash-sglang:speculative"];
 const pidOn = async (h: hosts.HostInfo) => Number((await hosts.ssh(h, `systemctl show -p MainPID --value ${UNIT}.service`)).stdout.trim());
 const unitOn = async (h: hosts.HostInfo) => (await hosts.ssh(h, `cat /etc/systemd/system/${UNIT}.service`)).stdout;
-const serving = async () => (await fetch(`http://${h0.address}:${h0.sglangPort}/get_server_info`)).json() as Promise<Record<string, unknown>>;
+const serving = async () => (await fetch(`http://${h0.address}:${h0.sglangPort}/server_info`)).json() as Promise<Record<string, unknown>>;
 
 before(async () => {
   [h0, h1] = await Promise.all(NAMES.map((n) => hosts.start(n, { sglang: { profile: "ddtree-fork", loadSeconds: 2, warmupSeconds: 0.3 } })));

@@ -560,3 +560,14 @@ test("a flag map using the hidden alias: upstream accepts the command line, read
   assert.equal(expectedServerArgs(d).speculative_draft_window_size, 2048);
   assert.equal("speculative_dflash_draft_window_size" in expectedServerArgs(d), false);
 });
+
+// Ranks 1.. serve SGLang's dummy health check on --host:--port of their own machine
+// (sgl-project/sglang python/sglang/srt/utils/common.py launch_dummy_health_check_server).
+test("multi-node: a specific listen address is node 0's; other ranks listen on their own address, a wildcard stays", () => {
+  const node = { address: "10.0.0.6", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl" };
+  const d = deployment({ speculative: DDTREE_WINDOWED, nodes: [node], model: { ...(projectConfig().model as Raw), tpSize: 16 }, service: { listenAddress: "10.0.0.5" } });
+  assert.equal(flagValue(launchArgs(d, undefined, 0), "--host"), "10.0.0.5");
+  assert.equal(flagValue(launchArgs(d, undefined, 1), "--host"), "10.0.0.6");
+  const wild = deployment({ speculative: DDTREE_WINDOWED, nodes: [node], model: { ...(projectConfig().model as Raw), tpSize: 16 }, service: { listenAddress: "0.0.0.0" } });
+  assert.equal(flagValue(launchArgs(wild, undefined, 1), "--host"), "0.0.0.0");
+});
