@@ -66,6 +66,7 @@ export class StagedUnit extends pulumi.dynamic.Resource {
 export class Rollout extends pulumi.dynamic.Resource {
   declare readonly drainSeconds: pulumi.Output<number>;
   declare readonly stopSeconds: pulumi.Output<number>;
+  declare readonly requestsCut: pulumi.Output<number | null>;
   declare readonly gpuReleaseSeconds: pulumi.Output<number>;
   declare readonly loadToReadySeconds: pulumi.Output<number>;
   declare readonly mainPid: pulumi.Output<number>;

@@ -51,10 +51,13 @@ export class SglangService extends pulumi.ComponentResource {
   readonly unitText: pulumi.Output<string>;
   /** The server's command line (interpreter and arguments). */
   readonly launchCommand: pulumi.Output<string[]>;
-  /** Arguments the running server reported from /get_server_info once ready. */
+  /** Arguments the running server reported from /server_info once ready, secrets left out. */
   readonly serverArgs: pulumi.Output<Record<string, unknown>>;
-  /** Seconds spent in each phase of the last restart; zeros when nothing had to restart. */
-  readonly timings: pulumi.Output<{ drainSeconds: number; stopSeconds: number; gpuReleaseSeconds: number; loadToReadySeconds: number }>;
+  /**
+   * Seconds spent in each phase of the last restart (zeros when nothing had to restart),
+   * and the requests cut when the drain hit its deadline (0 normally, null if unknown).
+   */
+  readonly timings: pulumi.Output<{ drainSeconds: number; stopSeconds: number; gpuReleaseSeconds: number; loadToReadySeconds: number; requestsCut: number | null }>;
   /** Acceptance length the server reported when it became ready. */
   readonly acceptLength: pulumi.Output<number | null>;
 
@@ -135,8 +138,8 @@ export class SglangService extends pulumi.ComponentResource {
     this.launchCommand = pulumi.output([d.service.python, ...launchArgs(d, presence)]);
     this.serverArgs = rollout.serverArgs;
     this.acceptLength = rollout.acceptLength;
-    this.timings = pulumi.all([rollout.drainSeconds, rollout.stopSeconds, rollout.gpuReleaseSeconds, rollout.loadToReadySeconds]).apply(
-      ([drainSeconds, stopSeconds, gpuReleaseSeconds, loadToReadySeconds]) => ({ drainSeconds, stopSeconds, gpuReleaseSeconds, loadToReadySeconds }),
+    this.timings = pulumi.all([rollout.drainSeconds, rollout.stopSeconds, rollout.gpuReleaseSeconds, rollout.loadToReadySeconds, rollout.requestsCut]).apply(
+      ([drainSeconds, stopSeconds, gpuReleaseSeconds, loadToReadySeconds, requestsCut]) => ({ drainSeconds, stopSeconds, gpuReleaseSeconds, loadToReadySeconds, requestsCut }),
     );
     this.registerOutputs({ unitHash: this.unitHash, launchCommand: this.launchCommand, serverArgs: this.serverArgs, timings: this.timings, acceptLength: this.acceptLength });
   }

@@ -169,6 +169,7 @@ describe("two hosts at once", () => {
     // sigterm_watchdog -> kill_process_tree): a plain unit is then "failed", status=9/KILL.
     assert.equal((await ssh(host, "systemctl stop smoke.service; systemctl is-active smoke.service")).stdout.trim(), "failed");
     assert.match((await ssh(host, "journalctl -u smoke.service --no-pager -o cat")).stdout, /status=9\/KILL/);
+    await ssh(host, "systemctl reset-failed smoke.service");
     assert.equal((await ssh(host, "nvidia-smi --query-compute-apps=pid --format=csv,noheader")).stdout.trim(), "", "no process holds GPU memory after stop");
   });
 

@@ -190,8 +190,10 @@ export interface StopResult {
   drainSeconds: number;
   /** From then until the old main process was gone. */
   stopSeconds: number;
-  /** Requests still in flight when the server was killed at the drain deadline; 0 if none. */
-  cut: number;
+  /** The drain hit its deadline and the server was killed. */
+  killed: boolean;
+  /** Requests still in flight then, from SGLang's last drain line (null: it logged none). */
+  cut: number | null;
 }
 
 /**
@@ -206,7 +208,7 @@ export interface StopResult {
 async function stopServer(ssh: Ssh, t: Target, before: LiveUnit): Promise<StopResult> {
   const started = Date.now();
   const unit = shellQuote(`${t.unitName}.service`);
-  if (before.activeState === "inactive" || before.activeState === "failed") return { drainSeconds: 0, stopSeconds: 0, cut: 0 };
+  if (before.activeState === "inactive" || before.activeState === "failed") return { drainSeconds: 0, stopSeconds: 0, killed: false, cut: 0 };
   // Stopped even without a main process: a unit still in ExecStartPre/ExecStartPost (a
   // start that failed) must not be left to finish while the next unit is installed.
   const hostStart = Number((await ssh.check(`date +%s.%N; systemctl stop --no-block ${unit}`, `systemctl stop ${t.unitName}`)).trim().split("\n")[0]);
@@ -214,7 +216,7 @@ async function stopServer(ssh: Ssh, t: Target, before: LiveUnit): Promise<StopRe
   const drainDeadline = t.timeouts.drainSeconds + DRAIN_EXIT_MARGIN_SECONDS;
   let progressText = "";
   let killedAt = 0;
-  let cut = 0;
+  let cut: number | null = 0;
   const drainedAfter = await poll(
     {
       status: () => `stopping: SGLang is draining (${progressText || "SIGTERM sent; it checks every 5 s"})`,
@@ -233,9 +235,9 @@ async function stopServer(ssh: Ssh, t: Target, before: LiveUnit): Promise<StopRe
       const gone = !(out.alive ?? "").includes("alive") && (now.activeState === "inactive" || now.activeState === "failed");
       if (!gone) {
         if (!killedAt && elapsedS > drainDeadline) {
-          cut = drain.remaining ?? 0;
+          cut = drain.remaining;
           killedAt = Date.now();
-          await progress(t.urn, `${t.label}: the drain did not end within ${t.timeouts.drainSeconds} s (timeouts.drainSeconds); killing the old server${cut ? `, cutting ${cut} request${cut === 1 ? "" : "s"} still in flight` : ""}`, false);
+          await progress(t.urn, `${t.label}: the drain did not end within ${t.timeouts.drainSeconds} s (timeouts.drainSeconds); killing the old server, cutting ${describeCut(cut)}`, false);
           await ssh.run(`systemctl kill --signal=SIGKILL ${unit}`);
         }
         return undefined;
@@ -243,14 +245,18 @@ async function stopServer(ssh: Ssh, t: Target, before: LiveUnit): Promise<StopRe
       if (now.result === "timeout" && !killedAt) {
         // systemd's own TimeoutStopSec ended the drain.
         killedAt = Date.now();
-        cut = drain.remaining ?? 0;
+        cut = drain.remaining;
       }
       return drain.drainedAt !== null && !killedAt ? Math.max(0, drain.drainedAt - hostStart) : elapsedS;
     },
   );
   const total = elapsed(started);
   const drainSeconds = Math.round(Math.min(drainedAfter, total) * 10) / 10;
-  return { drainSeconds, stopSeconds: Math.round((total - drainSeconds) * 10) / 10, cut };
+  return { drainSeconds, stopSeconds: Math.round((total - drainSeconds) * 10) / 10, killed: killedAt > 0, cut: killedAt > 0 ? cut : 0 };
+}
+
+function describeCut(cut: number | null): string {
+  return cut === null ? "what was still in flight (SGLang logged no count)" : `${cut} request${cut === 1 ? "" : "s"} still in flight`;
 }
 
 /** Waits until the GPUs the server uses show (almost) no memory in use. */
@@ -299,8 +305,8 @@ export interface RolloutResult {
   applied: boolean;
   drainSeconds: number;
   stopSeconds: number;
-  /** Requests cut at the drain deadline (timeouts.drainPolicy "proceed"); 0 normally. */
-  requestsCut: number;
+  /** Requests cut at the drain deadline (timeouts.drainPolicy "proceed"); 0 normally, null if unknown. */
+  requestsCut: number | null;
   gpuReleaseSeconds: number;
   previousMainPid: number;
 }
@@ -330,15 +336,15 @@ export async function rollout(nodes: NodeStep[]): Promise<RolloutResult> {
     await progress(t.urn, `${t.label}: the host${nodes.length > 1 ? "s" : ""} already run${nodes.length > 1 ? "" : "s"} this unit; nothing to restart`, false);
     return { applied: false, drainSeconds: 0, stopSeconds: 0, requestsCut: 0, gpuReleaseSeconds: 0, previousMainPid: before[0].mainPid };
   }
-  let stop: StopResult = { drainSeconds: 0, stopSeconds: 0, cut: 0 };
+  let stop: StopResult = { drainSeconds: 0, stopSeconds: 0, killed: false, cut: 0 };
   let gpuReleaseSeconds = 0;
   try {
     // The serving node first: its SIGTERM is the drain, and its peers must stay up until
     // it has finished what is in flight. Then the other nodes.
     stop = await stopServer(serving.ssh, t, before[0]);
     await Promise.all(nodes.slice(1).map((n, i) => stopServer(n.ssh, n.t, before[i + 1])));
-    if (stop.cut > 0) {
-      const what = `${stop.cut} request${stop.cut === 1 ? " was" : "s were"} still in flight when the drain deadline (timeouts.drainSeconds = ${t.timeouts.drainSeconds} s) ended the old server and ${stop.cut === 1 ? "was" : "were"} cut`;
+    if (stop.killed) {
+      const what = `the drain deadline (timeouts.drainSeconds = ${t.timeouts.drainSeconds} s) ended the old server, cutting ${describeCut(stop.cut)}`;
       if (t.timeouts.drainPolicy === "fail") throw new Error(`${what}; timeouts.drainPolicy is "fail", so the new configuration is not started. Retry when traffic is lower, raise timeouts.drainSeconds, or set timeouts.drainPolicy to "proceed".`);
       await progress(t.urn, `${t.label}: ${what}; timeouts.drainPolicy is "proceed": starting the new configuration`, false);
     }
