@@ -194,7 +194,7 @@ export async function runBenchmark(
  * former answers 404 (older versions). Only internal_states is read from it: the body
  * also holds api_key and other secrets, and none of it is stored.
  */
-async function serverInfo(ep: { baseUrl: string; apiKey?: string }): Promise<{ path: string; info: unknown }> {
+export async function serverInfo(ep: { baseUrl: string; apiKey?: string }): Promise<{ path: string; info: unknown }> {
   const headers: Record<string, string> = ep.apiKey ? { authorization: `Bearer ${ep.apiKey}` } : {};
   for (const path of ["/server_info", "/get_server_info"]) {
     const res = await fetch(`${ep.baseUrl}${path}`, { headers }).catch(() => undefined);

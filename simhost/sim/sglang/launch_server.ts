@@ -218,7 +218,8 @@ class Server {
       case "GET /v1/models":
         return json(200, { object: "list", data: [{ id: this.modelId(), object: "model", created: 0, owned_by: "sglang", root: this.args.model_path, max_model_len: this.args.context_length ?? 262144 }] });
       case "GET /get_server_info":
-        log("Endpoint '/get_server_info' is deprecated and will be removed in a future version. Please use '/server_info' instead.");
+        // Versions that have /server_info deprecate this one; older ones had only this.
+        if (!this.config.removedEndpoints.includes("/server_info")) log("Endpoint '/get_server_info' is deprecated and will be removed in a future version. Please use '/server_info' instead.");
         return json(200, this.serverInfo());
       case "GET /server_info":
         return json(200, this.serverInfo());

@@ -130,12 +130,9 @@ test("an SGLang without /get_server_info, then one without /server_info: readine
   const { outputs } = await upWith({ speculative: spec("b16t4-w2048") });
   assert.equal(outputs.serverArgs.value.speculative_ddtree_budget, 16, "read from /get_server_info");
   hosts.configure(HOST, JSON.stringify({ removedEndpoints: [] }));
-  const journal = await sh(`journalctl -u ${UNIT}.service --no-pager -o cat`);
-  const deprecations = journal.match(/Endpoint '\/get_server_info' is deprecated/g)?.length ?? 0;
-  assert.ok(deprecations >= 1, "the old endpoint was used where it was the only one");
   await upWith({ speculative: spec("b8t4-w2048") });
-  const after = (await sh(`journalctl -u ${UNIT}.service --no-pager -o cat`)).match(/Endpoint '\/get_server_info' is deprecated/g)?.length ?? 0;
-  assert.equal(after, deprecations, "where /server_info exists, the deprecated endpoint is never asked");
+  const journal = await sh(`journalctl -u ${UNIT}.service --no-pager -o cat`);
+  assert.doesNotMatch(journal, /Endpoint '\/get_server_info' is deprecated/, "where /server_info exists, the deprecated endpoint is never asked");
 });
 
 test("a bad flag value: `sglang serve: error: argument ... invalid choice` shown in one line, previous configuration back", async () => {
