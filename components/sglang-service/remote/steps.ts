@@ -212,7 +212,8 @@ async function stopServer(ssh: Ssh, t: Target, before: LiveUnit): Promise<StopRe
   // Stopped even without a main process: a unit still in ExecStartPre/ExecStartPost (a
   // start that failed) must not be left to finish while the next unit is installed.
   const hostStart = Number((await ssh.check(`date +%s.%N; systemctl stop --no-block ${unit}`, `systemctl stop ${t.unitName}`)).trim().split("\n")[0]);
-  const journal = `journalctl -u ${unit} _SYSTEMD_INVOCATION_ID=${shellQuote(before.invocationId)} -o short-unix --no-pager | grep -F 'Gracefully exiting' | tail -n 50`;
+  // Only what was logged since the stop: a long-lived server's journal can be large.
+  const journal = `journalctl -u ${unit} _SYSTEMD_INVOCATION_ID=${shellQuote(before.invocationId)} --since @${Math.floor(hostStart)} -o short-unix --no-pager | grep -F 'Gracefully exiting' | tail -n 1`;
   const drainDeadline = t.timeouts.drainSeconds + DRAIN_EXIT_MARGIN_SECONDS;
   let progressText = "";
   let killedAt = 0;

@@ -29,7 +29,8 @@ const base = () => `http://${host.address}:${host.sglangPort}`;
 const serving = async () => (await (await fetch(`${base()}/server_info`)).json()) as Record<string, unknown>;
 const runningGauge = async () => Number(/^sglang:num_running_reqs\{.*\} (\S+)$/m.exec(await (await fetch(`${base()}/metrics`)).text())?.[1]);
 
-async function streamChat(maxTokens: number): Promise<boolean> {
+/** Streams a chat completion; `onFirstChunk` runs once tokens flow. Resolves with whether it finished. */
+async function streamChat(maxTokens: number, onFirstChunk: () => void = () => undefined): Promise<boolean> {
   try {
     const res = await fetch(`${base()}/v1/chat/completions`, {
       method: "POST",
@@ -37,11 +38,23 @@ async function streamChat(maxTokens: number): Promise<boolean> {
       body: JSON.stringify({ messages: [{ role: "user", content: "Tell me about speculative decoding" }], max_tokens: maxTokens, stream: true }),
     });
     let text = "";
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) text += Buffer.from(chunk).toString("utf8");
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      if (!text) onFirstChunk();
+      text += Buffer.from(chunk).toString("utf8");
+    }
     return text.includes("data: [DONE]");
   } catch {
     return false;
   }
+}
+
+/** Starts a stream and resolves (with its outcome's promise) once its first tokens arrived. */
+async function streamInFlight(maxTokens: number): Promise<{ done: Promise<boolean> }> {
+  let flowing!: () => void;
+  const started = new Promise<void>((r) => (flowing = r));
+  const done = streamChat(maxTokens, flowing);
+  await Promise.race([started, done.then(() => Promise.reject(new Error("the stream ended before it was in flight")))]);
+  return { done };
 }
 
 /** Runs `up` for the stack with a new speculative block (and more), returning its output. */
@@ -93,8 +106,7 @@ test("stale gauges after traffic stopped: the stop is SGLang's drain, over withi
 
 test("a long streaming generation in flight when `up` starts completes; the drain waits for exactly that", async () => {
   // ~180 tok/s: 2500 tokens keep the stream busy for about 14 s.
-  const stream = streamChat(2500);
-  await new Promise((r) => setTimeout(r, 500));
+  const { done: stream } = await streamInFlight(2500);
   const { outputs } = await upWith({ speculative: spec("b8t4-w2048") });
   assert.equal(await stream, true, "the stream finished with [DONE]");
   assert.ok(outputs.restartTimings.value.drainSeconds >= 5, JSON.stringify(outputs.restartTimings.value));
@@ -102,8 +114,7 @@ test("a long streaming generation in flight when `up` starts completes; the drai
 });
 
 test("drain deadline with drainPolicy \"fail\": the cut is named, the previous configuration is restored", async () => {
-  const stream = streamChat(50_000);
-  await new Promise((r) => setTimeout(r, 500));
+  const { done: stream } = await streamInFlight(50_000);
   const message = await failingUp({ speculative: spec("b16t4-w2048"), timeouts: { ...TIMEOUTS, drainSeconds: 2, drainPolicy: "fail" } });
   assert.match(message, /the drain deadline \(timeouts\.drainSeconds = 2 s\) ended the old server, cutting 1 request still in flight; timeouts\.drainPolicy is "fail", so the new configuration is not started/);
   assert.match(message, /Rolled back: the previous configuration \(stack real, .*\) is back and serving/);
@@ -112,8 +123,7 @@ test("drain deadline with drainPolicy \"fail\": the cut is named, the previous c
 });
 
 test("drain deadline with drainPolicy \"proceed\": the cut is reported and the new configuration serves", async () => {
-  const stream = streamChat(50_000);
-  await new Promise((r) => setTimeout(r, 500));
+  const { done: stream } = await streamInFlight(50_000);
   const { output, outputs } = await upWith({ speculative: spec("b16t4-w2048"), timeouts: { ...TIMEOUTS, drainSeconds: 2, drainPolicy: "proceed" } });
   assert.match(output, /the drain deadline \(timeouts\.drainSeconds = 2 s\) ended the old server, cutting 1 request still in flight; timeouts\.drainPolicy is "proceed": starting the new configuration/);
   assert.equal(outputs.restartTimings.value.requestsCut, 1);
