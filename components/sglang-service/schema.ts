@@ -87,6 +87,8 @@ export const modelSchema = z
   })
   .strict();
 
+const WINDOW_MESSAGE = 'speculative.draftWindowSize must be a positive whole number of tokens (e.g. 2048) or "none"';
+
 export const speculativeSchema = z
   .object({
     /** DFLASH (a drafter block per step) or DDTREE (a draft tree under a node budget); null turns speculation off. */
@@ -98,7 +100,7 @@ export const speculativeSchema = z
     /** DDTree top-k. */
     topk: z.number().int().min(1).max(64).optional(),
     /** Drafter sliding window in tokens, or "none" for the full context. Defaults to "none". */
-    draftWindowSize: z.union([z.number().int().positive(), z.literal("none")]).default("none"),
+    draftWindowSize: z.union([z.number().int({ error: WINDOW_MESSAGE }).positive({ error: WINDOW_MESSAGE }), z.literal("none")], { error: WINDOW_MESSAGE }).default("none"),
     /** Compact the drafter's windowed KV cache (DDTree fork only). Defaults to false. */
     compactCache: z.boolean().default(false),
   })
@@ -133,7 +135,9 @@ export const BUILD_PRESETS = {
 } as const;
 
 export const sglangBuildSchema = z
-  .union([z.enum(["upstream", "ddtree-fork"]), z.object({ flags: flagMapSchema }).strict()])
+  .union([z.enum(["upstream", "ddtree-fork"]), z.object({ flags: flagMapSchema }).strict()], {
+    error: 'sglangBuild must be "upstream", "ddtree-fork", or {flags: {...}} naming each flag of your build (a flag name such as "--speculative-ddtree-budget", or null where the build lacks it; see flagMapSchema in components/sglang-service/schema.ts)',
+  })
   .default("ddtree-fork");
 
 export const timeoutsSchema = z

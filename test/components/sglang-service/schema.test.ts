@@ -220,3 +220,13 @@ for (const stack of stackNames()) {
     assert.equal(d.service.unitName, (projectConfig().service as Raw).unitName, "project config fills in what the stack file leaves out");
   });
 }
+
+test("a union says what is valid: the draft window and the SGLang build", () => {
+  for (const draftWindowSize of [null, "2048", 0, 2.5]) {
+    assert.deepEqual(problemLines({ ...validRaw(), speculative: { ...DDTREE, draftWindowSize } }), ['  - dflash-sglang:speculative.draftWindowSize: speculative.draftWindowSize must be a positive whole number of tokens (e.g. 2048) or "none"'], String(draftWindowSize));
+  }
+  for (const sglangBuild of ["fork", { flags: { budget: 3 } }]) {
+    const [line] = problemLines({ ...validRaw(), sglangBuild });
+    assert.match(line, /^ {2}- dflash-sglang:sglangBuild: sglangBuild must be "upstream", "ddtree-fork", or \{flags: \{\.\.\.\}\} naming each flag/, JSON.stringify(sglangBuild));
+  }
+});
