@@ -384,11 +384,34 @@ async function watchPeers(peers: NodeStep[], until: { done: boolean }, phase: st
 /** Readiness of a group: node 0 must serve while every other node stays up. */
 export async function waitReadyGroup(nodes: NodeStep[], r: Omit<ReadinessInput, keyof Target>): Promise<ReadinessResult> {
   const until = { done: false };
+  const started = Date.now();
   try {
     return await Promise.race([waitReady(nodes[0].ssh, { ...nodes[0].t, ...r }), watchPeers(nodes.slice(1), until, "the group was starting").then(() => new Promise<never>(() => undefined))]);
+  } catch (e) {
+    throw await rootCauseInGroup(nodes, e as Error, elapsed(started));
   } finally {
     until.done = true;
   }
+}
+
+/** What a rank says when another rank went away first: a consequence, not the cause. */
+const LOST_PEER = /NCCL|communicator was aborted|Connection reset by peer|lost node \d/;
+
+/**
+ * A node that dies takes the others down with it (their collectives abort), and node 0
+ * is often the first to be noticed. When node 0's failure is such an abort, the node
+ * that failed for a reason of its own is the cause the user needs.
+ */
+async function rootCauseInGroup(nodes: NodeStep[], e: Error, seconds: number): Promise<Error> {
+  const headline = (x: Error) => x.message.split("\n")[0];
+  if (nodes.length < 2 || !LOST_PEER.test(headline(e))) return e;
+  for (const p of nodes.slice(1)) {
+    const state = await unitNow(p.ssh, p.t.unitName).catch(() => undefined);
+    if (!state || isRunning(state)) continue;
+    const peer = await unitFailure(p.ssh, p.t, state, "the group was starting", seconds);
+    if (!LOST_PEER.test(headline(peer))) return new Error(`${peer.message}\n  Node 0 stopped because of it: ${headline(e)}`);
+  }
+  return e;
 }
 
 export interface ReadinessInput extends Target {
