@@ -64,3 +64,21 @@ export async function until<T>(what: string, fn: () => Promise<T | undefined>, t
   }
 }
 
+
+/**
+ * Starts the simulator in a fresh sandbox with `args(dir, port)`, waits until /health
+ * says 200, runs `fn`, then kills the server and removes the sandbox.
+ */
+export async function withServingSim(sglang: object, args: (dir: string, port: number) => string[], fn: (s: { port: number; dir: string; log: () => string }) => Promise<void>): Promise<void> {
+  const sb = sandbox(sglang);
+  const port = await freePort();
+  const server = launch(sb.env, args(sb.dir, port));
+  try {
+    await until("ready", async () => ((await status(port, "/health")) === 200 ? true : undefined));
+    await fn({ port, dir: sb.dir, log: server.log });
+  } finally {
+    server.child.kill("SIGKILL");
+    await server.exited;
+    sb.cleanup();
+  }
+}

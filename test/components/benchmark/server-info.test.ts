@@ -4,22 +4,12 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as path from "node:path";
-import { freePort, launch, sandbox, status, until } from "../../support/localSim";
+import { withServingSim } from "../../support/localSim";
 import { serverInfo } from "../../../components/benchmark/run";
 
-async function withServer(removedEndpoints: string[], fn: (baseUrl: string, log: () => string) => Promise<void>): Promise<void> {
-  const sb = sandbox({ removedEndpoints });
-  const port = await freePort();
-  const server = launch(sb.env, ["--model-path", path.join(sb.dir, "model"), "--tp-size", "8", "--port", String(port), "--api-key", "k"]);
-  try {
-    await until("ready", async () => ((await status(port, "/health")) === 200 ? true : undefined));
-    await fn(`http://127.0.0.1:${port}`, server.log);
-  } finally {
-    server.child.kill("SIGKILL");
-    await server.exited;
-    sb.cleanup();
-  }
-}
+const args = (dir: string, port: number) => ["--model-path", path.join(dir, "model"), "--tp-size", "8", "--port", String(port), "--api-key", "k"];
+const withServer = (removedEndpoints: string[], fn: (baseUrl: string, log: () => string) => Promise<void>) =>
+  withServingSim({ removedEndpoints }, args, ({ port, log }) => fn(`http://127.0.0.1:${port}`, log));
 
 test("server info comes from /server_info; the deprecated endpoint is not asked", async () => {
   await withServer(["/get_server_info"], async (baseUrl, log) => {

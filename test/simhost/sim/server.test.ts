@@ -5,7 +5,7 @@ import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { spawnSync } from "node:child_process";
-import { SIM, freePort, launch, sandbox, status, until } from "../../support/localSim";
+import { SIM, freePort, launch, sandbox, status, until, withServingSim } from "../../support/localSim";
 
 const baseArgs = (dir: string, port: number) => ["--model-path", path.join(dir, "model"), "--tp-size", "8", "--port", String(port), "--host", "127.0.0.1", "--enable-metrics",
   "--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", path.join(dir, "drafter"), "--speculative-draft-window-size", "2048"];
@@ -93,29 +93,18 @@ test("start-up phases; /server_info and the deprecated /get_server_info both giv
 });
 
 test("a version without /get_server_info (or without /server_info) answers 404 there", async () => {
-  const sb = sandbox({ removedEndpoints: ["/get_server_info"] });
-  const port = await freePort();
-  const server = launch(sb.env, baseArgs(sb.dir, port));
-  try {
-    await ready(port);
+  await withServingSim({ removedEndpoints: ["/get_server_info"] }, baseArgs, async ({ port }) => {
     assert.equal(await status(port, "/get_server_info"), 404);
     assert.equal(await status(port, "/server_info"), 200);
-  } finally {
-    server.child.kill("SIGKILL");
-    await server.exited;
-    sb.cleanup();
-  }
+  });
 });
+
 
 // srt/metrics/collector.py (SchedulerMetricsCollector labels) and the scheduler's
 // log_prefill_stats / log_decode_stats (every --decode-log-interval = 40 steps) and
 // idle refresh (30 s): a scrape shows the last published value, not the live count.
 test("metrics carry SGLang's labels and go stale: a finished request still shows as running", async () => {
-  const sb = sandbox({});
-  const port = await freePort();
-  const server = launch(sb.env, baseArgs(sb.dir, port));
-  try {
-    await ready(port);
+  await withServingSim({}, baseArgs, async ({ port }) => {
     const gauge = async () => Number(/^sglang:num_running_reqs\{(.*)\} (\S+)$/m.exec(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text())?.[2]);
     const labels = /^sglang:num_running_reqs\{(.*)\} /m.exec(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text())?.[1] ?? "";
     assert.match(labels, /^model_name=".*",engine_type="unified",tp_rank="0",pp_rank="0",moe_ep_rank="0"$/);
@@ -123,12 +112,9 @@ test("metrics carry SGLang's labels and go stale: a finished request still shows
     const r = await streamChat(port, 8);
     assert.equal(r.done, true);
     assert.equal(await gauge(), 1, "still 1 after the only request finished: refreshed at prefill, every 40 decode steps, or 30 s idle");
-  } finally {
-    server.child.kill("SIGKILL");
-    await server.exited;
-    sb.cleanup();
-  }
+  });
 });
+
 
 // srt/managers/tokenizer_manager.py: SignalHandler.sigterm_handler sets gracefully_exit;
 // sigterm_watchdog checks it every 5 s, waits (5 s at a time) for rid_to_state to empty,
@@ -211,21 +197,14 @@ test("a new process started before the old one's memory is released dies with CU
 
 // srt/managers/tokenizer_manager.py: spec_verify_ct is in meta_info only with speculative decoding.
 test("/generate reports spec_verify_ct only with speculative decoding on", async () => {
-  const sb = sandbox({});
-  const port = await freePort();
-  const plain = ["--model-path", path.join(sb.dir, "model"), "--tp-size", "8", "--port", String(port)];
-  const server = launch(sb.env, plain);
-  try {
-    await ready(port);
+  const plain = (dir: string, port: number) => ["--model-path", path.join(dir, "model"), "--tp-size", "8", "--port", String(port)];
+  await withServingSim({}, plain, async ({ port }) => {
     const body = (await (await fetch(`http://127.0.0.1:${port}/generate`, { method: "POST", body: JSON.stringify({ text: "hi", sampling_params: { max_new_tokens: 8 } }) })).json()) as { meta_info: Record<string, unknown> };
     assert.equal(body.meta_info.completion_tokens, 8);
     assert.equal("spec_verify_ct" in body.meta_info, false);
-  } finally {
-    server.child.kill("SIGKILL");
-    await server.exited;
-    sb.cleanup();
-  }
+  });
 });
+
 
 // srt/server_args_config_parser.py ConfigArgumentMerger: file args go first, the command
 // line wins; every key becomes a flag, so an unknown key is argparse's error.
