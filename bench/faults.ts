@@ -11,7 +11,7 @@ import * as YAML from "yaml";
 import * as hosts from "../simhost/hosts";
 import { REPO_ROOT } from "../lib/pulumi-env";
 import { readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../lib/workspace";
-import { failureCause } from "../lib/sweep";
+import { failureCause } from "../components/sweep/sweep";
 
 const HOST = `faults-${process.pid}`;
 const UNIT = "sglang-k26";

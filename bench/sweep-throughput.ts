@@ -9,7 +9,7 @@ import * as YAML from "yaml";
 import * as hosts from "../simhost/hosts";
 import { REPO_ROOT } from "../lib/pulumi-env";
 import { simHostConfig, simWorkspace } from "../lib/workspace";
-import { runSweep } from "../lib/sweep";
+import { runSweep } from "../components/sweep/sweep";
 import { gridStacks } from "../components/sweep/grid";
 
 function arg(name: string, dflt: string): string {

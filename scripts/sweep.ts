@@ -14,7 +14,7 @@ import * as YAML from "yaml";
 import * as hosts from "../simhost/hosts";
 import { REPO_ROOT } from "../lib/pulumi-env";
 import { simHostConfig, simWorkspace } from "../lib/workspace";
-import { renderOutcomes, runSweep, SweepHost } from "../lib/sweep";
+import { renderOutcomes, runSweep, SweepHost } from "../components/sweep/sweep";
 import { collectRows } from "./report";
 import { globMatcher, renderMarkdown, renderSvg } from "../components/benchmark/report";
 

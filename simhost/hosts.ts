@@ -11,8 +11,10 @@ import { execFileSync, spawn } from "node:child_process";
 import * as crypto from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { REPO_ROOT } from "../lib/pulumi-env";
 import { parseFaults } from "./sim/faults";
+
+/** The repository root (simhost/ lives directly under it). */
+const REPO_ROOT = path.resolve(__dirname, "..");
 
 export const STATE_ROOT = "/run/dflash-simhost";
 const ADDRESSES_DIR = path.join(STATE_ROOT, "addresses");

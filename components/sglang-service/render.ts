@@ -317,3 +317,31 @@ export function helperScripts(): Record<string, string> {
 export function sha256(text: string): string {
   return createHash("sha256").update(text).digest("hex");
 }
+
+/** The stack a rendered unit says it belongs to (its X-DFlash-Stack line), or null. */
+export function unitStack(unitText: string): string | null {
+  return /^X-DFlash-Stack=(.*)$/m.exec(unitText)?.[1] ?? null;
+}
+
+/**
+ * The lines that differ between two units, in order, as `- old` / `+ new` (a longest-
+ * common-subsequence line diff; units are a few dozen lines). One option per ExecStart
+ * line makes each changed flag its own pair.
+ */
+export function unitLineChanges(from: string, to: string): string[] {
+  const a = from.split("\n");
+  const b = to.split("\n");
+  const lcs = Array.from({ length: a.length + 1 }, () => new Array<number>(b.length + 1).fill(0));
+  for (let i = a.length - 1; i >= 0; i--) for (let j = b.length - 1; j >= 0; j--) lcs[i][j] = a[i] === b[j] ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
+  const out: string[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length || j < b.length) {
+    if (i < a.length && j < b.length && a[i] === b[j]) {
+      i++;
+      j++;
+    } else if (i < a.length && (j === b.length || lcs[i + 1][j] >= lcs[i][j + 1])) out.push(`- ${a[i++]}`);
+    else out.push(`+ ${b[j++]}`);
+  }
+  return out;
+}

@@ -1,9 +1,20 @@
-// The component: one SGLang configuration on one GPU host, reconfigured safely.
+// The component: one SGLang configuration on one GPU host (or a group of nodes),
+// reconfigured safely, as render -> apply -> restart -> ready:
+//   render   pure: the unit (render.ts) and the host-side scripts (script.ts);
+//   apply    `<name>-unit`: a command:remote:Command that runs preflight and stages the
+//            unit and the transaction in this stack's own folder on each node;
+//   restart  `<name>-restart`: a command:remote:Command, re-run when the unit or a secret
+//            changes, that runs the staged transaction (lock, drain, stop, wait for the
+//            old process and the GPUs, install, start; rollback on failure);
+//   ready    `<name>-ready`: a dynamic resource that proves the new configuration serves.
 import * as pulumi from "@pulumi/pulumi";
+import * as command from "@pulumi/command";
 import { Deployment } from "./schema";
 import { expectedServerArgs, gpusPerNode, helperScripts, launchArgs, launchFlags, localServerUrl, renderUnit, secretPaths, SecretPresence, sha256 } from "./render";
+import { renderStageScript, renderTransaction, secretFileOrder, stageDir, transactionInput, transactionPath } from "./script";
 import type { StackSecrets } from "./config";
-import { PROVIDER_VERSION, Rollout, StagedUnit } from "./provider";
+import { PROVIDER_VERSION, Ready } from "./provider";
+import { describeHostChange, readLiveUnit } from "./remote/observe";
 
 export interface SglangServiceArgs {
   /** The validated configuration (see schema.ts: parseDeployment). */
@@ -16,8 +27,8 @@ export interface SglangServiceArgs {
   secrets?: StackSecrets;
 }
 
-/** The content of each secret file on the host, by path. */
-function secretFiles(unitName: string, secrets: StackSecrets): pulumi.Output<Record<string, string>> {
+/** The secret files' contents, one base64 line each in secretFileOrder: the restart's stdin. */
+function secretStdin(unitName: string, presence: SecretPresence, secrets: StackSecrets): pulumi.Output<string> {
   const paths = secretPaths(unitName);
   return pulumi.secret(
     pulumi.all([secrets.apiKey, secrets.hfToken]).apply(([apiKey, hfToken]) => {
@@ -27,7 +38,7 @@ function secretFiles(unitName: string, secrets: StackSecrets): pulumi.Output<Rec
         files[paths.curlHeaders] = `Authorization: Bearer ${apiKey}\n`;
       }
       if (hfToken !== undefined) files[paths.env] = `HF_TOKEN=${JSON.stringify(hfToken)}\n`;
-      return files;
+      return secretFileOrder(unitName, presence).map((p) => `${Buffer.from(files[p], "utf8").toString("base64")}\n`).join("");
     }),
   );
 }
@@ -37,6 +48,11 @@ export const COMPONENT_TYPE = "dflash:sglang:Service";
 /** The SSH connection to the deployment's host, as a secret (it carries the private key). */
 export function connectionOf(d: Deployment, privateKey: pulumi.Input<string>, host: Deployment["host"] = d.host) {
   return pulumi.secret(pulumi.output(privateKey).apply((key) => ({ host: host.address, port: host.port, user: host.user, hostKey: host.hostKey, privateKey: key })));
+}
+
+/** The same connection for @pulumi/command: host key pinned, a bounded number of dial attempts. */
+function commandConnection(privateKey: pulumi.Input<string>, host: Deployment["host"]): pulumi.Output<command.types.input.remote.ConnectionArgs> {
+  return pulumi.secret(pulumi.output(privateKey).apply((key) => ({ host: host.address, port: host.port, user: host.user, hostKey: host.hostKey, privateKey: key, dialErrorLimit: 3, perDialTimeout: 15 })));
 }
 
 /** URN of a dynamic resource child of a component, for progress lines attached to it. */
@@ -65,14 +81,68 @@ export class SglangService extends pulumi.ComponentResource {
     super(COMPONENT_TYPE, name, {}, opts);
     const d = args.deployment;
     const stack = pulumi.getStack();
-    const urnOf = (child: string) => childUrn(COMPONENT_TYPE, child);
     const label = `${d.service.unitName} (stack ${stack})`;
-    const connection = connectionOf(d, args.privateKey);
-
     const secrets = args.secrets ?? {};
     const presence: SecretPresence = { apiKey: secrets.apiKey !== undefined, hfToken: secrets.hfToken !== undefined };
-    const files = secretFiles(d.service.unitName, secrets);
-    const unitText = renderUnit(d, { stack, secrets: presence });
+    const stdin = secretStdin(d.service.unitName, presence, secrets);
+    const paths = [
+      { what: "model.path", path: d.model.path },
+      ...(d.speculative.algorithm !== null && d.model.drafterPath ? [{ what: "model.drafterPath", path: d.model.drafterPath }] : []),
+      { what: "service.workingDirectory", path: d.service.workingDirectory },
+    ];
+
+    // Node 0 serves; further nodes run ranks 1.. of the model.
+    const planned = [d.host, ...d.nodes].map((host, rank) => {
+      const key = rank === 0 ? args.privateKey : (args.nodeKeys?.[rank - 1] ?? args.privateKey);
+      const unitText = renderUnit(d, { stack, secrets: presence, rank });
+      const nodeLabel = rank === 0 ? label : `${label} node ${rank} (${host.address})`;
+      return { host, key, rank, unitText, unitHash: sha256(unitText), label: nodeLabel, suffix: rank === 0 ? "" : `-node${rank}` };
+    });
+
+    // What each node runs now and what `up` changes there, read before anything is staged:
+    // for reviewers, in preview too (even for a stack never deployed).
+    const hostView = pulumi.all(planned.map((n) => connectionOf(d, n.key, n.host))).apply(async (conns) => {
+      // A host that cannot be read (unreachable, or not the pinned host key) stops the run
+      // here, before any resource has touched a host.
+      const lines = await Promise.all(conns.map(async (c, k) => describeHostChange(d.service.unitName, stack, await readLiveUnit(c, d.service.unitName), planned[k].unitText, k === 0 ? "" : ` (node ${k})`)));
+      const text = lines.join("\n");
+      await pulumi.log.info(text, this);
+      return text;
+    });
+
+    const nodes = planned.map((n) => {
+      const transaction = renderTransaction(transactionInput(d, stack, n.label, n.rank, presence));
+      const connection = commandConnection(n.key, n.host);
+      const stageScript = renderStageScript({ label: n.label, host: n.host.address, stack, unitName: d.service.unitName, unitText: n.unitText, transaction, helpers: helperScripts(), python: d.service.python, flags: launchFlags(d, presence), paths, tpSize: gpusPerNode(d) });
+      // apply: preflight, then stage in this stack's folder (the live unit is not touched).
+      // Its stdin is the staging script (so `preview --diff` shows the unit's changed lines).
+      const staged = new command.remote.Command(
+        `${name}-unit${n.suffix}`,
+        {
+          connection,
+          create: `bash -s # stage ${d.service.unitName} for stack ${stack}`,
+          stdin: pulumi.unsecret(hostView.apply(() => stageScript)),
+          delete: `rm -rf '${stageDir(d.service.unitName, stack)}'`,
+          addPreviousOutputInEnv: false,
+        },
+        { parent: this, additionalSecretOutputs: ["connection"] },
+      );
+      // restart: the whole host-side transaction, re-run when the unit (its hash is in the
+      // command) or a secret (stdin) changes. Deleting it drains and removes the unit.
+      const restart = new command.remote.Command(
+        `${name}-restart${n.suffix}`,
+        {
+          connection,
+          create: `bash '${transactionPath(d.service.unitName, stack)}' restart ${n.unitHash}`,
+          stdin,
+          delete: `bash '${transactionPath(d.service.unitName, stack)}' remove ${n.unitHash}`,
+          addPreviousOutputInEnv: false,
+        },
+        { parent: this, dependsOn: [staged], additionalSecretOutputs: ["connection"] },
+      );
+      return { ...n, restart, connection: connectionOf(d, n.key, n.host) };
+    });
+
     const target = {
       unitName: d.service.unitName,
       serverUrl: localServerUrl(d),
@@ -83,64 +153,37 @@ export class SglangService extends pulumi.ComponentResource {
       curlAuth: presence.apiKey ? ` -H @${secretPaths(d.service.unitName).curlHeaders}` : "",
       stack,
       label,
+      urn: childUrn(COMPONENT_TYPE, `${name}-ready`),
     };
-
-    const paths = [
-      { what: "model.path", path: d.model.path },
-      ...(d.speculative.algorithm !== null && d.model.drafterPath ? [{ what: "model.drafterPath", path: d.model.drafterPath }] : []),
-      { what: "service.workingDirectory", path: d.service.workingDirectory },
-    ];
-    // One staged unit per node: node 0 is the serving host, the others run ranks 1.. of the model.
-    const stageOn = (rank: number, conn: ReturnType<typeof connectionOf>, child: string) =>
-      new StagedUnit(
-        child,
-        {
-          connection: conn,
-          label: rank === 0 ? label : `${label} node ${rank}`,
-          urn: urnOf(child),
-          unitName: d.service.unitName,
-          unitText: renderUnit(d, { stack, secrets: presence, rank }),
-          helpers: helperScripts(),
-          secretFiles: files,
-          python: d.service.python,
-          flags: launchFlags(d, presence),
-          paths,
-          tpSize: gpusPerNode(d),
-          providerVersion: PROVIDER_VERSION,
-        },
-        { parent: this },
-      );
-    const staged = stageOn(0, connection, `${name}-unit`);
-    const workers = d.nodes.map((node, i) => {
-      const conn = connectionOf(d, args.nodeKeys?.[i] ?? args.privateKey, node);
-      const unit = stageOn(i + 1, conn, `${name}-unit-node${i + 1}`);
-      return { conn, unit };
-    });
-
-    const rollout = new Rollout(
-      `${name}-rollout`,
+    const ready = new Ready(
+      `${name}-ready`,
       {
-        connection,
-        target: { ...target, urn: urnOf(`${name}-rollout`) },
-        unitHash: staged.unitHash,
-        stagedPath: staged.stagedPath,
-        secretsDigest: pulumi.secret(files.apply((f) => sha256(JSON.stringify(f)))),
+        target,
         expectedArgs: expectedServerArgs(d),
         modelName: d.model.servedModelName ?? d.model.path,
-        workers: pulumi.all(workers.map((w) => pulumi.all([w.conn, w.unit.unitHash, w.unit.stagedPath]).apply(([connection, unitHash, stagedPath]) => ({ connection, unitHash, stagedPath })))),
+        nodes: pulumi.all(
+          nodes.map((n) =>
+            pulumi.all([n.connection, n.restart.stdout]).apply(([connection, restartOutput]) => ({
+              connection,
+              unitHash: n.unitHash,
+              transaction: transactionPath(d.service.unitName, stack),
+              restartOutput,
+            })),
+          ),
+        ),
+        secretStdin: stdin,
         providerVersion: PROVIDER_VERSION,
       },
-      { parent: this, dependsOn: [staged, ...workers.map((w) => w.unit)] },
+      { parent: this, dependsOn: nodes.map((n) => n.restart) },
     );
 
-    this.unitHash = staged.unitHash;
+    const unitText = nodes[0].unitText;
+    this.unitHash = pulumi.output(sha256(unitText));
     this.unitText = pulumi.output(unitText);
     this.launchCommand = pulumi.output([d.service.python, ...launchArgs(d, presence)]);
-    this.serverArgs = rollout.serverArgs;
-    this.acceptLength = rollout.acceptLength;
-    this.timings = pulumi.all([rollout.drainSeconds, rollout.stopSeconds, rollout.gpuReleaseSeconds, rollout.loadToReadySeconds, rollout.requestsCut]).apply(
-      ([drainSeconds, stopSeconds, gpuReleaseSeconds, loadToReadySeconds, requestsCut]) => ({ drainSeconds, stopSeconds, gpuReleaseSeconds, loadToReadySeconds, requestsCut }),
-    );
-    this.registerOutputs({ unitHash: this.unitHash, launchCommand: this.launchCommand, serverArgs: this.serverArgs, timings: this.timings, acceptLength: this.acceptLength });
+    this.serverArgs = ready.serverArgs;
+    this.acceptLength = ready.acceptLength;
+    this.timings = ready.timings;
+    this.registerOutputs({ hostView, unitHash: this.unitHash, launchCommand: this.launchCommand, serverArgs: this.serverArgs, timings: this.timings, acceptLength: this.acceptLength });
   }
 }

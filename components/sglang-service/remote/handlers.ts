@@ -1,93 +1,94 @@
-// What the dynamic providers do, as plain async functions of plain data. Loaded by
-// ../provider.ts inside the provider process (never serialized).
-import { Connection, withSsh } from "./ssh";
-import { NodeStep, installedHash, preflight, ReadinessResult, recordKnownGood, removeUnit, rollback, rollout, RolloutResult, stage, Target, waitReadyGroup } from "./steps";
-import { Ssh } from "./ssh";
-import { holdHostLock, releaseHostLock } from "./lock";
+// What the readiness dynamic provider does, as plain async functions of plain data.
+// Loaded by ../provider.ts inside the provider process (never serialized). Every change to
+// a host goes through the staged transaction script (../script.ts), run over SSH.
+import { Connection, Ssh } from "./ssh";
+import { NodeStep, ReadinessResult, Target, waitReadyGroup } from "./steps";
 import { progress } from "./progress";
-import { sha256 } from "../render";
+import { shellQuote, unitPath } from "../render";
 import { exitWithEngine } from "./engine-watch";
 
 exitWithEngine();
 
-export interface StagedUnitInputs {
+export interface ReadyNode {
   connection: Connection;
-  label: string;
-  urn: string;
-  unitName: string;
-  unitText: string;
-  helpers: Record<string, string>;
-  secretFiles: Record<string, string>;
-  python: string;
-  flags: string[];
-  paths: { what: string; path: string }[];
-  tpSize: number;
-  providerVersion: string;
-}
-
-export interface StagedUnitOutputs extends StagedUnitInputs {
   unitHash: string;
-  stagedPath: string;
-  gpuCount: number;
-  gpuMemoryMiB: number;
+  /** The staged transaction script on this node. */
+  transaction: string;
+  /** stdout of this node's restart command (its last line is `@@result {json}`). */
+  restartOutput: string;
 }
 
-export async function applyStagedUnit(i: StagedUnitInputs): Promise<StagedUnitOutputs> {
-  return withSsh(i.connection, async (ssh) => {
-    const { notes, ...facts } = await preflight(ssh, { python: i.python, flags: i.flags, paths: i.paths, tpSize: i.tpSize, label: i.label });
-    for (const note of notes) await progress(i.urn, `${i.label}: note: ${note}`, false);
-    const { stagedPath } = await stage(ssh, { unitName: i.unitName, unitText: i.unitText, helpers: i.helpers, secretFiles: i.secretFiles });
-    return { ...i, unitHash: sha256(i.unitText), stagedPath, ...facts };
-  });
-}
-
-export interface RolloutInputs {
-  connection: Connection;
+export interface ReadyInputs {
   target: Target;
-  unitHash: string;
-  stagedPath: string;
-  /** Changes when a secret file changes, so a rotated key restarts the server. */
-  secretsDigest: string;
   /** What the server must report once it serves this configuration. */
   expectedArgs: Record<string, string | number | boolean | null>;
   modelName: string;
-  /** Further nodes of a model over several hosts (node ranks 1..), each with its staged unit. */
-  workers: { connection: Connection; unitHash: string; stagedPath: string }[];
+  nodes: ReadyNode[];
+  /** The restart's stdin (secret files), for a restart this resource has to run again. */
+  secretStdin: string;
   providerVersion: string;
 }
 
-export type RolloutOutputs = RolloutInputs & RolloutResult & ReadinessResult;
+export interface Timings {
+  drainSeconds: number;
+  stopSeconds: number;
+  gpuReleaseSeconds: number;
+  loadToReadySeconds: number;
+  requestsCut: number | null;
+}
+
+export type ReadyOutputs = ReadyInputs & Omit<ReadinessResult, "loadToReadySeconds"> & { timings: Timings; liveUnitHash: string };
+
+interface RestartResult {
+  drainSeconds: number;
+  stopSeconds: number;
+  requestsCut: number | null;
+  gpuReleaseSeconds: number;
+}
+
+/** The `@@result` line a restart printed last. */
+export function parseRestartResult(stdout: string): RestartResult | null {
+  const line = stdout.split("\n").reverse().find((l) => l.startsWith("@@result "));
+  return line ? (JSON.parse(line.slice("@@result ".length)) as RestartResult) : null;
+}
+
+async function transaction(ssh: Ssh, n: ReadyNode, args: string, input?: string): Promise<{ code: number; out: string }> {
+  const r = await ssh.run(`bash ${shellQuote(n.transaction)} ${args}`, { input, timeoutMs: 30 * 60_000 });
+  return { code: r.code, out: `${r.stdout}${r.stderr}`.trim() };
+}
+
+const installedHash = async (ssh: Ssh, unitName: string) => (await ssh.run(`sha256sum ${shellQuote(unitPath(unitName))} 2>/dev/null | cut -c1-64`)).stdout.trim() || null;
 
 /**
- * The whole reconfiguration as one transaction, under the host's lock: drain, stop, wait
- * for the old process and its GPU memory, install, start, wait until the new
- * configuration serves and stays up, record it as known-good. If the new configuration
- * does not come up, the last known-good one is restored and the update fails with both
- * stories; the resource's state then still describes the old configuration, so the next
- * `up` tries again.
+ * Proves the group serves the new configuration. If a node does not run this stack's unit
+ * (the last attempt was rolled back, or the unit was edited by hand), the restart is run
+ * again first: the restart command already succeeded and would not. On failure, every node
+ * is put back on its last known-good unit and the update fails with both stories; this
+ * resource's state then still describes the last proven configuration, so the next `up`
+ * proves (and, if needed, restarts) again.
  */
-export async function applyRollout(i: RolloutInputs): Promise<RolloutOutputs> {
+export async function applyReady(i: ReadyInputs): Promise<ReadyOutputs> {
   const t = i.target;
-  const members = [{ connection: i.connection, unitHash: i.unitHash, stagedPath: i.stagedPath }, ...(i.workers ?? [])];
-  // Locks in a fixed order, so two groups sharing hosts cannot deadlock.
-  const byKey = [...members].sort((a, b) => `${a.connection.host}:${a.connection.port}`.localeCompare(`${b.connection.host}:${b.connection.port}`));
   const sshs: Ssh[] = [];
   try {
-    for (const m of byKey) {
-      await holdHostLock(m.connection, { stack: t.stack, unit: t.unitName }, t.safety.lockWaitSeconds, (holder, waited) =>
-        void progress(t.urn, `${t.label}: waiting for ${holder} to finish with ${m.connection.host} (${waited} s of at most ${t.safety.lockWaitSeconds} s)`),
-      );
-    }
-    for (const m of members) sshs.push(await Ssh.open(m.connection));
-    const nodes: NodeStep[] = members.map((m, rank) => ({
+    for (const n of i.nodes) sshs.push(await Ssh.open(n.connection));
+    const nodes: NodeStep[] = i.nodes.map((n, rank) => ({
       ssh: sshs[rank],
-      t: rank === 0 ? t : { ...t, label: `${t.label} node ${rank} (${m.connection.host})` },
-      staged: { stagedPath: m.stagedPath, unitHash: m.unitHash },
+      t: rank === 0 ? t : { ...t, label: `${t.label} node ${rank} (${n.connection.host})` },
+      staged: { stagedPath: n.transaction, unitHash: n.unitHash },
     }));
-    const restart = await rollout(nodes);
-    if (restart.applied && t.curlAuth) {
+    const results = i.nodes.map((n) => parseRestartResult(n.restartOutput));
+    const live = await Promise.all(nodes.map((n) => installedHash(n.ssh, t.unitName)));
+    if (live.some((h, k) => h !== i.nodes[k].unitHash)) {
+      await progress(t.urn, `${t.label}: the host does not run this stack's unit (rolled back after the last attempt, or edited by hand); restarting it`, false);
+      const again = await Promise.all(i.nodes.map((n, k) => transaction(sshs[k], n, `restart ${n.unitHash}`, i.secretStdin)));
+      const failed = again.find((r) => r.code !== 0);
+      if (failed) throw new Error(failed.out);
+      again.forEach((r, k) => (results[k] = parseRestartResult(r.out)));
+    }
+    if (t.curlAuth) {
       // What SGLang breaks and we cannot mend: say it once per restart, plainly.
-      await progress(t.urn, `${t.label}: note: SGLang logs its start-up arguments, API key included, so the journal of ${t.unitName} on ${members.map((m) => m.connection.host).join(", ")} holds the key in clear (sgl-project/sglang issue #37457); whoever can read that journal (root, groups systemd-journal and adm) can read the key. See README, "Secrets".`, false);
+      await progress(t.urn, `${t.label}: note: SGLang logs its start-up arguments, API key included, so the journal of ${t.unitName} on ${i.nodes.map((n) => n.connection.host).join(", ")} holds the key in clear (sgl-project/sglang issue #37457); whoever can read that journal (root, groups systemd-journal and adm) can read the key. See README, "Secrets".`, false);
     }
     let ready: ReadinessResult;
     try {
@@ -95,29 +96,64 @@ export async function applyRollout(i: RolloutInputs): Promise<RolloutOutputs> {
     } catch (e) {
       // Say it now: restoring the previous configuration takes a full restart.
       await progress(t.urn, `${t.label}: FAILED: ${(e as Error).message.split("\n")[0]}${t.safety.rollback ? "; rolling back" : ""}`, false);
-      throw new Error(`${(e as Error).message}\n${await rollback(nodes)}`);
+      throw new Error(`${(e as Error).message}\n${await rollback(nodes, i)}`);
     }
-    for (const n of nodes) {
-      await recordKnownGood(n.ssh, t.unitName, { stack: t.stack, unitHash: n.staged.unitHash, expectedArgs: i.expectedArgs, modelName: i.modelName, recordedAt: new Date().toISOString() });
+    const note = JSON.stringify({ stack: t.stack, expectedArgs: i.expectedArgs, modelName: i.modelName, recordedAt: new Date().toISOString() });
+    for (const [k, n] of i.nodes.entries()) {
+      const r = await transaction(sshs[k], n, `good ${n.unitHash}`, note);
+      if (r.code !== 0) throw new Error(`${nodes[k].t.label}: recording the known-good unit failed: ${r.out}`);
     }
-    return { ...i, ...restart, ...ready };
+    const first = results[0];
+    const timings: Timings = {
+      drainSeconds: first?.drainSeconds ?? 0,
+      stopSeconds: first?.stopSeconds ?? 0,
+      gpuReleaseSeconds: Math.max(0, ...results.map((r) => r?.gpuReleaseSeconds ?? 0)),
+      loadToReadySeconds: ready.loadToReadySeconds,
+      requestsCut: first ? first.requestsCut : 0,
+    };
+    return { ...i, mainPid: ready.mainPid, acceptLength: ready.acceptLength, serverArgs: ready.serverArgs, timings, liveUnitHash: i.nodes[0].unitHash };
   } finally {
     for (const ssh of sshs) ssh.close();
-    for (const m of byKey) await releaseHostLock(m.connection);
   }
 }
 
-/** What the host really runs: a unit edited by hand shows up as a changed unitHash (drift). */
-export async function readRollout(o: RolloutOutputs): Promise<RolloutOutputs> {
-  const live = await withSsh(o.connection, (ssh) => installedHash(ssh, o.target.unitName));
-  return { ...o, unitHash: live ?? "not-installed" };
+/**
+ * Every node back on its last known-good unit (the transaction's rollback), then proven
+ * like any configuration. Never throws: its result is appended to the error that caused it.
+ */
+async function rollback(nodes: NodeStep[], i: ReadyInputs): Promise<string> {
+  const t = nodes[0].t;
+  const where = nodes.map((n) => n.ssh.conn.host).join(", ");
+  try {
+    const back = await Promise.all(i.nodes.map((n, k) => transaction(nodes[k].ssh, n, `rollback ${n.unitHash}`)));
+    const stopped = back.find((r) => r.code !== 0);
+    if (stopped) return stopped.out.split("\n").filter((l) => !l.startsWith(t.label)).join("\n") || stopped.out;
+    const note = JSON.parse((await nodes[0].ssh.run(`cat ${shellQuote(`/var/lib/dflash-sglang/${t.unitName}/last-good.json`)}`)).stdout) as { stack: string; expectedArgs: ReadyInputs["expectedArgs"]; modelName: string };
+    const good = (await nodes[0].ssh.run(`sha256sum ${shellQuote(`/var/lib/dflash-sglang/${t.unitName}/last-good.service`)} | cut -c1-12`)).stdout.trim();
+    const started = Date.now();
+    const labelled = nodes.map((n) => ({ ...n, t: { ...n.t, label: `${n.t.label} rollback to stack ${note.stack}` } }));
+    const ready = await waitReadyGroup(labelled, { expectedArgs: note.expectedArgs, modelName: note.modelName });
+    return `Rolled back: the previous configuration (stack ${note.stack}, unit ${good}) is back and serving on ${where} (pid ${ready.mainPid}, ${Math.round((Date.now() - started) / 100) / 10} s to restore).`;
+  } catch (e) {
+    return `ROLLBACK FAILED, HOST DOWN: restoring the previous configuration of ${t.unitName} on ${where} failed: ${(e as Error).message}`;
+  } finally {
+    await Promise.all(i.nodes.map((n, k) => transaction(nodes[k].ssh, n, "release").catch(() => undefined)));
+  }
 }
 
-export async function deleteRollout(o: RolloutOutputs): Promise<void> {
-  for (const m of [{ connection: o.connection, unitHash: o.unitHash }, ...(o.workers ?? [])]) {
-    const message = await withSsh(m.connection, (ssh) => removeUnit(ssh, o.target.unitName, m.unitHash));
-    await progress(o.target.urn, message, false);
+/** What the host really runs: a unit edited by hand shows up as a changed unit hash (drift). */
+export async function readReady(o: ReadyOutputs): Promise<ReadyOutputs> {
+  const live: string[] = [];
+  for (const n of o.nodes) {
+    const ssh = await Ssh.open(n.connection);
+    try {
+      live.push((await installedHash(ssh, o.target.unitName)) ?? "not-installed");
+    } finally {
+      ssh.close();
+    }
   }
+  // A node whose unit differs from the one proven reads as a changed input: `up` restarts it.
+  return { ...o, nodes: o.nodes.map((n, k) => ({ ...n, unitHash: live[k] })), liveUnitHash: live[0] };
 }
 
 /** Fields whose change means the host must change; everything else updates state only. */

@@ -1,111 +1,15 @@
-// The steps of a safe reconfiguration, run over SSH from the dynamic providers:
-// preflight + stage (touches nothing that runs), rollout (stop = SGLang's own drain,
-// wait for the old process and its GPU memory, install, start) and readiness (wait until
-// the *new* configuration serves). Every wait polls a condition against its own deadline.
-import { DRAIN_EXIT_MARGIN_SECONDS, HELPER_DIR, HIDDEN_FLAG_ALIASES, SECRETS_DIR, STATE_DIR, sha256, shellQuote, unitPath } from "../render";
-import { busyGpus, checkFlagsAgainstHelp, failureCause, listenerPids, parseCurlWithStatus, parseDrainProgress, parseNvidiaSmiGpus, parseSystemctlShow, publicServerArgs, redactSecrets, splitSections, unitState, UnitState } from "../parse";
+// Readiness, run over SSH from the readiness provider: wait until the *new* configuration
+// serves (its own process on the port, its own arguments, a real generation, stable),
+// watching every node of a group and naming the node that failed first. The changes to
+// the host (drain, stop, install, start, rollback) are the staged transaction script's
+// (../script.ts). Every wait polls a condition against its own deadline.
+import { shellQuote } from "../render";
+import { failureCause, listenerPids, parseCurlWithStatus, parseSystemctlShow, publicServerArgs, redactSecrets, splitSections, unitState, UnitState } from "../parse";
 import { Ssh } from "./ssh";
 import { progress } from "./progress";
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const elapsed = (since: number) => Math.round((Date.now() - since) / 100) / 10;
-
-/** Base64 keeps any text intact through the remote shell. */
-function writeFileScript(path: string, text: string, mode: string): string {
-  const tmp = `${path}.dflash-tmp`;
-  return `printf %s ${shellQuote(Buffer.from(text, "utf8").toString("base64"))} | base64 -d > ${shellQuote(tmp)} && chmod ${mode} ${shellQuote(tmp)} && mv -f ${shellQuote(tmp)} ${shellQuote(path)}`;
-}
-
-export interface PreflightInput {
-  python: string;
-  flags: string[];
-  paths: { what: string; path: string }[];
-  tpSize: number;
-  label: string;
-}
-
-export interface PreflightResult {
-  gpuCount: number;
-  gpuMemoryMiB: number;
-  /** Things worth saying that do not stop the update (e.g. a deprecated flag spelling). */
-  notes: string[];
-}
-
-/** Checks the host can run the configuration. Reads only; changes nothing. */
-export async function preflight(ssh: Ssh, p: PreflightInput): Promise<PreflightResult> {
-  const script = [
-    "echo @@section help",
-    `${shellQuote(p.python)} -m sglang.launch_server --help 2>&1; echo "@@exit $?"`,
-    "echo @@section paths",
-    ...p.paths.map((x) => `if [ -d ${shellQuote(x.path)} ]; then echo "ok ${x.what}"; else echo "missing ${x.what}"; fi`),
-    "echo @@section gpus",
-    "nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv,noheader,nounits 2>&1",
-  ].join("\n");
-  const out = splitSections((await ssh.run(script, { timeoutMs: 120_000 })).stdout);
-  const problems: string[] = [];
-  const notes: string[] = [];
-  const help = out.help ?? "";
-  if (!/@@exit 0\s*$/.test(help)) {
-    problems.push(`\`${p.python} -m sglang.launch_server --help\` failed: ${help.replace(/@@exit \d+\s*$/, "").trim().split("\n").slice(-3).join(" | ")}. Check service.python points at the Python that has SGLang.`);
-  } else {
-    const { unknown, viaAlias } = checkFlagsAgainstHelp(help, p.flags, HIDDEN_FLAG_ALIASES);
-    for (const a of viaAlias) notes.push(`${a.alias} is a deprecated spelling of ${a.flag} that SGLang accepts but hides from --help; prefer ${a.flag}`);
-    if (unknown.length) {
-      problems.push(`the installed SGLang does not accept ${unknown.join(", ")} (checked against its --help). Set sglangBuild to the build installed on the host (upstream, ddtree-fork or a flag map), or install a build that has these flags.`);
-    }
-  }
-  for (const x of p.paths) {
-    if (!(out.paths ?? "").includes(`ok ${x.what}`)) problems.push(`${x.what} ${x.path} does not exist on the host.`);
-  }
-  let gpuCount = 0;
-  let gpuMemoryMiB = 0;
-  try {
-    const gpus = parseNvidiaSmiGpus(out.gpus ?? "");
-    gpuCount = gpus.length;
-    gpuMemoryMiB = gpus[0]?.totalMiB ?? 0;
-    if (gpuCount < p.tpSize) problems.push(`this node needs ${p.tpSize} GPUs (model.tpSize over the nodes) but the host has ${gpuCount}.`);
-  } catch {
-    problems.push(`nvidia-smi did not answer as expected: ${(out.gpus ?? "").trim().slice(0, 200)}`);
-  }
-  if (problems.length) {
-    throw new Error(`Preflight failed for ${p.label} on ${ssh.conn.host}; nothing was stopped or changed, the current server is untouched:\n${problems.map((x) => `  - ${x}`).join("\n")}`);
-  }
-  return { gpuCount, gpuMemoryMiB, notes };
-}
-
-export interface StageInput {
-  unitName: string;
-  unitText: string;
-  helpers: Record<string, string>;
-  /** Secret files (path -> content), written 0600 through stdin, never on a command line. */
-  secretFiles: Record<string, string>;
-}
-
-/** Writes helpers, secret files and the new unit beside (not over) the live one, and verifies it. */
-export async function stage(ssh: Ssh, s: StageInput): Promise<{ stagedPath: string }> {
-  const hash = sha256(s.unitText);
-  const dir = `${STATE_DIR}/${s.unitName}`;
-  const stagedPath = `${dir}/staged-${hash.slice(0, 16)}.service`;
-  const verifyDir = `${dir}/verify`;
-  const secretPaths = Object.keys(s.secretFiles).sort();
-  const script = [
-    "set -e",
-    `mkdir -p ${shellQuote(HELPER_DIR)} ${shellQuote(dir)} ${shellQuote(verifyDir)} ${shellQuote(SECRETS_DIR)}`,
-    `chmod 0700 ${shellQuote(SECRETS_DIR)}`,
-    // One base64 line per secret file on stdin; printf is a shell builtin, so the
-    // content never shows up in a process list.
-    ...secretPaths.map((p) => `IFS= read -r line; (umask 077; printf '%s' "$line" | base64 -d > ${shellQuote(`${p}.dflash-tmp`)}) && mv -f ${shellQuote(`${p}.dflash-tmp`)} ${shellQuote(p)}`),
-    ...Object.keys(s.helpers).sort().map((name) => writeFileScript(`${HELPER_DIR}/${name}`, s.helpers[name], "0755")),
-    writeFileScript(stagedPath, s.unitText, "0644"),
-    // systemd-analyze wants the real unit name; verify a copy in a scratch folder.
-    `cp ${shellQuote(stagedPath)} ${shellQuote(`${verifyDir}/${s.unitName}.service`)}`,
-    `if command -v systemd-analyze >/dev/null; then systemd-analyze verify ${shellQuote(`${verifyDir}/${s.unitName}.service`)}; fi`,
-    `rm -f ${shellQuote(`${verifyDir}/${s.unitName}.service`)}`,
-  ].join("\n");
-  const input = secretPaths.map((p) => `${Buffer.from(s.secretFiles[p], "utf8").toString("base64")}\n`).join("");
-  await ssh.check(script, `staging and verifying the unit ${s.unitName}`, { input });
-  return { stagedPath };
-}
 
 export interface Timeouts {
   drainSeconds: number;
@@ -151,11 +55,6 @@ async function unitNow(ssh: Ssh, unit: string): Promise<LiveUnit> {
   return liveUnit(parseSystemctlShow(await ssh.check(showScript(unit), "systemctl show")));
 }
 
-export async function installedHash(ssh: Ssh, unit: string): Promise<string | null> {
-  const r = await ssh.run(`sha256sum ${shellQuote(unitPath(unit))} 2>/dev/null`);
-  return r.code === 0 ? r.stdout.split(/\s+/)[0] : null;
-}
-
 interface PollOptions {
   /** What is awaited, as shown in progress lines; may change while waiting. */
   status: () => string;
@@ -185,133 +84,6 @@ async function poll<T>(opts: PollOptions, fn: (elapsedS: number) => Promise<T | 
   }
 }
 
-export interface StopResult {
-  /** From `systemctl stop` until SGLang had nothing left in flight. */
-  drainSeconds: number;
-  /** From then until the old main process was gone. */
-  stopSeconds: number;
-  /** The drain hit its deadline and the server was killed. */
-  killed: boolean;
-  /** Requests still in flight then, from SGLang's last drain line (null: it logged none). */
-  cut: number | null;
-}
-
-/**
- * Stops the server the way SGLang expects it: `systemctl stop` sends SIGTERM, which is
- * SGLang's drain (tokenizer_manager.py sigterm_watchdog: requests in flight, and new
- * ones that arrive meanwhile, finish; then it SIGKILLs itself). No gauge is trusted: the
- * process ending is the drain ending, and its journal says how many requests remain.
- * The drain is bounded: systemd kills at the unit's TimeoutStopSec, and this kills at
- * timeouts.drainSeconds + the exit margin in case the live unit (rendered earlier) says
- * otherwise. Waits until the old main process is gone.
- */
-async function stopServer(ssh: Ssh, t: Target, before: LiveUnit): Promise<StopResult> {
-  const started = Date.now();
-  const unit = shellQuote(`${t.unitName}.service`);
-  if (before.activeState === "inactive" || before.activeState === "failed") return { drainSeconds: 0, stopSeconds: 0, killed: false, cut: 0 };
-  // Stopped even without a main process: a unit still in ExecStartPre/ExecStartPost (a
-  // start that failed) must not be left to finish while the next unit is installed.
-  const hostStart = Number((await ssh.check(`date +%s.%N; systemctl stop --no-block ${unit}`, `systemctl stop ${t.unitName}`)).trim().split("\n")[0]);
-  // Only what was logged since the stop: a long-lived server's journal can be large.
-  const journal = `journalctl -u ${unit} _SYSTEMD_INVOCATION_ID=${shellQuote(before.invocationId)} --since @${Math.floor(hostStart)} -o short-unix --no-pager | grep -F 'Gracefully exiting' | tail -n 1`;
-  const drainDeadline = t.timeouts.drainSeconds + DRAIN_EXIT_MARGIN_SECONDS;
-  let progressText = "";
-  let killedAt = 0;
-  let cut: number | null = 0;
-  const drainedAfter = await poll(
-    {
-      status: () => `stopping: SGLang is draining (${progressText || "SIGTERM sent; it checks every 5 s"})`,
-      deadlineSeconds: drainDeadline + t.timeouts.stopSeconds,
-      intervalMs: t.timeouts.pollMs,
-      urn: t.urn,
-      label: t.label,
-      onTimeout: () => new Error(`the server of ${t.label} (pid ${before.mainPid}) did not exit within ${drainDeadline + t.timeouts.stopSeconds} s of \`systemctl stop\`, even after being killed (timeouts.drainSeconds + timeouts.stopSeconds); check \`systemctl status ${t.unitName}\``),
-    },
-    async (elapsedS) => {
-      const alive = before.mainPid > 0 ? `kill -0 ${before.mainPid} 2>/dev/null && echo alive` : "true";
-      const out = splitSections((await ssh.run(`echo @@section show\n${showScript(t.unitName)}\necho @@section alive\n${alive}\necho @@section journal\n${journal}`)).stdout);
-      const drain = parseDrainProgress(out.journal ?? "");
-      if (drain.remaining !== null) progressText = `${drain.remaining} request${drain.remaining === 1 ? "" : "s"} still in flight`;
-      const now = liveUnit(parseSystemctlShow(out.show ?? ""));
-      const gone = !(out.alive ?? "").includes("alive") && (now.activeState === "inactive" || now.activeState === "failed");
-      if (!gone) {
-        if (!killedAt && elapsedS > drainDeadline) {
-          cut = drain.remaining;
-          killedAt = Date.now();
-          await progress(t.urn, `${t.label}: the drain did not end within ${t.timeouts.drainSeconds} s (timeouts.drainSeconds); killing the old server, cutting ${describeCut(cut)}`, false);
-          await ssh.run(`systemctl kill --signal=SIGKILL ${unit}`);
-        }
-        return undefined;
-      }
-      if (now.result === "timeout" && !killedAt) {
-        // systemd's own TimeoutStopSec ended the drain.
-        killedAt = Date.now();
-        cut = drain.remaining;
-      }
-      return drain.drainedAt !== null && !killedAt ? Math.max(0, drain.drainedAt - hostStart) : elapsedS;
-    },
-  );
-  const total = elapsed(started);
-  const drainSeconds = Math.round(Math.min(drainedAfter, total) * 10) / 10;
-  return { drainSeconds, stopSeconds: Math.round((total - drainSeconds) * 10) / 10, killed: killedAt > 0, cut: killedAt > 0 ? cut : 0 };
-}
-
-function describeCut(cut: number | null): string {
-  return cut === null ? "what was still in flight (SGLang logged no count)" : `${cut} request${cut === 1 ? "" : "s"} still in flight`;
-}
-
-/** Waits until the GPUs the server uses show (almost) no memory in use. */
-async function waitGpusFree(ssh: Ssh, t: Target): Promise<number> {
-  const started = Date.now();
-  const gpus = Array.from({ length: t.tpSize }, (_, i) => i);
-  let lastBusy = "";
-  await poll(
-    {
-      status: () => `waiting for GPU memory to be released: ${lastBusy || "reading nvidia-smi"}`,
-      deadlineSeconds: t.timeouts.gpuReleaseSeconds,
-      intervalMs: t.timeouts.pollMs,
-      urn: t.urn,
-      label: t.label,
-      onTimeout: () => new Error(`GPU memory on ${ssh.conn.host} was not released within ${t.timeouts.gpuReleaseSeconds} s after the old server exited (${lastBusy}; timeouts.gpuReleaseSeconds). Find the holder with \`nvidia-smi --query-compute-apps=pid,used_memory --format=csv\``),
-    },
-    async () => {
-      const r = await ssh.check("nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv,noheader,nounits", "nvidia-smi");
-      const busy = busyGpus(parseNvidiaSmiGpus(r), gpus, t.timeouts.gpuFreeMiB);
-      lastBusy = busy.map((g) => `GPU ${g.index}: ${g.usedMiB} MiB used`).join(", ");
-      return busy.length === 0 ? true : undefined;
-    },
-  );
-  return elapsed(started);
-}
-
-/** Installs `source` as the live unit and starts it without blocking (readiness watches it). */
-async function installAndStart(ssh: Ssh, unitName: string, source: string): Promise<void> {
-  const live = unitPath(unitName);
-  const unit = shellQuote(`${unitName}.service`);
-  await ssh.check(
-    [
-      "set -e",
-      `install -m 0644 ${shellQuote(source)} ${shellQuote(`${live}.dflash-tmp`)}`,
-      `mv -f ${shellQuote(`${live}.dflash-tmp`)} ${shellQuote(live)}`,
-      "systemctl daemon-reload",
-      `systemctl enable ${unit} 2>/dev/null`,
-      `systemctl reset-failed ${unit} 2>/dev/null || true`,
-      `systemctl start --no-block ${unit}`,
-    ].join("\n"),
-    `installing and starting ${unitName}`,
-  );
-}
-
-export interface RolloutResult {
-  applied: boolean;
-  drainSeconds: number;
-  stopSeconds: number;
-  /** Requests cut at the drain deadline (timeouts.drainPolicy "proceed"); 0 normally, null if unknown. */
-  requestsCut: number | null;
-  gpuReleaseSeconds: number;
-  previousMainPid: number;
-}
-
 /** One node of a deployment: node 0 serves; further nodes run the other ranks of the model. */
 export interface NodeStep {
   ssh: Ssh;
@@ -321,44 +93,6 @@ export interface NodeStep {
 }
 
 const isRunning = (u: LiveUnit) => u.activeState === "active" || u.activeState === "activating" || u.activeState === "reloading";
-
-/**
- * Drain, stop, wait for the old processes and their GPU memory, install the staged units,
- * start. For a model over several nodes: drain the serving node, stop all, wait for the
- * GPUs of all, start all. If anything fails once a server is stopped, the last good
- * configuration is restored on every node (see rollback) before the error is reported.
- */
-export async function rollout(nodes: NodeStep[]): Promise<RolloutResult> {
-  const [serving] = nodes;
-  const t = serving.t;
-  const before = await Promise.all(nodes.map((n) => unitNow(n.ssh, n.t.unitName)));
-  const installed = await Promise.all(nodes.map((n) => installedHash(n.ssh, n.t.unitName)));
-  if (nodes.every((n, i) => installed[i] === n.staged.unitHash && isRunning(before[i]))) {
-    await progress(t.urn, `${t.label}: the host${nodes.length > 1 ? "s" : ""} already run${nodes.length > 1 ? "" : "s"} this unit; nothing to restart`, false);
-    return { applied: false, drainSeconds: 0, stopSeconds: 0, requestsCut: 0, gpuReleaseSeconds: 0, previousMainPid: before[0].mainPid };
-  }
-  let stop: StopResult = { drainSeconds: 0, stopSeconds: 0, killed: false, cut: 0 };
-  let gpuReleaseSeconds = 0;
-  try {
-    // The serving node first: its SIGTERM is the drain, and its peers must stay up until
-    // it has finished what is in flight. Then the other nodes.
-    stop = await stopServer(serving.ssh, t, before[0]);
-    await Promise.all(nodes.slice(1).map((n, i) => stopServer(n.ssh, n.t, before[i + 1])));
-    if (stop.killed) {
-      const what = `the drain deadline (timeouts.drainSeconds = ${t.timeouts.drainSeconds} s) ended the old server, cutting ${describeCut(stop.cut)}`;
-      if (t.timeouts.drainPolicy === "fail") throw new Error(`${what}; timeouts.drainPolicy is "fail", so the new configuration is not started. Retry when traffic is lower, raise timeouts.drainSeconds, or set timeouts.drainPolicy to "proceed".`);
-      await progress(t.urn, `${t.label}: ${what}; timeouts.drainPolicy is "proceed": starting the new configuration`, false);
-    }
-    gpuReleaseSeconds = Math.max(...(await Promise.all(nodes.map((n) => waitGpusFree(n.ssh, n.t)))));
-    await Promise.all(nodes.map((n) => installAndStart(n.ssh, n.t.unitName, n.staged.stagedPath)));
-  } catch (e) {
-    await progress(t.urn, `${t.label}: FAILED: ${(e as Error).message.split("\n")[0]}${t.safety.rollback ? "; rolling back" : ""}`, false);
-    throw new Error(`${(e as Error).message}\n${await rollback(nodes)}`);
-  }
-  const summary = before[0].mainPid > 0 ? `old server (pid ${before[0].mainPid}) drained in ${stop.drainSeconds} s and gone ${stop.stopSeconds} s later, GPUs free in ${gpuReleaseSeconds} s` : `no server was running, GPUs free in ${gpuReleaseSeconds} s`;
-  await progress(t.urn, `${t.label}: ${summary}; started the new unit${nodes.length > 1 ? ` on ${nodes.length} nodes` : ""}`, false);
-  return { applied: true, drainSeconds: stop.drainSeconds, stopSeconds: stop.stopSeconds, requestsCut: stop.cut, gpuReleaseSeconds, previousMainPid: before[0].mainPid };
-}
 
 /**
  * Watches the non-serving nodes while node 0 comes up: any of them dying fails the whole
@@ -493,7 +227,14 @@ export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessR
       // The main process gone (even before systemd has marked the unit failed) is a death.
       const mainExited = lastPid > 0 && state.mainPid !== lastPid;
       if (state.mainPid > 0) lastPid = state.mainPid;
-      if (mainExited || state.activeState === "failed" || (state.activeState === "inactive" && (sawStart || elapsedS > 10))) {
+      // In ExecStartPost the main process has started; none now means it died (the unit is
+      // marked failed only when ExecStartPost gives up), before its port ever opened.
+      const diedInStartPost = state.subState === "start-post" && state.mainPid === 0;
+      // Dead at the first look, after its main process had started: it died loading (SGLang
+      // opens its port only once the weights are loaded).
+      const diedBeforeFirstLook = lastPid === 0 && state.mainPid === 0 && state.execMainStartTimestampMonotonic > 0 && (state.activeState === "failed" || state.activeState === "inactive");
+      if ((diedInStartPost || diedBeforeFirstLook) && phase.startsWith("starting")) phase = "loading weights (port not open yet)";
+      if (diedInStartPost || mainExited || state.activeState === "failed" || (state.activeState === "inactive" && (sawStart || elapsedS > 10))) {
         throw await unitFailure(ssh, r, state, phase, elapsedS);
       }
       const pids = listenerPids(out.listen ?? "", r.port);
@@ -564,70 +305,4 @@ export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessR
   }
   const { restarts: _restarts, ...result } = ready;
   return result;
-}
-
-const knownGoodUnit = (unit: string) => `${STATE_DIR}/${unit}/last-good.service`;
-const knownGoodNote = (unit: string) => `${STATE_DIR}/${unit}/last-good.json`;
-
-export interface KnownGood {
-  stack: string;
-  unitHash: string;
-  expectedArgs: Record<string, string | number | boolean | null>;
-  modelName: string;
-  recordedAt: string;
-}
-
-/** Remembers the live unit as the last configuration that passed readiness. */
-export async function recordKnownGood(ssh: Ssh, unitName: string, note: KnownGood): Promise<void> {
-  await ssh.check(
-    [
-      "set -e",
-      `cp ${shellQuote(unitPath(unitName))} ${shellQuote(`${knownGoodUnit(unitName)}.dflash-tmp`)}`,
-      `mv -f ${shellQuote(`${knownGoodUnit(unitName)}.dflash-tmp`)} ${shellQuote(knownGoodUnit(unitName))}`,
-      writeFileScript(knownGoodNote(unitName), JSON.stringify(note), "0644"),
-    ].join("\n"),
-    "recording the known-good unit",
-  );
-}
-
-/**
- * Puts the last known-good configuration back on every node with the same safe sequence
- * (stop, wait for the processes and the GPUs, install, start, readiness) and says how that
- * went. Never throws: its result is appended to the error that caused it.
- */
-export async function rollback(nodes: NodeStep[]): Promise<string> {
-  const t = nodes[0].t;
-  const where = nodes.map((n) => n.ssh.conn.host).join(", ");
-  if (!t.safety.rollback) return `Rollback is off (safety.rollback=false): ${t.label} on ${where} is left as it is; check it now.`;
-  try {
-    const notes = await Promise.all(nodes.map((n) => n.ssh.run(`cat ${shellQuote(knownGoodNote(n.t.unitName))} 2>/dev/null`)));
-    const missing = nodes.filter((_, i) => notes[i].code !== 0).map((n) => n.ssh.conn.host);
-    if (missing.length) return `HOST DOWN: ${missing.join(", ")} ha${missing.length > 1 ? "ve" : "s"} no earlier configuration of ${t.unitName} that passed readiness, so there is nothing to roll back to. The failed unit is left as it is (\`systemctl status ${t.unitName}\`); fix the configuration and run \`pulumi up\` again.`;
-    const good = JSON.parse(notes[0].stdout) as KnownGood;
-    if (good.unitHash === nodes[0].staged.unitHash) return `HOST DOWN: the failed configuration is the last known-good one of ${t.unitName} on ${where}; nothing older to restore.`;
-    const started = Date.now();
-    const back = nodes.map((n) => ({ ...n, t: { ...n.t, label: `${n.t.label} rollback to stack ${good.stack}` } }));
-    await progress(t.urn, `${back[0].t.label}: restoring the previous configuration`, false);
-    const states = await Promise.all(back.map((n) => unitNow(n.ssh, n.t.unitName)));
-    await Promise.all(back.map((n, i) => stopServer(n.ssh, n.t, states[i])));
-    await Promise.all(back.map((n) => waitGpusFree(n.ssh, n.t)));
-    await Promise.all(back.map((n) => installAndStart(n.ssh, n.t.unitName, knownGoodUnit(n.t.unitName))));
-    const ready = await waitReadyGroup(back, { expectedArgs: good.expectedArgs, modelName: good.modelName });
-    return `Rolled back: the previous configuration (stack ${good.stack}, unit ${good.unitHash.slice(0, 12)}) is back and serving on ${where} (pid ${ready.mainPid}, ${elapsed(started)} s to restore).`;
-  } catch (e) {
-    return `ROLLBACK FAILED, HOST DOWN: restoring the previous configuration of ${t.unitName} on ${where} failed: ${(e as Error).message}`;
-  }
-}
-
-/** Stops and removes the unit, but only if the host still runs the one this stack installed. */
-export async function removeUnit(ssh: Ssh, unitName: string, unitHash: string): Promise<string> {
-  const installed = await installedHash(ssh, unitName);
-  if (installed === null) return `${unitName} is not installed on ${ssh.conn.host}; nothing to remove`;
-  if (installed !== unitHash) return `${unitName} on ${ssh.conn.host} now runs another configuration (unit ${installed.slice(0, 12)}), not this stack's (${unitHash.slice(0, 12)}); left the host alone`;
-  await ssh.check(
-    [`systemctl disable --now ${shellQuote(`${unitName}.service`)} 2>/dev/null || systemctl stop ${shellQuote(`${unitName}.service`)}`, `rm -f ${shellQuote(unitPath(unitName))}`, "systemctl daemon-reload"].join("\n"),
-    `removing ${unitName}`,
-    { timeoutMs: 300_000 },
-  );
-  return `${unitName} stopped and removed from ${ssh.conn.host}`;
 }

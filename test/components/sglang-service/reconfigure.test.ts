@@ -78,7 +78,7 @@ test("first deploy: the rendered unit is installed, active means serving, output
 test("a no-op up changes nothing and does not restart the server", async () => {
   const pid = await mainPid();
   const up = await (await ws.stack("b8t4-w2048")).up();
-  assert.deepEqual(up.summary.resourceChanges, { same: 6 });
+  assert.deepEqual(up.summary.resourceChanges, { same: 7 }, "stack, component, unit, restart, ready, benchmark component and run");
   assert.equal(await mainPid(), pid);
 });
 
@@ -91,6 +91,23 @@ test("preview shows the unit change for review and touches nothing on the host",
   assert.match(preview.stdout, /^\s*- +--speculative-ddtree-budget 8 \\$/m);
   assert.match(preview.stdout, /^\s*\+ +--speculative-ddtree-budget 16 \\$/m);
   assert.equal(await mainPid(), pid);
+});
+
+test("preview of a stack never deployed shows what `up` changes on the host, against the unit another stack put there", async () => {
+  const pid = await mainPid();
+  for (const [k, v] of Object.entries(stackConfig("b16t4-w2048"))) ws.setStackConfig("b16t4-w2048", k.replace("dflash-sglang:", ""), v);
+  const stack = await ws.stack("b16t4-w2048");
+  try {
+    const preview = await stack.preview({ diff: true });
+    assert.deepEqual(Object.keys(preview.changeSummary).filter((k) => k !== "create"), [], "a stack never deployed only creates");
+    assert.match(preview.stdout, /sglang-k26 on 127\.0\.0\.\d+ runs the unit of stack b8t4-w2048 \([0-9a-f]{12}\); `up` replaces it with stack b16t4-w2048's unit \([0-9a-f]{12}\), changing \d+ lines:/);
+    assert.match(preview.stdout, /^\s*- +--speculative-ddtree-budget 8 \\$/m);
+    assert.match(preview.stdout, /^\s*\+ +--speculative-ddtree-budget 16 \\$/m);
+    assert.match(preview.stdout, /^\s*- X-DFlash-Stack=b8t4-w2048$/m);
+    assert.equal(await mainPid(), pid, "preview touches nothing");
+  } finally {
+    await stack.workspace.removeStack("b16t4-w2048", { force: true });
+  }
 });
 
 test("a reconfiguration waits out the GPU release delay and the new config serves (no OOM)", async () => {

@@ -16,8 +16,10 @@ import {
   serverEnvironment,
   shellQuote,
   systemdQuote,
+  unitLineChanges,
 } from "../../../components/sglang-service/render";
 import { BuildProfile, flagTable, parseArgs } from "../../../simhost/sim/sglang/flags";
+import { describeHostChange } from "../../../components/sglang-service/remote/observe";
 import { projectConfig, stackNames, testStackConfig, withTestAddress } from "./stackConfig";
 
 type Raw = Record<string, any>;
@@ -572,4 +574,25 @@ test("multi-node: a specific listen address is node 0's; other ranks listen on t
   assert.equal(flagValue(launchArgs(d, undefined, 1), "--host"), "10.0.0.6");
   const wild = deployment({ speculative: DDTREE_WINDOWED, nodes: [node], model: { ...(projectConfig().model as Raw), tpSize: 16 }, service: { listenAddress: "0.0.0.0" } });
   assert.equal(flagValue(launchArgs(wild, undefined, 1), "--host"), "0.0.0.0");
+});
+
+// --- what preview says the host will change ------------------------------------------
+
+test("unitLineChanges lists each changed line once, in order, old before new", () => {
+  assert.deepEqual(unitLineChanges("a\nb\nc\nd", "a\nB\nc\nd\ne"), ["- b", "+ B", "+ e"]);
+  assert.deepEqual(unitLineChanges("same\n", "same\n"), []);
+  assert.deepEqual(unitLineChanges("x", ""), ["- x", "+ "]);
+});
+
+test("describeHostChange names the stack whose unit the host runs and the flags that change", () => {
+  const d8 = parseDeployment(testStackConfig("b8t4-w2048"), "b8t4-w2048");
+  const d16 = parseDeployment(testStackConfig("b16t4-w2048"), "b16t4-w2048");
+  const live = renderUnit(d8, { stack: "b8t4-w2048" });
+  const want = renderUnit(d16, { stack: "b16t4-w2048" });
+  const text = describeHostChange("sglang-k26", "b16t4-w2048", { host: "10.0.0.5", live }, want, "");
+  assert.match(text, /^sglang-k26 on 10\.0\.0\.5 runs the unit of stack b8t4-w2048 \([0-9a-f]{12}\); `up` replaces it with stack b16t4-w2048's unit/);
+  assert.match(text, /\n {4}- {5}--speculative-ddtree-budget 8 \\\n {4}\+ {5}--speculative-ddtree-budget 16 \\/);
+  assert.match(describeHostChange("sglang-k26", "b16t4-w2048", { host: "h", live: want }, want, ""), /runs the unit of this stack \([0-9a-f]{12}\); `up` changes nothing there\.$/);
+  assert.match(describeHostChange("sglang-k26", "b16t4-w2048", { host: "h", live: null }, want, " (node 1)"), /^sglang-k26 on h \(node 1\): not installed yet/);
+  assert.match(describeHostChange("sglang-k26", "s", { host: "h", live: "[Service]\nExecStart=/bin/true\n" }, want, ""), /runs the unit of no dflash-sglang stack \(written by hand\?\)/);
 });

@@ -3,7 +3,7 @@ import { after, before, test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as hosts from "../../../simhost/hosts";
 import { readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../../lib/workspace";
-import { failureCause, runSweep, SweepHost, SweepOutcome } from "../../../lib/sweep";
+import { failureCause, runSweep, SweepHost, SweepOutcome } from "../../../components/sweep/sweep";
 import { collectRows } from "../../../scripts/report";
 import { renderMarkdown } from "../../../components/benchmark/report";
 

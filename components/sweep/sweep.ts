@@ -3,9 +3,9 @@
 // in parallel, each configuration to the next free host. A failure is recorded with its
 // cause; with keepGoing the sweep goes on. With resume, stacks whose outputs already hold
 // a benchmark of their current configuration are skipped.
-import { mergedConfig, SimWorkspace } from "./workspace";
-import { parseDeployment } from "../components/sglang-service/schema";
-import { configurationOf } from "../components/benchmark/benchmark";
+import { mergedConfig, SimWorkspace } from "../../lib/workspace";
+import { parseDeployment } from "../sglang-service/schema";
+import { configurationOf } from "../benchmark/benchmark";
 
 const NS = "dflash-sglang";
 

@@ -1,0 +1,30 @@
+// What a node runs now, read when the program runs (preview and up alike), so that a
+// reviewer sees what `up` will change on the host, whichever stack put the live unit
+// there, even for a stack that has never been deployed. Reads only.
+import { Connection, withSsh } from "./ssh";
+import { sha256, shellQuote, unitLineChanges, unitPath, unitStack } from "../render";
+
+export interface NodeView {
+  host: string;
+  /** The installed unit's text, or null when the unit is not installed. */
+  live: string | null;
+}
+
+export async function readLiveUnit(conn: Connection, unitName: string): Promise<NodeView> {
+  const live = await withSsh(conn, async (ssh) => {
+    const r = await ssh.run(`cat ${shellQuote(unitPath(unitName))} 2>/dev/null`, { timeoutMs: 30_000 });
+    return r.code === 0 ? r.stdout : null;
+  });
+  return { host: conn.host, live };
+}
+
+/** One paragraph per node: what it runs and which lines this stack's unit changes. */
+export function describeHostChange(unitName: string, stack: string, view: NodeView, want: string, node: string): string {
+  const where = `${unitName} on ${view.host}${node}`;
+  if (view.live === null) return `${where}: not installed yet; \`up\` installs this stack's unit (${sha256(want).slice(0, 12)}).`;
+  const owner = unitStack(view.live);
+  const runs = `runs the unit of ${owner === stack ? "this stack" : owner ? `stack ${owner}` : "no dflash-sglang stack (written by hand?)"} (${sha256(view.live).slice(0, 12)})`;
+  if (view.live === want) return `${where} ${runs}; \`up\` changes nothing there.`;
+  const changes = unitLineChanges(view.live, want);
+  return `${where} ${runs}; \`up\` replaces it with stack ${stack}'s unit (${sha256(want).slice(0, 12)}), changing ${changes.length} line${changes.length === 1 ? "" : "s"}:\n${changes.map((l) => `    ${l}`).join("\n")}`;
+}

@@ -1,0 +1,402 @@
+// Pure rendering of what runs on the host for a reconfiguration, as shell a reviewer can
+// read: the staging script (preflight, then the unit and the transaction written to this
+// stack's own folder; nothing that runs is touched) and the transaction script (host lock,
+// drain, stop, wait for the old process and the GPUs, install, start; rollback; removal).
+// `pulumi up` runs them through @pulumi/command; see sglangService.ts.
+import { Deployment } from "./schema";
+import { DRAIN_EXIT_MARGIN_SECONDS, gpusPerNode, HELPER_DIR, HIDDEN_FLAG_ALIASES, SECRETS_DIR, secretPaths, SecretPresence, shellQuote, STATE_DIR, unitPath } from "./render";
+
+/** Where the host keeps the lock and the note of a rollout still being proven. */
+export const RUN_DIR = "/run/dflash-sglang";
+
+/** This stack's own folder on the host: staging here never changes what another stack installs. */
+export function stageDir(unitName: string, stack: string): string {
+  return `${STATE_DIR}/${unitName}/stacks/${stack}`;
+}
+
+export function transactionPath(unitName: string, stack: string): string {
+  return `${stageDir(unitName, stack)}/transaction.sh`;
+}
+
+/** The secret files a deployment has, in the order the transaction reads them from stdin. */
+export function secretFileOrder(unitName: string, secrets: SecretPresence): string[] {
+  const p = secretPaths(unitName);
+  return [...(secrets.apiKey ? [p.serverConfig, p.curlHeaders] : []), ...(secrets.hfToken ? [p.env] : [])];
+}
+
+const heredoc = (path: string, text: string, mode: string): string => {
+  const end = "DFLASH_EOF";
+  if (text.split("\n").includes(end)) throw new Error(`cannot stage ${path}: its text contains the line ${end}`);
+  const tmp = `${path}.dflash-tmp`;
+  return [`cat > ${shellQuote(tmp)} <<'${end}'`, text.endsWith("\n") ? text.slice(0, -1) : text, end, `chmod ${mode} ${shellQuote(tmp)} && mv -f ${shellQuote(tmp)} ${shellQuote(path)}`].join("\n");
+};
+
+export interface StageInput {
+  label: string;
+  /** Address of the node, as the user configured it (for messages). */
+  host: string;
+  stack: string;
+  unitName: string;
+  unitText: string;
+  transaction: string;
+  helpers: Record<string, string>;
+  python: string;
+  flags: string[];
+  paths: { what: string; path: string }[];
+  /** GPUs this node needs. */
+  tpSize: number;
+}
+
+/**
+ * Preflight (reads only), then the unit, the transaction and the helpers written to this
+ * stack's folder and the unit checked by systemd-analyze. Fails before writing anything
+ * if the host cannot run the configuration.
+ */
+export function renderStageScript(s: StageInput): string {
+  const dir = stageDir(s.unitName, s.stack);
+  const verify = `${dir}/verify`;
+  const flagChecks = s.flags.map((f) => {
+    const alias = HIDDEN_FLAG_ALIASES[f];
+    return alias ? `check_flag ${shellQuote(f)} ${shellQuote(alias)}` : `check_flag ${shellQuote(f)}`;
+  });
+  return [
+    "#!/bin/bash",
+    `# dflash-sglang: stage ${s.unitName} for stack ${s.stack} on ${s.host}. Rendered by components/sglang-service/script.ts.`,
+    "set -uo pipefail",
+    "problems=()",
+    `python=${shellQuote(s.python)}`,
+    "# 1. Preflight: the host can run this configuration. Reads only.",
+    'if help=$("$python" -m sglang.launch_server --help 2>&1); then',
+    "  listed=$(printf '%s\\n' \"$help\" | grep -oE -- '--[A-Za-z0-9][A-Za-z0-9-]*' | sort -u)",
+    "  unknown=()",
+    "  check_flag() { # FLAG [CANONICAL: FLAG is a hidden alias of it]",
+    '    if printf \'%s\\n\' "$listed" | grep -qxF -- "$1"; then return 0; fi',
+    '    if [ -n "${2:-}" ] && printf \'%s\\n\' "$listed" | grep -qxF -- "$2"; then',
+    '      echo "note: $1 is a deprecated spelling of $2 that SGLang accepts but hides from --help; prefer $2"',
+    "      return 0",
+    "    fi",
+    '    unknown+=("$1")',
+    "  }",
+    ...flagChecks.map((c) => `  ${c}`),
+    '  if [ ${#unknown[@]} -gt 0 ]; then',
+    '    problems+=("the installed SGLang does not accept $(IFS=,; echo "${unknown[*]}" | sed \'s/,/, /g\') (checked against its --help). Set sglangBuild to the build installed on the host (upstream, ddtree-fork or a flag map), or install a build that has these flags.")',
+    "  fi",
+    "else",
+    `  problems+=("\\\`$python -m sglang.launch_server --help\\\` failed: $(printf '%s\\n' "$help" | tail -n 3 | paste -sd'|' | sed 's/|/ | /g'). Check service.python points at the Python that has SGLang.")`,
+    "fi",
+    ...s.paths.map((p) => `[ -d ${shellQuote(p.path)} ] || problems+=(${shellQuote(`${p.what} ${p.path} does not exist on the host.`)})`),
+    "if gpus=$(nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv,noheader,nounits 2>&1); then",
+    "  count=$(printf '%s\\n' \"$gpus\" | grep -cE '^[0-9]+, ')",
+    `  [ "$count" -ge ${s.tpSize} ] || problems+=("this node needs ${s.tpSize} GPUs (model.tpSize over the nodes) but the host has $count.")`,
+    "else",
+    '  problems+=("nvidia-smi did not answer as expected: ${gpus:0:200}")',
+    "fi",
+    "if [ ${#problems[@]} -gt 0 ]; then",
+    `  echo ${shellQuote(`Preflight failed for ${s.label} on ${s.host}; nothing was stopped or changed, the current server is untouched:`)} >&2`,
+    "  printf '  - %s\\n' \"${problems[@]}\" >&2",
+    "  exit 1",
+    "fi",
+    "# 2. Stage: this stack's folder only; the live unit is not touched.",
+    "set -e",
+    `mkdir -p ${shellQuote(HELPER_DIR)} ${shellQuote(verify)}`,
+    ...Object.keys(s.helpers).sort().map((name) => heredoc(`${HELPER_DIR}/${name}`, s.helpers[name], "0755")),
+    heredoc(`${dir}/unit.service`, s.unitText, "0644"),
+    heredoc(`${dir}/transaction.sh`, s.transaction, "0755"),
+    "# systemd-analyze wants the real unit name: verify a copy in a scratch folder.",
+    `cp ${shellQuote(`${dir}/unit.service`)} ${shellQuote(`${verify}/${s.unitName}.service`)}`,
+    `if command -v systemd-analyze >/dev/null; then systemd-analyze verify ${shellQuote(`${verify}/${s.unitName}.service`)}; fi`,
+    `rm -rf ${shellQuote(verify)}`,
+    `echo ${shellQuote(`staged ${s.unitName} for stack ${s.stack} in ${dir}`)}`,
+    "",
+  ].join("\n");
+}
+
+export interface TransactionInput {
+  label: string;
+  stack: string;
+  unitName: string;
+  /** Node rank: 0 serves and drains; the others end with node 0's old server. */
+  rank: number;
+  timeouts: Deployment["timeouts"];
+  lockWaitSeconds: number;
+  /** How long the note of an unproven rollout keeps other stacks off the host. */
+  proveSeconds: number;
+  rollback: boolean;
+  secrets: SecretPresence;
+  gpus: number;
+}
+
+export function transactionInput(d: Deployment, stack: string, label: string, rank: number, secrets: SecretPresence): TransactionInput {
+  return {
+    label,
+    stack,
+    unitName: d.service.unitName,
+    rank,
+    timeouts: d.timeouts,
+    lockWaitSeconds: d.safety.lockWaitSeconds,
+    proveSeconds: Math.ceil(d.timeouts.readySeconds + d.safety.stableSeconds + d.timeouts.gpuReleaseSeconds + 120),
+    rollback: d.safety.rollback,
+    secrets,
+    gpus: gpusPerNode(d),
+  };
+}
+
+/**
+ * The host-side transaction. Modes:
+ *   restart HASH   lock, drain, stop, wait for the old process and the GPUs, install the
+ *                  staged unit (its sha256 must be HASH) and this stack's secrets (stdin), start
+ *   rollback HASH  put the last known-good unit back and start it (HASH failed)
+ *   good HASH      record the live unit as known-good (note on stdin); end the rollout
+ *   release        end this stack's rollout without recording anything
+ *   remove HASH    drain, stop and remove the unit, if the host still runs HASH
+ * Output lines are progress; the last line of a restart is `@@result {json}`.
+ */
+export function renderTransaction(x: TransactionInput): string {
+  const t = x.timeouts;
+  const unit = `${x.unitName}.service`;
+  const files = secretFileOrder(x.unitName, x.secrets);
+  const all = secretPaths(x.unitName);
+  const absent = [all.serverConfig, all.curlHeaders, all.env].filter((p) => !files.includes(p));
+  const q = shellQuote;
+  const v = (name: string, value: string | number) => `${name}=${q(String(value))}`;
+  return `#!/bin/bash
+# dflash-sglang host-side transaction: ${x.unitName}, stack ${x.stack}, node ${x.rank}.
+# Rendered by components/sglang-service/script.ts; staged by \`pulumi up\`; do not edit.
+#   restart HASH | rollback HASH | good HASH | release | remove HASH
+set -uo pipefail
+${v("label", x.label)}
+${v("unit", unit)}
+${v("stack", x.stack)}
+${v("rank", x.rank)}
+${v("stage", stageDir(x.unitName, x.stack))}
+${v("state", `${STATE_DIR}/${x.unitName}`)}
+${v("live", unitPath(x.unitName))}
+${v("run", RUN_DIR)}
+${v("drain_deadline", Math.ceil(t.drainSeconds) + DRAIN_EXIT_MARGIN_SECONDS)}
+${v("drain_s", t.drainSeconds)}
+${v("drain_policy", t.drainPolicy)}
+${v("stop_s", t.stopSeconds)}
+${v("gpu_s", t.gpuReleaseSeconds)}
+${v("gpu_free_mib", t.gpuFreeMiB)}
+${v("gpus", Array.from({ length: x.gpus }, (_, i) => i).join(","))}
+${v("poll", (t.pollMs / 1000).toFixed(3))}
+${v("lock_wait", Math.ceil(x.lockWaitSeconds))}
+${v("prove_s", x.proveSeconds)}
+${v("rollback_on", x.rollback ? "yes" : "no")}
+
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+past() { awk -v a="$1" -v b="$(now)" -v s="$2" 'BEGIN { exit !(b - a > s) }'; }
+say() { echo "$label: $*"; }
+show() { systemctl show "$unit" -p "$1" --value 2>/dev/null; }
+running() { case "$(show ActiveState)" in active|activating|reloading|deactivating) return 0 ;; esac; return 1; }
+hash_of() { sha256sum "$1" 2>/dev/null | cut -c1-64; }
+
+# One writer per host: flock(1) on a file in /run, dropped by the kernel if this script
+# dies. A stack whose restart is still being proven (the note in $run/rollout) keeps the
+# others off the host until it is done or the note expires.
+lock() {
+  mkdir -p "$run"
+  exec 9>>"$run/host.lock"
+  local started shown=0 holder
+  started=$(now)
+  while :; do
+    if flock -n 9; then
+      holder=$(rollout_holder)
+      [ -z "$holder" ] && break
+      flock -u 9
+    else
+      holder=$(cat "$run/host.lock.note" 2>/dev/null || echo "another deployment")
+    fi
+    if past "$started" "$lock_wait"; then
+      echo "FAILED: $(hostname) is being reconfigured by $holder; waited $lock_wait s for it (safety.lockWaitSeconds). Nothing was changed. Re-run when it is done." >&2
+      exit 3
+    fi
+    if past "$started" "$shown"; then
+      say "waiting for $holder to finish with this host ($(since "$started") s of at most $lock_wait s)"
+      shown=$(awk -v s="$shown" 'BEGIN { print s + 5 }')
+    fi
+    sleep 1
+  done
+  printf '%s\\n' "$(whoami_note)" > "$run/host.lock.note"
+}
+# Says who we are to a stack that has to wait: stack, unit, the operator's address, since when.
+whoami_note() { echo "stack \\"$stack\\" (unit \${unit%.service}, from \${SSH_CLIENT%% *}, since $(date -u +%FT%TZ))"; }
+# Prints who holds the host while their restart is proven (nothing if nobody else does).
+rollout_holder() {
+  local s u until who
+  [ -f "$run/rollout" ] && read -r s u until who < "$run/rollout" || return 0
+  if [ "$s" = "$stack" ] && [ "$u" = "$unit" ]; then return 0; fi
+  awk -v u="$until" -v n="$(date +%s)" 'BEGIN { exit !(u > n) }' && echo "\${who%)}; proving its restart)"
+}
+end_rollout() {
+  local s u until
+  [ -f "$run/rollout" ] && read -r s u until < "$run/rollout" || return 0
+  if [ "$s" = "$stack" ] && [ "$u" = "$unit" ]; then rm -f "$run/rollout"; fi
+}
+
+# Stops the server the way SGLang expects: SIGTERM is its drain (requests in flight finish;
+# then it SIGKILLs itself). Bounded by the drain deadline, after which it is killed.
+# Sets drain_seconds, stop_seconds, killed and cut.
+stop_server() {
+  drain_seconds=0 stop_seconds=0 killed=0 cut=0
+  running || return 0
+  local pid inv t0 remaining="" last="" shown=0 line drained_at=""
+  pid=$(show MainPID) inv=$(show InvocationID) t0=$(now)
+  if [ "$rank" != 0 ] && [ "$1" = drain ]; then
+    # A further node ends with node 0's old server (its collectives abort); wait for that
+    # so node 0 can finish what is in flight, then stop it anyway.
+    while running && ! past "$t0" "$drain_deadline"; do sleep "$poll"; done
+    t0=$(now)
+  fi
+  systemctl stop --no-block "$unit"
+  while running || { [ "$pid" -gt 0 ] && kill -0 "$pid" 2>/dev/null; }; do
+    line=$(journalctl -u "$unit" "_SYSTEMD_INVOCATION_ID=$inv" --since "@\${t0%.*}" -o cat --no-pager 2>/dev/null | grep -F 'Remaining number of requests' | tail -n 1)
+    [ -n "$line" ] && remaining=$(printf '%s' "$line" | sed -nE 's/.*Remaining number of requests ([0-9]+).*/\\1/p')
+    if [ "$killed" = 0 ] && past "$t0" "$drain_deadline"; then
+      killed=1 cut=\${remaining:-null}
+      say "the drain did not end within $drain_s s (timeouts.drainSeconds); killing the old server, cutting \${remaining:-what was still} request(s) in flight"
+      systemctl kill --signal=SIGKILL "$unit"
+    fi
+    if past "$t0" "$(( drain_deadline + \${stop_s%.*} ))"; then
+      echo "FAILED: the server of $label (pid $pid) did not exit within $(( drain_deadline + \${stop_s%.*} )) s of \\\`systemctl stop\\\`, even after being killed (timeouts.drainSeconds + timeouts.stopSeconds); check \\\`systemctl status $unit\\\`" >&2
+      return 1
+    fi
+    local status="SGLang is draining (\${remaining:+$remaining request(s) still in flight}\${remaining:-SIGTERM sent; it checks every 5 s})"
+    if [ "$status" != "$last" ] || past "$t0" "$shown"; then
+      say "stopping: $status ($(since "$t0") s, deadline $drain_deadline s)"
+      last=$status shown=$(awk -v s="$(since "$t0")" 'BEGIN { print s + 5 }')
+    fi
+    sleep "$poll"
+  done
+  [ "$(show Result)" = timeout ] && [ "$killed" = 0 ] && killed=1 cut=\${remaining:-null}
+  local total
+  total=$(since "$t0")
+  drained_at=$(journalctl -u "$unit" "_SYSTEMD_INVOCATION_ID=$inv" --since "@\${t0%.*}" -o short-unix --no-pager 2>/dev/null | grep -F 'Gracefully exiting' | tail -n 1 | cut -d' ' -f1)
+  if [ "$killed" = 0 ] && [ -n "$drained_at" ]; then
+    drain_seconds=$(awk -v d="$drained_at" -v a="$t0" -v t="$total" 'BEGIN { x = d - a; if (x < 0) x = 0; if (x > t) x = t; printf "%.1f", x }')
+  else
+    drain_seconds=$total
+  fi
+  stop_seconds=$(awk -v t="$total" -v d="$drain_seconds" 'BEGIN { printf "%.1f", t - d }')
+}
+
+# Waits until this node's GPUs each use at most gpu_free_mib MiB. Sets gpu_seconds.
+wait_gpus() {
+  local t0 busy="" last="" shown=0
+  t0=$(now)
+  while :; do
+    busy=$(nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits |
+      awk -F', *' -v gpus="$gpus" -v max="$gpu_free_mib" 'BEGIN { n = split(gpus, g, ","); for (i = 1; i <= n; i++) want[g[i]] = 1 }
+        ($1 in want) && $2 > max { printf "%sGPU %s: %s MiB used", sep, $1, $2; sep = ", " }')
+    [ -z "$busy" ] && break
+    if past "$t0" "$gpu_s"; then
+      echo "FAILED: GPU memory on $(hostname) was not released within $gpu_s s after the old server exited ($busy; timeouts.gpuReleaseSeconds). Find the holder with \\\`nvidia-smi --query-compute-apps=pid,used_memory --format=csv\\\`" >&2
+      return 1
+    fi
+    if [ "$busy" != "$last" ] || past "$t0" "$shown"; then
+      say "waiting for GPU memory to be released: $busy ($(since "$t0") s, deadline $gpu_s s)"
+      last=$busy shown=$(awk -v s="$(since "$t0")" 'BEGIN { print s + 5 }')
+    fi
+    sleep "$poll"
+  done
+  gpu_seconds=$(since "$t0")
+}
+
+# Installs $1 as the live unit and starts it without waiting (readiness watches it).
+install_start() {
+  install -m 0644 "$1" "$live.dflash-tmp" && mv -f "$live.dflash-tmp" "$live" &&
+    systemctl daemon-reload && { systemctl enable "$unit" 2>/dev/null; systemctl reset-failed "$unit" 2>/dev/null; true; } &&
+    systemctl start --no-block "$unit"
+}
+
+# This stack's secrets, one base64 line per file on stdin (never on a command line).
+install_secrets() {
+  mkdir -p ${q(SECRETS_DIR)} && chmod 0700 ${q(SECRETS_DIR)} || return 1
+  local line
+${files.map((p) => `  IFS= read -r line && (umask 077; printf '%s' "$line" | base64 -d > ${q(`${p}.dflash-tmp`)}) && mv -f ${q(`${p}.dflash-tmp`)} ${q(p)} || return 1`).join("\n") || "  :"}
+${absent.length ? `  rm -f ${absent.map(q).join(" ")}` : "  :"}
+}
+
+# Back to the last configuration that passed readiness, started without waiting.
+restore_known_good() {
+  mkdir -p "$state/rollbacks" && echo "$(date -u +%FT%TZ) $1" >> "$state/rollbacks/$1"
+  if [ "$rollback_on" != yes ]; then echo "Rollback is off (safety.rollback=false): $label is left as it is; check it now."; return 2; fi
+  if [ ! -f "$state/last-good.service" ]; then
+    echo "HOST DOWN: $(hostname) has no earlier configuration of \${unit%.service} that passed readiness, so there is nothing to roll back to. The failed unit is left as it is (\\\`systemctl status \${unit%.service}\\\`); fix the configuration and run \\\`pulumi up\\\` again."
+    return 2
+  fi
+  if [ "$(hash_of "$state/last-good.service")" = "$1" ]; then echo "HOST DOWN: the failed configuration is the last known-good one of \${unit%.service} on $(hostname); nothing older to restore."; return 2; fi
+  say "restoring the previous configuration"
+  systemctl kill --signal=SIGKILL "$unit" 2>/dev/null
+  systemctl stop "$unit" 2>/dev/null
+  wait_gpus && install_start "$state/last-good.service"
+}
+
+mode=\${1:-}
+case "$mode" in
+restart)
+  want=\${2:?usage: restart HASH}
+  [ "$(hash_of "$stage/unit.service")" = "$want" ] || { echo "FAILED: the unit staged for stack $stack is not $want (restaged by another run of this stack?); nothing was changed. Run \\\`pulumi up\\\` again." >&2; exit 1; }
+  lock
+  before_pid=$(show MainPID)
+  install_secrets || { echo "FAILED: could not write the secret files of $unit; nothing was stopped." >&2; exit 1; }
+  if stop_server drain; then
+    if [ "$killed" = 1 ] && [ "$drain_policy" = fail ] && [ "$rank" = 0 ]; then
+      echo "FAILED: the drain deadline (timeouts.drainSeconds = $drain_s s) ended the old server, cutting $cut request(s) still in flight; timeouts.drainPolicy is \\"fail\\", so the new configuration is not started. Retry when traffic is lower, raise timeouts.drainSeconds, or set timeouts.drainPolicy to \\"proceed\\"." >&2
+      failed=1
+    else
+      [ "$killed" = 1 ] && say "the drain deadline (timeouts.drainSeconds = $drain_s s) ended the old server, cutting $cut request(s) still in flight; timeouts.drainPolicy is \\"proceed\\": starting the new configuration"
+      wait_gpus && install_start "$stage/unit.service" && failed=0 || failed=1
+    fi
+  else
+    failed=1
+  fi
+  if [ "$failed" = 1 ]; then
+    if [ "$rollback_on" = yes ]; then say "FAILED; rolling back"; else say "FAILED"; fi
+    restore_known_good "$want"
+    if [ $? = 0 ]; then
+      if systemctl start "$unit"; then echo "Rolled back: the previous configuration is back and serving on $(hostname) (\\\`systemctl status \${unit%.service}\\\`)." >&2
+      else echo "ROLLBACK FAILED, HOST DOWN: the previous configuration of \${unit%.service} on $(hostname) did not start again: $(systemctl show "$unit" -p Result --value)." >&2; fi
+    fi
+    exit 1
+  fi
+  # Other stacks stay off this host until readiness has proven (or rolled back) this restart.
+  echo "$stack $unit $(( $(date +%s) + prove_s )) $(whoami_note)" > "$run/rollout"
+  say "old server (pid $before_pid) drained in $drain_seconds s and gone $stop_seconds s later, GPUs free in $gpu_seconds s; started the new unit"
+  echo "@@result {\\"applied\\":true,\\"drainSeconds\\":$drain_seconds,\\"stopSeconds\\":$stop_seconds,\\"requestsCut\\":$cut,\\"gpuReleaseSeconds\\":$gpu_seconds,\\"previousMainPid\\":$before_pid}"
+  ;;
+rollback)
+  lock
+  restore_known_good "\${2:?usage: rollback HASH}"
+  ;;
+good)
+  lock
+  cp "$live" "$state/last-good.service.dflash-tmp" && mv -f "$state/last-good.service.dflash-tmp" "$state/last-good.service" &&
+    cat > "$state/last-good.json.dflash-tmp" && mv -f "$state/last-good.json.dflash-tmp" "$state/last-good.json" || exit 1
+  end_rollout
+  ;;
+release)
+  lock
+  end_rollout
+  ;;
+remove)
+  want=\${2:?usage: remove HASH}
+  lock
+  installed=$(hash_of "$live")
+  if [ -z "$installed" ]; then echo "\${unit%.service} is not installed on $(hostname); nothing to remove"; exit 0; fi
+  if [ "$installed" != "$want" ]; then echo "\${unit%.service} on $(hostname) now runs another configuration (unit \${installed:0:12}), not this stack's (\${want:0:12}); left the host alone"; exit 0; fi
+  stop_server drain || exit 1
+  systemctl disable "$unit" 2>/dev/null
+  rm -f "$live" ${files.concat(absent).map(q).join(" ")}
+  systemctl daemon-reload
+  end_rollout
+  echo "\${unit%.service} drained, stopped and removed from $(hostname)"
+  ;;
+*)
+  echo "usage: $0 restart HASH | rollback HASH | good HASH | release | remove HASH" >&2
+  exit 2
+  ;;
+esac
+`;
+}

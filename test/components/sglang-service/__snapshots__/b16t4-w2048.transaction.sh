@@ -1,0 +1,240 @@
+#!/bin/bash
+# dflash-sglang host-side transaction: sglang-k26, stack b16t4-w2048, node 0.
+# Rendered by components/sglang-service/script.ts; staged by `pulumi up`; do not edit.
+#   restart HASH | rollback HASH | good HASH | release | remove HASH
+set -uo pipefail
+label='sglang-k26 (stack b16t4-w2048)'
+unit=sglang-k26.service
+stack=b16t4-w2048
+rank=0
+stage=/var/lib/dflash-sglang/sglang-k26/stacks/b16t4-w2048
+state=/var/lib/dflash-sglang/sglang-k26
+live=/etc/systemd/system/sglang-k26.service
+run=/run/dflash-sglang
+drain_deadline=315
+drain_s=300
+drain_policy=fail
+stop_s=120
+gpu_s=300
+gpu_free_mib=1024
+gpus=0,1,2,3,4,5,6,7
+poll=0.250
+lock_wait=600
+prove_s=2230
+rollback_on=yes
+
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+past() { awk -v a="$1" -v b="$(now)" -v s="$2" 'BEGIN { exit !(b - a > s) }'; }
+say() { echo "$label: $*"; }
+show() { systemctl show "$unit" -p "$1" --value 2>/dev/null; }
+running() { case "$(show ActiveState)" in active|activating|reloading|deactivating) return 0 ;; esac; return 1; }
+hash_of() { sha256sum "$1" 2>/dev/null | cut -c1-64; }
+
+# One writer per host: flock(1) on a file in /run, dropped by the kernel if this script
+# dies. A stack whose restart is still being proven (the note in $run/rollout) keeps the
+# others off the host until it is done or the note expires.
+lock() {
+  mkdir -p "$run"
+  exec 9>>"$run/host.lock"
+  local started shown=0 holder
+  started=$(now)
+  while :; do
+    if flock -n 9; then
+      holder=$(rollout_holder)
+      [ -z "$holder" ] && break
+      flock -u 9
+    else
+      holder=$(cat "$run/host.lock.note" 2>/dev/null || echo "another deployment")
+    fi
+    if past "$started" "$lock_wait"; then
+      echo "FAILED: $(hostname) is being reconfigured by $holder; waited $lock_wait s for it (safety.lockWaitSeconds). Nothing was changed. Re-run when it is done." >&2
+      exit 3
+    fi
+    if past "$started" "$shown"; then
+      say "waiting for $holder to finish with this host ($(since "$started") s of at most $lock_wait s)"
+      shown=$(awk -v s="$shown" 'BEGIN { print s + 5 }')
+    fi
+    sleep 1
+  done
+  printf '%s\n' "$(whoami_note)" > "$run/host.lock.note"
+}
+# Says who we are to a stack that has to wait: stack, unit, the operator's address, since when.
+whoami_note() { echo "stack \"$stack\" (unit ${unit%.service}, from ${SSH_CLIENT%% *}, since $(date -u +%FT%TZ))"; }
+# Prints who holds the host while their restart is proven (nothing if nobody else does).
+rollout_holder() {
+  local s u until who
+  [ -f "$run/rollout" ] && read -r s u until who < "$run/rollout" || return 0
+  if [ "$s" = "$stack" ] && [ "$u" = "$unit" ]; then return 0; fi
+  awk -v u="$until" -v n="$(date +%s)" 'BEGIN { exit !(u > n) }' && echo "${who%)}; proving its restart)"
+}
+end_rollout() {
+  local s u until
+  [ -f "$run/rollout" ] && read -r s u until < "$run/rollout" || return 0
+  if [ "$s" = "$stack" ] && [ "$u" = "$unit" ]; then rm -f "$run/rollout"; fi
+}
+
+# Stops the server the way SGLang expects: SIGTERM is its drain (requests in flight finish;
+# then it SIGKILLs itself). Bounded by the drain deadline, after which it is killed.
+# Sets drain_seconds, stop_seconds, killed and cut.
+stop_server() {
+  drain_seconds=0 stop_seconds=0 killed=0 cut=0
+  running || return 0
+  local pid inv t0 remaining="" last="" shown=0 line drained_at=""
+  pid=$(show MainPID) inv=$(show InvocationID) t0=$(now)
+  if [ "$rank" != 0 ] && [ "$1" = drain ]; then
+    # A further node ends with node 0's old server (its collectives abort); wait for that
+    # so node 0 can finish what is in flight, then stop it anyway.
+    while running && ! past "$t0" "$drain_deadline"; do sleep "$poll"; done
+    t0=$(now)
+  fi
+  systemctl stop --no-block "$unit"
+  while running || { [ "$pid" -gt 0 ] && kill -0 "$pid" 2>/dev/null; }; do
+    line=$(journalctl -u "$unit" "_SYSTEMD_INVOCATION_ID=$inv" --since "@${t0%.*}" -o cat --no-pager 2>/dev/null | grep -F 'Remaining number of requests' | tail -n 1)
+    [ -n "$line" ] && remaining=$(printf '%s' "$line" | sed -nE 's/.*Remaining number of requests ([0-9]+).*/\1/p')
+    if [ "$killed" = 0 ] && past "$t0" "$drain_deadline"; then
+      killed=1 cut=${remaining:-null}
+      say "the drain did not end within $drain_s s (timeouts.drainSeconds); killing the old server, cutting ${remaining:-what was still} request(s) in flight"
+      systemctl kill --signal=SIGKILL "$unit"
+    fi
+    if past "$t0" "$(( drain_deadline + ${stop_s%.*} ))"; then
+      echo "FAILED: the server of $label (pid $pid) did not exit within $(( drain_deadline + ${stop_s%.*} )) s of \`systemctl stop\`, even after being killed (timeouts.drainSeconds + timeouts.stopSeconds); check \`systemctl status $unit\`" >&2
+      return 1
+    fi
+    local status="SGLang is draining (${remaining:+$remaining request(s) still in flight}${remaining:-SIGTERM sent; it checks every 5 s})"
+    if [ "$status" != "$last" ] || past "$t0" "$shown"; then
+      say "stopping: $status ($(since "$t0") s, deadline $drain_deadline s)"
+      last=$status shown=$(awk -v s="$(since "$t0")" 'BEGIN { print s + 5 }')
+    fi
+    sleep "$poll"
+  done
+  [ "$(show Result)" = timeout ] && [ "$killed" = 0 ] && killed=1 cut=${remaining:-null}
+  local total
+  total=$(since "$t0")
+  drained_at=$(journalctl -u "$unit" "_SYSTEMD_INVOCATION_ID=$inv" --since "@${t0%.*}" -o short-unix --no-pager 2>/dev/null | grep -F 'Gracefully exiting' | tail -n 1 | cut -d' ' -f1)
+  if [ "$killed" = 0 ] && [ -n "$drained_at" ]; then
+    drain_seconds=$(awk -v d="$drained_at" -v a="$t0" -v t="$total" 'BEGIN { x = d - a; if (x < 0) x = 0; if (x > t) x = t; printf "%.1f", x }')
+  else
+    drain_seconds=$total
+  fi
+  stop_seconds=$(awk -v t="$total" -v d="$drain_seconds" 'BEGIN { printf "%.1f", t - d }')
+}
+
+# Waits until this node's GPUs each use at most gpu_free_mib MiB. Sets gpu_seconds.
+wait_gpus() {
+  local t0 busy="" last="" shown=0
+  t0=$(now)
+  while :; do
+    busy=$(nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits |
+      awk -F', *' -v gpus="$gpus" -v max="$gpu_free_mib" 'BEGIN { n = split(gpus, g, ","); for (i = 1; i <= n; i++) want[g[i]] = 1 }
+        ($1 in want) && $2 > max { printf "%sGPU %s: %s MiB used", sep, $1, $2; sep = ", " }')
+    [ -z "$busy" ] && break
+    if past "$t0" "$gpu_s"; then
+      echo "FAILED: GPU memory on $(hostname) was not released within $gpu_s s after the old server exited ($busy; timeouts.gpuReleaseSeconds). Find the holder with \`nvidia-smi --query-compute-apps=pid,used_memory --format=csv\`" >&2
+      return 1
+    fi
+    if [ "$busy" != "$last" ] || past "$t0" "$shown"; then
+      say "waiting for GPU memory to be released: $busy ($(since "$t0") s, deadline $gpu_s s)"
+      last=$busy shown=$(awk -v s="$(since "$t0")" 'BEGIN { print s + 5 }')
+    fi
+    sleep "$poll"
+  done
+  gpu_seconds=$(since "$t0")
+}
+
+# Installs $1 as the live unit and starts it without waiting (readiness watches it).
+install_start() {
+  install -m 0644 "$1" "$live.dflash-tmp" && mv -f "$live.dflash-tmp" "$live" &&
+    systemctl daemon-reload && { systemctl enable "$unit" 2>/dev/null; systemctl reset-failed "$unit" 2>/dev/null; true; } &&
+    systemctl start --no-block "$unit"
+}
+
+# This stack's secrets, one base64 line per file on stdin (never on a command line).
+install_secrets() {
+  mkdir -p /etc/dflash-sglang && chmod 0700 /etc/dflash-sglang || return 1
+  local line
+  IFS= read -r line && (umask 077; printf '%s' "$line" | base64 -d > /etc/dflash-sglang/sglang-k26.secrets.yaml.dflash-tmp) && mv -f /etc/dflash-sglang/sglang-k26.secrets.yaml.dflash-tmp /etc/dflash-sglang/sglang-k26.secrets.yaml || return 1
+  IFS= read -r line && (umask 077; printf '%s' "$line" | base64 -d > /etc/dflash-sglang/sglang-k26.curl-headers.dflash-tmp) && mv -f /etc/dflash-sglang/sglang-k26.curl-headers.dflash-tmp /etc/dflash-sglang/sglang-k26.curl-headers || return 1
+  rm -f /etc/dflash-sglang/sglang-k26.env
+}
+
+# Back to the last configuration that passed readiness, started without waiting.
+restore_known_good() {
+  mkdir -p "$state/rollbacks" && echo "$(date -u +%FT%TZ) $1" >> "$state/rollbacks/$1"
+  if [ "$rollback_on" != yes ]; then echo "Rollback is off (safety.rollback=false): $label is left as it is; check it now."; return 2; fi
+  if [ ! -f "$state/last-good.service" ]; then
+    echo "HOST DOWN: $(hostname) has no earlier configuration of ${unit%.service} that passed readiness, so there is nothing to roll back to. The failed unit is left as it is (\`systemctl status ${unit%.service}\`); fix the configuration and run \`pulumi up\` again."
+    return 2
+  fi
+  if [ "$(hash_of "$state/last-good.service")" = "$1" ]; then echo "HOST DOWN: the failed configuration is the last known-good one of ${unit%.service} on $(hostname); nothing older to restore."; return 2; fi
+  say "restoring the previous configuration"
+  systemctl kill --signal=SIGKILL "$unit" 2>/dev/null
+  systemctl stop "$unit" 2>/dev/null
+  wait_gpus && install_start "$state/last-good.service"
+}
+
+mode=${1:-}
+case "$mode" in
+restart)
+  want=${2:?usage: restart HASH}
+  [ "$(hash_of "$stage/unit.service")" = "$want" ] || { echo "FAILED: the unit staged for stack $stack is not $want (restaged by another run of this stack?); nothing was changed. Run \`pulumi up\` again." >&2; exit 1; }
+  lock
+  before_pid=$(show MainPID)
+  install_secrets || { echo "FAILED: could not write the secret files of $unit; nothing was stopped." >&2; exit 1; }
+  if stop_server drain; then
+    if [ "$killed" = 1 ] && [ "$drain_policy" = fail ] && [ "$rank" = 0 ]; then
+      echo "FAILED: the drain deadline (timeouts.drainSeconds = $drain_s s) ended the old server, cutting $cut request(s) still in flight; timeouts.drainPolicy is \"fail\", so the new configuration is not started. Retry when traffic is lower, raise timeouts.drainSeconds, or set timeouts.drainPolicy to \"proceed\"." >&2
+      failed=1
+    else
+      [ "$killed" = 1 ] && say "the drain deadline (timeouts.drainSeconds = $drain_s s) ended the old server, cutting $cut request(s) still in flight; timeouts.drainPolicy is \"proceed\": starting the new configuration"
+      wait_gpus && install_start "$stage/unit.service" && failed=0 || failed=1
+    fi
+  else
+    failed=1
+  fi
+  if [ "$failed" = 1 ]; then
+    if [ "$rollback_on" = yes ]; then say "FAILED; rolling back"; else say "FAILED"; fi
+    restore_known_good "$want"
+    if [ $? = 0 ]; then
+      if systemctl start "$unit"; then echo "Rolled back: the previous configuration is back and serving on $(hostname) (\`systemctl status ${unit%.service}\`)." >&2
+      else echo "ROLLBACK FAILED, HOST DOWN: the previous configuration of ${unit%.service} on $(hostname) did not start again: $(systemctl show "$unit" -p Result --value)." >&2; fi
+    fi
+    exit 1
+  fi
+  # Other stacks stay off this host until readiness has proven (or rolled back) this restart.
+  echo "$stack $unit $(( $(date +%s) + prove_s )) $(whoami_note)" > "$run/rollout"
+  say "old server (pid $before_pid) drained in $drain_seconds s and gone $stop_seconds s later, GPUs free in $gpu_seconds s; started the new unit"
+  echo "@@result {\"applied\":true,\"drainSeconds\":$drain_seconds,\"stopSeconds\":$stop_seconds,\"requestsCut\":$cut,\"gpuReleaseSeconds\":$gpu_seconds,\"previousMainPid\":$before_pid}"
+  ;;
+rollback)
+  lock
+  restore_known_good "${2:?usage: rollback HASH}"
+  ;;
+good)
+  lock
+  cp "$live" "$state/last-good.service.dflash-tmp" && mv -f "$state/last-good.service.dflash-tmp" "$state/last-good.service" &&
+    cat > "$state/last-good.json.dflash-tmp" && mv -f "$state/last-good.json.dflash-tmp" "$state/last-good.json" || exit 1
+  end_rollout
+  ;;
+release)
+  lock
+  end_rollout
+  ;;
+remove)
+  want=${2:?usage: remove HASH}
+  lock
+  installed=$(hash_of "$live")
+  if [ -z "$installed" ]; then echo "${unit%.service} is not installed on $(hostname); nothing to remove"; exit 0; fi
+  if [ "$installed" != "$want" ]; then echo "${unit%.service} on $(hostname) now runs another configuration (unit ${installed:0:12}), not this stack's (${want:0:12}); left the host alone"; exit 0; fi
+  stop_server drain || exit 1
+  systemctl disable "$unit" 2>/dev/null
+  rm -f "$live" /etc/dflash-sglang/sglang-k26.secrets.yaml /etc/dflash-sglang/sglang-k26.curl-headers /etc/dflash-sglang/sglang-k26.env
+  systemctl daemon-reload
+  end_rollout
+  echo "${unit%.service} drained, stopped and removed from $(hostname)"
+  ;;
+*)
+  echo "usage: $0 restart HASH | rollback HASH | good HASH | release | remove HASH" >&2
+  exit 2
+  ;;
+esac
