@@ -4,8 +4,11 @@
 //
 // at several load times, plus the engine's fixed cost (no-op `up`, `preview`). Each
 // figure is the median of RUNS runs with min/max. Writes bench/results/reconfigure.{json,md}.
-// Run: npx tsx bench/reconfigure.ts [--loads 10,30,60] [--runs 3] [--release 5]
+// Run: npx tsx bench/reconfigure.ts [--loads 10,30,60] [--runs 3] [--release 5] [--baseline REV]
+// With --baseline, a checkout of REV runs the same changes on its own host, turn by turn.
+import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import * as hosts from "../simhost/hosts";
 import { REPO_ROOT } from "../lib/pulumi-env";
@@ -23,6 +26,8 @@ const RELEASE = Number(arg("release", "5"));
 const STABLE = Number(arg("stable", "0"));
 const WARMUP = 0.5;
 const CONFIGS = ["b8t4-w2048", "b16t4-w2048"];
+/** A git revision to measure side by side with this checkout (e.g. the version before a change). */
+const BASELINE = arg("baseline", "");
 
 async function timed(fn: () => Promise<unknown>): Promise<number> {
   const t = Date.now();
@@ -30,52 +35,84 @@ async function timed(fn: () => Promise<unknown>): Promise<number> {
   return (Date.now() - t) / 1000;
 }
 
+interface Variant {
+  name: string;
+  host: hosts.HostInfo;
+  ws: ReturnType<typeof simWorkspace>;
+  results: { loadSeconds: number; releaseSeconds: number; upSeconds: Summary; ratio: Summary; phases: Record<string, Summary> }[];
+  fixed?: { noopUp: Summary; preview: Summary };
+}
+
+/** A checkout of REV beside this one (sharing node_modules), for a before/after run. */
+function baselineCheckout(rev: string): { root: string; remove: () => void } {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-baseline-"));
+  execFileSync("git", ["worktree", "add", "--detach", root, rev], { cwd: REPO_ROOT, stdio: "ignore" });
+  fs.symlinkSync(path.join(REPO_ROOT, "node_modules"), path.join(root, "node_modules"));
+  return { root, remove: () => execFileSync("git", ["worktree", "remove", "--force", root], { cwd: REPO_ROOT, stdio: "ignore" }) };
+}
+
 async function main(): Promise<void> {
-  const host = await hosts.start(`bench-${process.pid}`, { sglang: { profile: "ddtree-fork", loadSeconds: LOADS[0], warmupSeconds: WARMUP } });
-  // The stability window (safety.stableSeconds, default 10 s) is a deliberate wait; it is
-  // off here so the ratio shows the machinery's own overhead. The benchmark resource is off too.
-  const ws = simWorkspace({ bench: { ...readRepoStackConfig(CONFIGS[0]), ...simHostConfig(host), "dflash-sglang:safety": { stableSeconds: STABLE }, "dflash-sglang:benchmark": { enabled: false } } });
-  const results: { loadSeconds: number; releaseSeconds: number; upSeconds: Summary; ratio: Summary; phases: Record<string, Summary> }[] = [];
-  let fixed: { noopUp: Summary; preview: Summary } | undefined;
+  const baseline = BASELINE ? baselineCheckout(BASELINE) : undefined;
+  const variants: Variant[] = [];
   try {
-    const stack = await ws.stack("bench");
-    hosts.configure(host.name, JSON.stringify({ loadSeconds: LOADS[0] }));
-    await stack.up(); // first deploy, not measured
+    for (const [name, root] of [...(baseline ? [[`baseline ${BASELINE}`, baseline.root]] : []), ["this checkout", REPO_ROOT]] as [string, string][]) {
+      const host = await hosts.start(`bench-${variants.length}-${process.pid}`, { sglang: { profile: "ddtree-fork", loadSeconds: LOADS[0], warmupSeconds: WARMUP } });
+      // The stability window (safety.stableSeconds, default 10 s) is a deliberate wait; it is
+      // off here so the ratio shows the machinery's own overhead. The benchmark resource is off too.
+      const ws = simWorkspace({ bench: { ...readRepoStackConfig(CONFIGS[0]), ...simHostConfig(host), "dflash-sglang:safety": { stableSeconds: STABLE }, "dflash-sglang:benchmark": { enabled: false } } }, { projectRoot: root });
+      variants.push({ name, host, ws, results: [] });
+      await (await ws.stack("bench")).up(); // first deploy, not measured
+    }
+    // Variants take turns run by run, so both see the same machine.
     let which = 0;
     for (const load of LOADS) {
-      hosts.configure(host.name, JSON.stringify({ loadSeconds: load }));
-      hosts.fault(host.name, JSON.stringify({ gpuReleaseDelaySeconds: RELEASE }));
-      const ups: number[] = [];
-      const phases: Record<string, number[]> = { drainSeconds: [], stopSeconds: [], gpuReleaseSeconds: [], loadToReadySeconds: [] };
+      const ups = variants.map(() => [] as number[]);
+      const phases = variants.map((): Record<string, number[]> => ({ drainSeconds: [], stopSeconds: [], gpuReleaseSeconds: [], loadToReadySeconds: [] }));
+      for (const v of variants) {
+        hosts.configure(v.host.name, JSON.stringify({ loadSeconds: load }));
+        hosts.fault(v.host.name, JSON.stringify({ gpuReleaseDelaySeconds: RELEASE }));
+      }
       for (let r = 0; r < RUNS; r++) {
         which = 1 - which;
-        ws.setStackConfig("bench", "speculative", readRepoStackConfig(CONFIGS[which])["dflash-sglang:speculative"]);
-        let outputs: Record<string, { value: any }> = {};
-        ups.push(await timed(async () => (outputs = (await stack.up()).outputs)));
-        for (const k of Object.keys(phases)) phases[k].push(outputs.restartTimings.value[k]);
-        process.stderr.write(`load ${load} s run ${r + 1}/${RUNS}: up ${ups[ups.length - 1].toFixed(1)} s ${JSON.stringify(outputs.restartTimings.value)}\n`);
+        for (const [k, v] of variants.entries()) {
+          v.ws.setStackConfig("bench", "speculative", readRepoStackConfig(CONFIGS[which])["dflash-sglang:speculative"]);
+          const stack = await v.ws.stack("bench");
+          let outputs: Record<string, { value: any }> = {};
+          ups[k].push(await timed(async () => (outputs = (await stack.up()).outputs)));
+          for (const p of Object.keys(phases[k])) phases[k][p].push(outputs.restartTimings.value[p]);
+          process.stderr.write(`${v.name}: load ${load} s run ${r + 1}/${RUNS}: up ${ups[k][ups[k].length - 1].toFixed(1)} s ${JSON.stringify(outputs.restartTimings.value)}\n`);
+        }
       }
       const unavoidable = load + RELEASE;
-      results.push({
-        loadSeconds: load,
-        releaseSeconds: RELEASE,
-        upSeconds: summarize(ups),
-        ratio: summarize(ups.map((u) => u / unavoidable)),
-        phases: Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, summarize(v)])),
-      });
+      for (const [k, v] of variants.entries()) {
+        v.results.push({
+          loadSeconds: load,
+          releaseSeconds: RELEASE,
+          upSeconds: summarize(ups[k]),
+          ratio: summarize(ups[k].map((u) => u / unavoidable)),
+          phases: Object.fromEntries(Object.entries(phases[k]).map(([p, x]) => [p, summarize(x)])),
+        });
+      }
     }
-    const noop: number[] = [];
-    const preview: number[] = [];
+    const noop = variants.map(() => [] as number[]);
+    const preview = variants.map(() => [] as number[]);
     for (let r = 0; r < Math.max(RUNS, 5); r++) {
-      noop.push(await timed(() => stack.up()));
-      preview.push(await timed(() => stack.preview()));
+      for (const [k, v] of variants.entries()) {
+        const stack = await v.ws.stack("bench");
+        noop[k].push(await timed(() => stack.up()));
+        preview[k].push(await timed(() => stack.preview()));
+      }
     }
-    fixed = { noopUp: summarize(noop), preview: summarize(preview) };
+    variants.forEach((v, k) => (v.fixed = { noopUp: summarize(noop[k]), preview: summarize(preview[k]) }));
   } finally {
-    await hosts.stop(host.name);
-    ws.cleanup();
+    for (const v of variants) {
+      await hosts.stop(v.host.name);
+      v.ws.cleanup();
+    }
+    baseline?.remove();
   }
-  const out = { command: `npx tsx bench/reconfigure.ts --loads ${LOADS.join(",")} --runs ${RUNS} --release ${RELEASE} --stable ${STABLE}`, date: new Date().toISOString(), machine: "2 cores, 24 GB", results, fixed };
+  const command = `npx tsx bench/reconfigure.ts --loads ${LOADS.join(",")} --runs ${RUNS} --release ${RELEASE} --stable ${STABLE}${BASELINE ? ` --baseline ${BASELINE}` : ""}`;
+  const out = { command, date: new Date().toISOString(), machine: "2 cores, 24 GB", variants: variants.map((v) => ({ name: v.name, results: v.results, fixed: v.fixed })) };
   const dir = path.join(REPO_ROOT, "bench/results");
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, "reconfigure.json"), JSON.stringify(out, null, 2) + "\n");
@@ -89,15 +126,20 @@ async function main(): Promise<void> {
     `SGLang takes the given load time and whose GPU memory is released ${RELEASE} s after the old process exits.`,
     `Ratio = wall time of \`pulumi up\` / (load + release). Median (min-max) of ${RUNS} runs. safety.stableSeconds = ${STABLE}`,
     "(the post-ready stability window, a deliberate wait of its own: it adds exactly that many seconds).",
+    ...(BASELINE ? ["", `Both versions ran in the same process, each on its own simulated host, taking turns run by run: the baseline is \`${BASELINE}\`.`] : []),
     "",
-    "| load s | up wall s | ratio | drain s | old process gone s | GPU release s | load-to-ready s |",
-    "|---:|---:|---:|---:|---:|---:|---:|",
-    ...results.map((r) => `| ${r.loadSeconds} | ${fmt(r.upSeconds)} | ${fmt(r.ratio, 3)} | ${fmt(r.phases.drainSeconds)} | ${fmt(r.phases.stopSeconds)} | ${fmt(r.phases.gpuReleaseSeconds)} | ${fmt(r.phases.loadToReadySeconds)} |`),
+    "| load s | version | up wall s | ratio | drain s | old process gone s | GPU release s | load-to-ready s |",
+    "|---:|---|---:|---:|---:|---:|---:|---:|",
+    ...LOADS.flatMap((_, i) => variants.map((v) => {
+      const r = v.results[i];
+      return `| ${r.loadSeconds} | ${v.name} | ${fmt(r.upSeconds)} | ${fmt(r.ratio, 3)} | ${fmt(r.phases.drainSeconds)} | ${fmt(r.phases.stopSeconds)} | ${fmt(r.phases.gpuReleaseSeconds)} | ${fmt(r.phases.loadToReadySeconds)} |`;
+    })),
     "",
-    "Engine fixed cost (nothing to change):",
+    "Engine fixed cost (nothing to change), median (min-max) of " + Math.max(RUNS, 5) + " runs:",
     "",
-    `- no-op \`pulumi up\`: ${fmt(fixed!.noopUp, 2)} s`,
-    `- \`pulumi preview\`: ${fmt(fixed!.preview, 2)} s`,
+    "| version | no-op `pulumi up` s | `pulumi preview` s |",
+    "|---|---:|---:|",
+    ...variants.map((v) => `| ${v.name} | ${fmt(v.fixed!.noopUp, 2)} | ${fmt(v.fixed!.preview, 2)} |`),
     "",
   ].join("\n");
   fs.writeFileSync(path.join(dir, "reconfigure.md"), md);

@@ -58,6 +58,8 @@ export function readRepoStackConfig(stack: string): Record<string, unknown> {
 export interface WorkspaceOptions {
   /** Keep the workspace here (and its state in `<dir>/state`) instead of a temp folder. */
   dir?: string;
+  /** Run the program (and toolchain) of this checkout of the project; this one by default. */
+  projectRoot?: string;
 }
 
 export function simWorkspace(stacks: Record<string, Record<string, unknown>>, opts: WorkspaceOptions = {}): SimWorkspace {
@@ -65,8 +67,9 @@ export function simWorkspace(stacks: Record<string, Record<string, unknown>>, op
   const backend = path.join(dir, "state");
   fs.mkdirSync(path.join(dir, "stacks"), { recursive: true });
   fs.mkdirSync(backend, { recursive: true });
-  const project = YAML.parse(fs.readFileSync(path.join(REPO_ROOT, "Pulumi.yaml"), "utf8"));
-  project.main = REPO_ROOT;
+  const root = opts.projectRoot ?? REPO_ROOT;
+  const project = YAML.parse(fs.readFileSync(path.join(root, "Pulumi.yaml"), "utf8"));
+  project.main = root;
   fs.writeFileSync(path.join(dir, "Pulumi.yaml"), YAML.stringify(project));
   const stackFile = (name: string) => path.join(dir, "stacks", `Pulumi.${name}.yaml`);
   // Stack files already there keep Pulumi's encryptionsalt; only their config is replaced.
@@ -74,12 +77,12 @@ export function simWorkspace(stacks: Record<string, Record<string, unknown>>, op
     const existing = fs.existsSync(stackFile(name)) ? (YAML.parse(fs.readFileSync(stackFile(name), "utf8")) ?? {}) : {};
     fs.writeFileSync(stackFile(name), YAML.stringify({ ...existing, config }));
   }
-  const env = pulumiEnv({ PULUMI_BACKEND_URL: `file://${backend}`, PULUMI_CONFIG_PASSPHRASE: "simulated-hosts" });
+  const env = pulumiEnv({ PULUMI_BACKEND_URL: `file://${backend}`, PULUMI_CONFIG_PASSPHRASE: "simulated-hosts" }, root);
   return {
     dir,
     env,
     async stack(name: string) {
-      const stack = await LocalWorkspace.createOrSelectStack({ stackName: name, workDir: dir }, { envVars: env, pulumiCommand: await pulumiCommand() });
+      const stack = await LocalWorkspace.createOrSelectStack({ stackName: name, workDir: dir }, { envVars: env, pulumiCommand: await pulumiCommand(root) });
       // A killed `up` leaves the stack locked; `pulumi cancel` is Pulumi's remedy.
       if (staleLocks(env.PULUMI_BACKEND_URL, project.name).some((l) => l.stack === name)) await stack.cancel();
       return stack;

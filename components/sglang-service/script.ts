@@ -113,6 +113,8 @@ export function renderStageScript(s: StageInput): string {
 
 export interface TransactionInput {
   label: string;
+  /** Address of the node, as the user configured it (for messages). */
+  host: string;
   stack: string;
   unitName: string;
   /** Node rank: 0 serves and drains; the others end with node 0's old server. */
@@ -126,9 +128,10 @@ export interface TransactionInput {
   gpus: number;
 }
 
-export function transactionInput(d: Deployment, stack: string, label: string, rank: number, secrets: SecretPresence): TransactionInput {
+export function transactionInput(d: Deployment, stack: string, label: string, rank: number, host: string, secrets: SecretPresence): TransactionInput {
   return {
     label,
+    host,
     stack,
     unitName: d.service.unitName,
     rank,
@@ -165,6 +168,7 @@ export function renderTransaction(x: TransactionInput): string {
 #   restart HASH | rollback HASH | good HASH | release | remove HASH
 set -uo pipefail
 ${v("label", x.label)}
+${v("host", x.host)}
 ${v("unit", unit)}
 ${v("stack", x.stack)}
 ${v("rank", x.rank)}
@@ -191,6 +195,8 @@ say() { echo "$label: $*"; }
 show() { systemctl show "$unit" -p "$1" --value 2>/dev/null; }
 running() { case "$(show ActiveState)" in active|activating|reloading|deactivating) return 0 ;; esac; return 1; }
 hash_of() { sha256sum "$1" 2>/dev/null | cut -c1-64; }
+# "N requests still in flight", from SGLang's own count (null: it logged none).
+in_flight() { case "$1" in null|"") echo "what was still in flight (SGLang logged no count)" ;; 1) echo "1 request still in flight" ;; *) echo "$1 requests still in flight" ;; esac; }
 
 # One writer per host: flock(1) on a file in /run, dropped by the kernel if this script
 # dies. A stack whose restart is still being proven (the note in $run/rollout) keeps the
@@ -209,7 +215,7 @@ lock() {
       holder=$(cat "$run/host.lock.note" 2>/dev/null || echo "another deployment")
     fi
     if past "$started" "$lock_wait"; then
-      echo "FAILED: $(hostname) is being reconfigured by $holder; waited $lock_wait s for it (safety.lockWaitSeconds). Nothing was changed. Re-run when it is done." >&2
+      echo "FAILED: $host is being reconfigured by $holder; waited $lock_wait s for it (safety.lockWaitSeconds). Nothing was changed. Re-run when it is done." >&2
       exit 3
     fi
     if past "$started" "$shown"; then
@@ -255,14 +261,15 @@ stop_server() {
     [ -n "$line" ] && remaining=$(printf '%s' "$line" | sed -nE 's/.*Remaining number of requests ([0-9]+).*/\\1/p')
     if [ "$killed" = 0 ] && past "$t0" "$drain_deadline"; then
       killed=1 cut=\${remaining:-null}
-      say "the drain did not end within $drain_s s (timeouts.drainSeconds); killing the old server, cutting \${remaining:-what was still} request(s) in flight"
+      say "the drain did not end within $drain_s s (timeouts.drainSeconds); killing the old server, cutting $(in_flight "$remaining")"
       systemctl kill --signal=SIGKILL "$unit"
     fi
     if past "$t0" "$(( drain_deadline + \${stop_s%.*} ))"; then
       echo "FAILED: the server of $label (pid $pid) did not exit within $(( drain_deadline + \${stop_s%.*} )) s of \\\`systemctl stop\\\`, even after being killed (timeouts.drainSeconds + timeouts.stopSeconds); check \\\`systemctl status $unit\\\`" >&2
       return 1
     fi
-    local status="SGLang is draining (\${remaining:+$remaining request(s) still in flight}\${remaining:-SIGTERM sent; it checks every 5 s})"
+    local status="SGLang is draining (SIGTERM sent; it checks every 5 s)"
+    [ -n "$remaining" ] && status="SGLang is draining ($(in_flight "$remaining"))"
     if [ "$status" != "$last" ] || past "$t0" "$shown"; then
       say "stopping: $status ($(since "$t0") s, deadline $drain_deadline s)"
       last=$status shown=$(awk -v s="$(since "$t0")" 'BEGIN { print s + 5 }')
@@ -291,7 +298,7 @@ wait_gpus() {
         ($1 in want) && $2 > max { printf "%sGPU %s: %s MiB used", sep, $1, $2; sep = ", " }')
     [ -z "$busy" ] && break
     if past "$t0" "$gpu_s"; then
-      echo "FAILED: GPU memory on $(hostname) was not released within $gpu_s s after the old server exited ($busy; timeouts.gpuReleaseSeconds). Find the holder with \\\`nvidia-smi --query-compute-apps=pid,used_memory --format=csv\\\`" >&2
+      echo "FAILED: GPU memory on $host was not released within $gpu_s s after the old server exited ($busy; timeouts.gpuReleaseSeconds). Find the holder with \\\`nvidia-smi --query-compute-apps=pid,used_memory --format=csv\\\`" >&2
       return 1
     fi
     if [ "$busy" != "$last" ] || past "$t0" "$shown"; then
@@ -310,11 +317,19 @@ install_start() {
     systemctl start --no-block "$unit"
 }
 
-# This stack's secrets, one base64 line per file on stdin (never on a command line).
-install_secrets() {
+# This stack's secrets, one base64 line per file on stdin (never on a command line), read
+# into new files beside the live ones; the live ones change only when installed.
+read_secrets() {
   mkdir -p ${q(SECRETS_DIR)} && chmod 0700 ${q(SECRETS_DIR)} || return 1
   local line
-${files.map((p) => `  IFS= read -r line && (umask 077; printf '%s' "$line" | base64 -d > ${q(`${p}.dflash-tmp`)}) && mv -f ${q(`${p}.dflash-tmp`)} ${q(p)} || return 1`).join("\n") || "  :"}
+${files.map((p) => `  IFS= read -r line && (umask 077; printf '%s' "$line" | base64 -d > ${q(`${p}.dflash-new`)}) || return 1`).join("\n") || "  :"}
+}
+secrets_changed() {
+${[...files.map((p) => `  cmp -s ${q(`${p}.dflash-new`)} ${q(p)} || return 0`), ...absent.map((p) => `  [ ! -e ${q(p)} ] || return 0`)].join("\n")}
+  return 1
+}
+install_secrets() {
+${files.map((p) => `  mv -f ${q(`${p}.dflash-new`)} ${q(p)} || return 1`).join("\n") || "  :"}
 ${absent.length ? `  rm -f ${absent.map(q).join(" ")}` : "  :"}
 }
 
@@ -323,10 +338,10 @@ restore_known_good() {
   mkdir -p "$state/rollbacks" && echo "$(date -u +%FT%TZ) $1" >> "$state/rollbacks/$1"
   if [ "$rollback_on" != yes ]; then echo "Rollback is off (safety.rollback=false): $label is left as it is; check it now."; return 2; fi
   if [ ! -f "$state/last-good.service" ]; then
-    echo "HOST DOWN: $(hostname) has no earlier configuration of \${unit%.service} that passed readiness, so there is nothing to roll back to. The failed unit is left as it is (\\\`systemctl status \${unit%.service}\\\`); fix the configuration and run \\\`pulumi up\\\` again."
+    echo "HOST DOWN: $host has no earlier configuration of \${unit%.service} that passed readiness, so there is nothing to roll back to. The failed unit is left as it is (\\\`systemctl status \${unit%.service}\\\`); fix the configuration and run \\\`pulumi up\\\` again."
     return 2
   fi
-  if [ "$(hash_of "$state/last-good.service")" = "$1" ]; then echo "HOST DOWN: the failed configuration is the last known-good one of \${unit%.service} on $(hostname); nothing older to restore."; return 2; fi
+  if [ "$(hash_of "$state/last-good.service")" = "$1" ]; then echo "HOST DOWN: the failed configuration is the last known-good one of \${unit%.service} on $host; nothing older to restore."; return 2; fi
   say "restoring the previous configuration"
   systemctl kill --signal=SIGKILL "$unit" 2>/dev/null
   systemctl stop "$unit" 2>/dev/null
@@ -340,14 +355,23 @@ restart)
   [ "$(hash_of "$stage/unit.service")" = "$want" ] || { echo "FAILED: the unit staged for stack $stack is not $want (restaged by another run of this stack?); nothing was changed. Run \\\`pulumi up\\\` again." >&2; exit 1; }
   lock
   before_pid=$(show MainPID)
-  install_secrets || { echo "FAILED: could not write the secret files of $unit; nothing was stopped." >&2; exit 1; }
+  read_secrets || { echo "FAILED: could not read the secret files of $unit from stdin; nothing was stopped." >&2; exit 1; }
+  if [ "$(hash_of "$live")" = "$want" ] && running && ! secrets_changed; then
+    # Already live with these secrets (e.g. a retry, or an upgrade of this tool): nothing to
+    # restart; readiness proves it again. (Installing identical secret files changes nothing.)
+    install_secrets
+    echo "$stack $unit $(( $(date +%s) + prove_s )) $(whoami_note)" > "$run/rollout"
+    say "$host already runs this unit with these secrets (pid $before_pid); nothing to restart"
+    echo "@@result {\\"applied\\":false,\\"drainSeconds\\":0,\\"stopSeconds\\":0,\\"requestsCut\\":0,\\"gpuReleaseSeconds\\":0,\\"previousMainPid\\":$before_pid,\\"at\\":$(date +%s)}"
+    exit 0
+  fi
   if stop_server drain; then
     if [ "$killed" = 1 ] && [ "$drain_policy" = fail ] && [ "$rank" = 0 ]; then
-      echo "FAILED: the drain deadline (timeouts.drainSeconds = $drain_s s) ended the old server, cutting $cut request(s) still in flight; timeouts.drainPolicy is \\"fail\\", so the new configuration is not started. Retry when traffic is lower, raise timeouts.drainSeconds, or set timeouts.drainPolicy to \\"proceed\\"." >&2
+      echo "FAILED: the drain deadline (timeouts.drainSeconds = $drain_s s) ended the old server, cutting $(in_flight "$cut"); timeouts.drainPolicy is \\"fail\\", so the new configuration is not started. Retry when traffic is lower, raise timeouts.drainSeconds, or set timeouts.drainPolicy to \\"proceed\\"." >&2
       failed=1
     else
-      [ "$killed" = 1 ] && say "the drain deadline (timeouts.drainSeconds = $drain_s s) ended the old server, cutting $cut request(s) still in flight; timeouts.drainPolicy is \\"proceed\\": starting the new configuration"
-      wait_gpus && install_start "$stage/unit.service" && failed=0 || failed=1
+      [ "$killed" = 1 ] && say "the drain deadline (timeouts.drainSeconds = $drain_s s) ended the old server, cutting $(in_flight "$cut"); timeouts.drainPolicy is \\"proceed\\": starting the new configuration"
+      wait_gpus && install_secrets && install_start "$stage/unit.service" && failed=0 || failed=1
     fi
   else
     failed=1
@@ -356,15 +380,15 @@ restart)
     if [ "$rollback_on" = yes ]; then say "FAILED; rolling back"; else say "FAILED"; fi
     restore_known_good "$want"
     if [ $? = 0 ]; then
-      if systemctl start "$unit"; then echo "Rolled back: the previous configuration is back and serving on $(hostname) (\\\`systemctl status \${unit%.service}\\\`)." >&2
-      else echo "ROLLBACK FAILED, HOST DOWN: the previous configuration of \${unit%.service} on $(hostname) did not start again: $(systemctl show "$unit" -p Result --value)." >&2; fi
+      if systemctl start "$unit"; then echo "Rolled back: the previous configuration is back and serving on $host (\\\`systemctl status \${unit%.service}\\\`)." >&2
+      else echo "ROLLBACK FAILED, HOST DOWN: the previous configuration of \${unit%.service} on $host did not start again: $(systemctl show "$unit" -p Result --value)." >&2; fi
     fi
     exit 1
   fi
   # Other stacks stay off this host until readiness has proven (or rolled back) this restart.
   echo "$stack $unit $(( $(date +%s) + prove_s )) $(whoami_note)" > "$run/rollout"
   say "old server (pid $before_pid) drained in $drain_seconds s and gone $stop_seconds s later, GPUs free in $gpu_seconds s; started the new unit"
-  echo "@@result {\\"applied\\":true,\\"drainSeconds\\":$drain_seconds,\\"stopSeconds\\":$stop_seconds,\\"requestsCut\\":$cut,\\"gpuReleaseSeconds\\":$gpu_seconds,\\"previousMainPid\\":$before_pid}"
+  echo "@@result {\\"applied\\":true,\\"drainSeconds\\":$drain_seconds,\\"stopSeconds\\":$stop_seconds,\\"requestsCut\\":$cut,\\"gpuReleaseSeconds\\":$gpu_seconds,\\"previousMainPid\\":$before_pid,\\"at\\":$(date +%s)}"
   ;;
 rollback)
   lock
@@ -384,14 +408,14 @@ remove)
   want=\${2:?usage: remove HASH}
   lock
   installed=$(hash_of "$live")
-  if [ -z "$installed" ]; then echo "\${unit%.service} is not installed on $(hostname); nothing to remove"; exit 0; fi
-  if [ "$installed" != "$want" ]; then echo "\${unit%.service} on $(hostname) now runs another configuration (unit \${installed:0:12}), not this stack's (\${want:0:12}); left the host alone"; exit 0; fi
+  if [ -z "$installed" ]; then echo "\${unit%.service} is not installed on $host; nothing to remove"; exit 0; fi
+  if [ "$installed" != "$want" ]; then echo "\${unit%.service} on $host now runs another configuration (unit \${installed:0:12}), not this stack's (\${want:0:12}); left the host alone"; exit 0; fi
   stop_server drain || exit 1
   systemctl disable "$unit" 2>/dev/null
   rm -f "$live" ${files.concat(absent).map(q).join(" ")}
   systemctl daemon-reload
   end_rollout
-  echo "\${unit%.service} drained, stopped and removed from $(hostname)"
+  echo "\${unit%.service} drained, stopped and removed from $host"
   ;;
 *)
   echo "usage: $0 restart HASH | rollback HASH | good HASH | release | remove HASH" >&2

@@ -111,7 +111,7 @@ export class SglangService extends pulumi.ComponentResource {
     });
 
     const nodes = planned.map((n) => {
-      const transaction = renderTransaction(transactionInput(d, stack, n.label, n.rank, presence));
+      const transaction = renderTransaction(transactionInput(d, stack, n.label, n.rank, n.host.address, presence));
       const connection = commandConnection(n.key, n.host);
       const stageScript = renderStageScript({ label: n.label, host: n.host.address, stack, unitName: d.service.unitName, unitText: n.unitText, transaction, helpers: helperScripts(), python: d.service.python, flags: launchFlags(d, presence), paths, tpSize: gpusPerNode(d) });
       // apply: preflight, then stage in this stack's folder (the live unit is not touched).
@@ -174,7 +174,10 @@ export class SglangService extends pulumi.ComponentResource {
         secretStdin: stdin,
         providerVersion: PROVIDER_VERSION,
       },
-      { parent: this, dependsOn: nodes.map((n) => n.restart) },
+      // Earlier versions of this tool named this resource `<name>-rollout` (and did the
+      // restart in it): the alias adopts it, so upgrading updates it in place instead of
+      // deleting it, whose old delete would stop and remove the live unit.
+      { parent: this, dependsOn: nodes.map((n) => n.restart), aliases: [{ name: `${name}-rollout` }] },
     );
 
     const unitText = nodes[0].unitText;

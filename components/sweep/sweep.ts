@@ -53,9 +53,11 @@ function sameValue(a: unknown, b: unknown): boolean {
 /** The line of a failed `up` that says what went wrong (our errors come first). */
 export function failureCause(message: string): string {
   const lines = message.split("\n").map((l) => l.trim());
-  const ours = lines.find((l) => /^error: (sglang |Preflight failed|Invalid configuration|SSH to |cannot reach|.* is being reconfigured by )/.test(l));
+  // Ours: the readiness provider's errors, and the host-side scripts' own lines inside a
+  // command's "Process exited with status N" error.
+  const ours = lines.find((l) => /^(error: )?(sglang |Preflight failed|Invalid configuration|SSH to |cannot reach|FAILED: |.* is being reconfigured by )/.test(l));
   const any = ours ?? lines.find((l) => l.startsWith("error: ") && l !== "error: update failed");
-  return (any ?? lines.find(Boolean) ?? "unknown error").replace(/^error: /, "");
+  return (any ?? lines.find(Boolean) ?? "unknown error").replace(/^error: /, "").replace(/^FAILED: /, "");
 }
 
 export async function runSweep(o: SweepOptions): Promise<SweepOutcome[]> {

@@ -1,7 +1,7 @@
 // A dynamic provider runs as: engine -> sh (pulumi-resource-pulumi-nodejs) -> node (us).
 // If the engine is killed (SIGKILL, OOM), nothing tells the provider, which would keep
-// running a rollout nobody watches while holding the host's lock. We end with the engine:
-// the SSH sessions die with us, the host lock drops, and the next `up` converges.
+// proving (or rolling back) a restart nobody watches. We end with the engine: our SSH
+// sessions die with us, and the next `up` converges.
 import * as fs from "node:fs";
 
 function parentOf(pid: number): number | undefined {

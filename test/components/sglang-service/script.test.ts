@@ -17,7 +17,7 @@ if (UPDATE && process.env.CI) throw new Error("UPDATE_SNAPSHOTS=1 is refused und
 
 const d = parseDeployment(testStackConfig("b16t4-w2048"), "b16t4-w2048");
 const withKey = { apiKey: true, hfToken: false };
-const transaction = renderTransaction(transactionInput(d, "b16t4-w2048", "sglang-k26 (stack b16t4-w2048)", 0, withKey));
+const transaction = renderTransaction(transactionInput(d, "b16t4-w2048", "sglang-k26 (stack b16t4-w2048)", 0, "127.0.0.10", withKey));
 
 const bashParses = (text: string) => execFileSync("bash", ["-n"], { input: text });
 
@@ -28,14 +28,16 @@ test("the transaction matches __snapshots__/b16t4-w2048.transaction.sh and parse
 });
 
 test("the transaction reads the secrets it has from stdin and removes those the stack no longer has", () => {
-  assert.match(transaction, /read -r line && \(umask 077; printf '%s' "\$line" \| base64 -d > \/etc\/dflash-sglang\/sglang-k26\.secrets\.yaml\.dflash-tmp\)/);
+  assert.match(transaction, /read -r line && \(umask 077; printf '%s' "\$line" \| base64 -d > \/etc\/dflash-sglang\/sglang-k26\.secrets\.yaml\.dflash-new\)/);
+  // A restart with the same unit and the same secrets is not a restart.
+  assert.match(transaction, /cmp -s \/etc\/dflash-sglang\/sglang-k26\.curl-headers\.dflash-new \/etc\/dflash-sglang\/sglang-k26\.curl-headers \|\| return 0/);
   assert.match(transaction, /rm -f \/etc\/dflash-sglang\/sglang-k26\.env$/m);
-  const none = renderTransaction(transactionInput(d, "b16t4-w2048", "x", 0, { apiKey: false, hfToken: false }));
+  const none = renderTransaction(transactionInput(d, "b16t4-w2048", "x", 0, "127.0.0.10", { apiKey: false, hfToken: false }));
   assert.doesNotMatch(none, /read -r line &&/);
 });
 
 test("a further node waits for node 0's drain before it stops its own rank", () => {
-  const peer = renderTransaction(transactionInput(d, "b16t4-w2048", "x node 1", 1, withKey));
+  const peer = renderTransaction(transactionInput(d, "b16t4-w2048", "x node 1", 1, "127.0.0.11", withKey));
   bashParses(peer);
   assert.match(peer, /^rank=1$/m);
 });

@@ -88,4 +88,9 @@ test("a second resume redoes only what failed", async () => {
 test("failure causes are the line that says what went wrong", () => {
   const msg = "code: -2\n stderr: Command failed\nDiagnostics:\n  pulumi:pulumi:Stack (x):\n    error: update failed\n  pulumi-nodejs:dynamic:Resource (sglang-rollout):\n    error: sglang sglang-k26 (stack x) on 127.0.0.10 failed while loading weights after 1 s: CUDA out of memory on GPU 3\n";
   assert.equal(failureCause(msg), "sglang sglang-k26 (stack x) on 127.0.0.10 failed while loading weights after 1 s: CUDA out of memory on GPU 3");
+  // A host-side script's failure arrives inside the command provider's error.
+  const cmd = `Diagnostics:\n  command:remote:Command (sglang-restart):\n    error: Process exited with status 1: running "bash '/var/lib/dflash-sglang/u/stacks/x/transaction.sh' restart 0f":\n    sglang-k26 (stack x): stopping: SGLang is draining\n    FAILED: GPU memory on h was not released within 5 s after the old server exited (GPU 0: 900 MiB used; timeouts.gpuReleaseSeconds).\n`;
+  assert.equal(failureCause(cmd), "GPU memory on h was not released within 5 s after the old server exited (GPU 0: 900 MiB used; timeouts.gpuReleaseSeconds).");
+  const pre = `  command:remote:Command (sglang-unit):\n    error: Process exited with status 1: running "bash -s # stage u for stack x":\n    Preflight failed for u (stack x) on h; nothing was stopped or changed, the current server is untouched:\n      - model.path /m does not exist on the host.\n`;
+  assert.match(failureCause(pre), /^Preflight failed for u \(stack x\) on h;/);
 });

@@ -4,6 +4,7 @@
 #   restart HASH | rollback HASH | good HASH | release | remove HASH
 set -uo pipefail
 label='sglang-k26 (stack b16t4-w2048)'
+host=127.0.0.10
 unit=sglang-k26.service
 stack=b16t4-w2048
 rank=0
@@ -30,6 +31,8 @@ say() { echo "$label: $*"; }
 show() { systemctl show "$unit" -p "$1" --value 2>/dev/null; }
 running() { case "$(show ActiveState)" in active|activating|reloading|deactivating) return 0 ;; esac; return 1; }
 hash_of() { sha256sum "$1" 2>/dev/null | cut -c1-64; }
+# "N requests still in flight", from SGLang's own count (null: it logged none).
+in_flight() { case "$1" in null|"") echo "what was still in flight (SGLang logged no count)" ;; 1) echo "1 request still in flight" ;; *) echo "$1 requests still in flight" ;; esac; }
 
 # One writer per host: flock(1) on a file in /run, dropped by the kernel if this script
 # dies. A stack whose restart is still being proven (the note in $run/rollout) keeps the
@@ -48,7 +51,7 @@ lock() {
       holder=$(cat "$run/host.lock.note" 2>/dev/null || echo "another deployment")
     fi
     if past "$started" "$lock_wait"; then
-      echo "FAILED: $(hostname) is being reconfigured by $holder; waited $lock_wait s for it (safety.lockWaitSeconds). Nothing was changed. Re-run when it is done." >&2
+      echo "FAILED: $host is being reconfigured by $holder; waited $lock_wait s for it (safety.lockWaitSeconds). Nothing was changed. Re-run when it is done." >&2
       exit 3
     fi
     if past "$started" "$shown"; then
@@ -94,14 +97,15 @@ stop_server() {
     [ -n "$line" ] && remaining=$(printf '%s' "$line" | sed -nE 's/.*Remaining number of requests ([0-9]+).*/\1/p')
     if [ "$killed" = 0 ] && past "$t0" "$drain_deadline"; then
       killed=1 cut=${remaining:-null}
-      say "the drain did not end within $drain_s s (timeouts.drainSeconds); killing the old server, cutting ${remaining:-what was still} request(s) in flight"
+      say "the drain did not end within $drain_s s (timeouts.drainSeconds); killing the old server, cutting $(in_flight "$remaining")"
       systemctl kill --signal=SIGKILL "$unit"
     fi
     if past "$t0" "$(( drain_deadline + ${stop_s%.*} ))"; then
       echo "FAILED: the server of $label (pid $pid) did not exit within $(( drain_deadline + ${stop_s%.*} )) s of \`systemctl stop\`, even after being killed (timeouts.drainSeconds + timeouts.stopSeconds); check \`systemctl status $unit\`" >&2
       return 1
     fi
-    local status="SGLang is draining (${remaining:+$remaining request(s) still in flight}${remaining:-SIGTERM sent; it checks every 5 s})"
+    local status="SGLang is draining (SIGTERM sent; it checks every 5 s)"
+    [ -n "$remaining" ] && status="SGLang is draining ($(in_flight "$remaining"))"
     if [ "$status" != "$last" ] || past "$t0" "$shown"; then
       say "stopping: $status ($(since "$t0") s, deadline $drain_deadline s)"
       last=$status shown=$(awk -v s="$(since "$t0")" 'BEGIN { print s + 5 }')
@@ -130,7 +134,7 @@ wait_gpus() {
         ($1 in want) && $2 > max { printf "%sGPU %s: %s MiB used", sep, $1, $2; sep = ", " }')
     [ -z "$busy" ] && break
     if past "$t0" "$gpu_s"; then
-      echo "FAILED: GPU memory on $(hostname) was not released within $gpu_s s after the old server exited ($busy; timeouts.gpuReleaseSeconds). Find the holder with \`nvidia-smi --query-compute-apps=pid,used_memory --format=csv\`" >&2
+      echo "FAILED: GPU memory on $host was not released within $gpu_s s after the old server exited ($busy; timeouts.gpuReleaseSeconds). Find the holder with \`nvidia-smi --query-compute-apps=pid,used_memory --format=csv\`" >&2
       return 1
     fi
     if [ "$busy" != "$last" ] || past "$t0" "$shown"; then
@@ -149,12 +153,23 @@ install_start() {
     systemctl start --no-block "$unit"
 }
 
-# This stack's secrets, one base64 line per file on stdin (never on a command line).
-install_secrets() {
+# This stack's secrets, one base64 line per file on stdin (never on a command line), read
+# into new files beside the live ones; the live ones change only when installed.
+read_secrets() {
   mkdir -p /etc/dflash-sglang && chmod 0700 /etc/dflash-sglang || return 1
   local line
-  IFS= read -r line && (umask 077; printf '%s' "$line" | base64 -d > /etc/dflash-sglang/sglang-k26.secrets.yaml.dflash-tmp) && mv -f /etc/dflash-sglang/sglang-k26.secrets.yaml.dflash-tmp /etc/dflash-sglang/sglang-k26.secrets.yaml || return 1
-  IFS= read -r line && (umask 077; printf '%s' "$line" | base64 -d > /etc/dflash-sglang/sglang-k26.curl-headers.dflash-tmp) && mv -f /etc/dflash-sglang/sglang-k26.curl-headers.dflash-tmp /etc/dflash-sglang/sglang-k26.curl-headers || return 1
+  IFS= read -r line && (umask 077; printf '%s' "$line" | base64 -d > /etc/dflash-sglang/sglang-k26.secrets.yaml.dflash-new) || return 1
+  IFS= read -r line && (umask 077; printf '%s' "$line" | base64 -d > /etc/dflash-sglang/sglang-k26.curl-headers.dflash-new) || return 1
+}
+secrets_changed() {
+  cmp -s /etc/dflash-sglang/sglang-k26.secrets.yaml.dflash-new /etc/dflash-sglang/sglang-k26.secrets.yaml || return 0
+  cmp -s /etc/dflash-sglang/sglang-k26.curl-headers.dflash-new /etc/dflash-sglang/sglang-k26.curl-headers || return 0
+  [ ! -e /etc/dflash-sglang/sglang-k26.env ] || return 0
+  return 1
+}
+install_secrets() {
+  mv -f /etc/dflash-sglang/sglang-k26.secrets.yaml.dflash-new /etc/dflash-sglang/sglang-k26.secrets.yaml || return 1
+  mv -f /etc/dflash-sglang/sglang-k26.curl-headers.dflash-new /etc/dflash-sglang/sglang-k26.curl-headers || return 1
   rm -f /etc/dflash-sglang/sglang-k26.env
 }
 
@@ -163,10 +178,10 @@ restore_known_good() {
   mkdir -p "$state/rollbacks" && echo "$(date -u +%FT%TZ) $1" >> "$state/rollbacks/$1"
   if [ "$rollback_on" != yes ]; then echo "Rollback is off (safety.rollback=false): $label is left as it is; check it now."; return 2; fi
   if [ ! -f "$state/last-good.service" ]; then
-    echo "HOST DOWN: $(hostname) has no earlier configuration of ${unit%.service} that passed readiness, so there is nothing to roll back to. The failed unit is left as it is (\`systemctl status ${unit%.service}\`); fix the configuration and run \`pulumi up\` again."
+    echo "HOST DOWN: $host has no earlier configuration of ${unit%.service} that passed readiness, so there is nothing to roll back to. The failed unit is left as it is (\`systemctl status ${unit%.service}\`); fix the configuration and run \`pulumi up\` again."
     return 2
   fi
-  if [ "$(hash_of "$state/last-good.service")" = "$1" ]; then echo "HOST DOWN: the failed configuration is the last known-good one of ${unit%.service} on $(hostname); nothing older to restore."; return 2; fi
+  if [ "$(hash_of "$state/last-good.service")" = "$1" ]; then echo "HOST DOWN: the failed configuration is the last known-good one of ${unit%.service} on $host; nothing older to restore."; return 2; fi
   say "restoring the previous configuration"
   systemctl kill --signal=SIGKILL "$unit" 2>/dev/null
   systemctl stop "$unit" 2>/dev/null
@@ -180,14 +195,23 @@ restart)
   [ "$(hash_of "$stage/unit.service")" = "$want" ] || { echo "FAILED: the unit staged for stack $stack is not $want (restaged by another run of this stack?); nothing was changed. Run \`pulumi up\` again." >&2; exit 1; }
   lock
   before_pid=$(show MainPID)
-  install_secrets || { echo "FAILED: could not write the secret files of $unit; nothing was stopped." >&2; exit 1; }
+  read_secrets || { echo "FAILED: could not read the secret files of $unit from stdin; nothing was stopped." >&2; exit 1; }
+  if [ "$(hash_of "$live")" = "$want" ] && running && ! secrets_changed; then
+    # Already live with these secrets (e.g. a retry, or an upgrade of this tool): nothing to
+    # restart; readiness proves it again. (Installing identical secret files changes nothing.)
+    install_secrets
+    echo "$stack $unit $(( $(date +%s) + prove_s )) $(whoami_note)" > "$run/rollout"
+    say "$host already runs this unit with these secrets (pid $before_pid); nothing to restart"
+    echo "@@result {\"applied\":false,\"drainSeconds\":0,\"stopSeconds\":0,\"requestsCut\":0,\"gpuReleaseSeconds\":0,\"previousMainPid\":$before_pid,\"at\":$(date +%s)}"
+    exit 0
+  fi
   if stop_server drain; then
     if [ "$killed" = 1 ] && [ "$drain_policy" = fail ] && [ "$rank" = 0 ]; then
-      echo "FAILED: the drain deadline (timeouts.drainSeconds = $drain_s s) ended the old server, cutting $cut request(s) still in flight; timeouts.drainPolicy is \"fail\", so the new configuration is not started. Retry when traffic is lower, raise timeouts.drainSeconds, or set timeouts.drainPolicy to \"proceed\"." >&2
+      echo "FAILED: the drain deadline (timeouts.drainSeconds = $drain_s s) ended the old server, cutting $(in_flight "$cut"); timeouts.drainPolicy is \"fail\", so the new configuration is not started. Retry when traffic is lower, raise timeouts.drainSeconds, or set timeouts.drainPolicy to \"proceed\"." >&2
       failed=1
     else
-      [ "$killed" = 1 ] && say "the drain deadline (timeouts.drainSeconds = $drain_s s) ended the old server, cutting $cut request(s) still in flight; timeouts.drainPolicy is \"proceed\": starting the new configuration"
-      wait_gpus && install_start "$stage/unit.service" && failed=0 || failed=1
+      [ "$killed" = 1 ] && say "the drain deadline (timeouts.drainSeconds = $drain_s s) ended the old server, cutting $(in_flight "$cut"); timeouts.drainPolicy is \"proceed\": starting the new configuration"
+      wait_gpus && install_secrets && install_start "$stage/unit.service" && failed=0 || failed=1
     fi
   else
     failed=1
@@ -196,15 +220,15 @@ restart)
     if [ "$rollback_on" = yes ]; then say "FAILED; rolling back"; else say "FAILED"; fi
     restore_known_good "$want"
     if [ $? = 0 ]; then
-      if systemctl start "$unit"; then echo "Rolled back: the previous configuration is back and serving on $(hostname) (\`systemctl status ${unit%.service}\`)." >&2
-      else echo "ROLLBACK FAILED, HOST DOWN: the previous configuration of ${unit%.service} on $(hostname) did not start again: $(systemctl show "$unit" -p Result --value)." >&2; fi
+      if systemctl start "$unit"; then echo "Rolled back: the previous configuration is back and serving on $host (\`systemctl status ${unit%.service}\`)." >&2
+      else echo "ROLLBACK FAILED, HOST DOWN: the previous configuration of ${unit%.service} on $host did not start again: $(systemctl show "$unit" -p Result --value)." >&2; fi
     fi
     exit 1
   fi
   # Other stacks stay off this host until readiness has proven (or rolled back) this restart.
   echo "$stack $unit $(( $(date +%s) + prove_s )) $(whoami_note)" > "$run/rollout"
   say "old server (pid $before_pid) drained in $drain_seconds s and gone $stop_seconds s later, GPUs free in $gpu_seconds s; started the new unit"
-  echo "@@result {\"applied\":true,\"drainSeconds\":$drain_seconds,\"stopSeconds\":$stop_seconds,\"requestsCut\":$cut,\"gpuReleaseSeconds\":$gpu_seconds,\"previousMainPid\":$before_pid}"
+  echo "@@result {\"applied\":true,\"drainSeconds\":$drain_seconds,\"stopSeconds\":$stop_seconds,\"requestsCut\":$cut,\"gpuReleaseSeconds\":$gpu_seconds,\"previousMainPid\":$before_pid,\"at\":$(date +%s)}"
   ;;
 rollback)
   lock
@@ -224,14 +248,14 @@ remove)
   want=${2:?usage: remove HASH}
   lock
   installed=$(hash_of "$live")
-  if [ -z "$installed" ]; then echo "${unit%.service} is not installed on $(hostname); nothing to remove"; exit 0; fi
-  if [ "$installed" != "$want" ]; then echo "${unit%.service} on $(hostname) now runs another configuration (unit ${installed:0:12}), not this stack's (${want:0:12}); left the host alone"; exit 0; fi
+  if [ -z "$installed" ]; then echo "${unit%.service} is not installed on $host; nothing to remove"; exit 0; fi
+  if [ "$installed" != "$want" ]; then echo "${unit%.service} on $host now runs another configuration (unit ${installed:0:12}), not this stack's (${want:0:12}); left the host alone"; exit 0; fi
   stop_server drain || exit 1
   systemctl disable "$unit" 2>/dev/null
   rm -f "$live" /etc/dflash-sglang/sglang-k26.secrets.yaml /etc/dflash-sglang/sglang-k26.curl-headers /etc/dflash-sglang/sglang-k26.env
   systemctl daemon-reload
   end_rollout
-  echo "${unit%.service} drained, stopped and removed from $(hostname)"
+  echo "${unit%.service} drained, stopped and removed from $host"
   ;;
 *)
   echo "usage: $0 restart HASH | rollback HASH | good HASH | release | remove HASH" >&2
