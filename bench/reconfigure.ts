@@ -6,13 +6,12 @@
 // figure is the median of RUNS runs with min/max. Writes bench/results/reconfigure.{json,md}.
 // Run: npx tsx bench/reconfigure.ts [--loads 10,30,60] [--runs 3] [--release 5] [--baseline REV]
 // With --baseline, a checkout of REV runs the same changes on its own host, turn by turn.
-import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import * as hosts from "../simhost/hosts";
 import { REPO_ROOT } from "../lib/pulumi-env";
 import { readRepoStackConfig, simHostConfig, simWorkspace } from "../lib/workspace";
+import { checkoutRevision } from "../lib/checkout";
 import { summarize, Summary } from "./stats";
 
 function arg(name: string, dflt: string): string {
@@ -43,16 +42,8 @@ interface Variant {
   fixed?: { noopUp: Summary; preview: Summary };
 }
 
-/** A checkout of REV beside this one (sharing node_modules), for a before/after run. */
-function baselineCheckout(rev: string): { root: string; remove: () => void } {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-baseline-"));
-  execFileSync("git", ["worktree", "add", "--detach", root, rev], { cwd: REPO_ROOT, stdio: "ignore" });
-  fs.symlinkSync(path.join(REPO_ROOT, "node_modules"), path.join(root, "node_modules"));
-  return { root, remove: () => execFileSync("git", ["worktree", "remove", "--force", root], { cwd: REPO_ROOT, stdio: "ignore" }) };
-}
-
 async function main(): Promise<void> {
-  const baseline = BASELINE ? baselineCheckout(BASELINE) : undefined;
+  const baseline = BASELINE ? checkoutRevision(BASELINE) : undefined;
   const variants: Variant[] = [];
   try {
     for (const [name, root] of [...(baseline ? [[`baseline ${BASELINE}`, baseline.root]] : []), ["this checkout", REPO_ROOT]] as [string, string][]) {

@@ -1,5 +1,6 @@
-// Pure parsers of what hosts print: `systemctl show`, nvidia-smi CSV, `ss -ltnp`, curl
-// status lines, SGLang's drain lines, and the cause of a failed start in a journal.
+// Pure parsers of what hosts print, for the readiness provider: `systemctl show`,
+// `ss -ltnp`, curl status lines, and the cause of a failed start in a journal. (The
+// transaction reads nvidia-smi and SGLang's drain lines itself, in bash: script.ts.)
 
 /** `systemctl show -p A -p B UNIT` -> { A: "...", B: "..." }. */
 export function parseSystemctlShow(text: string): Record<string, string> {
@@ -33,32 +34,6 @@ export function unitState(show: Record<string, string>): UnitState {
     execMainStartTimestampMonotonic: n("ExecMainStartTimestampMonotonic"),
     loadState: show.LoadState ?? "unknown",
   };
-}
-
-export interface GpuMemory {
-  index: number;
-  usedMiB: number;
-  totalMiB: number;
-}
-
-/** `nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv,noheader,nounits`. */
-export function parseNvidiaSmiGpus(text: string): GpuMemory[] {
-  const rows: GpuMemory[] = [];
-  for (const line of text.split("\n")) {
-    if (!line.trim()) continue;
-    const cells = line.split(",").map((c) => c.trim());
-    const [index, used, total] = cells.map(Number);
-    if (cells.length < 3 || cells.slice(0, 3).some((c) => c === "") || ![index, used, total].every(Number.isFinite)) {
-      throw new Error(`unexpected nvidia-smi output line: ${JSON.stringify(line)}`);
-    }
-    rows.push({ index, usedMiB: used, totalMiB: total });
-  }
-  return rows;
-}
-
-/** GPUs among `gpus` still using more than `maxUsedMiB`. */
-export function busyGpus(rows: GpuMemory[], gpus: number[], maxUsedMiB: number): GpuMemory[] {
-  return rows.filter((r) => gpus.includes(r.index) && r.usedMiB > maxUsedMiB);
 }
 
 /** `ss -ltnpH` lines -> PIDs listening on `port`. */
@@ -125,27 +100,6 @@ export function failureCause(journal: string): string | undefined {
   return undefined;
 }
 
-/** Where SGLang's SIGTERM drain stands, from its journal (tokenizer_manager.py sigterm_watchdog). */
-export interface DrainProgress {
-  /** Requests in flight at the last "Remaining number of requests N" line; null before the first. */
-  remaining: number | null;
-  /** Host time (s) of the first line saying 0 remain, from `journalctl -o short-unix`; null if none. */
-  drainedAt: number | null;
-}
-
-export function parseDrainProgress(journal: string): DrainProgress {
-  let remaining: number | null = null;
-  let drainedAt: number | null = null;
-  for (const line of journal.split("\n")) {
-    const m = /Gracefully exiting\.\.\. [Rr]emaining number of requests (\d+)/.exec(line);
-    if (!m) continue;
-    remaining = Number(m[1]);
-    const ts = /^(\d+\.\d+) /.exec(line);
-    if (remaining === 0 && drainedAt === null && ts) drainedAt = Number(ts[1]);
-  }
-  return { remaining, drainedAt };
-}
-
 /** `curl -s -w '\n@@status %{http_code}'` output -> body and HTTP status (0: no answer). */
 export function parseCurlWithStatus(text: string): { body: string; status: number } {
   const m = /\n?@@status (\d{3})\s*$/.exec(text);
@@ -181,19 +135,3 @@ export function redactSecrets(text: string): string {
     .replace(/\bhf_[A-Za-z0-9]{8,}\b/g, "hf_<redacted>");
 }
 
-/**
- * Which of `flags` the host's `--help` does not list. A deprecated alias that SGLang
- * hides from --help is accepted when the flag it stands for is listed.
- */
-export function checkFlagsAgainstHelp(help: string, flags: string[], hiddenAliases: Readonly<Record<string, string>>): { unknown: string[]; viaAlias: { alias: string; flag: string }[] } {
-  const listed = new Set(help.match(/--[A-Za-z0-9][A-Za-z0-9-]*/g) ?? []);
-  const unknown: string[] = [];
-  const viaAlias: { alias: string; flag: string }[] = [];
-  for (const f of flags) {
-    if (listed.has(f)) continue;
-    const canonical = hiddenAliases[f];
-    if (canonical && listed.has(canonical)) viaAlias.push({ alias: f, flag: canonical });
-    else unknown.push(f);
-  }
-  return { unknown, viaAlias };
-}

@@ -151,7 +151,7 @@ export function transactionInput(d: Deployment, stack: string, label: string, ra
  *   rollback HASH  put the last known-good unit back and start it (HASH failed)
  *   good HASH      record the live unit as known-good (note on stdin); end the rollout
  *   release        end this stack's rollout without recording anything
- *   remove HASH    drain, stop and remove the unit, if the host still runs HASH
+ *   remove HASH    drain, stop and remove the unit, if the host still runs this stack's
  * Output lines are progress; the last line of a restart is `@@result {json}`.
  */
 export function renderTransaction(x: TransactionInput): string {
@@ -241,6 +241,13 @@ end_rollout() {
   if [ "$s" = "$stack" ] && [ "$u" = "$unit" ]; then rm -f "$run/rollout"; fi
 }
 
+# SGLang's drain lines (tokenizer_manager.py sigterm_watchdog, every 5 s while it drains):
+#   Gracefully exiting... Remaining number of requests 3. Remaining requests remaining_rids=[...].
+# drain_remaining: the last count in the journal text on stdin (nothing if none).
+drain_remaining() { grep -iE 'remaining number of requests [0-9]+' | tail -n 1 | sed -nE 's/.*[Rr]emaining number of requests ([0-9]+).*/\\1/p'; }
+# drained_time: when the count first read 0, from \`journalctl -o short-unix\` text on stdin.
+drained_time() { grep -iE 'remaining number of requests 0([^0-9]|$)' | head -n 1 | cut -d' ' -f1; }
+
 # Stops the server the way SGLang expects: SIGTERM is its drain (requests in flight finish;
 # then it SIGKILLs itself). Bounded by the drain deadline, after which it is killed.
 # Sets drain_seconds, stop_seconds, killed and cut.
@@ -257,8 +264,8 @@ stop_server() {
   fi
   systemctl stop --no-block "$unit"
   while running || { [ "$pid" -gt 0 ] && kill -0 "$pid" 2>/dev/null; }; do
-    line=$(journalctl -u "$unit" "_SYSTEMD_INVOCATION_ID=$inv" --since "@\${t0%.*}" -o cat --no-pager 2>/dev/null | grep -F 'Remaining number of requests' | tail -n 1)
-    [ -n "$line" ] && remaining=$(printf '%s' "$line" | sed -nE 's/.*Remaining number of requests ([0-9]+).*/\\1/p')
+    line=$(journalctl -u "$unit" "_SYSTEMD_INVOCATION_ID=$inv" --since "@\${t0%.*}" -o cat --no-pager 2>/dev/null | drain_remaining)
+    [ -n "$line" ] && remaining=$line
     if [ "$killed" = 0 ] && past "$t0" "$drain_deadline"; then
       killed=1 cut=\${remaining:-null}
       say "the drain did not end within $drain_s s (timeouts.drainSeconds); killing the old server, cutting $(in_flight "$remaining")"
@@ -279,7 +286,7 @@ stop_server() {
   [ "$(show Result)" = timeout ] && [ "$killed" = 0 ] && killed=1 cut=\${remaining:-null}
   local total
   total=$(since "$t0")
-  drained_at=$(journalctl -u "$unit" "_SYSTEMD_INVOCATION_ID=$inv" --since "@\${t0%.*}" -o short-unix --no-pager 2>/dev/null | grep -F 'Gracefully exiting' | tail -n 1 | cut -d' ' -f1)
+  drained_at=$(journalctl -u "$unit" "_SYSTEMD_INVOCATION_ID=$inv" --since "@\${t0%.*}" -o short-unix --no-pager 2>/dev/null | drained_time)
   if [ "$killed" = 0 ] && [ -n "$drained_at" ]; then
     drain_seconds=$(awk -v d="$drained_at" -v a="$t0" -v t="$total" 'BEGIN { x = d - a; if (x < 0) x = 0; if (x > t) x = t; printf "%.1f", x }')
   else
@@ -293,9 +300,12 @@ wait_gpus() {
   local t0 busy="" last="" shown=0
   t0=$(now)
   while :; do
-    busy=$(nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits |
+    # A GPU counts as free only when nvidia-smi lists it with a number at most the limit:
+    # an empty or [N/A] cell, a missing GPU or a failing nvidia-smi all read as busy.
+    busy=$(nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits 2>&1 |
       awk -F', *' -v gpus="$gpus" -v max="$gpu_free_mib" 'BEGIN { n = split(gpus, g, ","); for (i = 1; i <= n; i++) want[g[i]] = 1 }
-        ($1 in want) && $2 > max { printf "%sGPU %s: %s MiB used", sep, $1, $2; sep = ", " }')
+        ($1 in want) { seen[$1] = 1; if ($2 !~ /^[0-9]+$/ || $2 + 0 > max + 0) { printf "%sGPU %s: %s MiB used", sep, $1, $2; sep = ", " } }
+        END { for (i = 1; i <= n; i++) if (!(g[i] in seen)) { printf "%sGPU %s: not listed by nvidia-smi", sep, g[i]; sep = ", " } }')
     [ -z "$busy" ] && break
     if past "$t0" "$gpu_s"; then
       echo "FAILED: GPU memory on $host was not released within $gpu_s s after the old server exited ($busy; timeouts.gpuReleaseSeconds). Find the holder with \\\`nvidia-smi --query-compute-apps=pid,used_memory --format=csv\\\`" >&2
@@ -333,6 +343,9 @@ ${files.map((p) => `  mv -f ${q(`${p}.dflash-new`)} ${q(p)} || return 1`).join("
 ${absent.length ? `  rm -f ${absent.map(q).join(" ")}` : "  :"}
 }
 
+# "stack S, unit H" of the last configuration that passed readiness.
+known_good() { echo "stack $(sed -nE 's/.*"stack":"([^"]*)".*/\\1/p' "$state/last-good.json" 2>/dev/null), unit $(hash_of "$state/last-good.service" | cut -c1-12)"; }
+
 # Back to the last configuration that passed readiness, started without waiting.
 restore_known_good() {
   mkdir -p "$state/rollbacks" && echo "$(date -u +%FT%TZ) $1" >> "$state/rollbacks/$1"
@@ -348,8 +361,8 @@ restore_known_good() {
   wait_gpus && install_start "$state/last-good.service"
 }
 
-mode=\${1:-}
-case "$mode" in
+main() {
+case "\${1:-}" in
 restart)
   want=\${2:?usage: restart HASH}
   [ "$(hash_of "$stage/unit.service")" = "$want" ] || { echo "FAILED: the unit staged for stack $stack is not $want (restaged by another run of this stack?); nothing was changed. Run \\\`pulumi up\\\` again." >&2; exit 1; }
@@ -380,7 +393,8 @@ restart)
     if [ "$rollback_on" = yes ]; then say "FAILED; rolling back"; else say "FAILED"; fi
     restore_known_good "$want"
     if [ $? = 0 ]; then
-      if systemctl start "$unit"; then echo "Rolled back: the previous configuration is back and serving on $host (\\\`systemctl status \${unit%.service}\\\`)." >&2
+      # "active" is serving: the unit's ExecStartPost waits for a generation (render.ts).
+      if systemctl start "$unit"; then echo "Rolled back: the previous configuration ($(known_good)) is back and serving on $host (\\\`systemctl status \${unit%.service}\\\`)." >&2
       else echo "ROLLBACK FAILED, HOST DOWN: the previous configuration of \${unit%.service} on $host did not start again: $(systemctl show "$unit" -p Result --value)." >&2; fi
     fi
     exit 1
@@ -409,7 +423,9 @@ remove)
   lock
   installed=$(hash_of "$live")
   if [ -z "$installed" ]; then echo "\${unit%.service} is not installed on $host; nothing to remove"; exit 0; fi
-  if [ "$installed" != "$want" ]; then echo "\${unit%.service} on $host now runs another configuration (unit \${installed:0:12}), not this stack's (\${want:0:12}); left the host alone"; exit 0; fi
+  # Owned by the stack its unit names (after a rollback that may be another stack's).
+  owner=$(sed -n 's/^X-DFlash-Stack=//p' "$live")
+  if [ "$owner" != "$stack" ]; then echo "\${unit%.service} on $host now runs another configuration (stack \${owner:-none}, unit \${installed:0:12}), not this stack's (last \${want:0:12}); left the host alone"; exit 0; fi
   stop_server drain || exit 1
   systemctl disable "$unit" 2>/dev/null
   rm -f "$live" ${files.concat(absent).map(q).join(" ")}
@@ -422,5 +438,9 @@ remove)
   exit 2
   ;;
 esac
+}
+
+# Run, unless sourced (the tests source it to check single functions).
+if [ "\${BASH_SOURCE[0]}" = "$0" ]; then main "$@"; fi
 `;
 }

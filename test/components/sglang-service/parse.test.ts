@@ -2,13 +2,9 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import {
-  busyGpus,
-  checkFlagsAgainstHelp,
   failureCause,
   listenerPids,
   parseCurlWithStatus,
-  parseDrainProgress,
-  parseNvidiaSmiGpus,
   parseSystemctlShow,
   publicServerArgs,
   redactSecrets,
@@ -61,33 +57,6 @@ test("unit state from systemctl show, with 'unknown' and 0 for what is missing",
     execMainStartTimestampMonotonic: 0,
     loadState: "not-found",
   });
-});
-
-test("nvidia-smi CSV (noheader, nounits), spaces after commas", () => {
-  const rows = parseNvidiaSmiGpus("0, 81004, 81559\n1, 3, 81559\n2,   0,  81559\n\n3, 79105, 81559\n");
-  assert.deepEqual(rows, [
-    { index: 0, usedMiB: 81004, totalMiB: 81559 },
-    { index: 1, usedMiB: 3, totalMiB: 81559 },
-    { index: 2, usedMiB: 0, totalMiB: 81559 },
-    { index: 3, usedMiB: 79105, totalMiB: 81559 },
-  ]);
-  assert.deepEqual(
-    busyGpus(rows, [0, 1, 2, 3], 1024).map((r) => r.index),
-    [0, 3],
-  );
-  assert.deepEqual(busyGpus(rows, [1, 2], 1024), [], "only the GPUs asked about count");
-});
-
-test("a malformed nvidia-smi line throws and quotes the line", () => {
-  assert.throws(() => parseNvidiaSmiGpus("0, 81004, 81559\n1, [N/A], 81559\n"), { message: 'unexpected nvidia-smi output line: "1, [N/A], 81559"' });
-  assert.throws(() => parseNvidiaSmiGpus("No devices were found\n"), { message: 'unexpected nvidia-smi output line: "No devices were found"' });
-  assert.throws(() => parseNvidiaSmiGpus("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."), /unexpected nvidia-smi output line: "NVIDIA-SMI has failed/);
-});
-
-// Number("") is 0, so an empty cell reads as a free GPU and the rollout would start a
-// server on a GPU whose memory use is unknown.
-test("an empty nvidia-smi cell is malformed, not 0 MiB", () => {
-  assert.throws(() => parseNvidiaSmiGpus("3, , 81559\n"), { message: 'unexpected nvidia-smi output line: "3, , 81559"' });
 });
 
 const SS = [
@@ -199,18 +168,6 @@ test("failure cause: the unit's own readiness gate giving up", () => {
   assert.equal(failureCause(journal), "the unit's readiness gate gave up: http://127.0.0.1:30000/health_generate not ready after 1860 s");
 });
 
-// srt/managers/tokenizer_manager.py sigterm_watchdog, as `journalctl -o short-unix` prints it.
-test("drain progress: the last remaining count, and when it first reached 0", () => {
-  const journal = [
-    "1764405001.250000 gpu python3[41]: [2026-11-29 08:30:01] Gracefully exiting... Remaining number of requests 3. Remaining requests remaining_rids=['a', 'b', 'c'].",
-    "1764405006.250000 gpu python3[41]: [2026-11-29 08:30:06] Gracefully exiting... Remaining number of requests 0. Remaining requests remaining_rids=[].",
-  ].join("\n");
-  assert.deepEqual(parseDrainProgress(journal), { remaining: 0, drainedAt: 1764405006.25 });
-  assert.deepEqual(parseDrainProgress(journal.split("\n")[0]), { remaining: 3, drainedAt: null });
-  assert.deepEqual(parseDrainProgress("Gracefully exiting... remaining number of requests 2"), { remaining: 2, drainedAt: null }, "older wording");
-  assert.deepEqual(parseDrainProgress(""), { remaining: null, drainedAt: null });
-});
-
 test("curl with -w '@@status': body and status apart; no answer is status 0", () => {
   assert.deepEqual(parseCurlWithStatus('{"a":1}\n@@status 200\n'), { body: '{"a":1}', status: 200 });
   assert.deepEqual(parseCurlWithStatus('{"detail":"Not Found"}\n@@status 404'), { body: '{"detail":"Not Found"}', status: 404 });
@@ -232,13 +189,3 @@ test("secrets are masked in journal text shown to users", () => {
   assert.equal(redactSecrets("token hf_ABCDEFGHIJKLmnop in a message"), "token hf_<redacted> in a message");
 });
 
-// srt/server_args.py registers --speculative-dflash-draft-window-size with help=argparse.SUPPRESS.
-test("flags against --help: a hidden deprecated alias passes when its flag is listed; unknown flags are named", () => {
-  const help = "usage: sglang serve [-h] [--speculative-draft-window-size SPECULATIVE_DRAFT_WINDOW_SIZE] [--tp-size TP_SIZE]";
-  const aliases = { "--speculative-dflash-draft-window-size": "--speculative-draft-window-size" };
-  assert.deepEqual(checkFlagsAgainstHelp(help, ["--tp-size", "--speculative-dflash-draft-window-size", "--speculative-ddtree-budget"], aliases), {
-    unknown: ["--speculative-ddtree-budget"],
-    viaAlias: [{ alias: "--speculative-dflash-draft-window-size", flag: "--speculative-draft-window-size" }],
-  });
-  assert.deepEqual(checkFlagsAgainstHelp("usage: sglang serve [-h] [--tp-size TP_SIZE]", ["--speculative-dflash-draft-window-size"], aliases).unknown, ["--speculative-dflash-draft-window-size"], "an alias whose flag is missing too is unknown");
-});

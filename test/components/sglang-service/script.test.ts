@@ -3,8 +3,9 @@
 // in them is quoted.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { parseDeployment } from "../../../components/sglang-service/schema";
 import { helperScripts, launchFlags, renderUnit } from "../../../components/sglang-service/render";
@@ -58,4 +59,93 @@ test("a text holding the heredoc's end marker is refused, not staged broken", ()
     () => renderStageScript({ label: "l", host: "h", stack: "s", unitName: "u", unitText: "a\nDFLASH_EOF\nb", transaction, helpers: {}, python: "/p", flags: [], paths: [], tpSize: 1 }),
     /contains the line DFLASH_EOF/,
   );
+});
+
+// --- the transaction's functions, run in bash against fake host commands ----------------
+
+/** A fake host command that prints `stdout` and exits with `code`. */
+interface Fake {
+  stdout: string;
+  code?: number;
+}
+
+/** Sources the rendered transaction in bash with fake commands first on PATH, then runs `body` (stdin: `input`). */
+function inBash(script: string, body: string, fakes: Record<string, Fake> = {}, input = ""): { code: number; stdout: string; stderr: string } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-script-"));
+  try {
+    fs.writeFileSync(path.join(dir, "transaction.sh"), script);
+    for (const [name, fake] of Object.entries(fakes)) {
+      fs.writeFileSync(path.join(dir, `${name}.out`), fake.stdout);
+      fs.writeFileSync(path.join(dir, name), `#!/bin/bash\ncat "$(dirname "$0")/${name}.out"\nexit ${fake.code ?? 0}\n`, { mode: 0o755 });
+    }
+    const r = spawnSync("bash", ["-c", `source ${dir}/transaction.sh; ${body}`], { input, env: { ...process.env, PATH: `${dir}:${process.env.PATH}` }, encoding: "utf8", timeout: 20_000 });
+    return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const waitGpus = (gpus: string, out: string, code = 0) => inBash(transaction, `gpus=${gpus} gpu_s=0 poll=0.01; wait_gpus`, { "nvidia-smi": { stdout: `${out}\n`, code } });
+
+test("GPU wait: free when every GPU asked about lists at most gpuFreeMiB; the others do not count", () => {
+  const rows = "0, 81004\n1, 3\n2,   0\n3, 79105";
+  assert.equal(waitGpus("1,2", rows).code, 0);
+  const busy = waitGpus("0,1,2,3", rows);
+  assert.equal(busy.code, 1);
+  assert.match(busy.stderr, /FAILED: GPU memory on 127\.0\.0\.10 was not released within 0 s after the old server exited \(GPU 0: 81004 MiB used, GPU 3: 79105 MiB used; timeouts\.gpuReleaseSeconds\)/);
+});
+
+// An empty cell reads as 0 in awk arithmetic: a GPU whose use is unknown would count as free.
+test("GPU wait: an unknown reading is busy, never free: [N/A], an empty cell, a GPU not listed, a failing nvidia-smi", () => {
+  assert.match(waitGpus("1", "0, 0\n1, [N/A]").stderr, /GPU 1: \[N\/A\] MiB used/);
+  assert.match(waitGpus("3", "3, ").stderr, /GPU 3:  MiB used/);
+  assert.match(waitGpus("0,1", "0, 0").stderr, /GPU 1: not listed by nvidia-smi/);
+  assert.match(waitGpus("0", "No devices were found").stderr, /GPU 0: not listed by nvidia-smi/);
+  assert.equal(waitGpus("0", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.", 9).code, 1);
+});
+
+// srt/managers/tokenizer_manager.py sigterm_watchdog, as `journalctl -o cat` / `-o short-unix` print it.
+test("drain progress from SGLang's own lines: the last remaining count, and when it first reached 0", () => {
+  const journal = [
+    "1764405001.250000 gpu python3[41]: [2026-11-29 08:30:01] Gracefully exiting... Remaining number of requests 3. Remaining requests remaining_rids=['a', 'b', 'c'].",
+    "1764405006.250000 gpu python3[41]: [2026-11-29 08:30:06] Gracefully exiting... Remaining number of requests 0. Remaining requests remaining_rids=[].",
+    "1764405011.250000 gpu python3[41]: [2026-11-29 08:30:11] Gracefully exiting... Remaining number of requests 0. Remaining requests remaining_rids=[].",
+  ].join("\n");
+  const run = (fn: string, text: string) => inBash(transaction, fn, {}, `${text}\n`).stdout.trim();
+  assert.equal(run("drain_remaining", journal), "0");
+  assert.equal(run("drain_remaining", journal.split("\n")[0]), "3");
+  assert.equal(run("drain_remaining", "Gracefully exiting... remaining number of requests 2"), "2", "older wording");
+  assert.equal(run("drain_remaining", "nothing about a drain"), "");
+  assert.equal(run("drained_time", journal), "1764405006.250000");
+  assert.equal(run("drained_time", journal.split("\n")[0]), "");
+  assert.equal(run("drained_time", "1.0 h p[1]: Gracefully exiting... Remaining number of requests 10. x"), "", "10 is not 0");
+});
+
+test("requests in flight are counted in words", () => {
+  const say = (n: string) => inBash(transaction, `in_flight ${n}`).stdout.trim();
+  assert.equal(say("1"), "1 request still in flight");
+  assert.equal(say("0"), "0 requests still in flight");
+  assert.equal(say("null"), "what was still in flight (SGLang logged no count)");
+});
+
+// srt/server_args.py registers --speculative-dflash-draft-window-size with help=argparse.SUPPRESS.
+test("preflight: a hidden deprecated alias passes with a note when its flag is listed; unknown flags and missing paths are named; nothing is written", () => {
+  const stack = `preflight-${process.pid}`;
+  const help = "usage: sglang serve [-h] [--speculative-draft-window-size SPECULATIVE_DRAFT_WINDOW_SIZE] [--tp-size TP_SIZE]";
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-preflight-"));
+  try {
+    fs.writeFileSync(path.join(dir, "python"), `#!/bin/bash\n[ "$*" = "-m sglang.launch_server --help" ] && echo ${JSON.stringify(help)}\n`, { mode: 0o755 });
+    fs.writeFileSync(path.join(dir, "nvidia-smi"), "#!/bin/bash\nprintf '0, 0, 81559\\n1, 0, 81559\\n'\n", { mode: 0o755 });
+    const stage = renderStageScript({ label: "u (stack s)", host: "127.0.0.10", stack, unitName: "u", unitText: "[Unit]\n", transaction, helpers: {}, python: path.join(dir, "python"), flags: ["--tp-size", "--speculative-dflash-draft-window-size", "--speculative-ddtree-budget"], paths: [{ what: "model.path", path: path.join(dir, "no-such-model") }], tpSize: 2 });
+    const r = spawnSync("bash", ["-s"], { input: stage, encoding: "utf8", env: { ...process.env, PATH: `${dir}:${process.env.PATH}` } });
+    assert.equal(r.status, 1, r.stdout + r.stderr);
+    assert.match(r.stdout, /note: --speculative-dflash-draft-window-size is a deprecated spelling of --speculative-draft-window-size that SGLang accepts but hides from --help/);
+    assert.match(r.stderr, /^Preflight failed for u \(stack s\) on 127\.0\.0\.10; nothing was stopped or changed, the current server is untouched:$/m);
+    assert.match(r.stderr, /^ {2}- the installed SGLang does not accept --speculative-ddtree-budget \(checked against its --help\)/m);
+    assert.match(r.stderr, /^ {2}- model\.path \/.*\/no-such-model does not exist on the host\.$/m);
+    assert.doesNotMatch(r.stderr, /--tp-size|GPUs/);
+    assert.equal(fs.existsSync(stageDir("u", stack)), false, "nothing staged");
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
