@@ -203,7 +203,22 @@ async function main(): Promise<void> {
       // The reported line, past the "sglang X on HOST failed while PHASE after N s: " preamble.
       const cause = error ? failureCause(error).replace(/^.*? after [\d.]+ s: /, "").replace(/^Preflight failed.*$/, (l) => (/does not accept (\S+)/.exec(error)?.[0] ?? l)).slice(0, 140) : "";
       const detect = failedAt && exitedAt && exitedAt >= started ? ((failedAt - exitedAt) / 1000).toFixed(1) : sc.readySeconds && failedAt ? `deadline ${sc.readySeconds} s` : failedAt ? `${((failedAt - started) / 1000).toFixed(1)} after up started` : "-";
-      const row = { fault: sc.name, outcome, cause: cause.trim(), detectSeconds: detect, recoverSeconds: failedAt ? ((ended - failedAt) / 1000).toFixed(1) : "-", upSeconds: ((ended - started) / 1000).toFixed(1), requestsInFlight: inFlight.length, requestsLost: inFlight.length - completed, notes: ctx.notes.join("; ") };
+      // A failed `up`, then the fault fixed and the same change applied again: the next
+      // `up` must converge on the new configuration by itself.
+      let thenFixed = "-";
+      if (error) {
+        hosts.fault(HOST, "{}");
+        ws.setStackConfig(STACK, "model", model);
+        const again = Date.now();
+        try {
+          await stack.up();
+          const now = JSON.parse((await sh(`curl -s http://${host.address}:${host.sglangPort}/server_info${sc.apiKey ? ` -H 'Authorization: Bearer ${sc.apiKey}'` : ""}`)) || "{}");
+          thenFixed = now.speculative_ddtree_budget === NEW_BUDGET ? `new config serving (${((Date.now() - again) / 1000).toFixed(1)} s)` : `UNEXPECTED: serving budget ${now.speculative_ddtree_budget}`;
+        } catch (e) {
+          thenFixed = `UNEXPECTED: ${failureCause((e as Error).message).slice(0, 100)}`;
+        }
+      }
+      const row = { fault: sc.name, outcome, cause: cause.trim(), detectSeconds: detect, recoverSeconds: failedAt ? ((ended - failedAt) / 1000).toFixed(1) : "-", upSeconds: ((ended - started) / 1000).toFixed(1), requestsInFlight: inFlight.length, requestsLost: inFlight.length - completed, thenFixed, notes: ctx.notes.join("; ") };
       rows.push(row);
       process.stderr.write(`${JSON.stringify(row)}\n`);
     }
@@ -225,11 +240,12 @@ async function main(): Promise<void> {
     `Each row reconfigures ${GOOD} -> ${NEW} with the fault injected (into the new configuration only where it says so,`,
     "so the old one can come back), with requests in flight when `pulumi up` starts (3 streams of 600 tokens unless the",
     "row says otherwise). Detect = the server process's exit (systemd's journal line) -> the first FAILED line of `up`;",
-    "recover = that line -> `up` returned with the previous configuration serving again.",
+    "recover = that line -> `up` returned with the previous configuration serving again. Then, fixed = after a failed",
+    "`up`, the fault removed and the same change applied by the next `up` (no other step).",
     "",
-    "| fault | outcome | cause reported | detect s | recover s | up s | in flight | lost | notes |",
-    "|---|---|---|---:|---:|---:|---:|---:|---|",
-    ...rows.map((r) => `| ${r.fault} | ${r.outcome} | ${String(r.cause || "-").replace(/\|/g, "\\|")} | ${r.detectSeconds} | ${r.recoverSeconds} | ${r.upSeconds} | ${r.requestsInFlight} | ${r.requestsLost} | ${r.notes || "-"} |`),
+    "| fault | outcome | cause reported | detect s | recover s | up s | in flight | lost | then, fixed | notes |",
+    "|---|---|---|---:|---:|---:|---:|---:|---|---|",
+    ...rows.map((r) => `| ${r.fault} | ${r.outcome} | ${String(r.cause || "-").replace(/\|/g, "\\|")} | ${r.detectSeconds} | ${r.recoverSeconds} | ${r.upSeconds} | ${r.requestsInFlight} | ${r.requestsLost} | ${r.thenFixed} | ${r.notes || "-"} |`),
     "",
   ].join("\n");
   fs.writeFileSync(path.join(dir, "faults.md"), md);

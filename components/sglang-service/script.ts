@@ -366,6 +366,9 @@ case "\${1:-}" in
 restart)
   want=\${2:?usage: restart HASH}
   [ "$(hash_of "$stage/unit.service")" = "$want" ] || { echo "FAILED: the unit staged for stack $stack is not $want (restaged by another run of this stack?); nothing was changed. Run \\\`pulumi up\\\` again." >&2; exit 1; }
+  # Once started, the transaction finishes even if \`pulumi up\` (and so our SSH session)
+  # goes away: a host is never left stopped half-way. The next \`up\` proves the result.
+  trap '' PIPE HUP
   lock
   before_pid=$(show MainPID)
   read_secrets || { echo "FAILED: could not read the secret files of $unit from stdin; nothing was stopped." >&2; exit 1; }

@@ -10,7 +10,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as command from "@pulumi/command";
 import { Deployment } from "./schema";
-import { expectedServerArgs, gpusPerNode, helperScripts, launchArgs, launchFlags, localServerUrl, renderUnit, secretPaths, SecretPresence, sha256 } from "./render";
+import { expectedServerArgs, gpusPerNode, helperScripts, launchArgs, launchFlags, localServerUrl, renderUnit, secretPaths, SecretPresence, sha256, shellQuote } from "./render";
 import { renderStageScript, renderTransaction, secretFileOrder, stageDir, transactionInput, transactionPath } from "./script";
 import type { StackSecrets } from "./config";
 import { PROVIDER_VERSION, Ready } from "./provider";
@@ -122,7 +122,7 @@ export class SglangService extends pulumi.ComponentResource {
           connection,
           create: `bash -s # stage ${d.service.unitName} for stack ${stack}`,
           stdin: pulumi.unsecret(hostView.apply(() => stageScript)),
-          delete: `rm -rf '${stageDir(d.service.unitName, stack)}'`,
+          delete: `rm -rf ${shellQuote(stageDir(d.service.unitName, stack))}`,
           addPreviousOutputInEnv: false,
         },
         { parent: this, additionalSecretOutputs: ["connection"] },
@@ -133,9 +133,9 @@ export class SglangService extends pulumi.ComponentResource {
         `${name}-restart${n.suffix}`,
         {
           connection,
-          create: `bash '${transactionPath(d.service.unitName, stack)}' restart ${n.unitHash}`,
+          create: `bash ${shellQuote(transactionPath(d.service.unitName, stack))} restart ${n.unitHash}`,
           stdin,
-          delete: `bash '${transactionPath(d.service.unitName, stack)}' remove ${n.unitHash}`,
+          delete: `bash ${shellQuote(transactionPath(d.service.unitName, stack))} remove ${n.unitHash}`,
           addPreviousOutputInEnv: false,
         },
         { parent: this, dependsOn: [staged], additionalSecretOutputs: ["connection"] },
