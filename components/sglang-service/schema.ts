@@ -16,19 +16,27 @@ const absPath = (what: string) =>
   text(what)
     .refine((s) => s.startsWith("/"), { error: `${what} must be an absolute path (start with /)` })
     .refine((s) => !s.endsWith("\\"), { error: `${what} must not end with a backslash` });
+/**
+ * A value that becomes one word of a command line (ssh's destination, a flag's value):
+ * one beginning with "-" would be read as an option (e.g. `-oProxyCommand=...` for ssh).
+ */
+const argWord = (what: string) => text(what).refine((s) => !s.startsWith("-"), { error: `${what} must not begin with "-" (it would be read as a command-line option)` });
+/** A host name or an IPv4/IPv6 address. */
+const address = (what: string) =>
+  argWord(what).refine((s) => /^[A-Za-z0-9._:%[\]-]+$/.test(s), { error: `${what} must be a host name or an IP address (letters, digits, '.', '-', ':', '[', ']', '%')` });
 const port = z.number().int().min(1).max(65535);
 const seconds = (what: string, dflt: number) => z.number().positive({ error: `${what} must be a positive number of seconds` }).default(dflt);
 
 export const hostSchema = z
   .object({
     /** Address of the GPU host. */
-    address: text("host.address").refine((a) => !/\.invalid$/i.test(a), {
+    address: address("host.address").refine((a) => !/\.invalid$/i.test(a), {
       error: "host.address is still the documented placeholder: set it to your GPU host (`npm run pulumi -- config set --path host.address <addr>`)",
     }),
     /** SSH port. Defaults to 22. */
     port: port.default(22),
     /** SSH user. Defaults to root (systemctl and unit files need it). */
-    user: text("host.user").default("root"),
+    user: z.string().regex(/^[A-Za-z_][A-Za-z0-9_.-]{0,31}$/, { error: 'host.user must be a plain user name (letters, digits, "_", "." and "-", not beginning with "-")' }).default("root"),
     /** Private key file on the machine running Pulumi; or set the secret `sshPrivateKey` instead. */
     privateKeyPath: absPath("host.privateKeyPath").optional(),
     /**
@@ -56,7 +64,7 @@ export const serviceSchema = z
     /** Extra environment of the server. */
     environment: z.record(envName, text("service.environment value")).default({}),
     /** Address SGLang listens on (--host). Defaults to 127.0.0.1. */
-    listenAddress: text("service.listenAddress").default("127.0.0.1"),
+    listenAddress: address("service.listenAddress").default("127.0.0.1"),
     /** Port SGLang listens on (--port). Defaults to 30000. */
     port: port.default(30000),
     /** Multi-node only: port on the first node where the nodes meet (--dist-init-addr). Defaults to 5757. */
@@ -81,7 +89,7 @@ export const modelSchema = z
     /** The DFlash drafter's weights folder on the host (--speculative-draft-model-path). */
     drafterPath: absPath("model.drafterPath").optional(),
     /** --served-model-name. */
-    servedModelName: text("model.servedModelName").optional(),
+    servedModelName: argWord("model.servedModelName").optional(),
     /** Further flags passed verbatim, e.g. ["--cuda-graph-max-bs", "8"]; checked against the host's --help. */
     extraArgs: z.array(text("model.extraArgs entry")).default([]),
   })

@@ -49,6 +49,7 @@ export class Ssh {
     return ssh;
   }
 
+  /** Options only: every spawn puts "--" before the destination, so no value can be read as an option. */
   private baseArgs(multiplex = true): string[] {
     const mux = multiplex
       ? ["-o", "ControlMaster=auto", "-o", `ControlPath=${path.join(this.dir, "cm")}`, "-o", "ControlPersist=300"]
@@ -75,7 +76,7 @@ export class Ssh {
    * a remote process whose life must end with ours (see lock.ts).
    */
   spawnDedicated(script: string): ChildProcessWithoutNullStreams {
-    return spawn("ssh", [...this.baseArgs(false), `${this.conn.user}@${this.conn.host}`, "--", script], { stdio: ["pipe", "pipe", "pipe"] });
+    return spawn("ssh", [...this.baseArgs(false), "--", `${this.conn.user}@${this.conn.host}`, script], { stdio: ["pipe", "pipe", "pipe"] });
   }
 
   /**
@@ -86,7 +87,7 @@ export class Ssh {
   run(script: string, opts: { timeoutMs?: number; input?: string } = {}): Promise<RunResult> {
     const timeoutMs = opts.timeoutMs ?? 60_000;
     return new Promise((resolve, reject) => {
-      const child = spawn("ssh", [...this.baseArgs(), `${this.conn.user}@${this.conn.host}`, "--", script], { stdio: ["pipe", "pipe", "pipe"] });
+      const child = spawn("ssh", [...this.baseArgs(), "--", `${this.conn.user}@${this.conn.host}`, script], { stdio: ["pipe", "pipe", "pipe"] });
       child.stdin.end(opts.input ?? "");
       let stdout = "";
       let stderr = "";
@@ -120,7 +121,7 @@ export class Ssh {
    */
   async forward(remoteHost: string, remotePort: number): Promise<{ localPort: number; close: () => void }> {
     const localPort = await freeLocalPort();
-    const child = spawn("ssh", [...this.baseArgs(false), "-N", "-o", "ExitOnForwardFailure=yes", "-L", `127.0.0.1:${localPort}:${remoteHost}:${remotePort}`, `${this.conn.user}@${this.conn.host}`], { stdio: ["ignore", "ignore", "pipe"] });
+    const child = spawn("ssh", [...this.baseArgs(false), "-N", "-o", "ExitOnForwardFailure=yes", "-L", `127.0.0.1:${localPort}:${remoteHost}:${remotePort}`, "--", `${this.conn.user}@${this.conn.host}`], { stdio: ["ignore", "ignore", "pipe"] });
     let stderr = "";
     child.stderr.on("data", (d) => (stderr += d));
     const deadline = Date.now() + 15_000;

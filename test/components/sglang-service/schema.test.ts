@@ -230,3 +230,22 @@ test("a union says what is valid: the draft window and the SGLang build", () => 
     assert.match(line, /^ {2}- dflash-sglang:sglangBuild: sglangBuild must be "upstream", "ddtree-fork", or \{flags: \{\.\.\.\}\} naming each flag/, JSON.stringify(sglangBuild));
   }
 });
+
+// Issue 12, scenario 6: a value that reaches ssh's command line as its destination, or an
+// argv word of the server, must not be able to pass as an option (`-oProxyCommand=...`).
+test("values that reach a command line cannot begin with '-': host.user, host.address, the nodes, listenAddress, servedModelName", () => {
+  const pwn = "-oProxyCommand=touch /tmp/pwned";
+  const raw = validRaw();
+  assert.deepEqual(problemLines({ ...raw, host: { ...raw.host, user: pwn } }), [
+    '  - dflash-sglang:host.user: host.user must be a plain user name (letters, digits, "_", "." and "-", not beginning with "-")',
+  ]);
+  assert.deepEqual(problemLines({ ...raw, host: { ...raw.host, address: pwn } }), [
+    '  - dflash-sglang:host.address: host.address must not begin with "-" (it would be read as a command-line option)',
+    "  - dflash-sglang:host.address: host.address must be a host name or an IP address (letters, digits, '.', '-', ':', '[', ']', '%')",
+  ]);
+  assert.match(problemLines({ ...raw, nodes: [{ ...raw.host, address: "-oProxyCommand=x" }], model: { ...raw.model, tpSize: 16 } }).join("\n"), /dflash-sglang:nodes\.0\.address: host\.address must not begin with "-"/);
+  assert.match(problemLines({ ...raw, service: { ...raw.service, listenAddress: "-h" } }).join("\n"), /dflash-sglang:service\.listenAddress: service\.listenAddress must not begin with "-"/);
+  assert.match(problemLines({ ...raw, model: { ...raw.model, servedModelName: "--api-key=x" } }).join("\n"), /dflash-sglang:model\.servedModelName: model\.servedModelName must not begin with "-"/);
+  // Still accepted: names, IPv4, IPv6.
+  for (const address of ["gpu-01.lab", "10.0.0.5", "fe80::1%eth0", "::1"]) parseDeployment({ ...raw, host: { ...raw.host, address } }, STACK);
+});
