@@ -146,8 +146,9 @@ export function transactionInput(d: Deployment, stack: string, label: string, ra
 
 /**
  * The host-side transaction. Modes:
- *   restart HASH   lock, drain, stop, wait for the old process and the GPUs, install the
- *                  staged unit (its sha256 must be HASH) and this stack's secrets (stdin), start
+ *   restart HASH [force]  lock, drain, stop, wait for the old process and the GPUs, install
+ *                  the staged unit (its sha256 must be HASH) and this stack's secrets (stdin),
+ *                  start; nothing when it already runs with these secrets, unless forced
  *   rollback HASH  put the last known-good unit back and start it (HASH failed)
  *   good HASH      record the live unit as known-good (note on stdin); end the rollout
  *   release        end this stack's rollout without recording anything
@@ -165,7 +166,7 @@ export function renderTransaction(x: TransactionInput): string {
   return `#!/bin/bash
 # dflash-sglang host-side transaction: ${x.unitName}, stack ${x.stack}, node ${x.rank}.
 # Rendered by components/sglang-service/script.ts; staged by \`pulumi up\`; do not edit.
-#   restart HASH | rollback HASH | good HASH | release | remove HASH
+#   restart HASH [force] | rollback HASH | good HASH | release | remove HASH
 set -uo pipefail
 ${v("label", x.label)}
 ${v("host", x.host)}
@@ -372,7 +373,7 @@ restart)
   lock
   before_pid=$(show MainPID)
   read_secrets || { echo "FAILED: could not read the secret files of $unit from stdin; nothing was stopped." >&2; exit 1; }
-  if [ "$(hash_of "$live")" = "$want" ] && running && ! secrets_changed; then
+  if [ "\${3:-}" != force ] && [ "$(hash_of "$live")" = "$want" ] && running && ! secrets_changed; then
     # Already live with these secrets (e.g. a retry, or an upgrade of this tool): nothing to
     # restart; readiness proves it again. (Installing identical secret files changes nothing.)
     install_secrets

@@ -5,6 +5,7 @@ import { Connection, Ssh } from "./ssh";
 import { NodeStep, ReadinessResult, Target, waitReadyGroup } from "./steps";
 import { progress } from "./progress";
 import { shellQuote, unitPath } from "../render";
+import { RUN_DIR } from "../script";
 import { exitWithEngine } from "./engine-watch";
 
 exitWithEngine();
@@ -57,7 +58,33 @@ async function transaction(ssh: Ssh, n: ReadyNode, args: string, input?: string)
   return { code: r.code, out: `${r.stdout}${r.stderr}`.trim() };
 }
 
-const installedHash = async (ssh: Ssh, unitName: string) => (await ssh.run(`sha256sum ${shellQuote(unitPath(unitName))} 2>/dev/null | cut -c1-64`)).stdout.trim() || null;
+interface NodeState {
+  /** sha256 of the installed unit, or null. */
+  hash: string | null;
+  /** systemctl is-active. */
+  state: string;
+  /** The stack whose restart is still being proven on this host (the transaction's note), or null. */
+  proving: string | null;
+}
+
+async function nodeState(ssh: Ssh, unitName: string): Promise<NodeState> {
+  const r = await ssh.run(
+    [
+      `echo "@@hash $(sha256sum ${shellQuote(unitPath(unitName))} 2>/dev/null | cut -c1-64)"`,
+      `echo "@@state $(systemctl is-active ${shellQuote(`${unitName}.service`)})"`,
+      `echo "@@note $(cat ${RUN_DIR}/rollout 2>/dev/null)"`,
+    ].join("\n"),
+  );
+  const field = (name: string) => new RegExp(`^@@${name} ?(.*)$`, "m").exec(r.stdout)?.[1].trim() ?? "";
+  const [hash, state] = [field("hash"), field("state")];
+  const [noteStack, noteUnit] = field("note").split(" ");
+  return { hash: /^[0-9a-f]{64}$/.test(hash ?? "") ? hash : null, state: state || "unknown", proving: noteUnit === `${unitName}.service` ? noteStack : null };
+}
+
+const running = (n: NodeState) => n.state === "active" || n.state === "activating";
+
+/** What a node runs, as state records it: a unit stopped by hand reads as a different unit (drift). */
+const liveHash = (n: NodeState) => (n.hash === null ? "not-installed" : running(n) ? n.hash : `${n.hash} (${n.state})`);
 
 /**
  * Proves the group serves the new configuration. If a node does not run this stack's unit
@@ -78,10 +105,15 @@ export async function applyReady(i: ReadyInputs): Promise<ReadyOutputs> {
       staged: { stagedPath: n.transaction, unitHash: n.unitHash },
     }));
     const results = i.nodes.map((n) => parseRestartResult(n.restartOutput));
-    const live = await Promise.all(nodes.map((n) => installedHash(n.ssh, t.unitName)));
-    if (live.some((h, k) => h !== i.nodes[k].unitHash)) {
-      await progress(t.urn, `${t.label}: the host does not run this stack's unit (rolled back after the last attempt, or edited by hand); restarting it`, false);
-      const again = await Promise.all(i.nodes.map((n, k) => transaction(sshs[k], n, `restart ${n.unitHash}`, i.secretStdin)));
+    // A node needs the restart again when it runs another unit, or when this unit is not
+    // running and no restart of this stack is being proven (so it was stopped, not just started).
+    const live = await Promise.all(nodes.map((n) => nodeState(n.ssh, t.unitName)));
+    const off = live.map((n, k) => (n.hash !== i.nodes[k].unitHash || (!running(n) && n.proving !== t.stack) ? k : -1)).filter((k) => k >= 0);
+    if (off.length > 0) {
+      const which = off.map((k) => (k === 0 ? i.nodes[0].connection.host : `node ${k} (${i.nodes[k].connection.host})`)).join(", ");
+      await progress(t.urn, `${t.label}: ${which} do${off.length > 1 ? "" : "es"} not run this stack's unit (rolled back after the last attempt, edited or stopped by hand); restarting${i.nodes.length > 1 ? " the group" : ""}`, false);
+      // A group restarts as a whole: one node cannot rejoin a group that is already up.
+      const again = await Promise.all(i.nodes.map((n, k) => transaction(sshs[k], n, `restart ${n.unitHash}${i.nodes.length > 1 ? " force" : ""}`, i.secretStdin)));
       const failed = again.find((r) => r.code !== 0);
       if (failed) throw new Error(failed.out);
       again.forEach((r, k) => (results[k] = parseRestartResult(r.out)));
@@ -141,13 +173,13 @@ async function rollback(nodes: NodeStep[], i: ReadyInputs): Promise<string> {
   }
 }
 
-/** What the host really runs: a unit edited by hand shows up as a changed unit hash (drift). */
+/** What every node really runs: a unit edited or stopped by hand shows up as a changed unit hash (drift). */
 export async function readReady(o: ReadyOutputs): Promise<ReadyOutputs> {
   const live: string[] = [];
   for (const n of o.nodes) {
     const ssh = await Ssh.open(n.connection);
     try {
-      live.push((await installedHash(ssh, o.target.unitName)) ?? "not-installed");
+      live.push(liveHash(await nodeState(ssh, o.target.unitName)));
     } finally {
       ssh.close();
     }

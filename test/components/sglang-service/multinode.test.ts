@@ -79,6 +79,33 @@ test("when one node fails, the whole group rolls back to the previous configurat
   assert.equal((await hosts.ssh(h1, `systemctl is-active ${UNIT}.service`)).stdout.trim(), "active");
 });
 
+// Issue 12, scenario 9: drift is looked for on every node, and a unit stopped by hand is drift.
+test("a unit edited by hand on node 1: refresh shows the drift, up puts the desired unit back on it", async () => {
+  // The stack wants what the group runs now (the rollback above left the failed config in it).
+  ws.setStackConfig("pair", "speculative", spec("b16t4-w2048"));
+  const stack = await ws.stack("pair");
+  assert.equal((await stack.up()).summary.result, "succeeded");
+  const desired = await unitOn(h1);
+  await hosts.ssh(h1, `sed -i 's/--speculative-ddtree-budget 16/--speculative-ddtree-budget 99/' /etc/systemd/system/${UNIT}.service && systemctl daemon-reload`);
+  const refresh = await stack.refresh();
+  assert.ok((refresh.summary.resourceChanges?.update ?? 0) >= 1, `refresh saw the edit on node 1: ${JSON.stringify(refresh.summary.resourceChanges)}`);
+  const up = await stack.up();
+  assert.equal(up.summary.result, "succeeded");
+  assert.equal(await unitOn(h1), desired);
+  assert.equal((await serving()).speculative_ddtree_budget, 16);
+});
+
+test("a unit stopped by hand: refresh shows it, up starts the configuration again", async () => {
+  const stack = await ws.stack("pair");
+  assert.equal((await hosts.ssh(h0, `systemctl stop ${UNIT}.service`)).code, 0);
+  const refresh = await stack.refresh();
+  assert.ok((refresh.summary.resourceChanges?.update ?? 0) >= 1, `refresh saw the stopped unit: ${JSON.stringify(refresh.summary.resourceChanges)}`);
+  const up = await stack.up();
+  assert.equal(up.summary.result, "succeeded");
+  assert.equal((await hosts.ssh(h0, `systemctl is-active ${UNIT}.service`)).stdout.trim(), "active");
+  assert.equal((await serving()).speculative_ddtree_budget, 16);
+});
+
 test("destroy removes the unit from every node", async () => {
   await (await ws.stack("pair")).destroy();
   for (const h of [h0, h1]) assert.equal((await hosts.ssh(h, `test -e /etc/systemd/system/${UNIT}.service`)).code, 1);

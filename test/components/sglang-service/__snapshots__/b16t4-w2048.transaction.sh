@@ -1,7 +1,7 @@
 #!/bin/bash
 # dflash-sglang host-side transaction: sglang-k26, stack b16t4-w2048, node 0.
 # Rendered by components/sglang-service/script.ts; staged by `pulumi up`; do not edit.
-#   restart HASH | rollback HASH | good HASH | release | remove HASH
+#   restart HASH [force] | rollback HASH | good HASH | release | remove HASH
 set -uo pipefail
 label='sglang-k26 (stack b16t4-w2048)'
 host=127.0.0.10
@@ -212,7 +212,7 @@ restart)
   lock
   before_pid=$(show MainPID)
   read_secrets || { echo "FAILED: could not read the secret files of $unit from stdin; nothing was stopped." >&2; exit 1; }
-  if [ "$(hash_of "$live")" = "$want" ] && running && ! secrets_changed; then
+  if [ "${3:-}" != force ] && [ "$(hash_of "$live")" = "$want" ] && running && ! secrets_changed; then
     # Already live with these secrets (e.g. a retry, or an upgrade of this tool): nothing to
     # restart; readiness proves it again. (Installing identical secret files changes nothing.)
     install_secrets
