@@ -31,6 +31,21 @@ const heredoc = (path: string, text: string, mode: string): string => {
   return [`cat > ${shellQuote(tmp)} <<'${end}'`, text.endsWith("\n") ? text.slice(0, -1) : text, end, `chmod ${mode} ${shellQuote(tmp)} && mv -f ${shellQuote(tmp)} ${shellQuote(path)}`].join("\n");
 };
 
+/**
+ * What deleting the staging resource runs: this stack's folder goes; then whatever is left
+ * empty, and the shared helpers once no stack of any unit is staged on the host.
+ */
+export function renderStageRemoval(unitName: string, stack: string): string {
+  const q = shellQuote;
+  const state = `${STATE_DIR}/${unitName}`;
+  return [
+    `rm -rf ${q(stageDir(unitName, stack))}`,
+    `rmdir ${q(`${state}/stacks`)} ${q(state)} 2>/dev/null`,
+    `if ! ls -d ${q(STATE_DIR)}/*/stacks/* >/dev/null 2>&1; then rm -rf ${q(HELPER_DIR)}; rmdir ${q(STATE_DIR)} 2>/dev/null; fi`,
+    "true",
+  ].join("; ");
+}
+
 export interface StageInput {
   label: string;
   /** Address of the node, as the user configured it (for messages). */
@@ -49,7 +64,7 @@ export interface StageInput {
 
 /**
  * Preflight (reads only), then the unit, the transaction and the helpers written to this
- * stack's folder and the unit checked by systemd-analyze. Fails before writing anything
+ * stack's folder (the transaction installs the helpers, under the host's lock) and the unit checked by systemd-analyze. Fails before writing anything
  * if the host cannot run the configuration.
  */
 export function renderStageScript(s: StageInput): string {
@@ -98,12 +113,13 @@ export function renderStageScript(s: StageInput): string {
     "fi",
     "# 2. Stage: this stack's folder only; the live unit is not touched.",
     "set -e",
-    `mkdir -p ${shellQuote(HELPER_DIR)} ${shellQuote(verify)}`,
-    ...Object.keys(s.helpers).sort().map((name) => heredoc(`${HELPER_DIR}/${name}`, s.helpers[name], "0755")),
+    `mkdir -p ${shellQuote(`${dir}/helpers`)} ${shellQuote(verify)}`,
+    ...Object.keys(s.helpers).sort().map((name) => heredoc(`${dir}/helpers/${name}`, s.helpers[name], "0755")),
     heredoc(`${dir}/unit.service`, s.unitText, "0644"),
     heredoc(`${dir}/transaction.sh`, s.transaction, "0755"),
-    "# systemd-analyze wants the real unit name: verify a copy in a scratch folder.",
-    `cp ${shellQuote(`${dir}/unit.service`)} ${shellQuote(`${verify}/${s.unitName}.service`)}`,
+    "# systemd-analyze wants the real unit name: verify a copy in a scratch folder, pointing",
+    "# at the staged helpers (the transaction installs them, under the lock).",
+    `sed ${shellQuote(`s#${HELPER_DIR}/#${dir}/helpers/#g`)} ${shellQuote(`${dir}/unit.service`)} > ${shellQuote(`${verify}/${s.unitName}.service`)}`,
     `if command -v systemd-analyze >/dev/null; then systemd-analyze verify ${shellQuote(`${verify}/${s.unitName}.service`)}; fi`,
     `rm -rf ${shellQuote(verify)}`,
     `echo ${shellQuote(`staged ${s.unitName} for stack ${s.stack} in ${dir}`)}`,
@@ -321,9 +337,11 @@ wait_gpus() {
   gpu_seconds=$(since "$t0")
 }
 
-# Installs $1 as the live unit and starts it without waiting (readiness watches it).
+# Installs this stack's helpers (the unit's ExecStartPre/ExecStartPost) and $1 as the
+# live unit, and starts it without waiting (readiness watches it).
 install_start() {
-  install -m 0644 "$1" "$live.dflash-tmp" && mv -f "$live.dflash-tmp" "$live" &&
+  mkdir -p ${q(HELPER_DIR)} && for h in "$stage"/helpers/*; do install -m 0755 "$h" ${q(HELPER_DIR)}/"$(basename "$h")" || return 1; done &&
+    install -m 0644 "$1" "$live.dflash-tmp" && mv -f "$live.dflash-tmp" "$live" &&
     systemctl daemon-reload && { systemctl enable "$unit" 2>/dev/null; systemctl reset-failed "$unit" 2>/dev/null; true; } &&
     systemctl start --no-block "$unit"
 }
@@ -433,9 +451,12 @@ remove)
   stop_server drain || exit 1
   systemctl disable "$unit" 2>/dev/null
   rm -f "$live" ${files.concat(absent).map(q).join(" ")}
+  rm -rf "$state/last-good.service" "$state/last-good.json" "$state/rollbacks"
+  rmdir ${q(SECRETS_DIR)} 2>/dev/null
   systemctl daemon-reload
+  systemctl reset-failed "$unit" 2>/dev/null
   end_rollout
-  echo "\${unit%.service} drained, stopped and removed from $host"
+  echo "\${unit%.service} drained, stopped and removed from $host, with its secret files and known-good record"
   ;;
 *)
   echo "usage: $0 restart HASH | rollback HASH | good HASH | release | remove HASH" >&2

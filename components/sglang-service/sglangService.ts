@@ -11,7 +11,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as command from "@pulumi/command";
 import { Deployment } from "./schema";
 import { expectedServerArgs, gpusPerNode, helperScripts, launchArgs, launchFlags, localServerUrl, renderUnit, secretPaths, SecretPresence, sha256, shellQuote } from "./render";
-import { renderStageScript, renderTransaction, secretFileOrder, stageDir, transactionInput, transactionPath } from "./script";
+import { renderStageRemoval, renderStageScript, renderTransaction, secretFileOrder, transactionInput, transactionPath } from "./script";
 import type { StackSecrets } from "./config";
 import { PROVIDER_VERSION, Ready } from "./provider";
 import { describeHostChange, readLiveUnit } from "./remote/observe";
@@ -122,7 +122,7 @@ export class SglangService extends pulumi.ComponentResource {
           connection,
           create: `bash -s # stage ${d.service.unitName} for stack ${stack}`,
           stdin: pulumi.unsecret(hostView.apply(() => stageScript)),
-          delete: `rm -rf ${shellQuote(stageDir(d.service.unitName, stack))}`,
+          delete: renderStageRemoval(d.service.unitName, stack),
           addPreviousOutputInEnv: false,
         },
         { parent: this, additionalSecretOutputs: ["connection"] },

@@ -9,7 +9,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { parseDeployment } from "../../../components/sglang-service/schema";
 import { helperScripts, launchFlags, renderUnit } from "../../../components/sglang-service/render";
-import { renderStageScript, renderTransaction, stageDir, transactionInput } from "../../../components/sglang-service/script";
+import { renderStageRemoval, renderStageScript, renderTransaction, stageDir, transactionInput } from "../../../components/sglang-service/script";
 import { testStackConfig } from "./stackConfig";
 
 const SNAPSHOT = path.join(__dirname, "__snapshots__", "b16t4-w2048.transaction.sh");
@@ -43,13 +43,21 @@ test("a further node waits for node 0's drain before it stops its own rank", () 
   assert.match(peer, /^rank=1$/m);
 });
 
-test("the staging script writes only to the stack's own folder (and the shared helpers) and parses as bash", () => {
+// Issue 12, scenario 2: staging happens outside the host's lock, so it may write only to
+// this stack's own folder; the transaction installs helpers, secrets and unit under the lock.
+test("the staging script writes only to the stack's own folder and parses as bash", () => {
   const unitText = renderUnit(d, { stack: "b16t4-w2048", secrets: withKey });
   const stage = renderStageScript({ label: "l", host: "127.0.0.10", stack: "b16t4-w2048", unitName: "sglang-k26", unitText, transaction, helpers: helperScripts(), python: d.service.python, flags: launchFlags(d, withKey), paths: [{ what: "model.path", path: "/models/it's here" }], tpSize: 8 });
   bashParses(stage);
   const written = [...stage.matchAll(/^cat > (\S+) <</gm)].map((m) => m[1]);
   const dir = stageDir("sglang-k26", "b16t4-w2048");
-  assert.deepEqual(written.filter((p) => !p.startsWith(`${dir}/`) && !p.startsWith("/usr/local/lib/dflash-sglang/")), []);
+  assert.deepEqual(written.filter((p) => !p.startsWith(`${dir}/`)), []);
+  assert.ok(written.includes(`${dir}/helpers/wait-gpus-free.dflash-tmp`), written.join("\n"));
+  // Outside the files' own text (heredocs), no command that writes names a secret file, the
+  // live unit or the shared helpers (the unit checked by systemd-analyze only reads them).
+  const commands = stage.replace(/<<'DFLASH_EOF'\n[\s\S]*?\nDFLASH_EOF\n/g, "\n").split("\n");
+  const writes = commands.filter((l) => /^\s*(cat|cp|mv|install|rm|mkdir|chmod|ln|tee)\b|>/.test(l) && !/^\s*#/.test(l));
+  assert.deepEqual(writes.filter((l) => /(^|[\s>])(\/etc\/dflash-sglang|\/etc\/systemd|\/usr\/local\/lib)/.test(l.replace(/^sed .*? > /, "> "))), [], "no secret file, live unit or shared helper is written by staging");
   assert.ok(written.includes(`${dir}/unit.service.dflash-tmp`) && written.includes(`${dir}/transaction.sh.dflash-tmp`), written.join("\n"));
   assert.match(stage, /\[ -d '\/models\/it'\\''s here' \]/, "paths are shell-quoted");
 });
@@ -147,5 +155,22 @@ test("preflight: a hidden deprecated alias passes with a note when its flag is l
     assert.equal(fs.existsSync(stageDir("u", stack)), false, "nothing staged");
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("removing a stack's staging leaves other stacks' folders and the shared helpers while any stack remains", () => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-removal-"));
+  try {
+    const removal = renderStageRemoval("u", "a");
+    assert.match(removal, /^rm -rf \/var\/lib\/dflash-sglang\/u\/stacks\/a; /);
+    // Run it against a copy of the layout under a scratch root.
+    const local = removal.replaceAll("/var/lib/dflash-sglang", `${root}/state`).replaceAll("/usr/local/lib/dflash-sglang", `${root}/helpers`);
+    for (const d of ["state/u/stacks/a", "state/u/stacks/b", "helpers"]) fs.mkdirSync(path.join(root, d), { recursive: true });
+    execFileSync("bash", ["-c", local]);
+    assert.deepEqual([fs.existsSync(`${root}/state/u/stacks/a`), fs.existsSync(`${root}/state/u/stacks/b`), fs.existsSync(`${root}/helpers`)], [false, true, true]);
+    execFileSync("bash", ["-c", local.replaceAll("/stacks/a", "/stacks/b")]);
+    assert.deepEqual([fs.existsSync(`${root}/state`), fs.existsSync(`${root}/helpers`)], [false, false], "the last stack's removal takes everything");
+  } finally {
+    fs.rmSync(root, { recursive: true, force: true });
   }
 });

@@ -1,7 +1,11 @@
-// Rotating a secret is a reconfiguration (issue 12, scenario 1): change only `apiKey` (or
-// `hfToken`) with `config set --secret`, and `up` restarts the server, which then serves
-// with the new value only. The earlier version saw the same unit, restarted nothing, and
-// its probes (already sending the new key) got 401 from the old process until the deadline.
+// The secret files through a stack's life (issue 12, scenarios 1, 2 and 7):
+// - rotating a secret is a reconfiguration: change only `apiKey` (or `hfToken`) with
+//   `config set --secret`, and `up` restarts the server, which then serves with the new
+//   value only (the earlier version restarted nothing, and its probes, already sending the
+//   new key, got 401 from the old process until the deadline);
+// - a second stack's `up` while the first is mid-rollout changes nothing the first uses
+//   (the earlier version's staging wrote the secret files outside the host's lock);
+// - destroy drains, stops and leaves nothing of the stack on the host.
 import { after, before, test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as hosts from "../../../simhost/hosts";
@@ -62,4 +66,61 @@ test("the same secrets again: nothing restarts", async () => {
   const up = await (await ws.stack("main")).up();
   assert.deepEqual(Object.keys(up.summary.resourceChanges ?? {}), ["same"]);
   assert.equal(await mainPid(), pid);
+});
+
+test("a second stack's up while the first is mid-rollout changes nothing the first installs or probes with", async () => {
+  const first = await ws.stack("main");
+  const keyA = `sk-a-${process.pid}`;
+  const keyB = `sk-b-${process.pid}`;
+  await first.setConfig("dflash-sglang:apiKey", { value: keyA, secret: true });
+  ws.setStackConfig("main", "speculative", readRepoStackConfig("b16t4-w2048")["dflash-sglang:speculative"]);
+  for (const [k, v] of Object.entries({ ...readRepoStackConfig("b4t4-w2048"), ...simHostConfig(host, UNIT), "dflash-sglang:safety": { stableSeconds: 1, lockWaitSeconds: 2 }, "dflash-sglang:benchmark": { enabled: false } })) {
+    ws.setStackConfig("intruder", k.replace("dflash-sglang:", ""), v);
+  }
+  const second = await ws.stack("intruder");
+  await second.setConfig("dflash-sglang:apiKey", { value: keyB, secret: true });
+  hosts.configure(HOST, JSON.stringify({ loadSeconds: 8 }));
+  try {
+    let loading!: () => void;
+    const isLoading = new Promise<void>((r) => (loading = r));
+    const a = first.up({ onOutput: (s) => /loading weights/.test(s) && loading() });
+    await isLoading;
+    await assert.rejects(second.up(), /is being reconfigured by stack "main"/);
+    assert.equal((await a).summary.result, "succeeded", "the first stack's rollout was not disturbed");
+  } finally {
+    hosts.configure(HOST, JSON.stringify({ loadSeconds: 2 }));
+  }
+  assert.equal(await status(keyA), "200");
+  assert.equal(await status(keyB), "401");
+  assert.equal(JSON.parse(await sh(`curl -s -H 'Authorization: Bearer ${keyA}' http://${host.address}:${host.sglangPort}/server_info`)).speculative_ddtree_budget, 16);
+  await second.destroy();
+});
+
+test("destroy drains what is in flight, stops the server and leaves nothing of the stack on the host; a second destroy changes nothing", async () => {
+  const stack = await ws.stack("main");
+  // ~180 tok/s: a 1500-token stream is still running when the drain starts.
+  const res = await fetch(`http://${host.address}:${host.sglangPort}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer sk-a-${process.pid}` },
+    body: JSON.stringify({ messages: [{ role: "user", content: "hello" }], max_tokens: 1500, stream: true }),
+  });
+  const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+  let text = "";
+  text += new TextDecoder().decode((await reader.read()).value); // its first tokens: it is in flight
+  const stream = (async () => {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return text.includes("[DONE]");
+      text += new TextDecoder().decode(value);
+    }
+  })().catch(() => false);
+  let output = "";
+  await stack.destroy({ onOutput: (s) => (output += s) });
+  assert.equal(await stream, true, "the request in flight finished");
+  assert.match(output, /sglang-k26 drained, stopped and removed from 127\.0\.0\.\d+/);
+  const left = await sh(`ls -d /etc/systemd/system/${UNIT}.service /var/lib/dflash-sglang /usr/local/lib/dflash-sglang /etc/dflash-sglang/${UNIT}.* 2>/dev/null || true`);
+  assert.equal(left, "", "nothing of the stack is left");
+  assert.equal(await sh(`systemctl is-active ${UNIT}.service || true`), "inactive");
+  const again = await stack.destroy();
+  assert.deepEqual(Object.keys(again.summary.resourceChanges ?? {}).filter((k) => k !== "same"), [], "a second destroy is a no-op");
 });

@@ -156,9 +156,11 @@ wait_gpus() {
   gpu_seconds=$(since "$t0")
 }
 
-# Installs $1 as the live unit and starts it without waiting (readiness watches it).
+# Installs this stack's helpers (the unit's ExecStartPre/ExecStartPost) and $1 as the
+# live unit, and starts it without waiting (readiness watches it).
 install_start() {
-  install -m 0644 "$1" "$live.dflash-tmp" && mv -f "$live.dflash-tmp" "$live" &&
+  mkdir -p /usr/local/lib/dflash-sglang && for h in "$stage"/helpers/*; do install -m 0755 "$h" /usr/local/lib/dflash-sglang/"$(basename "$h")" || return 1; done &&
+    install -m 0644 "$1" "$live.dflash-tmp" && mv -f "$live.dflash-tmp" "$live" &&
     systemctl daemon-reload && { systemctl enable "$unit" 2>/dev/null; systemctl reset-failed "$unit" 2>/dev/null; true; } &&
     systemctl start --no-block "$unit"
 }
@@ -272,9 +274,12 @@ remove)
   stop_server drain || exit 1
   systemctl disable "$unit" 2>/dev/null
   rm -f "$live" /etc/dflash-sglang/sglang-k26.secrets.yaml /etc/dflash-sglang/sglang-k26.curl-headers /etc/dflash-sglang/sglang-k26.env
+  rm -rf "$state/last-good.service" "$state/last-good.json" "$state/rollbacks"
+  rmdir /etc/dflash-sglang 2>/dev/null
   systemctl daemon-reload
+  systemctl reset-failed "$unit" 2>/dev/null
   end_rollout
-  echo "${unit%.service} drained, stopped and removed from $host"
+  echo "${unit%.service} drained, stopped and removed from $host, with its secret files and known-good record"
   ;;
 *)
   echo "usage: $0 restart HASH | rollback HASH | good HASH | release | remove HASH" >&2
