@@ -9,6 +9,7 @@ import * as assert from "node:assert/strict";
 import * as hosts from "../../../simhost/hosts";
 import { projectConfig, readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../../lib/workspace";
 import { BUILD_PRESETS } from "../../../components/sglang-service/schema";
+import { hostShell } from "../../support/hostShell";
 
 const HOST = `real-${process.pid}`;
 const UNIT = "sglang-k26";
@@ -19,11 +20,7 @@ let ws: SimWorkspace;
 const spec = (stack: string) => readRepoStackConfig(stack)["dflash-sglang:speculative"] as Record<string, unknown>;
 const TIMEOUTS = { readySeconds: 30, pollMs: 250 };
 
-async function sh(cmd: string): Promise<string> {
-  const r = await hosts.ssh(host, cmd);
-  assert.equal(r.code, 0, `${cmd}: ${r.stderr}`);
-  return r.stdout.trim();
-}
+const { sh } = hostShell(() => host, UNIT);
 
 const base = () => `http://${host.address}:${host.sglangPort}`;
 const serving = async () => (await (await fetch(`${base()}/server_info`)).json()) as Record<string, unknown>;

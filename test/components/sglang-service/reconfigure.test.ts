@@ -11,6 +11,7 @@ import { expectedServerArgs, localServerUrl } from "../../../components/sglang-s
 import * as YAML from "yaml";
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { hostShell } from "../../support/hostShell";
 
 const HOST = `core-${process.pid}`;
 const UNIT = "sglang-k26";
@@ -19,13 +20,8 @@ let ws: SimWorkspace;
 
 const stackConfig = (name: string) => ({ ...readRepoStackConfig(name), ...simHostConfig(host, UNIT), "dflash-sglang:safety": { stableSeconds: 1 }, "dflash-sglang:benchmark": { enabled: false } });
 
-async function sh(cmd: string): Promise<string> {
-  const r = await hosts.ssh(host, cmd);
-  assert.equal(r.code, 0, `${cmd}: ${r.stderr}`);
-  return r.stdout.trim();
-}
+const { sh, mainPid } = hostShell(() => host, UNIT);
 
-const mainPid = async () => Number(await sh(`systemctl show -p MainPID --value ${UNIT}.service`));
 
 /** The resolved deployment a stack of the workspace describes (for expected values). */
 function deploymentOf(stackName: string) {

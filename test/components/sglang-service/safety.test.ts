@@ -8,6 +8,7 @@ import * as path from "node:path";
 import { execFileSync, spawn } from "node:child_process";
 import * as hosts from "../../../simhost/hosts";
 import { readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../../lib/workspace";
+import { hostShell } from "../../support/hostShell";
 
 const HOST = `safety-${process.pid}`;
 const UNIT = "sglang-k26";
@@ -24,14 +25,9 @@ const config = (stack: string, extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
-async function sh(cmd: string): Promise<string> {
-  const r = await hosts.ssh(host, cmd);
-  assert.equal(r.code, 0, `${cmd}: ${r.stderr}`);
-  return r.stdout.trim();
-}
+const { sh, mainPid } = hostShell(() => host, UNIT);
 
 const serving = async () => JSON.parse(await sh(`curl -s http://${host.address}:${host.sglangPort}/server_info`));
-const mainPid = async () => Number(await sh(`systemctl show -p MainPID --value ${UNIT}.service`));
 
 /** `up` must fail; returns the error text and when the first FAILED line was printed. */
 async function failingUp(stackName: string): Promise<{ message: string; failedAt: number; returnedAt: number }> {

@@ -10,18 +10,14 @@ import { after, before, test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as hosts from "../../../simhost/hosts";
 import { readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../../lib/workspace";
+import { hostShell } from "../../support/hostShell";
 
 const HOST = `secrets-${process.pid}`;
 const UNIT = "sglang-k26";
 let host: hosts.HostInfo;
 let ws: SimWorkspace;
 
-async function sh(cmd: string): Promise<string> {
-  const r = await hosts.ssh(host, cmd);
-  assert.equal(r.code, 0, `${cmd}: ${r.stderr}`);
-  return r.stdout.trim();
-}
-const mainPid = async () => Number(await sh(`systemctl show -p MainPID --value ${UNIT}.service`));
+const { sh, mainPid } = hostShell(() => host, UNIT);
 const status = (key: string) => sh(`curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer ${key}' http://${host.address}:${host.sglangPort}/v1/models`);
 
 before(async () => {

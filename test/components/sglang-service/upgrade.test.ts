@@ -7,6 +7,7 @@ import * as assert from "node:assert/strict";
 import * as hosts from "../../../simhost/hosts";
 import { readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../../lib/workspace";
 import { Checkout, checkoutRevision } from "../../../lib/checkout";
+import { hostShell } from "../../support/hostShell";
 
 /** The last version whose restart and readiness were one dynamic resource, `sglang-rollout`. */
 const PREVIOUS = "f93069e";
@@ -18,12 +19,7 @@ let ws: SimWorkspace;
 
 const config = (stack: string) => ({ ...readRepoStackConfig(stack), ...simHostConfig(host, UNIT), "dflash-sglang:safety": { stableSeconds: 1 }, "dflash-sglang:benchmark": { enabled: false } });
 
-async function sh(cmd: string): Promise<string> {
-  const r = await hosts.ssh(host, cmd);
-  assert.equal(r.code, 0, `${cmd}: ${r.stderr}`);
-  return r.stdout.trim();
-}
-const mainPid = async () => Number(await sh(`systemctl show -p MainPID --value ${UNIT}.service`));
+const { sh, mainPid } = hostShell(() => host, UNIT);
 
 before(async () => {
   host = await hosts.start(HOST, { sglang: { profile: "ddtree-fork", loadSeconds: 2, warmupSeconds: 0.3 } });
