@@ -1,7 +1,8 @@
 // The coding-correctness check: a few small programming tasks with tests. Thinking
 // models put a reasoning block before the answer and fence code in varying ways, so
-// extraction is its own pure, tested step; tests run in a sandboxed subprocess with a
-// time limit. Extraction failures and test failures are counted separately.
+// extraction is its own pure, tested step; the model's code runs in a bubblewrap sandbox
+// (no network, nothing of the file system but /usr and its own scratch folder, resource
+// and time limits). Extraction failures and test failures are counted separately.
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -78,21 +79,51 @@ export function extractCode(answer: string, entryPoint?: string): string | undef
 
 export type CodingOutcome = "pass" | "fail" | "extraction-failed" | "timeout";
 
+/** What the model's code may use: address space, CPU seconds, processes, file size. */
+export const SANDBOX_LIMITS = { addressSpaceBytes: 2 * 1024 ** 3, processes: 64, fileBytes: 16 * 1024 ** 2 };
+
 /**
- * Runs `code` plus `tests` with python3 in isolated mode (-I: no user site, no env),
- * in a fresh temp folder, without network-relevant environment, with a time limit.
+ * The command that runs `argv` in a sandbox with `dir` as its only writable folder
+ * (bubblewrap, Debian package `bubblewrap`): new user (uid nobody), network, PID, IPC and
+ * UTS namespaces; a read-only /usr (and the /bin, /lib... links or folders the host has)
+ * and nothing else of the host (no home, no /etc, no keys); limits by prlimit.
+ */
+export function sandboxArgv(dir: string, cpuSeconds: number, argv: string[]): string[] {
+  const top = ["bin", "lib", "lib64", "lib32", "sbin"].flatMap((d) => {
+    const p = `/${d}`;
+    if (!fs.existsSync(p)) return [];
+    const st = fs.lstatSync(p);
+    return st.isSymbolicLink() ? ["--symlink", fs.readlinkSync(p), p] : ["--ro-bind", p, p];
+  });
+  const l = SANDBOX_LIMITS;
+  return [
+    "bwrap", "--ro-bind", "/usr", "/usr", ...top,
+    "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--bind", dir, "/work", "--chdir", "/work",
+    "--unshare-all", "--uid", "65534", "--gid", "65534", "--die-with-parent", "--new-session",
+    "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/work",
+    "--", "prlimit", `--as=${l.addressSpaceBytes}`, `--cpu=${cpuSeconds}`, `--nproc=${l.processes}`, `--fsize=${l.fileBytes}`, "--", ...argv,
+  ];
+}
+
+/** Why the sandbox cannot run here, or undefined when it can. */
+export function sandboxMissing(): string | undefined {
+  const r = spawnSync("bwrap", ["--version"], { encoding: "utf8" });
+  if (r.error || r.status !== 0) return "the coding check runs model-written code only inside a bubblewrap sandbox, and `bwrap` is not available: install it (Debian: apt-get install bubblewrap) or set dflash-sglang:benchmark.coding to false";
+  return undefined;
+}
+
+/**
+ * Runs `code` plus `tests` with python3 in isolated mode (-I -S) inside the sandbox, in a
+ * fresh temp folder, with a time limit (wall clock here, CPU seconds in the sandbox).
  */
 export function runPythonTests(code: string, tests: string, timeoutMs = 10_000): { outcome: "pass" | "fail" | "timeout"; detail: string } {
+  const missing = sandboxMissing();
+  if (missing) throw new Error(missing);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-coding-"));
   try {
     fs.writeFileSync(path.join(dir, "answer.py"), `${code}\n\n${tests}\n`);
-    const r = spawnSync("python3", ["-I", "-S", "answer.py"], {
-      cwd: dir,
-      env: { PATH: "/usr/bin:/bin", HOME: dir },
-      timeout: timeoutMs,
-      encoding: "utf8",
-      maxBuffer: 1024 * 1024,
-    });
+    const [cmd, ...args] = sandboxArgv(dir, Math.ceil(timeoutMs / 1000) + 1, ["python3", "-I", "-S", "answer.py"]);
+    const r = spawnSync(cmd, args, { env: { PATH: "/usr/bin:/bin" }, timeout: timeoutMs, killSignal: "SIGKILL", encoding: "utf8", maxBuffer: 1024 * 1024 });
     if (r.error && (r.error as NodeJS.ErrnoException).code === "ETIMEDOUT") return { outcome: "timeout", detail: `over ${timeoutMs} ms` };
     if (r.status === 0) return { outcome: "pass", detail: "" };
     return { outcome: "fail", detail: (r.stderr || r.stdout || `exit ${r.status}`).trim().split("\n").slice(-1)[0] };
