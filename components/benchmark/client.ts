@@ -7,6 +7,13 @@ export interface Endpoint {
   baseUrl: string;
   model: string;
   apiKey?: string;
+  /** Aborts every request of the benchmark (its timeout). */
+  signal?: AbortSignal;
+}
+
+/** A request's own time limit, ended early by the benchmark's. */
+export function requestSignal(ep: { signal?: AbortSignal }, timeoutMs: number): AbortSignal {
+  return ep.signal ? AbortSignal.any([AbortSignal.timeout(timeoutMs), ep.signal]) : AbortSignal.timeout(timeoutMs);
 }
 
 export interface StreamResult {
@@ -41,7 +48,7 @@ export async function streamChat(ep: Endpoint, prompt: string, maxTokens: number
       // SGLang and vLLM honour this; others ignore it. Fixed lengths make runs comparable.
       ignore_eos: true,
     }),
-    signal: AbortSignal.timeout(timeoutMs),
+    signal: requestSignal(ep, timeoutMs),
   });
   if (!res.ok || !res.body) throw new Error(`POST ${ep.baseUrl}/v1/chat/completions: HTTP ${res.status} ${(await res.text()).slice(0, 200)}`);
   let first = 0;
@@ -103,6 +110,7 @@ export async function nativeAcceptLength(ep: Endpoint, prompts: string[], maxTok
       method: "POST",
       headers: headers(ep),
       body: JSON.stringify({ text, sampling_params: { max_new_tokens: maxTokens, temperature: 0, ignore_eos: true } }),
+      signal: requestSignal(ep, 600_000),
     });
     if (!res.ok) return undefined;
     const meta = ((await res.json()) as { meta_info?: { completion_tokens?: number; spec_verify_ct?: number } }).meta_info;

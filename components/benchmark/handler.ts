@@ -43,16 +43,26 @@ export async function measure(i: BenchmarkInputs): Promise<BenchmarkOutputs> {
     const tunnel = await ssh.forward(remoteHost, i.port);
     const records: string[] = [];
     try {
-      const deadline = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`benchmark of ${i.label} did not finish within ${i.settings.timeoutSeconds} s (benchmark.timeoutSeconds)`)), i.settings.timeoutSeconds * 1000).unref());
+      // The timeout stops the benchmark itself: every request in flight is aborted, and
+      // nothing is sent to the server after it.
+      const stop = new AbortController();
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          stop.abort();
+          reject(new Error(`benchmark of ${i.label} did not finish within ${i.settings.timeoutSeconds} s (benchmark.timeoutSeconds); stopped it`));
+        }, i.settings.timeoutSeconds * 1000);
+        timer.unref();
+      });
       const result = await Promise.race([
         runBenchmark(
-          { baseUrl: `http://127.0.0.1:${tunnel.localPort}`, model: i.model, apiKey: i.apiKey || undefined },
+          { baseUrl: `http://127.0.0.1:${tunnel.localPort}`, model: i.model, apiKey: i.apiKey || undefined, signal: stop.signal },
           i.settings,
           (m) => void progress(i.urn, `${i.label} benchmark: ${m}`),
           (r: RawRecord) => records.push(JSON.stringify({ taken_at: takenAt, unit_hash: i.unitHash, ...r })),
         ),
         deadline,
-      ]);
+      ]).finally(() => clearTimeout(timer));
       fs.mkdirSync(path.dirname(i.resultsPath), { recursive: true });
       fs.writeFileSync(i.resultsPath, records.join("\n") + "\n");
       await progress(i.urn, `${i.label} benchmark: ${result.short.output_throughput} tok/s short context, accept length ${result.accept_length ?? "n/a"}, coding ${result.coding ? `${result.coding.passed}/${result.coding.tasks}` : "off"}`, false);

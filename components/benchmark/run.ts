@@ -2,7 +2,7 @@
 // short and long context, throughput at several concurrency levels, acceptance length of
 // this benchmark's own requests, and the coding check. Field names follow
 // `sglang.bench_serving` where they fit.
-import { Endpoint, nativeAcceptLength, streamChat, StreamResult } from "./client";
+import { Endpoint, nativeAcceptLength, requestSignal, streamChat, StreamResult } from "./client";
 import { summarize } from "./stats";
 import { CODING_TASKS, CodingOutcome, gradeAnswer } from "./coding";
 import type { BenchmarkSettings } from "./schema";
@@ -194,10 +194,10 @@ export async function runBenchmark(
  * former answers 404 (older versions). Only internal_states is read from it: the body
  * also holds api_key and other secrets, and none of it is stored.
  */
-export async function serverInfo(ep: { baseUrl: string; apiKey?: string }): Promise<{ path: string; info: unknown }> {
+export async function serverInfo(ep: { baseUrl: string; apiKey?: string; signal?: AbortSignal }): Promise<{ path: string; info: unknown }> {
   const headers: Record<string, string> = ep.apiKey ? { authorization: `Bearer ${ep.apiKey}` } : {};
   for (const path of ["/server_info", "/get_server_info"]) {
-    const res = await fetch(`${ep.baseUrl}${path}`, { headers }).catch(() => undefined);
+    const res = await fetch(`${ep.baseUrl}${path}`, { headers, signal: requestSignal(ep, 60_000) }).catch(() => undefined);
     if (res?.status === 404) continue;
     return { path, info: res?.ok ? await res.json().catch(() => ({})) : {} };
   }

@@ -6,6 +6,9 @@
 import { Deployment } from "./schema";
 import { DRAIN_EXIT_MARGIN_SECONDS, gpusPerNode, HELPER_DIR, HIDDEN_FLAG_ALIASES, SECRETS_DIR, secretPaths, SecretPresence, shellQuote, STATE_DIR, unitPath } from "./render";
 
+/** How long a host whose GPUs stayed busy past their deadline waits for them before it gives up on starting the previous configuration. */
+export const RECOVER_SECONDS = 3600;
+
 /** Where the host keeps the lock and the note of a rollout still being proven. */
 export const RUN_DIR = "/run/dflash-sglang";
 
@@ -168,6 +171,8 @@ export function transactionInput(d: Deployment, stack: string, label: string, ra
  *   rollback HASH  put the last known-good unit back and start it (HASH failed)
  *   good HASH      record the live unit as known-good (note on stdin); end the rollout
  *   release        end this stack's rollout without recording anything
+ *   start-when-free HASH   (run by systemd-run after a GPU deadline) wait for the GPUs,
+ *                  then start the unit if it is still HASH
  *   remove HASH    drain, stop and remove the unit, if the host still runs this stack's
  * Output lines are progress; the last line of a restart is `@@result {json}`.
  */
@@ -204,6 +209,8 @@ ${v("poll", (t.pollMs / 1000).toFixed(3))}
 ${v("lock_wait", Math.ceil(x.lockWaitSeconds))}
 ${v("prove_s", x.proveSeconds)}
 ${v("rollback_on", x.rollback ? "yes" : "no")}
+${v("recover_s", RECOVER_SECONDS)}
+gpus_busy=0
 
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
@@ -318,13 +325,14 @@ wait_gpus() {
   t0=$(now)
   while :; do
     # A GPU counts as free only when nvidia-smi lists it with a number at most the limit:
-    # an empty or [N/A] cell, a missing GPU or a failing nvidia-smi all read as busy.
-    busy=$(nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits 2>&1 |
+    # an empty or [N/A] cell, a missing GPU or a failing (or hung: 10 s) nvidia-smi all read as busy.
+    busy=$(timeout 10 nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits 2>&1 |
       awk -F', *' -v gpus="$gpus" -v max="$gpu_free_mib" 'BEGIN { n = split(gpus, g, ","); for (i = 1; i <= n; i++) want[g[i]] = 1 }
         ($1 in want) { seen[$1] = 1; if ($2 !~ /^[0-9]+$/ || $2 + 0 > max + 0) { printf "%sGPU %s: %s MiB used", sep, $1, $2; sep = ", " } }
         END { for (i = 1; i <= n; i++) if (!(g[i] in seen)) { printf "%sGPU %s: not listed by nvidia-smi", sep, g[i]; sep = ", " } }')
     [ -z "$busy" ] && break
     if past "$t0" "$gpu_s"; then
+      gpus_busy=1
       echo "FAILED: GPU memory on $host was not released within $gpu_s s after the old server exited ($busy; timeouts.gpuReleaseSeconds). Find the holder with \\\`nvidia-smi --query-compute-apps=pid,used_memory --format=csv\\\`" >&2
       return 1
     fi
@@ -338,12 +346,25 @@ wait_gpus() {
 }
 
 # Installs this stack's helpers (the unit's ExecStartPre/ExecStartPost) and $1 as the
-# live unit, and starts it without waiting (readiness watches it).
-install_start() {
+# live unit, without starting it.
+install_unit() {
   mkdir -p ${q(HELPER_DIR)} && for h in "$stage"/helpers/*; do install -m 0755 "$h" ${q(HELPER_DIR)}/"$(basename "$h")" || return 1; done &&
     install -m 0644 "$1" "$live.dflash-tmp" && mv -f "$live.dflash-tmp" "$live" &&
-    systemctl daemon-reload && { systemctl enable "$unit" 2>/dev/null; systemctl reset-failed "$unit" 2>/dev/null; true; } &&
-    systemctl start --no-block "$unit"
+    systemctl daemon-reload && { systemctl enable "$unit" 2>/dev/null; systemctl reset-failed "$unit" 2>/dev/null; true; }
+}
+# The same, then starts it without waiting (readiness watches it).
+install_start() { install_unit "$1" && systemctl start --no-block "$unit"; }
+
+# When the GPUs stay busy past timeouts.gpuReleaseSeconds: the known-good unit is installed
+# now and started by a transient systemd service as soon as the GPUs are free (waiting up to
+# recover_s), so the host comes back by itself, and never with an out-of-memory start.
+recover_when_free() {
+  local recover="dflash-recover-\${unit%.service}"
+  install_unit "$state/last-good.service" || return 1
+  systemctl reset-failed "$recover.service" 2>/dev/null
+  systemd-run --unit "$recover" --collect --quiet --no-block --description "dflash-sglang: start \${unit%.service} once its GPUs are free" bash "$stage/transaction.sh" start-when-free "$(hash_of "$live")" ||
+    return 1
+  echo "RECOVERING: the GPUs of $host are still busy, so the previous configuration ($(known_good)) is installed and will start by itself as soon as they are free (waiting up to $recover_s s in $recover.service; follow it with \\\`journalctl -fu $recover\\\`). The new configuration was not started." >&2
 }
 
 # This stack's secrets, one base64 line per file on stdin (never on a command line), read
@@ -377,7 +398,9 @@ restore_known_good() {
   say "restoring the previous configuration"
   systemctl kill --signal=SIGKILL "$unit" 2>/dev/null
   systemctl stop "$unit" 2>/dev/null
-  wait_gpus && install_start "$state/last-good.service"
+  # GPUs found busy past their deadline already: do not wait for them a second time.
+  if [ "$gpus_busy" = 1 ] || ! wait_gpus; then recover_when_free; return 3; fi
+  install_start "$state/last-good.service"
 }
 
 main() {
@@ -439,6 +462,14 @@ good)
 release)
   lock
   end_rollout
+  ;;
+start-when-free)
+  # Run by recover_when_free as a transient systemd service, not over SSH.
+  gpu_s=$recover_s
+  wait_gpus || exit 1
+  if [ "$(hash_of "$live")" != "\${2:?usage: start-when-free HASH}" ]; then echo "$live changed meanwhile; not starting it"; exit 0; fi
+  systemctl start --no-block "$unit"
+  echo "the GPUs of $host are free: started \${unit%.service} ($(known_good))"
   ;;
 remove)
   want=\${2:?usage: remove HASH}

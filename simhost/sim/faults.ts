@@ -20,6 +20,8 @@ export interface Faults {
   crashAfterReadySeconds: number | null;
   /** Generations return garbage instead of text. */
   corruptOutput: boolean;
+  /** Generations are accepted and never answered (a stuck scheduler); server info still answers. */
+  hangGenerations: boolean;
   /** On SIGTERM, notice it this much later (the drain starts late). */
   ignoreSigtermSeconds: number;
   /** After the drain, keep answering /v1/models and the server-info routes this long before exiting. */
@@ -40,6 +42,7 @@ export const NO_FAULTS: Faults = {
   loadSlowdown: 1,
   crashAfterReadySeconds: null,
   corruptOutput: false,
+  hangGenerations: false,
   ignoreSigtermSeconds: 0,
   staleSeconds: 0,
   match: null,
@@ -66,6 +69,7 @@ export function parseFaults(input: unknown): Faults {
         break;
       case "hangDuringLoad":
       case "corruptOutput":
+      case "hangGenerations":
         if (typeof value !== "boolean") throw bad();
         out[k] = value;
         break;

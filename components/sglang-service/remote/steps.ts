@@ -65,13 +65,28 @@ interface PollOptions {
   onTimeout: () => Promise<Error> | Error;
 }
 
-/** Polls fn until it returns a value, showing progress when the status changes or every 5 s. */
-async function poll<T>(opts: PollOptions, fn: (elapsedS: number) => Promise<T | undefined>): Promise<T> {
+/** Seconds a single probe may take beyond what is left of its wait's deadline (connection set-up). */
+const PROBE_GRACE_SECONDS = 3;
+
+/**
+ * Polls fn until it returns a value, showing progress when the status changes or every 5 s.
+ * fn gets the seconds left before the deadline and must bound its probes by them (plus
+ * PROBE_GRACE_SECONDS), so that a hung probe cannot hold the wait past its deadline; a probe
+ * that fails once the deadline has passed is the deadline.
+ */
+async function poll<T>(opts: PollOptions, fn: (elapsedS: number, leftS: number) => Promise<T | undefined>): Promise<T> {
   const started = Date.now();
   let shownAt = 0;
   let shown = "";
   for (;;) {
-    const v = await fn(elapsed(started));
+    const leftS = Math.max(0, opts.deadlineSeconds - (Date.now() - started) / 1000);
+    let v: T | undefined;
+    try {
+      v = await fn(elapsed(started), leftS);
+    } catch (e) {
+      if (Date.now() - started > opts.deadlineSeconds * 1000) throw await opts.onTimeout();
+      throw e;
+    }
     if (v !== undefined) return v;
     if (Date.now() - started > opts.deadlineSeconds * 1000) throw await opts.onTimeout();
     const status = opts.status();
@@ -220,8 +235,8 @@ export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessR
       label: r.label,
       onTimeout: () => new Error(`${r.label} on ${ssh.conn.host} was not serving the configuration within ${r.timeouts.readySeconds} s (timeouts.readySeconds); last phase: ${phase}${lastPid ? `, main pid ${lastPid}` : ""}. Check \`journalctl -u ${unit}\`.`),
     },
-    async (elapsedS) => {
-      const out = splitSections((await ssh.run(script(), { timeoutMs: 30_000 })).stdout);
+    async (elapsedS, leftS) => {
+      const out = splitSections((await ssh.run(script(), { timeoutMs: (Math.min(30, leftS) + PROBE_GRACE_SECONDS + 5) * 1000 })).stdout);
       const state = liveUnit(parseSystemctlShow(out.show ?? ""));
       if (state.activeState === "activating" || state.activeState === "active") sawStart = true;
       // The main process gone (even before systemd has marked the unit failed) is a death.
@@ -268,7 +283,9 @@ export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessR
         phase = `serving, but with other arguments: ${mismatches.join(", ")}`;
         return undefined;
       }
-      const gen = await ssh.run(`curl -s -m 60${r.curlAuth} -H 'content-type: application/json' -d ${shellQuote(body)} ${shellQuote(`${r.serverUrl}/v1/chat/completions`)}`, { timeoutMs: 90_000 });
+      // A generation may take a while on a cold server, but never past the deadline.
+      const genSeconds = Math.max(1, Math.ceil(Math.min(60, leftS)));
+      const gen = await ssh.run(`curl -s -m ${genSeconds}${r.curlAuth} -H 'content-type: application/json' -d ${shellQuote(body)} ${shellQuote(`${r.serverUrl}/v1/chat/completions`)}`, { timeoutMs: (genSeconds + PROBE_GRACE_SECONDS) * 1000 });
       let content = "";
       try {
         content = JSON.parse(gen.stdout).choices?.[0]?.message?.content ?? "";

@@ -113,6 +113,9 @@ function validate(args: ServerArgs, gpus: number, profile: BuildProfile): string
 
 type Phase = "loading" | "warmup" | "ready" | "exiting";
 
+/** http_server.py: HEALTH_CHECK_TIMEOUT = int(os.getenv("SGLANG_HEALTH_CHECK_TIMEOUT", 20)). */
+const HEALTH_CHECK_TIMEOUT_SECONDS = Number(process.env.SGLANG_HEALTH_CHECK_TIMEOUT ?? 20);
+
 class Server {
   phase: Phase = "loading";
   running = new Set<http.ServerResponse>();
@@ -210,6 +213,11 @@ class Server {
     switch (route) {
       case "GET /health":
       case "GET /health_generate":
+        // http_server.py health_generate: a one-token generation, given up after
+        // SGLANG_HEALTH_CHECK_TIMEOUT (20 s) with 503, e.g. when the scheduler is stuck.
+        if (route === "GET /health_generate" && this.phase === "ready" && !this.gracefullyExit && faultsFor(readFaults(), this.args).hangGenerations) {
+          return void setTimeout(() => res.writeHead(503).end(), HEALTH_CHECK_TIMEOUT_SECONDS * 1000);
+        }
         if (this.gracefullyExit) {
           log("Health check request received during shutdown. Returning 503.");
           return void res.writeHead(503).end();
@@ -310,6 +318,7 @@ class Server {
 
   chat(body: Record<string, unknown>, res: http.ServerResponse): void {
     if (this.notReady(res)) return;
+    if (faultsFor(readFaults(), this.args).hangGenerations) return; // accepted, never answered
     const messages = Array.isArray(body.messages) ? (body.messages as { content?: unknown }[]) : [];
     const prompt = messages.map((m) => (typeof m.content === "string" ? m.content : "")).join("\n");
     const promptTokens = countTokens(prompt);
@@ -344,6 +353,7 @@ class Server {
   /** SGLang's native API: meta_info carries spec_verify_ct, the verification steps of this request. */
   nativeGenerate(body: Record<string, unknown>, res: http.ServerResponse): void {
     if (this.notReady(res)) return;
+    if (faultsFor(readFaults(), this.args).hangGenerations) return; // accepted, never answered
     const prompt = typeof body.text === "string" ? body.text : "";
     const params = (body.sampling_params ?? {}) as { max_new_tokens?: number };
     const maxTokens = typeof params.max_new_tokens === "number" ? params.max_new_tokens : 128;

@@ -109,6 +109,64 @@ test("after the faults are gone, the same config deploys", async () => {
   assert.equal((await serving()).speculative_ddtree_budget, 16);
 });
 
+// Issue 12, scenario 11: the GPUs free later than their deadline. The earlier version's
+// rollback waited for them with the same deadline and ended "ROLLBACK FAILED, HOST DOWN",
+// the unit inactive, although the memory was free seconds later.
+test("GPU memory freed after timeouts.gpuReleaseSeconds: up fails saying the previous configuration will start by itself, and it does, with no out-of-memory start", async () => {
+  const since = Math.floor(Date.now() / 1000);
+  hosts.fault(HOST, JSON.stringify({ gpuReleaseDelaySeconds: 10 }));
+  ws.setStackConfig("main", "speculative", spec("b8t4-w2048"));
+  ws.setStackConfig("main", "timeouts", { readySeconds: 20, pollMs: 250, gpuReleaseSeconds: 3 });
+  try {
+    const r = await failingUp("main");
+    assert.match(r.message, /GPU memory on 127\.0\.0\.\d+ was not released within 3 s after the old server exited/);
+    assert.match(r.message, /RECOVERING: the GPUs of 127\.0\.0\.\d+ are still busy, so the previous configuration \(stack main, unit [0-9a-f]{12}\) is installed and will start by itself as soon as they are free/);
+    assert.doesNotMatch(r.message, /HOST DOWN/);
+  } finally {
+    hosts.fault(HOST, "{}");
+    ws.setStackConfig("main", "timeouts", { readySeconds: 20, pollMs: 250 });
+  }
+  // Nobody acts: the host serves its previous configuration once the GPUs are free.
+  const deadline = Date.now() + 90_000;
+  let budget: unknown;
+  while (Date.now() < deadline && budget !== 16) {
+    budget = (await hosts.ssh(host, `curl -s -m 2 http://${host.address}:${host.sglangPort}/server_info`)).stdout.match(/"speculative_ddtree_budget":\s*(\d+)/)?.[1];
+    budget = budget === undefined ? undefined : Number(budget);
+    if (budget !== 16) await new Promise((r) => setTimeout(r, 500));
+  }
+  assert.equal(budget, 16, "the previous configuration serves again");
+  assert.doesNotMatch(await sh(`journalctl -u ${UNIT}.service --since @${since} --no-pager -o cat`), /out of memory|OutOfMemoryError/i, "it started only once the GPUs were free");
+});
+
+// Issue 12, scenario 8: a probe that hangs (here every generation: a stuck scheduler)
+// cannot hold a wait past its deadline. The earlier version's generation probe could block
+// for 60 s (curl -m 60 inside a 90 s SSH limit), whatever timeouts.readySeconds said.
+test("a generation that hangs cannot hold readiness past timeouts.readySeconds by more than a poll and a few seconds", async () => {
+  hosts.fault(HOST, JSON.stringify({ hangGenerations: true, match: { speculative_ddtree_budget: 4 } }));
+  ws.setStackConfig("main", "speculative", spec("b4t4-w2048"));
+  ws.setStackConfig("main", "timeouts", { readySeconds: 15, pollMs: 250 });
+  let readyFrom = 0;
+  let failedAt = 0;
+  let message = "";
+  try {
+    await (await ws.stack("main")).up({
+      onOutput: (s) => {
+        readyFrom ||= /sglang-ready updating/.test(s) ? Date.now() : 0;
+        failedAt ||= readyFrom && /FAILED:/.test(s) ? Date.now() : 0;
+      },
+    });
+  } catch (e) {
+    message = (e as Error).message;
+  } finally {
+    hosts.fault(HOST, "{}");
+    ws.setStackConfig("main", "timeouts", { readySeconds: 20, pollMs: 250 });
+  }
+  assert.match(message, /was not serving the configuration within 15 s \(timeouts\.readySeconds\); last phase: generation check/);
+  assert.match(message, /Rolled back: the previous configuration \(stack main, unit [0-9a-f]{12}\) is back and serving/);
+  const took = (failedAt - readyFrom) / 1000;
+  assert.ok(readyFrom > 0 && failedAt > 0 && took <= 15 + 0.25 + 6, `readiness gave up ${took} s after it started (deadline 15 s)`);
+});
+
 test("two stacks racing for one host: the second waits for the lock, or fails naming the holder", async () => {
   ws.setStackConfig("main", "speculative", spec("b4t4-w2048"));
   ws.setStackConfig("other", "speculative", spec("b12t6-w2048"));
