@@ -432,14 +432,20 @@ function drawString(rand: () => number, opts: { minLength: number; controlChance
 }
 
 /** Config fields whose values reach the unit, and the message key/name the schema uses. */
-const FIELDS: { key: string; what: string; set: (raw: Raw, v: string) => void; absolute?: boolean }[] = [
+/** `refused`: values the schema must refuse for this field (the message it must give), e.g. option lookalikes. */
+const FIELDS: { key: string; what: string; set: (raw: Raw, v: string) => void; absolute?: boolean; refused?: { when: (v: string) => boolean; message: RegExp } }[] = [
   { key: "model.path", what: "model.path", absolute: true, set: (r, v) => (r.model.path = v) },
   { key: "model.drafterPath", what: "model.drafterPath", absolute: true, set: (r, v) => (r.model.drafterPath = v) },
-  { key: "model.servedModelName", what: "model.servedModelName", set: (r, v) => (r.model.servedModelName = v) },
+  { key: "model.servedModelName", what: "model.servedModelName", set: (r, v) => (r.model.servedModelName = v), refused: { when: (v) => v.startsWith("-"), message: /model\.servedModelName must not begin with "-"/ } },
   { key: "model.extraArgs.1", what: "model.extraArgs entry", set: (r, v) => (r.model.extraArgs = ["--api-key", v]) },
   { key: "service.python", what: "service.python", absolute: true, set: (r, v) => (r.service.python = v) },
   { key: "service.workingDirectory", what: "service.workingDirectory", absolute: true, set: (r, v) => (r.service.workingDirectory = v) },
-  { key: "service.listenAddress", what: "service.listenAddress", set: (r, v) => (r.service.listenAddress = v) },
+  {
+    key: "service.listenAddress",
+    what: "service.listenAddress",
+    set: (r, v) => (r.service.listenAddress = v),
+    refused: { when: (v) => v.startsWith("-") || !/^[A-Za-z0-9._:%[\]-]+$/.test(v), message: /service\.listenAddress must (not begin with "-"|be a host name or an IP address)/ },
+  },
   { key: "service.environment.HF_TOKEN", what: "service.environment value", set: (r, v) => (r.service.environment = { HF_TOKEN: v }) },
 ];
 
@@ -482,6 +488,10 @@ test("property: printable values never add a line, and every Exec line reads bac
     if (field.absolute && value.endsWith("\\")) {
       // A path ending in "\\" would continue its directive onto the next line of the unit.
       assert.throws(() => parseDeployment(rawWithField(field, value), "prop"), /must not end with a backslash/, shown);
+      continue;
+    }
+    if (field.refused?.when(value)) {
+      assert.throws(() => parseDeployment(rawWithField(field, value), "prop"), field.refused.message, shown);
       continue;
     }
     const d = parseDeployment(rawWithField(field, value), "prop");
