@@ -1,7 +1,7 @@
 // What a node runs now, read when the program runs (preview and up alike), so that a
 // reviewer sees what `up` will change on the host, whichever stack put the live unit
 // there, even for a stack that has never been deployed. Reads only.
-import { Connection, withSsh } from "./ssh";
+import { Connection, Ssh } from "./ssh";
 import { sha256, shellQuote, unitLineChanges, unitPath, unitStack } from "../render";
 
 export interface NodeView {
@@ -11,11 +11,8 @@ export interface NodeView {
 }
 
 export async function readLiveUnit(conn: Connection, unitName: string): Promise<NodeView> {
-  const live = await withSsh(conn, async (ssh) => {
-    const r = await ssh.run(`cat ${shellQuote(unitPath(unitName))} 2>/dev/null`, { timeoutMs: 30_000 });
-    return r.code === 0 ? r.stdout : null;
-  });
-  return { host: conn.host, live };
+  const r = await Ssh.once(conn, `cat ${shellQuote(unitPath(unitName))} 2>/dev/null`);
+  return { host: conn.host, live: r.code === 0 ? r.stdout : null };
 }
 
 /** One paragraph per node: what it runs and which lines this stack's unit changes. */

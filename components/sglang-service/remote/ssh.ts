@@ -29,24 +29,49 @@ export class Ssh {
     private readonly dir: string,
   ) {}
 
-  /** Opens a connection and proves the host is the pinned one. */
-  static async open(conn: Connection): Promise<Ssh> {
+  /** The key files of a connection in a fresh 0700 folder. */
+  private static prepare(conn: Connection): Ssh {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-ssh-"));
     fs.chmodSync(dir, 0o700);
     const key = conn.privateKey.endsWith("\n") ? conn.privateKey : `${conn.privateKey}\n`;
     fs.writeFileSync(path.join(dir, "id"), key, { mode: 0o600 });
     fs.writeFileSync(path.join(dir, "known_hosts"), `${HOST_ALIAS} ${conn.hostKey.trim()}\n`, { mode: 0o600 });
-    const ssh = new Ssh(conn, dir);
+    return new Ssh(conn, dir);
+  }
+
+  /** What went wrong with a connection that did not get as far as running anything. */
+  private static refused(conn: Connection, r: RunResult): Error {
+    const where = `${conn.user}@${conn.host}:${conn.port}`;
+    if (/Host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED|host key for .* has changed/i.test(r.stderr)) {
+      return new Error(`SSH to ${where} refused: the host's key does not match the pinned host.hostKey. Nothing was run on the host. If the host was really reinstalled, update host.hostKey from \`ssh-keyscan -p ${conn.port} ${conn.host}\`.\n${r.stderr.trim()}`);
+    }
+    return new Error(`cannot reach ${where} over SSH (exit ${r.code}): ${r.stderr.trim() || "no output"}. Check host.address, host.port, host.user and the private key.`);
+  }
+
+  /** Opens a connection and proves the host is the pinned one. */
+  static async open(conn: Connection): Promise<Ssh> {
+    const ssh = Ssh.prepare(conn);
     const r = await ssh.run("true", { timeoutMs: 30_000 });
     if (r.code !== 0) {
       ssh.close();
-      const where = `${conn.user}@${conn.host}:${conn.port}`;
-      if (/Host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED|host key for .* has changed/i.test(r.stderr)) {
-        throw new Error(`SSH to ${where} refused: the host's key does not match the pinned host.hostKey. Nothing was run on the host. If the host was really reinstalled, update host.hostKey from \`ssh-keyscan -p ${conn.port} ${conn.host}\`.\n${r.stderr.trim()}`);
-      }
-      throw new Error(`cannot reach ${where} over SSH (exit ${r.code}): ${r.stderr.trim() || "no output"}. Check host.address, host.port, host.user and the private key.`);
+      throw Ssh.refused(conn, r);
     }
     return ssh;
+  }
+
+  /**
+   * One script on its own connection, for a single read: no multiplexing to set up and tear
+   * down. The host key is checked as by open; ssh's own failures (exit 255) throw the same way.
+   */
+  static async once(conn: Connection, script: string, timeoutMs = 30_000): Promise<RunResult> {
+    const ssh = Ssh.prepare(conn);
+    try {
+      const r = await ssh.run(script, { timeoutMs, multiplex: false });
+      if (r.code === 255) throw Ssh.refused(conn, r);
+      return r;
+    } finally {
+      fs.rmSync(ssh.dir, { recursive: true, force: true });
+    }
   }
 
   /** Options only: every spawn puts "--" before the destination, so no value can be read as an option. */
@@ -84,10 +109,10 @@ export class Ssh {
    * which must never be part of a command line (visible in `ps` on the host).
    * Never rejects on a non-zero exit: the caller decides.
    */
-  run(script: string, opts: { timeoutMs?: number; input?: string } = {}): Promise<RunResult> {
+  run(script: string, opts: { timeoutMs?: number; input?: string; multiplex?: boolean } = {}): Promise<RunResult> {
     const timeoutMs = opts.timeoutMs ?? 60_000;
     return new Promise((resolve, reject) => {
-      const child = spawn("ssh", [...this.baseArgs(), "--", `${this.conn.user}@${this.conn.host}`, script], { stdio: ["pipe", "pipe", "pipe"] });
+      const child = spawn("ssh", [...this.baseArgs(opts.multiplex ?? true), "--", `${this.conn.user}@${this.conn.host}`, script], { stdio: ["pipe", "pipe", "pipe"] });
       child.stdin.end(opts.input ?? "");
       let stdout = "";
       let stderr = "";
