@@ -4,7 +4,7 @@
 import { Connection, Ssh } from "./ssh";
 import { NodeStep, ReadinessResult, Target, waitReadyGroup } from "./steps";
 import { progress } from "./progress";
-import { shellQuote, unitPath } from "../render";
+import { shellQuote, STATE_DIR, unitPath } from "../render";
 import { RUN_DIR } from "../script";
 import { exitWithEngine } from "./engine-watch";
 
@@ -160,8 +160,10 @@ async function rollback(nodes: NodeStep[], i: ReadyInputs): Promise<string> {
     const back = await Promise.all(i.nodes.map((n, k) => transaction(nodes[k].ssh, n, `rollback ${n.unitHash}`)));
     const stopped = back.find((r) => r.code !== 0);
     if (stopped) return stopped.out.split("\n").filter((l) => !l.startsWith(t.label)).join("\n") || stopped.out;
-    const note = JSON.parse((await nodes[0].ssh.run(`cat ${shellQuote(`/var/lib/dflash-sglang/${t.unitName}/last-good.json`)}`)).stdout) as { stack: string; expectedArgs: ReadyInputs["expectedArgs"]; modelName: string };
-    const good = (await nodes[0].ssh.run(`sha256sum ${shellQuote(`/var/lib/dflash-sglang/${t.unitName}/last-good.service`)} | cut -c1-12`)).stdout.trim();
+    // Where the transaction records the known-good configuration (script.ts: $state/last-good.*).
+    const state = `${STATE_DIR}/${t.unitName}`;
+    const note = JSON.parse((await nodes[0].ssh.run(`cat ${shellQuote(`${state}/last-good.json`)}`)).stdout) as { stack: string; expectedArgs: ReadyInputs["expectedArgs"]; modelName: string };
+    const good = (await nodes[0].ssh.run(`sha256sum ${shellQuote(`${state}/last-good.service`)} | cut -c1-12`)).stdout.trim();
     const started = Date.now();
     const labelled = nodes.map((n) => ({ ...n, t: { ...n.t, label: `${n.t.label} rollback to stack ${note.stack}` } }));
     const ready = await waitReadyGroup(labelled, { expectedArgs: note.expectedArgs, modelName: note.modelName });
