@@ -50,7 +50,7 @@ export class Ready extends pulumi.dynamic.Resource {
   declare readonly acceptLength: pulumi.Output<number | null>;
   declare readonly serverArgs: pulumi.Output<Record<string, unknown>>;
   constructor(name: string, args: Inputs<Handlers.ReadyInputs>, opts?: pulumi.CustomResourceOptions) {
-    const outputs = { timings: undefined, mainPid: undefined, acceptLength: undefined, serverArgs: undefined, liveUnitHash: undefined };
+    const outputs = { timings: undefined, mainPid: undefined, acceptLength: undefined, serverArgs: undefined };
     super(readyProvider, name, { ...args, ...outputs }, { ...opts, additionalSecretOutputs: ["nodes", "secretStdin"] });
   }
 }

@@ -38,7 +38,7 @@ export interface Timings {
   requestsCut: number | null;
 }
 
-export type ReadyOutputs = ReadyInputs & Omit<ReadinessResult, "loadToReadySeconds"> & { timings: Timings; liveUnitHash: string };
+export type ReadyOutputs = ReadyInputs & Omit<ReadinessResult, "loadToReadySeconds"> & { timings: Timings };
 
 interface RestartResult {
   drainSeconds: number;
@@ -143,7 +143,7 @@ export async function applyReady(i: ReadyInputs): Promise<ReadyOutputs> {
       loadToReadySeconds: ready.loadToReadySeconds,
       requestsCut: first ? first.requestsCut : 0,
     };
-    return { ...i, mainPid: ready.mainPid, acceptLength: ready.acceptLength, serverArgs: ready.serverArgs, timings, liveUnitHash: i.nodes[0].unitHash };
+    return { ...i, mainPid: ready.mainPid, acceptLength: ready.acceptLength, serverArgs: ready.serverArgs, timings };
   } finally {
     for (const ssh of sshs) ssh.close();
   }
@@ -187,7 +187,7 @@ export async function readReady(o: ReadyOutputs): Promise<ReadyOutputs> {
     }
   }
   // A node whose unit differs from the one proven reads as a changed input: `up` restarts it.
-  return { ...o, nodes: o.nodes.map((n, k) => ({ ...n, unitHash: live[k] })), liveUnitHash: live[0] };
+  return { ...o, nodes: o.nodes.map((n, k) => ({ ...n, unitHash: live[k] })) };
 }
 
 /** Fields whose change means the host must change; everything else updates state only. */

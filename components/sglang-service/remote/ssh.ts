@@ -1,7 +1,7 @@
 // SSH to a GPU host with the system's OpenSSH client: the host key is pinned (checked
 // before anything runs), one multiplexed connection serves every poll of a step, and the
 // private key lives only in a 0700 temp folder for the duration of the step.
-import { ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as net from "node:net";
 import * as os from "node:os";
@@ -94,14 +94,6 @@ export class Ssh {
       ...mux,
       "-o", "LogLevel=ERROR",
     ];
-  }
-
-  /**
-   * Starts a script on its own SSH connection (not the shared one) with stdin open, for
-   * a remote process whose life must end with ours (see lock.ts).
-   */
-  spawnDedicated(script: string): ChildProcessWithoutNullStreams {
-    return spawn("ssh", [...this.baseArgs(false), "--", `${this.conn.user}@${this.conn.host}`, script], { stdio: ["pipe", "pipe", "pipe"] });
   }
 
   /**
