@@ -15,12 +15,22 @@ const HANDLERS_PATH = require.resolve("./remote/handlers");
 /** Inputs whose change means the host must be proven again (everything else updates state only). */
 const READY_CHANGES = ["nodes", "expectedArgs", "modelName", "target.unitName", "target.port", "secretStdin", "providerVersion"];
 
+/** The keys (dotted paths) whose values differ between two input bags. */
+export function changedKeys(olds: Record<string, unknown>, news: Record<string, unknown>, keys: string[]): string[] {
+  const pick = (o: Record<string, unknown>, dotted: string): unknown =>
+    dotted.split(".").reduce<unknown>((v, k) => (v && typeof v === "object" ? (v as Record<string, unknown>)[k] : undefined), o);
+  return keys.filter((k) => JSON.stringify(pick(olds, k)) !== JSON.stringify(pick(news, k)));
+}
+
 function makeProvider(): pulumi.dynamic.ResourceProvider {
   const handlersPath = HANDLERS_PATH;
   const load = (): typeof Handlers => require("tsx/cjs/api").require(handlersPath, handlersPath);
+  const changes = changedKeys;
   return {
+    // Diff runs on every `up` and `preview`: it is plain code here, so it does not load
+    // (and compile) the handlers, which only create/update/read need.
     async diff(_id: string, olds: any, news: any) {
-      const changed = load().changedKeys(olds, news, READY_CHANGES);
+      const changed = changes(olds, news, READY_CHANGES);
       return { changes: changed.length > 0, replaces: [], deleteBeforeReplace: false };
     },
     async create(inputs: any) {

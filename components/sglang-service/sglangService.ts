@@ -99,11 +99,13 @@ export class SglangService extends pulumi.ComponentResource {
       return { host, key, rank, unitText, unitHash: sha256(unitText), label: nodeLabel, suffix: rank === 0 ? "" : `-node${rank}` };
     });
 
-    // What each node runs now and what `up` changes there, read before anything is staged:
-    // for reviewers, in preview too (even for a stack never deployed).
+    // What each node runs now and what `up` changes there: for reviewers, in preview too
+    // (even for a stack never deployed). The read runs alongside staging (which writes only
+    // this stack's own folder), so a no-op `up` does not wait for an extra SSH handshake;
+    // the restart waits for it.
     const hostView = pulumi.all(planned.map((n) => connectionOf(d, n.key, n.host))).apply(async (conns) => {
       // A host that cannot be read (unreachable, or not the pinned host key) stops the run
-      // here, before any resource has touched a host.
+      // here, before anything has changed what a host runs.
       const lines = await Promise.all(conns.map(async (c, k) => describeHostChange(d.service.unitName, stack, await readLiveUnit(c, d.service.unitName), planned[k].unitText, k === 0 ? "" : ` (node ${k})`)));
       const text = lines.join("\n");
       await pulumi.log.info(text, this);
@@ -121,7 +123,7 @@ export class SglangService extends pulumi.ComponentResource {
         {
           connection,
           create: `bash -s # stage ${d.service.unitName} for stack ${stack}`,
-          stdin: pulumi.unsecret(hostView.apply(() => stageScript)),
+          stdin: stageScript,
           delete: renderStageRemoval(d.service.unitName, stack),
           addPreviousOutputInEnv: false,
         },
@@ -134,7 +136,7 @@ export class SglangService extends pulumi.ComponentResource {
         {
           connection,
           create: `bash ${shellQuote(transactionPath(d.service.unitName, stack))} restart ${n.unitHash}`,
-          stdin,
+          stdin: pulumi.all([stdin, hostView]).apply(([text]) => text),
           delete: `bash ${shellQuote(transactionPath(d.service.unitName, stack))} remove ${n.unitHash}`,
           addPreviousOutputInEnv: false,
         },

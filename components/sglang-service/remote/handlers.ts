@@ -189,12 +189,3 @@ export async function readReady(o: ReadyOutputs): Promise<ReadyOutputs> {
   // A node whose unit differs from the one proven reads as a changed input: `up` restarts it.
   return { ...o, nodes: o.nodes.map((n, k) => ({ ...n, unitHash: live[k] })) };
 }
-
-/** Fields whose change means the host must change; everything else updates state only. */
-export function changedKeys(olds: Record<string, unknown>, news: Record<string, unknown>, keys: string[]): string[] {
-  return keys.filter((k) => JSON.stringify(pick(olds, k)) !== JSON.stringify(pick(news, k)));
-}
-
-function pick(o: Record<string, unknown>, dotted: string): unknown {
-  return dotted.split(".").reduce<unknown>((v, k) => (v && typeof v === "object" ? (v as Record<string, unknown>)[k] : undefined), o);
-}
