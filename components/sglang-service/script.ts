@@ -34,17 +34,30 @@ const heredoc = (path: string, text: string, mode: string): string => {
   return [`cat > ${shellQuote(tmp)} <<'${end}'`, text.endsWith("\n") ? text.slice(0, -1) : text, end, `chmod ${mode} ${shellQuote(tmp)} && mv -f ${shellQuote(tmp)} ${shellQuote(path)}`].join("\n");
 };
 
-/**
- * What deleting the staging resource runs: this stack's folder goes; then whatever is left
- * empty, and the shared helpers once no stack of any unit is staged on the host.
- */
-export function renderStageRemoval(unitName: string, stack: string): string {
+/** Removes a stage folder, what is left empty above it, and the shared helpers once no stack of any unit is staged. */
+function forgetStage(unitName: string, stack: string): string {
   const q = shellQuote;
   const state = `${STATE_DIR}/${unitName}`;
   return [
     `rm -rf ${q(stageDir(unitName, stack))}`,
     `rmdir ${q(`${state}/stacks`)} ${q(state)} 2>/dev/null`,
     `if ! ls -d ${q(STATE_DIR)}/*/stacks/* >/dev/null 2>&1; then rm -rf ${q(HELPER_DIR)}; rmdir ${q(STATE_DIR)} 2>/dev/null; fi`,
+  ].join("; ");
+}
+
+/**
+ * What deleting the staging resource runs: this stack's folder goes, then whatever is left
+ * empty. While this stack's unit is still installed, its transaction.sh stays: on a
+ * replacement (the unit renamed or the host reached by another address) Pulumi deletes
+ * the staging before the restart, whose delete runs `transaction.sh remove` and then
+ * removes the folder itself.
+ */
+export function renderStageRemoval(unitName: string, stack: string): string {
+  const q = shellQuote;
+  const dir = stageDir(unitName, stack);
+  const ours = `grep -qx ${q(`X-DFlash-Stack=${stack}`)} ${q(unitPath(unitName))} 2>/dev/null`;
+  return [
+    `if ${ours} && [ -f ${q(`${dir}/transaction.sh`)} ]; then find ${q(dir)} -mindepth 1 -maxdepth 1 ! -name transaction.sh -exec rm -rf {} +; else ${forgetStage(unitName, stack)}; fi`,
     "true",
   ].join("; ");
 }
@@ -403,6 +416,12 @@ restore_known_good() {
   install_start "$state/last-good.service"
 }
 
+# Removes this stage folder, what is left empty above it, and the shared helpers once no
+# stack of any unit is staged on the host.
+forget_stage() {
+  cd / && { ${forgetStage(x.unitName, x.stack)}; }
+}
+
 main() {
 case "\${1:-}" in
 restart)
@@ -474,6 +493,9 @@ start-when-free)
 remove)
   want=\${2:?usage: remove HASH}
   lock
+  # When the staging resource was deleted first (a replacement), this script is all that is
+  # left of the stage folder: it goes too, whatever happens below.
+  if [ ! -e "$stage/unit.service" ]; then trap forget_stage EXIT; fi
   installed=$(hash_of "$live")
   if [ -z "$installed" ]; then echo "\${unit%.service} is not installed on $host; nothing to remove"; exit 0; fi
   # Owned by the stack its unit names (after a rollback that may be another stack's).

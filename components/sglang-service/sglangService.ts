@@ -115,6 +115,12 @@ export class SglangService extends pulumi.ComponentResource {
     const nodes = planned.map((n) => {
       const transaction = renderTransaction(transactionInput(d, stack, n.label, n.rank, n.host.address, presence));
       const connection = commandConnection(n.key, n.host);
+      // Where the unit lives. A change of it replaces both commands, old ones first
+      // (deleteBeforeReplace): the old unit is drained, stopped and removed, through the
+      // old connection, before the new one is staged and started. Created first, the new
+      // unit would wait for GPUs the old one holds; deleted last, the old delete would stop
+      // the unit the new one just started when both names reach the same machine.
+      const where = [n.host.address, n.host.port, d.service.unitName];
       const stageScript = renderStageScript({ label: n.label, host: n.host.address, stack, unitName: d.service.unitName, unitText: n.unitText, transaction, helpers: helperScripts(), python: d.service.python, flags: launchFlags(d, presence), paths, tpSize: gpusPerNode(d) });
       // apply: preflight, then stage in this stack's folder (the live unit is not touched).
       // Its stdin is the staging script (so `preview --diff` shows the unit's changed lines).
@@ -126,8 +132,9 @@ export class SglangService extends pulumi.ComponentResource {
           stdin: stageScript,
           delete: renderStageRemoval(d.service.unitName, stack),
           addPreviousOutputInEnv: false,
+          triggers: where,
         },
-        { parent: this, additionalSecretOutputs: ["connection"] },
+        { parent: this, additionalSecretOutputs: ["connection"], deleteBeforeReplace: true },
       );
       // restart: the whole host-side transaction, re-run when the unit (its hash is in the
       // command) or a secret (stdin) changes. Deleting it drains and removes the unit.
@@ -139,8 +146,9 @@ export class SglangService extends pulumi.ComponentResource {
           stdin: pulumi.all([stdin, hostView]).apply(([text]) => text),
           delete: `bash ${shellQuote(transactionPath(d.service.unitName, stack))} remove ${n.unitHash}`,
           addPreviousOutputInEnv: false,
+          triggers: where,
         },
-        { parent: this, dependsOn: [staged], additionalSecretOutputs: ["connection"] },
+        { parent: this, dependsOn: [staged], additionalSecretOutputs: ["connection"], deleteBeforeReplace: true },
       );
       return { ...n, restart, connection: connectionOf(d, n.key, n.host) };
     });

@@ -221,6 +221,12 @@ restore_known_good() {
   install_start "$state/last-good.service"
 }
 
+# Removes this stage folder, what is left empty above it, and the shared helpers once no
+# stack of any unit is staged on the host.
+forget_stage() {
+  cd / && { rm -rf /var/lib/dflash-sglang/sglang-k26/stacks/b16t4-w2048; rmdir /var/lib/dflash-sglang/sglang-k26/stacks /var/lib/dflash-sglang/sglang-k26 2>/dev/null; if ! ls -d /var/lib/dflash-sglang/*/stacks/* >/dev/null 2>&1; then rm -rf /usr/local/lib/dflash-sglang; rmdir /var/lib/dflash-sglang 2>/dev/null; fi; }
+}
+
 main() {
 case "${1:-}" in
 restart)
@@ -292,6 +298,9 @@ start-when-free)
 remove)
   want=${2:?usage: remove HASH}
   lock
+  # When the staging resource was deleted first (a replacement), this script is all that is
+  # left of the stage folder: it goes too, whatever happens below.
+  if [ ! -e "$stage/unit.service" ]; then trap forget_stage EXIT; fi
   installed=$(hash_of "$live")
   if [ -z "$installed" ]; then echo "${unit%.service} is not installed on $host; nothing to remove"; exit 0; fi
   # Owned by the stack its unit names (after a rollback that may be another stack's).
