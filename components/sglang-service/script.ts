@@ -431,6 +431,7 @@ restart)
   # goes away: a host is never left stopped half-way. The next \`up\` proves the result.
   trap '' PIPE HUP
   lock
+  say "holding $host's lock (on the host: if this connection drops, the restart goes on here under the lock, and the next \\\`pulumi up\\\` proves what it left)"
   before_pid=$(show MainPID)
   read_secrets || { echo "FAILED: could not read the secret files of $unit from stdin; nothing was stopped." >&2; exit 1; }
   if [ "\${3:-}" != force ] && [ "$(hash_of "$live")" = "$want" ] && running && ! secrets_changed; then
