@@ -12,6 +12,9 @@ fi
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 ./scripts/npm-deps.sh
+# `npx pulumi ...` in this folder: the pinned CLI with the project's defaults (npm ci
+# empties node_modules, so the link is made after it, every time).
+ln -sfn ../../scripts/pulumi.sh node_modules/.bin/pulumi
 ./toolchain/ensure.sh >/dev/null
 # The benchmark's coding check runs model-written code only inside a bubblewrap sandbox.
 if ! command -v bwrap >/dev/null 2>&1; then
