@@ -5,8 +5,8 @@
 // imports nothing from outside itself; the project's scripts reach it through lib/cli.ts.
 //
 // parseCommand / parseProgram and the usage renderers are pure (argv in, outcome out);
-// parseOrExit is the thin shell that prints and sets the exit code: 0 after --help, 2 for
-// a command line it refuses (before the script has done anything).
+// parseCommandOrExit / parseProgramOrExit are the thin shell that prints and sets the exit
+// code: 0 after --help, 2 for a command line it refuses (before the script did anything).
 import * as fs from "node:fs";
 import { parseArgs } from "node:util";
 
@@ -109,16 +109,6 @@ export function listOf<T>(item: ValueType<T>): ValueType<T[]> {
     },
   };
 }
-
-/** The path of a file that exists (relative to the working directory, or absolute). */
-export const existingFile: ValueType<string> = {
-  expects: "an existing file",
-  parse(t) {
-    if (!fs.existsSync(t)) throw new Error("no such file");
-    if (!fs.statSync(t).isFile()) throw new Error("not a regular file");
-    return t;
-  },
-};
 
 export const existingDirectory: ValueType<string> = {
   expects: "an existing directory",
@@ -442,7 +432,7 @@ type ArgumentsOf<S> = S extends { args?: infer A extends Arguments } ? A : Recor
 type CommandOutcome<C extends Commands> = { [K in keyof C]: { command: K } & Parsed<OptionsOf<C[K]>, ArgumentsOf<C[K]>> }[keyof C];
 
 /** Pure: the overview of a program's commands. */
-export function programUsage(invocation: string, spec: ProgramSpec<Commands>): string {
+function programUsage(invocation: string, spec: ProgramSpec<Commands>): string {
   const rows = Object.entries(spec.commands).map(([name, c]) => ({
     left: `${name}${argumentsLine(c.args ?? {})}${Object.keys(c.options).length > 0 ? " [options]" : ""}`,
     description: c.summary.split("\n")[0],
@@ -472,7 +462,7 @@ export function parseProgram<C extends Commands>(invocation: string, spec: Progr
 // The shell.
 
 /** Exit status of a command line that is refused (as for Unix tools' usage errors). */
-export const USAGE_EXIT_CODE = 2;
+const USAGE_EXIT_CODE = 2;
 
 /**
  * The value of a parse, or the end of the process: --help prints the usage on stdout and

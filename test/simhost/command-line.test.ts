@@ -11,7 +11,7 @@ import {
   command,
   commandUsage,
   either,
-  existingFile,
+  existingDirectory,
   flag,
   integerBetween,
   json,
@@ -31,8 +31,8 @@ const SWEEP = {
   summary: "Sweeps stacks.",
   options: {
     stacks: option({ type: text, placeholder: "GLOB", description: "the stacks to sweep", default: "*" }),
-    hosts: option({ type: existingFile, placeholder: "FILE", description: "hosts to sweep on" }),
-    "sim-hosts": option({ type: positiveInteger, placeholder: "N", description: "simulated hosts", default: "2", excludes: ["hosts"] }),
+    cache: option({ type: existingDirectory, placeholder: "DIR", description: "a cache to use" }),
+    "sim-hosts": option({ type: positiveInteger, placeholder: "N", description: "simulated hosts", default: "2", excludes: ["cache"] }),
     windows: option({ type: listOf(either(positiveInteger, oneOf(["none"]))), placeholder: "LIST", description: "drafter windows", default: "2048,none" }),
     resume: flag("skip finished stacks"),
   },
@@ -52,10 +52,10 @@ function refusal(outcome: Outcome<unknown>): string {
 const sweep = (...argv: string[]) => parseCommand("npm run sweep --", SWEEP, argv);
 
 test("defaults are parsed like typed values; absent options without a default are undefined", () => {
-  assert.deepEqual(parsed(sweep()), { options: { stacks: "*", hosts: undefined, "sim-hosts": 2, windows: [2048, "none"], resume: false }, args: {} });
+  assert.deepEqual(parsed(sweep()), { options: { stacks: "*", cache: undefined, "sim-hosts": 2, windows: [2048, "none"], resume: false }, args: {} });
   assert.deepEqual(parsed(sweep("--stacks", "b8*", "--sim-hosts=3", "--windows", "4096", "--resume")).options, {
     stacks: "b8*",
-    hosts: undefined,
+    cache: undefined,
     "sim-hosts": 3,
     windows: [4096],
     resume: true,
@@ -80,8 +80,8 @@ test("the usage text is generated from the declaration", () => {
       "",
       "options:",
       "  --stacks GLOB   the stacks to sweep (non-empty text; default: *)",
-      "  --hosts FILE    hosts to sweep on (an existing file)",
-      "  --sim-hosts N   simulated hosts (a positive whole number; default: 2; not with --hosts)",
+      "  --cache DIR     a cache to use (an existing directory)",
+      "  --sim-hosts N   simulated hosts (a positive whole number; default: 2; not with --cache)",
       '  --windows LIST  drafter windows (a comma-separated list, each a positive whole number or "none"; default: 2048,none)',
       "  --resume        skip finished stacks",
       "  -h, --help      print this help and exit",
@@ -93,9 +93,9 @@ test("the usage text is generated from the declaration", () => {
 });
 
 test("an unknown option is named, with the closest valid one and the list", () => {
-  assert.equal(refusal(sweep("--stack", "b8")), "unknown option --stack; did you mean --stacks? (valid: --stacks, --hosts, --sim-hosts, --windows, --resume, --help)");
-  assert.equal(refusal(sweep("--stack=b8")), "unknown option --stack; did you mean --stacks? (valid: --stacks, --hosts, --sim-hosts, --windows, --resume, --help)");
-  assert.equal(refusal(sweep("--frobnicate")), "unknown option --frobnicate (valid: --stacks, --hosts, --sim-hosts, --windows, --resume, --help)");
+  assert.equal(refusal(sweep("--stack", "b8")), "unknown option --stack; did you mean --stacks? (valid: --stacks, --cache, --sim-hosts, --windows, --resume, --help)");
+  assert.equal(refusal(sweep("--stack=b8")), "unknown option --stack; did you mean --stacks? (valid: --stacks, --cache, --sim-hosts, --windows, --resume, --help)");
+  assert.equal(refusal(sweep("--frobnicate")), "unknown option --frobnicate (valid: --stacks, --cache, --sim-hosts, --windows, --resume, --help)");
   assert.match(refusal(sweep("-x")), /^unknown option -x \(valid: /);
 });
 
@@ -115,18 +115,18 @@ test("a bad value names the option, what is valid and what was given", () => {
     refusal(sweep("--windows", "2048,big")),
     '--windows must be a comma-separated list, each a positive whole number or "none", got "2048,big": item 2 ("big") is not a positive whole number or "none"',
   );
-  assert.equal(refusal(sweep("--hosts", "/nonexistent/hosts.json")), '--hosts must be an existing file, got "/nonexistent/hosts.json": no such file');
+  assert.equal(refusal(sweep("--cache", "/nonexistent/cache")), '--cache must be an existing directory, got "/nonexistent/cache": no such directory');
+  assert.equal(refusal(sweep("--cache", __filename)), `--cache must be an existing directory, got ${JSON.stringify(__filename)}: not a directory`);
   assert.equal(refusal(sweep("--stacks", "")), '--stacks must be non-empty text, got ""');
 });
 
 test("a flag takes no value, an option is given once, options that exclude each other are refused", () => {
   assert.equal(refusal(sweep("--resume=yes")), '--resume takes no value, got "yes"');
   assert.equal(refusal(sweep("--stacks", "a", "--stacks", "b")), "--stacks is given twice; give it once");
-  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "cli-")), "hosts.json");
-  fs.writeFileSync(file, "[]");
-  assert.equal(refusal(sweep("--hosts", file, "--sim-hosts", "3")), "--sim-hosts and --hosts exclude each other; give one of them");
-  assert.equal(parsed(sweep("--hosts", file)).options.hosts, file, "the default of an excluded option does not count as given");
-  fs.rmSync(path.dirname(file), { recursive: true });
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cli-"));
+  assert.equal(refusal(sweep("--cache", dir, "--sim-hosts", "3")), "--sim-hosts and --cache exclude each other; give one of them");
+  assert.equal(parsed(sweep("--cache", dir)).options.cache, dir, "the default of an excluded option does not count as given");
+  fs.rmSync(dir, { recursive: true });
 });
 
 test("a command without arguments refuses one", () => {
