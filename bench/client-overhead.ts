@@ -2,7 +2,7 @@
 // the client measures against a simulated server (a local process, no host) configured
 // at increasing rates, versus the simulator's ground truth. Median (min-max) of RUNS
 // requests per rate. Writes bench/results/client-overhead.{json,md}.
-// Run: npx tsx bench/client-overhead.ts [--runs 5] [--tokens 2000]
+// Run: npx tsx bench/client-overhead.ts [--runs 5] [--tokens 2000] (--help: the options)
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { REPO_ROOT } from "../lib/pulumi-env";
@@ -10,14 +10,17 @@ import { freePort, launch, sandbox, status, until } from "../test/support/localS
 import { streamChat } from "../components/benchmark/client";
 import { generationDecodeRate, specSettings } from "../simhost/sim/sglang/perf";
 import { summarize } from "./stats";
+import { option, parseCommandOrExit, positiveInteger } from "../lib/cli";
 
-function arg(name: string, dflt: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : dflt;
-}
-
-const RUNS = Number(arg("runs", "5"));
-const TOKENS = Number(arg("tokens", "2000"));
+const { options } = parseCommandOrExit("npx tsx bench/client-overhead.ts", {
+  summary: "Measures single-stream decode tokens/s through the benchmark client against a local simulated server at\nincreasing speeds, versus the simulator's ground truth. Writes bench/results/client-overhead.{json,md}.",
+  options: {
+    runs: option({ type: positiveInteger, placeholder: "N", description: "measured requests per speed", default: "5" }),
+    tokens: option({ type: positiveInteger, placeholder: "N", description: "output tokens per request", default: "2000" }),
+  },
+});
+const RUNS = options.runs;
+const TOKENS = options.tokens;
 const SCALES = [1, 5, 10.8, 20, 40];
 
 async function main(): Promise<void> {

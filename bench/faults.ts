@@ -3,7 +3,7 @@
 // requests in flight when `pulumi up` starts. For each: outcome, time to detect (process
 // exit -> first FAILED line), time to recover (FAILED line -> old config serving again,
 // i.e. `up` returned), requests lost, and notes. Writes bench/results/faults.{json,md}.
-// Run: npx tsx bench/faults.ts
+// Run: npx tsx bench/faults.ts (it takes no options)
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { execFileSync } from "node:child_process";
@@ -12,6 +12,12 @@ import * as hosts from "../simhost/hosts";
 import { REPO_ROOT } from "../lib/pulumi-env";
 import { readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../lib/workspace";
 import { failureCause } from "../components/sweep/sweep";
+import { parseCommandOrExit } from "../lib/cli";
+
+parseCommandOrExit("npx tsx bench/faults.ts", {
+  summary: "The fault table: each fault injected into the new configuration of a reconfiguration on a simulated host,\nwith requests in flight; outcome, time to detect, time to recover, requests lost. Writes bench/results/faults.{json,md}.",
+  options: {},
+});
 
 const HOST = `faults-${process.pid}`;
 const UNIT = "sglang-k26";

@@ -4,7 +4,7 @@
 //
 // at several load times, plus the engine's fixed cost (no-op `up`, `preview`). Each
 // figure is the median of RUNS runs with min/max. Writes bench/results/reconfigure.{json,md}.
-// Run: npx tsx bench/reconfigure.ts [--loads 10,30,60] [--runs 3] [--release 5] [--baseline REV]
+// Run: npx tsx bench/reconfigure.ts [--loads 10,30,60] [--runs 3] [--release 5] [--baseline REV] (--help: the options)
 // With --baseline, a checkout of REV runs the same changes on its own host, turn by turn.
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -13,20 +13,26 @@ import { REPO_ROOT } from "../lib/pulumi-env";
 import { readRepoStackConfig, simHostConfig, simWorkspace } from "../lib/workspace";
 import { checkoutRevision } from "../lib/checkout";
 import { summarize, Summary } from "./stats";
+import { listOf, nonNegativeNumber, option, parseCommandOrExit, positiveInteger, positiveNumber, text } from "../lib/cli";
 
-function arg(name: string, dflt: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : dflt;
-}
-
-const LOADS = arg("loads", "10,30,60").split(",").map(Number);
-const RUNS = Number(arg("runs", "3"));
-const RELEASE = Number(arg("release", "5"));
-const STABLE = Number(arg("stable", "0"));
+const { options } = parseCommandOrExit("npx tsx bench/reconfigure.ts", {
+  summary: "Measures the wall time of `pulumi up` for a config change on a simulated host against its unavoidable waits\n(load + GPU release), and the engine's fixed cost. Writes bench/results/reconfigure.{json,md}.",
+  options: {
+    loads: option({ type: listOf(positiveNumber), placeholder: "LIST", description: "simulated weight load times, in seconds", default: "10,30,60" }),
+    runs: option({ type: positiveInteger, placeholder: "N", description: "changes measured per load time", default: "3" }),
+    release: option({ type: nonNegativeNumber, placeholder: "S", description: "seconds until GPU memory is free after the old process exits", default: "5" }),
+    stable: option({ type: nonNegativeNumber, placeholder: "S", description: "safety.stableSeconds, the deliberate post-ready wait", default: "0" }),
+    baseline: option({ type: text, placeholder: "REV", description: "a git revision to measure side by side with this checkout, each on its own host" }),
+  },
+});
+const LOADS = options.loads;
+const RUNS = options.runs;
+const RELEASE = options.release;
+const STABLE = options.stable;
 const WARMUP = 0.5;
 const CONFIGS = ["b8t4-w2048", "b16t4-w2048"];
 /** A git revision to measure side by side with this checkout (e.g. the version before a change). */
-const BASELINE = arg("baseline", "");
+const BASELINE = options.baseline ?? "";
 
 async function timed(fn: () => Promise<unknown>): Promise<number> {
   const t = Date.now();

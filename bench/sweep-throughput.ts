@@ -2,7 +2,7 @@
 // fixed simulated load time, and the scaling efficiency against linear. Each sweep uses a
 // fresh workspace (every configuration is a first deploy on its host, then a
 // reconfiguration). Writes bench/results/sweep-throughput.{json,md}.
-// Run: npx tsx bench/sweep-throughput.ts [--configs 8] [--load 20] [--hosts 1,2,4]
+// Run: npx tsx bench/sweep-throughput.ts [--configs 8] [--load 20] [--hosts 1,2,4] (--help: the options)
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as YAML from "yaml";
@@ -11,18 +11,23 @@ import { REPO_ROOT } from "../lib/pulumi-env";
 import { simHostConfig, simWorkspace } from "../lib/workspace";
 import { runSweep } from "../components/sweep/sweep";
 import { gridStacks } from "../components/sweep/grid";
+import { integerBetween, listOf, option, parseCommandOrExit, positiveInteger, positiveNumber } from "../lib/cli";
 
-function arg(name: string, dflt: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : dflt;
-}
-
-const CONFIGS = Number(arg("configs", "8"));
-const LOAD = Number(arg("load", "20"));
-const HOST_COUNTS = arg("hosts", "1,2,4").split(",").map(Number);
+const GRID = gridStacks({ budgets: [4, 8, 12, 16], topks: [4], windows: [2048, 4096, 8192, "none"], compactCache: "auto" }).stacks;
+const { options } = parseCommandOrExit("npx tsx bench/sweep-throughput.ts", {
+  summary: "Measures sweep throughput (configurations per hour) on 1, 2, 4 ... simulated hosts at a fixed simulated\nload time, and the scaling against linear. Writes bench/results/sweep-throughput.{json,md}.",
+  options: {
+    configs: option({ type: integerBetween(1, GRID.length), placeholder: "N", description: "configurations per sweep, from a DDTree grid", default: "8" }),
+    load: option({ type: positiveNumber, placeholder: "S", description: "simulated weight load time, in seconds", default: "20" }),
+    hosts: option({ type: listOf(positiveInteger), placeholder: "LIST", description: "host counts, one sweep each", default: "1,2,4" }),
+  },
+});
+const CONFIGS = options.configs;
+const LOAD = options.load;
+const HOST_COUNTS = options.hosts;
 
 async function main(): Promise<void> {
-  const grid = gridStacks({ budgets: [4, 8, 12, 16], topks: [4], windows: [2048, 4096, 8192, "none"], compactCache: "auto" }).stacks.slice(0, CONFIGS);
+  const grid = GRID.slice(0, CONFIGS);
   const stackConfigs = Object.fromEntries(
     grid.map((g) => [g.name, { ...YAML.parse(g.yaml).config, "dflash-sglang:safety": { stableSeconds: 0 }, "dflash-sglang:benchmark": { enabled: false } }]),
   );

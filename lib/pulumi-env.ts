@@ -2,7 +2,7 @@
 // scripts/pulumi-env.sh so there is one definition of the embedded defaults.
 import { execFileSync } from "node:child_process";
 import * as path from "node:path";
-import { PulumiCommand } from "@pulumi/pulumi/automation";
+import type { PulumiCommand } from "@pulumi/pulumi/automation";
 
 export const REPO_ROOT = path.resolve(__dirname, "..");
 
@@ -36,5 +36,8 @@ export function pulumiEnv(overrides: Record<string, string> = {}, root = REPO_RO
 export async function pulumiCommand(root = REPO_ROOT): Promise<PulumiCommand> {
   const env = pulumiEnv({}, root);
   const binDir = env.PATH.split(":")[0];
+  // Loaded here, not at the top: every script imports this module (for REPO_ROOT) before
+  // it reads its command line, and the Automation API takes most of a second to load.
+  const { PulumiCommand } = await import("@pulumi/pulumi/automation");
   return PulumiCommand.get({ root: path.dirname(binDir), skipVersionCheck: true });
 }

@@ -3,10 +3,17 @@
 // documented remedy), with a note saying so. Locks of live processes are never touched.
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
+import * as path from "node:path";
 import * as YAML from "yaml";
+import { parseCommandOrExit } from "../lib/cli";
+import { REPO_ROOT } from "../lib/pulumi-env";
 import { staleLocks } from "../lib/stale-locks";
 
-const project = YAML.parse(fs.readFileSync("Pulumi.yaml", "utf8")).name as string;
+parseCommandOrExit("scripts/clear-stale-locks.ts", {
+  summary: "Runs `pulumi cancel` for each stack of PULUMI_BACKEND_URL locked by a pulumi process that no longer runs here.",
+  options: {},
+});
+const project = YAML.parse(fs.readFileSync(path.join(REPO_ROOT, "Pulumi.yaml"), "utf8")).name as string;
 for (const lock of staleLocks(process.env.PULUMI_BACKEND_URL ?? "", project)) {
   process.stderr.write(`note: stack ${lock.stack} was locked by pulumi pid ${lock.pid}, which no longer runs (killed?); running \`pulumi cancel\` for it\n`);
   execFileSync("pulumi", ["cancel", "--yes", "--stack", lock.stack], { stdio: "inherit" });

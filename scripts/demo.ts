@@ -3,6 +3,7 @@
 // The second deploy is a real reconfiguration: drain, stop, wait for GPU memory
 // (released 3 s after the old process exits, as on real hosts), start, readiness.
 import * as hosts from "../simhost/hosts";
+import { parseCommandOrExit, setUp } from "../lib/cli";
 import { readRepoStackConfig, simHostConfig, simWorkspace } from "../lib/workspace";
 
 const CONFIGS = ["b8t4-w2048", "b16t4-w2048"];
@@ -12,7 +13,18 @@ function say(line: string): void {
   process.stdout.write(`\n=== ${line}\n`);
 }
 
+const COMMAND = {
+  summary: [
+    "Boots a simulated 8-GPU host, deploys b8t4-w2048 and then b16t4-w2048 through the real Pulumi engine",
+    "(the second a real reconfiguration), shows a no-op up, and stops the host. The first run sets up",
+    "the machine: npm dependencies, the pinned Pulumi engine, the host image (minutes, cached after).",
+  ].join("\n"),
+  options: {},
+};
+
 async function main(): Promise<void> {
+  parseCommandOrExit("npm run demo --", COMMAND);
+  setUp({ hosts: true });
   say(`starting simulated GPU host ${HOST} (Debian + systemd + sshd, simulated SGLang DDTree build and 8 GPUs)`);
   const host = await hosts.start(HOST, {
     sglang: { profile: "ddtree-fork", loadSeconds: 6, warmupSeconds: 1 },

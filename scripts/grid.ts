@@ -1,36 +1,42 @@
-// `npm run grid -- --budgets 4,8,16 --topks 4,6 --windows 2048,none [--compact-cache auto|on|off] [--out stacks] [--force]`
-// Writes one stack file per valid combination; existing files are kept unless --force.
+// `npm run grid -- [options]`: writes one stack file per valid combination of DDTree
+// settings; existing files are kept unless --force. `npm run grid -- --help` lists the
+// options. It needs no set-up beyond the npm dependencies (it only writes files).
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { REPO_ROOT } from "../lib/pulumi-env";
+import { either, flag, inProjectFolder, listOf, oneOf, option, outputDirectory, parseCommandOrExit, positiveInteger } from "../lib/cli";
 import { gridStacks } from "../components/sweep/grid";
 
-function arg(name: string): string | undefined {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : undefined;
-}
+const INVOCATION = "npm run grid --";
+const COMMAND = {
+  summary: [
+    "Writes stacks/Pulumi.b<budget>t<topk>-w<window>.yaml for every combination of the lists given;",
+    "combinations the schema refuses (topk above budget, a window under the draft block) are skipped, with the reason.",
+  ].join("\n"),
+  options: {
+    budgets: option({ type: listOf(positiveInteger), placeholder: "LIST", description: "DDTree node budgets", default: "4,8,16" }),
+    topks: option({ type: listOf(positiveInteger), placeholder: "LIST", description: "DDTree top-k values", default: "4" }),
+    windows: option({ type: listOf(either(positiveInteger, oneOf(["none"]))), placeholder: "LIST", description: "drafter windows in tokens", default: "2048,none" }),
+    "compact-cache": option({ type: oneOf(["auto", "on", "off"]), placeholder: "MODE", description: "compact the drafter's windowed cache; auto: whenever there is a window", default: "auto" }),
+    out: option({ type: inProjectFolder(outputDirectory), placeholder: "DIR", description: "where to write the stack files", default: "stacks" }),
+    force: flag("overwrite stack files that exist"),
+  },
+  notes: "Example: npm run grid -- --budgets 4,8,12,16 --topks 4,6 --windows 2048,none",
+};
 
-function numbers(name: string, dflt: string): number[] {
-  const raw = arg(name) ?? dflt;
-  const out = raw.split(",").map((x) => Number(x.trim()));
-  if (out.some((x) => !Number.isInteger(x) || x <= 0)) throw new Error(`--${name} must be a comma list of positive integers, got "${raw}"`);
-  return out;
-}
-
-const windows = (arg("windows") ?? "2048,none").split(",").map((w) => (w.trim() === "none" ? "none" : Number(w.trim()))) as (number | "none")[];
-if (windows.some((w) => w !== "none" && (!Number.isInteger(w) || w <= 0))) throw new Error('--windows must list positive integers or "none"');
-const compact = (arg("compact-cache") ?? "auto") as "on" | "off" | "auto";
-if (!["on", "off", "auto"].includes(compact)) throw new Error("--compact-cache must be auto, on or off");
-const outDir = path.resolve(arg("out") ?? path.join(REPO_ROOT, "stacks"));
-const { stacks, skipped } = gridStacks({ budgets: numbers("budgets", "4,8,16"), topks: numbers("topks", "4"), windows, compactCache: compact });
-fs.mkdirSync(outDir, { recursive: true });
-for (const s of stacks) {
-  const file = path.join(outDir, `Pulumi.${s.name}.yaml`);
-  if (fs.existsSync(file) && !process.argv.includes("--force")) {
-    process.stdout.write(`kept     ${file} (exists; --force to overwrite)\n`);
-    continue;
+function main(): void {
+  const { options } = parseCommandOrExit(INVOCATION, COMMAND);
+  const { stacks, skipped } = gridStacks({ budgets: options.budgets, topks: options.topks, windows: options.windows, compactCache: options["compact-cache"] });
+  fs.mkdirSync(options.out, { recursive: true });
+  for (const s of stacks) {
+    const file = path.join(options.out, `Pulumi.${s.name}.yaml`);
+    if (fs.existsSync(file) && !options.force) {
+      process.stdout.write(`kept     ${file} (exists; --force to overwrite)\n`);
+      continue;
+    }
+    fs.writeFileSync(file, s.yaml);
+    process.stdout.write(`wrote    ${file}\n`);
   }
-  fs.writeFileSync(file, s.yaml);
-  process.stdout.write(`wrote    ${file}\n`);
+  for (const s of skipped) process.stdout.write(`skipped  ${s.name}: ${s.reason}\n`);
 }
-for (const s of skipped) process.stdout.write(`skipped  ${s.name}: ${s.reason}\n`);
+
+main();

@@ -1,16 +1,33 @@
-// `npm run report -- [--stacks GLOB] [--out DIR] [--workdir DIR]`: reads the outputs of
-// every (matching) stack through the Automation API, whatever the backend, and writes
-// report.md (one row per stack) and report.svg (tokens/s by configuration).
+// `npm run report -- [options]`: reads the outputs of every (matching) stack through the
+// Automation API, whatever the backend, and writes report.md (one row per stack) and
+// report.svg (tokens/s by configuration). `npm run report -- --help` lists the options.
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { LocalWorkspace } from "@pulumi/pulumi/automation";
-import { REPO_ROOT, pulumiCommand, pulumiEnv } from "../lib/pulumi-env";
+import { pulumiCommand, pulumiEnv } from "../lib/pulumi-env";
+import { existingDirectory, inProjectFolder, option, outputDirectory, parseCommandOrExit, setUp, ValueType } from "../lib/cli";
 import { globMatcher, renderMarkdown, renderSvg, ReportRow } from "../components/benchmark/report";
 
-function arg(name: string, dflt: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 && process.argv[i + 1] ? process.argv[i + 1] : dflt;
-}
+const stackPattern: ValueType<string> = {
+  expects: "a pattern of stack names (* any characters, ? one)",
+  parse(glob) {
+    if (glob === "") throw new Error("");
+    return glob;
+  },
+};
+
+const INVOCATION = "npm run report --";
+const COMMAND = {
+  summary: [
+    "Reads the outputs of every stack whose name matches --stacks (through the Automation API, whatever",
+    "the backend) and writes report.md (one row per stack, the best marked) and report.svg (tokens/s).",
+  ].join("\n"),
+  options: {
+    stacks: option({ type: stackPattern, placeholder: "GLOB", description: "the stacks to report on", default: "*" }),
+    out: option({ type: inProjectFolder(outputDirectory), placeholder: "DIR", description: "where to write report.md and report.svg", default: "bench/out" }),
+    workdir: option({ type: inProjectFolder(existingDirectory), placeholder: "DIR", description: "the Pulumi project folder whose stacks to read", default: "." }),
+  },
+};
 
 export async function collectRows(workDir: string, env: Record<string, string>, glob: string): Promise<ReportRow[]> {
   const ws = await LocalWorkspace.create({ workDir, envVars: env, pulumiCommand: await pulumiCommand() });
@@ -32,9 +49,11 @@ export async function collectRows(workDir: string, env: Record<string, string>, 
 }
 
 async function main(): Promise<void> {
-  const glob = arg("stacks", "*");
-  const outDir = path.resolve(arg("out", path.join(REPO_ROOT, "bench", "out")));
-  const workDir = path.resolve(arg("workdir", REPO_ROOT));
+  const { options } = parseCommandOrExit(INVOCATION, COMMAND);
+  const glob = options.stacks;
+  const outDir = options.out;
+  const workDir = options.workdir;
+  setUp({ hosts: false });
   const rows = await collectRows(workDir, pulumiEnv(), glob);
   if (rows.length === 0) throw new Error(`no stack matches "${glob}" in ${workDir} (backend ${pulumiEnv().PULUMI_BACKEND_URL})`);
   fs.mkdirSync(outDir, { recursive: true });

@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # Everything the README's commands need on a fresh machine, each step cached:
 # npm dependencies, the pinned Pulumi toolchain, the simulated hosts' rootfs and the
-# compiled simulators. Prints nothing but progress on stderr.
+# compiled simulators. Prints nothing but progress on stderr. The project's commands run it
+# after reading their command line (lib/cli.ts setUp), `npm test` before testing.
+# DFLASH_FORBID_SETUP=1 makes it fail at once: tests of what must not reach set-up use it.
 set -euo pipefail
+if [ -n "${DFLASH_FORBID_SETUP:-}" ]; then
+  echo "setup: refused: DFLASH_FORBID_SETUP is set (a check that nothing is set up reached set-up)" >&2
+  exit 3
+fi
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
-stamp=node_modules/.dflash-lock-stamp
-if ! cmp -s package-lock.json "$stamp" 2>/dev/null; then
-  echo "setup: npm ci" >&2
-  npm ci --no-audit --no-fund >&2
-  cp package-lock.json "$stamp"
-fi
+./scripts/npm-deps.sh
+# `npx pulumi ...` in this folder: the pinned CLI with the project's defaults (npm ci
+# empties node_modules, so the link is made after it, every time).
+ln -sfn ../../scripts/pulumi.sh node_modules/.bin/pulumi
 ./toolchain/ensure.sh >/dev/null
 # The benchmark's coding check runs model-written code only inside a bubblewrap sandbox.
 if ! command -v bwrap >/dev/null 2>&1; then
@@ -23,7 +27,5 @@ if ! command -v bwrap >/dev/null 2>&1; then
   fi
 fi
 if [ "${1:-}" != "--no-hosts" ]; then
-  ./simhost/rootfs.sh >/dev/null
-  # The simulators run inside the hosts as plain JavaScript (bind-mounted, no node_modules).
-  npx tsc -p simhost/sim/tsconfig.json
+  ./simhost/prepare.sh
 fi

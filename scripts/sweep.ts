@@ -1,59 +1,99 @@
-// `npm run sweep -- [--stacks GLOB] [--hosts hosts.json | --sim-hosts N] [--resume] [--keep-going]`
-//
-// Runs `up` for every stack file in stacks/ matching GLOB, spread over the hosts (one
-// configuration at a time per host), then writes the comparison report. The sweep keeps
-// its workspace (stack files with the host each configuration ran on, and, unless
-// PULUMI_BACKEND_URL is set, its state) in .sweep/, so --resume can skip finished work.
-//   --hosts FILE     JSON list of {"name", "address", "port"?, "user"?, "privateKeyPath", "hostKey"}
-//   --sim-hosts N    boot N simulated hosts for the sweep (the default: 2) and stop them after
-//   --sim-load-seconds S   simulated weight load time (default 6)
-// Ctrl-C: finishes the configurations in progress, starts no more, writes the report.
+// `npm run sweep -- [options]`: runs `up` for every stack file in stacks/ matching a
+// pattern, spread over the hosts (one configuration at a time per host), then writes the
+// comparison report. The sweep keeps its workspace (stack files with the host each
+// configuration ran on, and, unless PULUMI_BACKEND_URL is set, its state) in .sweep/, so
+// --resume can skip finished work. `npm run sweep -- --help` lists the options.
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as YAML from "yaml";
 import * as hosts from "../simhost/hosts";
 import { REPO_ROOT } from "../lib/pulumi-env";
+import { flag, inProjectFolder, option, parseCommandOrExit, positiveInteger, positiveNumber, setUp, ValueType } from "../lib/cli";
 import { simHostConfig, simWorkspace } from "../lib/workspace";
 import { renderOutcomes, runSweep, SweepHost } from "../components/sweep/sweep";
+import { hostSchema } from "../components/sglang-service/schema";
 import { collectRows } from "./report";
 import { globMatcher, renderMarkdown, renderSvg } from "../components/benchmark/report";
 
-function arg(name: string): string | undefined {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : undefined;
+const STACKS_DIR = path.join(REPO_ROOT, "stacks");
+
+function stackNames(): string[] {
+  return fs
+    .readdirSync(STACKS_DIR)
+    .map((f) => /^Pulumi\.(.+)\.yaml$/.exec(f)?.[1])
+    .filter((name): name is string => name !== undefined)
+    .sort();
 }
-const flag = (name: string) => process.argv.includes(`--${name}`);
 
 function stackFiles(glob: string): Record<string, Record<string, unknown>> {
   const match = globMatcher(glob);
-  const out: Record<string, Record<string, unknown>> = {};
-  for (const f of fs.readdirSync(path.join(REPO_ROOT, "stacks")).sort()) {
-    const name = /^Pulumi\.(.+)\.yaml$/.exec(f)?.[1];
-    if (name && match(name)) out[name] = YAML.parse(fs.readFileSync(path.join(REPO_ROOT, "stacks", f), "utf8"))?.config ?? {};
-  }
-  return out;
+  return Object.fromEntries(
+    stackNames()
+      .filter(match)
+      .map((name) => [name, YAML.parse(fs.readFileSync(path.join(STACKS_DIR, `Pulumi.${name}.yaml`), "utf8"))?.config ?? {}]),
+  );
 }
 
-function hostsFromFile(file: string): SweepHost[] {
-  const list = JSON.parse(fs.readFileSync(file, "utf8")) as { name?: string; address: string; port?: number; user?: string; privateKeyPath: string; hostKey: string }[];
-  return list.map((h) => ({
-    name: h.name ?? h.address,
-    config: { "dflash-sglang:host": { address: h.address, port: h.port ?? 22, user: h.user ?? "root", privateKeyPath: h.privateKeyPath, hostKey: h.hostKey } },
-  }));
-}
+/** A pattern that must match at least one stack file. */
+const stackFilePattern: ValueType<string> = {
+  expects: "a pattern (* any characters, ? one) matching stack names of stacks/Pulumi.<name>.yaml",
+  parse(glob) {
+    if (glob === "") throw new Error("");
+    if (Object.keys(stackFiles(glob)).length === 0) throw new Error(`it matches none of ${stackNames().join(", ")}`);
+    return glob;
+  },
+};
+
+/** A JSON file listing the hosts to sweep on, each checked by the schema of `dflash-sglang:host`. */
+const hostsFile: ValueType<SweepHost[]> = {
+  expects: 'a JSON file listing hosts: [{"name"?, "address", "port"?, "user"?, "privateKeyPath", "hostKey"}, ...]',
+  parse(file) {
+    let list: unknown;
+    try {
+      list = JSON.parse(fs.readFileSync(file, "utf8"));
+    } catch (e) {
+      throw new Error((e as Error).message);
+    }
+    if (!Array.isArray(list) || list.length === 0) throw new Error("it holds no list of hosts");
+    return list.map((entry: unknown, i) => {
+      const { name, ...host } = (typeof entry === "object" && entry !== null ? entry : {}) as Record<string, unknown>;
+      const checked = hostSchema.safeParse(host);
+      if (!checked.success) throw new Error(`host ${i + 1}: ${checked.error.issues.map((issue) => issue.message).join("; ")}`);
+      return { name: typeof name === "string" ? name : checked.data.address, config: { "dflash-sglang:host": checked.data } };
+    });
+  },
+};
+
+const INVOCATION = "npm run sweep --";
+const COMMAND = {
+  summary: [
+    "Runs `pulumi up` for every stack file in stacks/ whose name matches --stacks, one configuration",
+    "at a time per host, hosts in parallel, then writes bench/out/sweep-report.md and sweep-report.svg.",
+    "Without --hosts it boots simulated GPU hosts for the sweep and stops them after.",
+  ].join("\n"),
+  options: {
+    stacks: option({ type: stackFilePattern, placeholder: "GLOB", description: "the stacks to sweep", default: "*" }),
+    hosts: option({ type: inProjectFolder(hostsFile), placeholder: "FILE", description: "sweep on these hosts instead of simulated ones" }),
+    "sim-hosts": option({ type: positiveInteger, placeholder: "N", description: "boot N simulated hosts for the sweep", default: "2", excludes: ["hosts"] }),
+    "sim-load-seconds": option({ type: positiveNumber, placeholder: "S", description: "the simulated weight load time, in seconds", default: "6", excludes: ["hosts"] }),
+    resume: flag("skip stacks whose outputs already hold a benchmark of their current configuration"),
+    "keep-going": flag("record a failed configuration with its cause and go on with the others"),
+  },
+  notes: "Ctrl-C finishes the configurations in progress, starts no more, and writes the report; Ctrl-C again aborts.",
+};
 
 async function main(): Promise<void> {
-  const glob = arg("stacks") ?? "*";
+  const { options } = parseCommandOrExit(INVOCATION, COMMAND);
+  const glob = options.stacks;
   const stacks = stackFiles(glob);
-  if (Object.keys(stacks).length === 0) throw new Error(`no stack file in stacks/ matches "${glob}"`);
+  setUp({ hosts: options.hosts === undefined });
   const started: string[] = [];
   let sweepHosts: SweepHost[];
-  const hostsFile = arg("hosts");
-  if (hostsFile) {
-    sweepHosts = hostsFromFile(hostsFile);
+  if (options.hosts) {
+    sweepHosts = options.hosts;
   } else {
-    const n = Number(arg("sim-hosts") ?? "2");
-    const load = Number(arg("sim-load-seconds") ?? "6");
+    const n = options["sim-hosts"];
+    const load = options["sim-load-seconds"];
     process.stdout.write(`booting ${n} simulated GPU hosts (load time ${load} s)\n`);
     sweepHosts = [];
     for (let i = 0; i < n; i++) {
@@ -77,8 +117,8 @@ async function main(): Promise<void> {
       ws,
       stacks,
       hosts: sweepHosts,
-      resume: flag("resume"),
-      keepGoing: flag("keep-going"),
+      resume: options.resume,
+      keepGoing: options["keep-going"],
       progress: (host, line) => process.stdout.write(`[${new Date().toISOString().slice(11, 19)}] [${host}] ${line}\n`),
       shouldStop: () => stopping,
     });

@@ -1,108 +1,129 @@
-// npm run simhost -- start NAME [options] | stop NAME | stop --all | status | fault NAME JSON | configure NAME JSON
-// Thin wiring over simhost/hosts.ts: parses arguments, prints JSON lines on stdout,
-// progress and errors on stderr.
-import { parseArgs } from "node:util";
-import { configure, fault, start, status, stop, stopAll, type ModelSpec } from "./hosts";
+// npm run simhost -- <command> [options]: start, stop, status, fault, configure.
+// Thin wiring over simhost/hosts.ts: reads the command line (simhost/command-line.ts) before
+// anything else, prints JSON lines on stdout, progress and errors on stderr.
+import { spawnSync } from "node:child_process";
+import * as path from "node:path";
+import { argument, command, flag, json, option, parseProgramOrExit, positiveInteger, positiveNumber, UsageError, type ValueType } from "./command-line";
+import { parseFaults } from "./sim/faults";
+import { configure, fault, start, START_DEFAULTS, status, stop, stopAll, validateHostName, type ModelSpec } from "./hosts";
 
-const USAGE = `usage: npm run simhost -- <command>
-  start NAME [--gpus N] [--gpu-memory-mib N] [--sglang JSON] [--models JSON] [--boot-timeout SECONDS]
-                           boot a host; prints its HostInfo as one JSON line
-  stop NAME                stop a host and remove all it left (idempotent)
-  stop --all               stop every host on this machine
-  status                   one JSON line per host: name, address, pid, alive
-  fault NAME JSON          replace the host's faults, e.g. '{"gpuReleaseDelaySeconds":5}'
-  configure NAME JSON      merge keys into the host's /etc/dflash-sim/sglang.json`;
+const hostName: ValueType<string> = {
+  expects: "a host name: 1-63 lower-case letters, digits and '-', starting with a letter or digit",
+  parse(name) {
+    try {
+      return validateHostName(name);
+    } catch (e) {
+      throw new Error((e as Error).message.includes("reserved") ? "that name is reserved" : "");
+    }
+  },
+};
 
-function positiveNumber(flag: string, text: string | undefined): number | undefined {
-  if (text === undefined) return undefined;
-  const value = Number(text);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`${flag} must be a positive number, got ${JSON.stringify(text)}`);
-  return value;
-}
-
-function json(flag: string, text: string | undefined): unknown {
-  if (text === undefined) return undefined;
-  try {
-    return JSON.parse(text);
-  } catch (e) {
-    throw new Error(`${flag} is not valid JSON (${(e as Error).message}): ${text}`);
-  }
-}
-
-function exactly(args: string[], count: number, command: string): string[] {
-  if (args.length !== count) throw new Error(`${command} takes ${count} argument(s), got ${args.length}\n${USAGE}`);
-  return args;
-}
-
-async function main(argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      all: { type: "boolean" },
-      gpus: { type: "string" },
-      "gpu-memory-mib": { type: "string" },
-      sglang: { type: "string" },
-      models: { type: "string" },
-      "boot-timeout": { type: "string" },
-      help: { type: "boolean", short: "h" },
-    },
+function jsonObject(example: string): ValueType<Record<string, unknown>> {
+  return json(`a JSON object, e.g. ${example}`, (value) => {
+    if (typeof value !== "object" || value === null || Array.isArray(value)) throw new Error("not an object");
+    return value as Record<string, unknown>;
   });
-  const [command, ...args] = positionals;
-  if (values.help || command === undefined) {
-    console.log(USAGE);
-    return;
-  }
-  switch (command) {
+}
+
+const models = json('a JSON array of {"path": "/models/...", "sizeGiB": N}', (value) => {
+  if (!Array.isArray(value)) throw new Error("not an array");
+  return value.map((m: { path?: unknown; sizeGiB?: unknown } | null, i): ModelSpec => {
+    if (typeof m?.path !== "string" || !m.path.startsWith("/")) throw new Error(`entry ${i + 1}: "path" must be an absolute path`);
+    if (typeof m.sizeGiB !== "number" || !(m.sizeGiB > 0)) throw new Error(`entry ${i + 1}: "sizeGiB" must be a positive number`);
+    return { path: m.path, sizeGiB: m.sizeGiB };
+  });
+});
+
+const faults = json('a JSON object of faults, e.g. {"gpuReleaseDelaySeconds": 5}', (value) => {
+  parseFaults(value);
+  return value as Record<string, unknown>;
+});
+
+const INVOCATION = "npm run simhost --";
+const PROGRAM = {
+  summary: "Simulated GPU hosts on this machine: Debian containers with systemd and sshd on 127.0.0.N, simulated SGLang and GPUs.",
+  commands: {
+    start: {
+      summary: "boot a host; prints its HostInfo (address, ssh key, host key, ...) as one JSON line",
+      args: { NAME: argument(hostName, "the host's name") },
+      options: {
+        gpus: option({ type: positiveInteger, placeholder: "N", description: "GPUs the simulated nvidia-smi reports", default: String(START_DEFAULTS.gpus) }),
+        "gpu-memory-mib": option({ type: positiveInteger, placeholder: "N", description: "memory per GPU in MiB", default: String(START_DEFAULTS.gpuMemoryMiB) }),
+        sglang: option({ type: jsonObject('{"profile":"ddtree-fork"}'), placeholder: "JSON", description: "settings of the SGLang simulator, see simhost/sim/sglang/", default: "{}" }),
+        models: option({ type: models, placeholder: "JSON", description: "fake model trees; without it, the Kimi-K2.6 target and its DFlash drafter" }),
+        "boot-timeout": option({ type: positiveNumber, placeholder: "SECONDS", description: "how long the boot may take", default: String(START_DEFAULTS.bootTimeoutMs / 1000) }),
+      },
+    },
+    stop: command({
+      summary: "stop a host and remove all it left (idempotent); --all: every host on this machine",
+      args: { NAME: argument(hostName, "the host to stop", { optional: true }) },
+      options: { all: flag("stop every host on this machine") },
+      check({ options, args }) {
+        if (options.all === (args.NAME !== undefined)) throw new UsageError("stop takes either NAME or --all");
+      },
+    }),
+    status: {
+      summary: "one JSON line per host: name, address, pid, alive",
+      options: {},
+    },
+    fault: {
+      summary: "replace the host's faults (see simhost/sim/faults.ts), e.g. '{\"gpuReleaseDelaySeconds\":5}'",
+      args: { NAME: argument(hostName, "the host"), JSON: argument(faults, "the faults, replacing the host's") },
+      options: {},
+    },
+    configure: {
+      summary: "merge keys into the host's /etc/dflash-sim/sglang.json; prints the result",
+      args: { NAME: argument(hostName, "the host"), JSON: argument(jsonObject('{"removedEndpoints":["/get_server_info"]}'), "the keys to merge") },
+      options: {},
+    },
+  },
+};
+
+/** The host image and compiled simulators a start needs (simhost/prepare.sh; cached). */
+function prepare(): void {
+  const script = path.join(__dirname, "prepare.sh");
+  const run = spawnSync("bash", [script], { stdio: ["ignore", "inherit", "inherit"] });
+  if (run.status !== 0) throw new Error(`preparing the host image failed (bash ${script} ended with ${run.status ?? run.signal ?? run.error?.message}); see its output above`);
+}
+
+async function main(): Promise<void> {
+  const parsed = parseProgramOrExit(INVOCATION, PROGRAM);
+  switch (parsed.command) {
     case "start": {
-      const [name] = exactly(args, 1, "start");
-      const sglang = json("--sglang", values.sglang);
-      if (sglang !== undefined && (typeof sglang !== "object" || sglang === null || Array.isArray(sglang))) {
-        throw new Error("--sglang must be a JSON object");
-      }
-      const models = json("--models", values.models);
-      if (models !== undefined && !Array.isArray(models)) throw new Error('--models must be a JSON array of {"path","sizeGiB"}');
-      const bootTimeout = positiveNumber("--boot-timeout", values["boot-timeout"]);
-      const host = await start(name, {
-        gpus: positiveNumber("--gpus", values.gpus),
-        gpuMemoryMiB: positiveNumber("--gpu-memory-mib", values["gpu-memory-mib"]),
-        sglang: sglang as Record<string, unknown> | undefined,
-        models: models as ModelSpec[] | undefined,
-        bootTimeoutMs: bootTimeout === undefined ? undefined : bootTimeout * 1000,
+      const { options, args } = parsed;
+      prepare();
+      const host = await start(args.NAME, {
+        gpus: options.gpus,
+        gpuMemoryMiB: options["gpu-memory-mib"],
+        sglang: options.sglang,
+        models: options.models,
+        bootTimeoutMs: options["boot-timeout"] * 1000,
         onProgress: (message) => console.error(`simhost: ${message}`),
       });
       console.log(JSON.stringify(host));
       return;
     }
     case "stop":
-      if (values.all) {
-        exactly(args, 0, "stop --all");
+      if (parsed.options.all) {
         const stopped = await stopAll();
         console.error(`simhost: stopped ${stopped.length} host(s)${stopped.length ? `: ${stopped.join(", ")}` : ""}`);
       } else {
-        await stop(exactly(args, 1, "stop")[0]);
+        await stop(parsed.args.NAME!);
       }
       return;
     case "status":
-      exactly(args, 0, "status");
       for (const host of status()) console.log(JSON.stringify(host));
       return;
-    case "fault": {
-      const [name, spec] = exactly(args, 2, "fault");
-      fault(name, spec);
+    case "fault":
+      fault(parsed.args.NAME, JSON.stringify(parsed.args.JSON));
       return;
-    }
-    case "configure": {
-      const [name, patch] = exactly(args, 2, "configure");
-      console.log(JSON.stringify(configure(name, patch)));
+    case "configure":
+      console.log(JSON.stringify(configure(parsed.args.NAME, JSON.stringify(parsed.args.JSON))));
       return;
-    }
-    default:
-      throw new Error(`unknown command ${JSON.stringify(command)}\n${USAGE}`);
   }
 }
 
-main(process.argv.slice(2)).catch((e: unknown) => {
+main().catch((e: unknown) => {
   console.error(`simhost: ${e instanceof Error ? e.message : String(e)}`);
   process.exit(1);
 });

@@ -50,6 +50,9 @@ export interface StartOptions {
   onProgress?: (message: string) => void;
 }
 
+/** What a start gets for the options it is not given. */
+export const START_DEFAULTS = { gpus: 8, gpuMemoryMiB: 97887, bootTimeoutMs: 60_000 } as const;
+
 export const DEFAULT_MODELS: ModelSpec[] = [
   { path: "/models/Kimi-K2.6", sizeGiB: 590 },
   { path: "/models/Kimi-K2.6-DFlash", sizeGiB: 6 },
@@ -541,8 +544,8 @@ export async function start(name: string, opts: StartOptions = {}): Promise<Host
     const merged = mountOverlay(rootfs, stateDir);
     const clientKey = makeClientKey(stateDir, name);
     const hostKey = makeHostKeys(merged);
-    const gpus = opts.gpus ?? 8;
-    const gpuMemoryMiB = opts.gpuMemoryMiB ?? 97887;
+    const gpus = opts.gpus ?? START_DEFAULTS.gpus;
+    const gpuMemoryMiB = opts.gpuMemoryMiB ?? START_DEFAULTS.gpuMemoryMiB;
     writeHostTree(
       merged,
       renderHostTree({
@@ -574,7 +577,7 @@ export async function start(name: string, opts: StartOptions = {}): Promise<Host
     };
     fs.writeFileSync(path.join(stateDir, "host.json"), `${JSON.stringify(host)}\n`);
     const pid = bootContainer(name, merged, simDir, stateDir);
-    await waitUntilRunning(host, pid, opts.bootTimeoutMs ?? 60_000, opts.onProgress ?? (() => undefined));
+    await waitUntilRunning(host, pid, opts.bootTimeoutMs ?? START_DEFAULTS.bootTimeoutMs, opts.onProgress ?? (() => undefined));
     return host;
   } catch (e) {
     try {

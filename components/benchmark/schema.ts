@@ -1,35 +1,32 @@
 // Benchmark settings of a stack (`dflash-sglang:benchmark`): one zod schema for types,
 // defaults and messages.
 import { z } from "zod";
+import { listOf, must, positiveNumber, section, trueOrFalse, wholeNumber } from "../sglang-service/values";
 
-const positiveInt = z.number().int().positive();
-
-export const benchmarkSchema = z
-  .object({
-    /** Run the benchmark after each reconfiguration. Defaults to true. */
-    enabled: z.boolean().default(true),
-    /** Change it (any string) to measure again without changing the server. Defaults to "1". */
-    runId: z.string().default("1"),
-    /** Measured single-stream requests per context length. Defaults to 3. */
-    runs: positiveInt.max(100).default(3),
-    /** Unmeasured requests first (warm caches, CUDA graphs). Defaults to 1. */
-    warmupRuns: z.number().int().min(0).max(20).default(1),
-    /** Output tokens per request (ignore_eos). Defaults to 256. */
-    maxTokens: positiveInt.max(32768).default(256),
-    /** Prompt length of the short-context runs, in tokens. Defaults to 128. */
-    shortPromptTokens: positiveInt.default(128),
-    /** Long-context prompt lengths, in tokens. Defaults to [8192, 32768]. */
-    longContextTokens: z.array(positiveInt).default([8192, 32768]),
-    /** Concurrency levels for throughput. Defaults to [1, 4, 16]. */
-    concurrency: z.array(positiveInt.max(1024)).default([1, 4, 16]),
-    /** Run the coding-correctness check. Defaults to true. */
-    coding: z.boolean().default(true),
-    /** Output budget of a coding answer (thinking models write long reasoning). Defaults to 1024. */
-    codingMaxTokens: positiveInt.default(1024),
-    /** Deadline of the whole benchmark. Defaults to 1800 s. */
-    timeoutSeconds: z.number().positive().default(1800),
-  })
-  .strict();
+export const benchmarkSchema = section("benchmark", {
+  /** Run the benchmark after each reconfiguration. Defaults to true. */
+  enabled: trueOrFalse("benchmark.enabled").default(true),
+  /** Change it (any string) to measure again without changing the server. Defaults to "1". */
+  runId: z.string(must("benchmark.runId", 'text (any; change it to measure again), e.g. "2"')).default("1"),
+  /** Measured single-stream requests per context length. Defaults to 3. */
+  runs: wholeNumber("benchmark.runs", 1, 100).default(3),
+  /** Unmeasured requests first (warm caches, CUDA graphs). Defaults to 1. */
+  warmupRuns: wholeNumber("benchmark.warmupRuns", 0, 20).default(1),
+  /** Output tokens per request (ignore_eos). Defaults to 256. */
+  maxTokens: wholeNumber("benchmark.maxTokens", 1, 32768).default(256),
+  /** Prompt length of the short-context runs, in tokens. Defaults to 128. */
+  shortPromptTokens: wholeNumber("benchmark.shortPromptTokens", 1).default(128),
+  /** Long-context prompt lengths, in tokens. Defaults to [8192, 32768]. */
+  longContextTokens: listOf("benchmark.longContextTokens", wholeNumber("benchmark.longContextTokens entry", 1), "positive whole numbers of tokens, e.g. [8192, 32768]").default([8192, 32768]),
+  /** Concurrency levels for throughput. Defaults to [1, 4, 16]. */
+  concurrency: listOf("benchmark.concurrency", wholeNumber("benchmark.concurrency entry", 1, 1024), "whole numbers from 1 to 1024, e.g. [1, 4, 16]").default([1, 4, 16]),
+  /** Run the coding-correctness check. Defaults to true. */
+  coding: trueOrFalse("benchmark.coding").default(true),
+  /** Output budget of a coding answer (thinking models write long reasoning). Defaults to 1024. */
+  codingMaxTokens: wholeNumber("benchmark.codingMaxTokens", 1).default(1024),
+  /** Deadline of the whole benchmark. Defaults to 1800 s. */
+  timeoutSeconds: positiveNumber("benchmark.timeoutSeconds", "seconds").default(1800),
+});
 
 export type BenchmarkSettingsInput = z.input<typeof benchmarkSchema>;
 export type BenchmarkSettings = z.output<typeof benchmarkSchema>;

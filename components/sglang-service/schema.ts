@@ -3,134 +3,138 @@
 // Pure: no Pulumi imports, so tests and dynamic providers can use it freely.
 import { z } from "zod";
 import { benchmarkSchema } from "../benchmark/schema";
+import { absolutePath, listOf, must, oneOf, port, positiveNumber, section, text, trueOrFalse, wholeNumber } from "./values";
 
 /** Config namespace = project name in Pulumi.yaml. */
 export const CONFIG_NAMESPACE = "dflash-sglang";
 
-// Values end up in a systemd unit and in shell commands: reject anything that could
-// start a new line or hide a character, whatever is escaped later.
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
-const text = (what: string) =>
-  z.string().min(1, { error: `${what} must not be empty` }).refine((s) => !CONTROL.test(s), { error: `${what} must not contain newlines or control characters` });
-const absPath = (what: string) =>
-  text(what)
-    .refine((s) => s.startsWith("/"), { error: `${what} must be an absolute path (start with /)` })
-    .refine((s) => !s.endsWith("\\"), { error: `${what} must not end with a backslash` });
 /**
  * A value that becomes one word of a command line (ssh's destination, a flag's value):
  * one beginning with "-" would be read as an option (e.g. `-oProxyCommand=...` for ssh).
  */
-const argWord = (what: string) => text(what).refine((s) => !s.startsWith("-"), { error: `${what} must not begin with "-" (it would be read as a command-line option)` });
+const argWord = (what: string, valid: string) => text(what, valid).refine((s) => !s.startsWith("-"), { error: `${what} must not begin with "-" (it would be read as a command-line option)` });
 /** A host name or an IPv4/IPv6 address. */
 const address = (what: string) =>
-  argWord(what).refine((s) => /^[A-Za-z0-9._:%[\]-]+$/.test(s), { error: `${what} must be a host name or an IP address (letters, digits, '.', '-', ':', '[', ']', '%')` });
-const port = z.number().int().min(1).max(65535);
-const seconds = (what: string, dflt: number) => z.number().positive({ error: `${what} must be a positive number of seconds` }).default(dflt);
+  argWord(what, "a host name or an IP address").refine((s) => /^[A-Za-z0-9._:%[\]-]+$/.test(s), {
+    error: `${what} must be a host name or an IP address (letters, digits, '.', '-', ':', '[', ']', '%')`,
+  });
+const seconds = (what: string, dflt: number) => positiveNumber(what, "seconds").default(dflt);
+/** The spelling of a speculative option in an SGLang build: a flag, or null where the build lacks it. */
+const flagName = (what: string) => text(what, 'a flag name such as "--speculative-ddtree-budget", or null where the build lacks it');
 
-export const hostSchema = z
-  .object({
+/** A host, as `host` or as an entry of `nodes` (`key` names it in messages: "host", "nodes[N]"). */
+function hostSchemaAt(key: string) {
+  return section(key, {
     /** Address of the GPU host. */
-    address: address("host.address").refine((a) => !/\.invalid$/i.test(a), {
-      error: "host.address is still the documented placeholder: set it to your GPU host (`npm run pulumi -- config set --path host.address <addr>`)",
+    address: address(`${key}.address`).refine((a) => !/\.invalid$/i.test(a), {
+      error: `${key}.address is still the documented placeholder: set it to your GPU host (\`npm run pulumi -- config set --path ${key}.address <addr>\`)`,
     }),
     /** SSH port. Defaults to 22. */
-    port: port.default(22),
+    port: port(`${key}.port`).default(22),
     /** SSH user. Defaults to root (systemctl and unit files need it). */
-    user: z.string().regex(/^[A-Za-z_][A-Za-z0-9_.-]{0,31}$/, { error: 'host.user must be a plain user name (letters, digits, "_", "." and "-", not beginning with "-")' }).default("root"),
+    user: z
+      .string(must(`${key}.user`, 'a plain user name (letters, digits, "_", "." and "-", not beginning with "-")'))
+      .regex(/^[A-Za-z_][A-Za-z0-9_.-]{0,31}$/)
+      .default("root"),
     /** Private key file on the machine running Pulumi; or set the secret `sshPrivateKey` instead. */
-    privateKeyPath: absPath("host.privateKeyPath").optional(),
+    privateKeyPath: absolutePath(`${key}.privateKeyPath`).optional(),
     /**
      * The host's SSH public key ("ssh-ed25519 AAAA..."), pinned: every connection
      * verifies it before running anything. Required.
      */
-    hostKey: text("host.hostKey").refine((s) => /^(ssh-ed25519|ecdsa-sha2-nistp\d+|ssh-rsa) [A-Za-z0-9+/=]+( .*)?$/.test(s), {
-      error: 'host.hostKey must be an SSH public key line such as "ssh-ed25519 AAAA..." (see `ssh-keyscan -t ed25519 HOST`)',
+    hostKey: text(`${key}.hostKey`, 'an SSH public key line such as "ssh-ed25519 AAAA..."').refine((s) => /^(ssh-ed25519|ecdsa-sha2-nistp\d+|ssh-rsa) [A-Za-z0-9+/=]+( .*)?$/.test(s), {
+      error: `${key}.hostKey must be an SSH public key line such as "ssh-ed25519 AAAA..." (see \`ssh-keyscan -t ed25519 HOST\`)`,
     }),
-  })
-  .strict();
+  });
+}
 
-const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: "environment variable names must match [A-Za-z_][A-Za-z0-9_]*" });
+export const hostSchema = hostSchemaAt("host");
 
-export const serviceSchema = z
-  .object({
-    /** systemd unit name, without ".service". Defaults to "sglang". */
-    unitName: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.@-]{0,200}$/, { error: "service.unitName may use letters, digits, '_', '.', '@' and '-' only" }).default("sglang"),
-    /** Python interpreter that has SGLang installed. Defaults to /usr/bin/python3. */
-    python: absPath("service.python").default("/usr/bin/python3"),
-    /** Working directory of the server. Defaults to /. */
-    workingDirectory: absPath("service.workingDirectory").default("/"),
-    /** User the server runs as. Defaults to root. */
-    runAs: z.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/, { error: "service.runAs must be a plain user name" }).default("root"),
-    /** Extra environment of the server. */
-    environment: z.record(envName, text("service.environment value")).default({}),
-    /** Address SGLang listens on (--host). Defaults to 127.0.0.1. */
-    listenAddress: address("service.listenAddress").default("127.0.0.1"),
-    /** Port SGLang listens on (--port). Defaults to 30000. */
-    port: port.default(30000),
-    /** Multi-node only: port on the first node where the nodes meet (--dist-init-addr). Defaults to 5757. */
-    distInitPort: port.default(5757),
-  })
-  .strict();
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-export const modelSchema = z
-  .object({
-    /** Model weights folder on the host (--model-path). */
-    path: absPath("model.path"),
-    /** Tensor-parallel size (--tp-size). Defaults to 8. */
-    tpSize: z.number().int().min(1).max(64).default(8),
-    /** --mem-fraction-static. Defaults to SGLang's own choice. */
-    memFractionStatic: z.number().gt(0).lt(1).optional(),
-    /** --context-length. */
-    contextLength: z.number().int().positive().optional(),
-    /** --quantization. */
-    quantization: z.enum(["fp8", "awq", "gptq", "compressed-tensors", "moe_wna16", "w8a8_fp8", "modelopt_fp4"]).optional(),
-    /** --trust-remote-code. Defaults to false. */
-    trustRemoteCode: z.boolean().default(false),
-    /** The DFlash drafter's weights folder on the host (--speculative-draft-model-path). */
-    drafterPath: absPath("model.drafterPath").optional(),
-    /** --served-model-name. */
-    servedModelName: argWord("model.servedModelName").optional(),
-    /** Further flags passed verbatim, e.g. ["--cuda-graph-max-bs", "8"]; checked against the host's --help. */
-    extraArgs: z.array(text("model.extraArgs entry")).default([]),
-  })
-  .strict();
+export const serviceSchema = section("service", {
+  /** systemd unit name, without ".service". Defaults to "sglang". */
+  unitName: z
+    .string(must("service.unitName", "a unit name of letters, digits, '_', '.', '@' and '-' (without .service)"))
+    .regex(/^[A-Za-z0-9][A-Za-z0-9_.@-]{0,200}$/)
+    .default("sglang"),
+  /** Python interpreter that has SGLang installed. Defaults to /usr/bin/python3. */
+  python: absolutePath("service.python").default("/usr/bin/python3"),
+  /** Working directory of the server. Defaults to /. */
+  workingDirectory: absolutePath("service.workingDirectory").default("/"),
+  /** User the server runs as. Defaults to root. */
+  runAs: z.string(must("service.runAs", 'a plain user name (lower-case letters, digits, "_" and "-")')).regex(/^[a-z_][a-z0-9_-]{0,31}$/).default("root"),
+  /** Extra environment of the server. */
+  environment: z
+    .record(z.string().regex(ENV_NAME), text("service.environment value"), must("service.environment", "a mapping of variable names ([A-Za-z_][A-Za-z0-9_]*) to text"))
+    .default({}),
+  /** Address SGLang listens on (--host). Defaults to 127.0.0.1. */
+  listenAddress: address("service.listenAddress").default("127.0.0.1"),
+  /** Port SGLang listens on (--port). Defaults to 30000. */
+  port: port("service.port").default(30000),
+  /** Multi-node only: port on the first node where the nodes meet (--dist-init-addr). Defaults to 5757. */
+  distInitPort: port("service.distInitPort").default(5757),
+});
+
+const QUANTIZATIONS = ["fp8", "awq", "gptq", "compressed-tensors", "moe_wna16", "w8a8_fp8", "modelopt_fp4"] as const;
+
+export const modelSchema = section("model", {
+  /** Model weights folder on the host (--model-path). */
+  path: absolutePath("model.path"),
+  /** Tensor-parallel size (--tp-size). Defaults to 8. */
+  tpSize: wholeNumber("model.tpSize", 1, 64).default(8),
+  /** --mem-fraction-static. Defaults to SGLang's own choice. */
+  memFractionStatic: z.number(must("model.memFractionStatic", "a number between 0 and 1, both excluded (e.g. 0.85)")).gt(0).lt(1).optional(),
+  /** --context-length. */
+  contextLength: wholeNumber("model.contextLength", 1).optional(),
+  /** --quantization. */
+  quantization: oneOf("model.quantization", QUANTIZATIONS).optional(),
+  /** --trust-remote-code. Defaults to false. */
+  trustRemoteCode: trueOrFalse("model.trustRemoteCode").default(false),
+  /** The DFlash drafter's weights folder on the host (--speculative-draft-model-path). */
+  drafterPath: absolutePath("model.drafterPath").optional(),
+  /** --served-model-name. */
+  servedModelName: argWord("model.servedModelName", "a model name").optional(),
+  /** Further flags passed verbatim, e.g. ["--cuda-graph-max-bs", "8"]; checked against the host's --help. */
+  extraArgs: listOf("model.extraArgs", text("model.extraArgs entry"), 'command-line words, e.g. ["--cuda-graph-max-bs", "8"]').default([]),
+});
 
 const WINDOW_MESSAGE = 'speculative.draftWindowSize must be a positive whole number of tokens (e.g. 2048) or "none"';
 
-export const speculativeSchema = z
-  .object({
-    /** DFLASH (a drafter block per step) or DDTREE (a draft tree under a node budget); null turns speculation off. */
-    algorithm: z.enum(["DFLASH", "DDTREE"]).nullable().default("DDTREE"),
-    /** Draft tokens per step (DFLASH block size). Defaults to the drafter's own (16). */
-    draftTokens: z.number().int().min(1).max(256).optional(),
-    /** DDTree node budget. */
-    budget: z.number().int().min(1).max(1024).optional(),
-    /** DDTree top-k. */
-    topk: z.number().int().min(1).max(64).optional(),
-    /** Drafter sliding window in tokens, or "none" for the full context. Defaults to "none". */
-    draftWindowSize: z.union([z.number().int({ error: WINDOW_MESSAGE }).positive({ error: WINDOW_MESSAGE }), z.literal("none")], { error: WINDOW_MESSAGE }).default("none"),
-    /** Compact the drafter's windowed KV cache (DDTree fork only). Defaults to false. */
-    compactCache: z.boolean().default(false),
-  })
-  .strict();
+export const speculativeSchema = section("speculative", {
+  /** DFLASH (a drafter block per step) or DDTREE (a draft tree under a node budget); null turns speculation off. */
+  algorithm: oneOf("speculative.algorithm", ["DFLASH", "DDTREE"], ", or null (no speculative decoding)").nullable().default("DDTREE"),
+  /** Draft tokens per step (DFLASH block size). Defaults to the drafter's own (16). */
+  draftTokens: wholeNumber("speculative.draftTokens", 1, 256).optional(),
+  /** DDTree node budget. */
+  budget: wholeNumber("speculative.budget", 1, 1024).optional(),
+  /** DDTree top-k. */
+  topk: wholeNumber("speculative.topk", 1, 64).optional(),
+  /** Drafter sliding window in tokens, or "none" for the full context. Defaults to "none". */
+  draftWindowSize: z.union([z.number({ error: WINDOW_MESSAGE }).int().positive(), z.literal("none", { error: WINDOW_MESSAGE })], { error: WINDOW_MESSAGE }).default("none"),
+  /** Compact the drafter's windowed KV cache (DDTree fork only). Defaults to false. */
+  compactCache: trueOrFalse("speculative.compactCache").default(false),
+});
 
 /** How a build spells each speculative option. A flag of null means the build lacks it. */
-export const flagMapSchema = z
-  .object({
-    algorithm: z.literal("--speculative-algorithm").default("--speculative-algorithm"),
-    drafterPath: text("flag").default("--speculative-draft-model-path"),
-    draftTokens: text("flag").default("--speculative-num-draft-tokens"),
-    windowSize: text("flag").nullable().default("--speculative-draft-window-size"),
-    budget: text("flag").nullable().default(null),
-    /** topk as a flag... */
-    topkFlag: text("flag").nullable().default(null),
-    /** ...or as an environment variable (the DDTree fork reads SGLANG_DDTREE_MAX_TOPK). */
-    topkEnv: envName.nullable().default(null),
-    compactCache: text("flag").nullable().default(null),
-    /** Algorithm names the build accepts. */
-    algorithms: z.array(z.string()).default(["DFLASH"]),
-  })
-  .strict();
+export const flagMapSchema = section("sglangBuild.flags", {
+  algorithm: z.literal("--speculative-algorithm", must("sglangBuild.flags.algorithm", '"--speculative-algorithm" (every build spells it so)')).default("--speculative-algorithm"),
+  drafterPath: text("sglangBuild.flags.drafterPath", 'a flag name such as "--speculative-draft-model-path"').default("--speculative-draft-model-path"),
+  draftTokens: text("sglangBuild.flags.draftTokens", 'a flag name such as "--speculative-num-draft-tokens"').default("--speculative-num-draft-tokens"),
+  windowSize: flagName("sglangBuild.flags.windowSize").nullable().default("--speculative-draft-window-size"),
+  budget: flagName("sglangBuild.flags.budget").nullable().default(null),
+  /** topk as a flag... */
+  topkFlag: flagName("sglangBuild.flags.topkFlag").nullable().default(null),
+  /** ...or as an environment variable (the DDTree fork reads SGLANG_DDTREE_MAX_TOPK). */
+  topkEnv: z
+    .string(must("sglangBuild.flags.topkEnv", "an environment variable name ([A-Za-z_][A-Za-z0-9_]*), or null where the build has none"))
+    .regex(ENV_NAME)
+    .nullable()
+    .default(null),
+  compactCache: flagName("sglangBuild.flags.compactCache").nullable().default(null),
+  /** Algorithm names the build accepts. */
+  algorithms: listOf("sglangBuild.flags.algorithms", text("sglangBuild.flags.algorithms entry", "an algorithm name"), 'algorithm names, e.g. ["DFLASH", "DDTREE"]').default(["DFLASH"]),
+});
 
 export const BUILD_PRESETS = {
   upstream: flagMapSchema.parse({}),
@@ -143,51 +147,47 @@ export const BUILD_PRESETS = {
 } as const;
 
 export const sglangBuildSchema = z
-  .union([z.enum(["upstream", "ddtree-fork"]), z.object({ flags: flagMapSchema }).strict()], {
+  .union([z.enum(["upstream", "ddtree-fork"]), section("sglangBuild", { flags: flagMapSchema })], {
     error: 'sglangBuild must be "upstream", "ddtree-fork", or {flags: {...}} naming each flag of your build (a flag name such as "--speculative-ddtree-budget", or null where the build lacks it; see flagMapSchema in components/sglang-service/schema.ts)',
   })
   .default("ddtree-fork");
 
-export const timeoutsSchema = z
-  .object({
-    /**
-     * How long SGLang may drain when stopped. SGLang treats SIGTERM as a drain: requests
-     * in flight (and new ones arriving meanwhile) finish, then it exits. After this many
-     * seconds (plus SGLang's 5 s check period) the server is killed, by systemd
-     * (TimeoutStopSec) or by `pulumi up`, whichever comes first. Defaults to 300 s.
-     */
-    drainSeconds: seconds("timeouts.drainSeconds", 300),
-    /**
-     * When the drain hits its deadline and requests still in flight had to be cut:
-     * "fail" restores the previous configuration and fails the update (the change was not
-     * applied under load), "proceed" starts the new configuration anyway. Either way the
-     * old server is already gone: SGLang's drain cannot be called off once it started.
-     * Defaults to "fail".
-     */
-    drainPolicy: z.enum(["fail", "proceed"], { error: 'timeouts.drainPolicy must be "fail" or "proceed"' }).default("fail"),
-    /** Longest wait for the old process to be gone once its drain has ended. Defaults to 120 s. */
-    stopSeconds: seconds("timeouts.stopSeconds", 120),
-    /** Longest wait for GPU memory to be released after the old process exits. Defaults to 300 s. */
-    gpuReleaseSeconds: seconds("timeouts.gpuReleaseSeconds", 300),
-    /** Longest wait from start to serving (weights load ~6-7 min for a 590 GB MoE). Defaults to 1800 s. */
-    readySeconds: seconds("timeouts.readySeconds", 1800),
-    /** GPU memory (MiB) a GPU may still show used and count as free. Defaults to 1024. */
-    gpuFreeMiB: z.number().int().min(0).default(1024),
-    /** Poll interval in milliseconds (one SSH command per poll, over a shared connection). Defaults to 250. */
-    pollMs: z.number().int().min(50).max(60_000).default(250),
-  })
-  .strict();
+export const timeoutsSchema = section("timeouts", {
+  /**
+   * How long SGLang may drain when stopped. SGLang treats SIGTERM as a drain: requests
+   * in flight (and new ones arriving meanwhile) finish, then it exits. After this many
+   * seconds (plus SGLang's 5 s check period) the server is killed, by systemd
+   * (TimeoutStopSec) or by `pulumi up`, whichever comes first. Defaults to 300 s.
+   */
+  drainSeconds: seconds("timeouts.drainSeconds", 300),
+  /**
+   * When the drain hits its deadline and requests still in flight had to be cut:
+   * "fail" restores the previous configuration and fails the update (the change was not
+   * applied under load), "proceed" starts the new configuration anyway. Either way the
+   * old server is already gone: SGLang's drain cannot be called off once it started.
+   * Defaults to "fail".
+   */
+  drainPolicy: oneOf("timeouts.drainPolicy", ["fail", "proceed"]).default("fail"),
+  /** Longest wait for the old process to be gone once its drain has ended. Defaults to 120 s. */
+  stopSeconds: seconds("timeouts.stopSeconds", 120),
+  /** Longest wait for GPU memory to be released after the old process exits. Defaults to 300 s. */
+  gpuReleaseSeconds: seconds("timeouts.gpuReleaseSeconds", 300),
+  /** Longest wait from start to serving (weights load ~6-7 min for a 590 GB MoE). Defaults to 1800 s. */
+  readySeconds: seconds("timeouts.readySeconds", 1800),
+  /** GPU memory (MiB) a GPU may still show used and count as free. Defaults to 1024. */
+  gpuFreeMiB: wholeNumber("timeouts.gpuFreeMiB", 0).default(1024),
+  /** Poll interval in milliseconds (one SSH command per poll, over a shared connection). Defaults to 250. */
+  pollMs: wholeNumber("timeouts.pollMs", 50, 60_000).default(250),
+});
 
-export const safetySchema = z
-  .object({
-    /** Restore the last configuration that passed readiness when a new one fails. Defaults to true. */
-    rollback: z.boolean().default(true),
-    /** How long to wait for another deployment's lock on the same host. Defaults to 600 s. */
-    lockWaitSeconds: seconds("safety.lockWaitSeconds", 600),
-    /** After readiness, the new server must keep running this long to count as good. Defaults to 10 s. */
-    stableSeconds: z.number().min(0).default(10),
-  })
-  .strict();
+export const safetySchema = section("safety", {
+  /** Restore the last configuration that passed readiness when a new one fails. Defaults to true. */
+  rollback: trueOrFalse("safety.rollback").default(true),
+  /** How long to wait for another deployment's lock on the same host. Defaults to 600 s. */
+  lockWaitSeconds: seconds("safety.lockWaitSeconds", 600),
+  /** After readiness, the new server must keep running this long to count as good. Defaults to 10 s. */
+  stableSeconds: z.number(must("safety.stableSeconds", "a number of seconds, 0 or more")).min(0).default(10),
+});
 
 const deploymentShape = z
   .object({
@@ -196,7 +196,7 @@ const deploymentShape = z
      * Further nodes of a model that spans several hosts (node ranks 1..N-1; `host` is
      * node 0, the one that serves). model.tpSize is the total over all nodes.
      */
-    nodes: z.array(hostSchema).default([]),
+    nodes: listOf("nodes", hostSchemaAt("nodes[N]"), "hosts, each with the keys of host").default([]),
     service: serviceSchema.default(serviceSchema.parse({})),
     model: modelSchema,
     speculative: speculativeSchema.default(speculativeSchema.parse({})),
@@ -282,15 +282,36 @@ export class ConfigError extends Error {}
  */
 export function parseDeployment(raw: Record<string, unknown>, stack: string): Deployment {
   const present = Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined));
-  const r = deploymentSchema.safeParse(present);
+  // reportInput: an issue of a key that is absent has `input: undefined`.
+  const r = deploymentSchema.safeParse(present, { reportInput: true });
   if (r.success) return r.data;
-  const lines = r.error.issues.map((i) => {
-    const key = i.path.length ? `${CONFIG_NAMESPACE}:${i.path.map(String).join(".")}` : CONFIG_NAMESPACE;
-    const missing = i.code === "invalid_type" && i.message.includes("received undefined");
-    const message = missing ? `is required` : i.code === "unrecognized_keys" ? `has unknown key(s) ${i.keys.map((k) => `"${k}"`).join(", ")}` : i.message;
-    return `  - ${key}: ${message}`;
+  const lines = r.error.issues.flatMap((i) => explained(i, [])).map(({ path, message, input }) => {
+    const key = path.length ? `${CONFIG_NAMESPACE}:${path.map(String).join(".")}` : CONFIG_NAMESPACE;
+    return `  - ${key}: ${input === undefined ? "is required" : message}`;
   });
   return failConfig(stack, lines);
+}
+
+interface Explained {
+  path: PropertyKey[];
+  message: string;
+  input: unknown;
+}
+
+/**
+ * A union's issue names the whole union ("sglangBuild must be ..."). When the value has
+ * the form of exactly one of its alternatives (a mapping for {flags: ...}) and fails
+ * inside it, that alternative's own issues are more precise ("sglangBuild.flags.budget
+ * must be a flag name ..."), so they are reported instead.
+ */
+function explained(issue: z.core.$ZodIssue, prefix: PropertyKey[]): Explained[] {
+  const path = [...prefix, ...issue.path];
+  if (issue.code === "invalid_union") {
+    const wrongForm = (i: z.core.$ZodIssue) => i.path.length === 0 && (i.code === "invalid_type" || i.code === "invalid_value");
+    const fitting = issue.errors.filter((alternative) => !alternative.every(wrongForm));
+    if (fitting.length === 1) return fitting[0].flatMap((i) => explained(i, path));
+  }
+  return [{ path, message: issue.message, input: issue.input }];
 }
 
 function failConfig(stack: string, lines: string[]): never {

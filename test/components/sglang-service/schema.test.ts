@@ -2,7 +2,8 @@
 // and the defaults and committed stacks that must keep parsing.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { ConfigError, parseDeployment } from "../../../components/sglang-service/schema";
+import { z } from "zod";
+import { BUILD_PRESETS, ConfigError, deploymentSchema, parseDeployment } from "../../../components/sglang-service/schema";
 import { projectConfig, stackConfig, stackNames, withTestAddress } from "./stackConfig";
 
 const STACK = "b8t4-w2048";
@@ -57,10 +58,15 @@ test("a missing required section is reported by its key", () => {
   assert.deepEqual(problemLines(raw), ["  - dflash-sglang:model: is required"]);
 });
 
-test("an unknown key is named, with the section it is in", () => {
+test("an unknown key is named, with the section it is in and the keys that section knows", () => {
   const raw = validRaw();
   raw.speculative = { ...DDTREE, budgt: 8 };
-  assert.deepEqual(problemLines(raw), ['  - dflash-sglang:speculative: has unknown key(s) "budgt"']);
+  assert.deepEqual(problemLines(raw), ['  - dflash-sglang:speculative: speculative has unknown key(s) "budgt"; valid keys: algorithm, draftTokens, budget, topk, draftWindowSize, compactCache']);
+  raw.speculative = DDTREE;
+  raw.benchmark = { run: 2 };
+  assert.deepEqual(problemLines(raw), [
+    '  - dflash-sglang:benchmark: benchmark has unknown key(s) "run"; valid keys: enabled, runId, runs, warmupRuns, maxTokens, shortPromptTokens, longContextTokens, concurrency, coding, codingMaxTokens, timeoutSeconds',
+  ]);
 });
 
 test("topk above budget", () => {
@@ -225,9 +231,127 @@ test("a union says what is valid: the draft window and the SGLang build", () => 
   for (const draftWindowSize of [null, "2048", 0, 2.5]) {
     assert.deepEqual(problemLines({ ...validRaw(), speculative: { ...DDTREE, draftWindowSize } }), ['  - dflash-sglang:speculative.draftWindowSize: speculative.draftWindowSize must be a positive whole number of tokens (e.g. 2048) or "none"'], String(draftWindowSize));
   }
-  for (const sglangBuild of ["fork", { flags: { budget: 3 } }]) {
-    const [line] = problemLines({ ...validRaw(), sglangBuild });
-    assert.match(line, /^ {2}- dflash-sglang:sglangBuild: sglangBuild must be "upstream", "ddtree-fork", or \{flags: \{\.\.\.\}\} naming each flag/, JSON.stringify(sglangBuild));
+  for (const sglangBuild of ["fork", 3, null, ["upstream"]]) {
+    assert.deepEqual(problemLines({ ...validRaw(), sglangBuild }), [
+      '  - dflash-sglang:sglangBuild: sglangBuild must be "upstream", "ddtree-fork", or {flags: {...}} naming each flag of your build (a flag name such as "--speculative-ddtree-budget", or null where the build lacks it; see flagMapSchema in components/sglang-service/schema.ts)',
+    ], JSON.stringify(sglangBuild));
+  }
+});
+
+test("a value with the form of one alternative of a union is checked as that alternative: {flags: ...} names the flag", () => {
+  assert.deepEqual(problemLines({ ...validRaw(), sglangBuild: { flags: { budget: 3 } } }), [
+    '  - dflash-sglang:sglangBuild.flags.budget: sglangBuild.flags.budget must be a flag name such as "--speculative-ddtree-budget", or null where the build lacks it',
+  ]);
+  assert.deepEqual(problemLines({ ...validRaw(), sglangBuild: { flags: { algorithm: "--algo" } } }), [
+    '  - dflash-sglang:sglangBuild.flags.algorithm: sglangBuild.flags.algorithm must be "--speculative-algorithm" (every build spells it so)',
+  ]);
+  assert.deepEqual(problemLines({ ...validRaw(), sglangBuild: { flag: {} } }), [
+    "  - dflash-sglang:sglangBuild.flags: is required",
+    '  - dflash-sglang:sglangBuild: sglangBuild has unknown key(s) "flag"; valid keys: flags',
+  ]);
+});
+
+test("an enum says which values it takes", () => {
+  const raw = validRaw();
+  const cases: [string, string, Raw, string][] = [
+    ["speculative", "algorithm", { ...DDTREE, algorithm: "EAGLE" }, 'speculative.algorithm must be one of "DFLASH", "DDTREE", or null (no speculative decoding)'],
+    ["timeouts", "drainPolicy", { drainPolicy: "wait" }, 'timeouts.drainPolicy must be one of "fail", "proceed"'],
+    ["model", "quantization", { ...raw.model, quantization: "int4" }, 'model.quantization must be one of "fp8", "awq", "gptq", "compressed-tensors", "moe_wna16", "w8a8_fp8", "modelopt_fp4"'],
+  ];
+  for (const [section, key, value, message] of cases) {
+    assert.deepEqual(problemLines({ ...raw, [section]: value }), [`  - dflash-sglang:${section}.${key}: ${message}`]);
+  }
+});
+
+// Every key of the schema, walked from the schema itself so that a key added later is
+// covered too: a value of the wrong type gets a message that names the key and says
+// what is valid, never zod's generic text.
+interface Leaf {
+  path: string[];
+  /** The key the message must name (the list's or the mapping's for their entries). */
+  named: string;
+  kind: string;
+  nullable: boolean;
+}
+
+function leaves(schema: z.ZodType, path: string[], named: string, nullable = false): Leaf[] {
+  const def = schema.def as unknown as { type: string; innerType: z.ZodType; element: z.ZodType; valueType: z.ZodType; options: z.ZodType[]; shape: Record<string, z.ZodType> };
+  const here: Leaf = { path, named, kind: def.type, nullable };
+  switch (def.type) {
+    case "default":
+    case "optional":
+      return leaves(def.innerType, path, named, nullable);
+    case "nullable":
+      return leaves(def.innerType, path, named, true);
+    case "object":
+      return [here, ...Object.entries(def.shape).flatMap(([key, child]) => leaves(child, [...path, key], key))];
+    case "array":
+      return [here, ...leaves(def.element, [...path, "0"], named)];
+    case "record":
+      return [here, ...leaves(def.valueType, [...path, "SOME_NAME"], named)];
+    case "union":
+      // The alternatives share the union's path; a mapping alternative adds keys under it.
+      return [here, ...def.options.filter((o) => o.def.type === "object").flatMap((o) => leaves(o, path, named).slice(1))];
+    default:
+      return [here];
+  }
+}
+
+function wrongValues(leaf: Leaf): unknown[] {
+  const nullIfInvalid = leaf.nullable ? [] : [null];
+  switch (leaf.kind) {
+    case "string":
+      return [42, ...nullIfInvalid];
+    case "number":
+      return ["12", ...nullIfInvalid];
+    case "boolean":
+      return ["yes", ...nullIfInvalid];
+    case "enum":
+      return [42, "NOT-AN-OPTION", ...nullIfInvalid];
+    case "literal":
+      return ["--something-else", ...nullIfInvalid];
+    case "union":
+      return [true, "2048x", ...nullIfInvalid];
+    case "array":
+    case "record":
+    case "object":
+      return ["text", 12, ...nullIfInvalid];
+    default:
+      throw new Error(`no wrong value for a ${leaf.kind} at ${leaf.path.join(".")}: teach this test the new kind`);
+  }
+}
+
+/** validRaw() with `value` at `path`, the containers on the way made valid. */
+function withValueAt(path: string[], value: unknown): Raw {
+  const raw = validRaw();
+  raw.nodes = [structuredClone(raw.host)];
+  if (path[0] === "sglangBuild" && path.length > 1) raw.sglangBuild = { flags: { ...BUILD_PRESETS["ddtree-fork"] } };
+  let at: Raw = raw;
+  for (const [i, key] of path.slice(0, -1).entries()) {
+    at[key] ??= path[i + 1] === "0" ? [] : {};
+    at = at[key];
+  }
+  at[path[path.length - 1]] = value;
+  return raw;
+}
+
+const GENERIC = /Invalid (input|option|element|key|string|number)|Too (small|big)|Unrecognized key|expected [a-z]+, received|Required/;
+
+test("every key refuses a wrong-typed value with a message that names it and says what is valid", () => {
+  const all = leaves(deploymentSchema, [], "").filter((l) => l.path.length > 0);
+  assert.ok(all.length > 60, `the walk found only ${all.length} keys`);
+  for (const leaf of all) {
+    for (const value of wrongValues(leaf)) {
+      const what = `${leaf.path.join(".")} = ${JSON.stringify(value)}`;
+      const lines = problemLines(withValueAt(leaf.path, value));
+      for (const line of lines) assert.doesNotMatch(line, GENERIC, what);
+      const own = lines.filter((l) => l.startsWith(`  - dflash-sglang:${leaf.path.join(".")}: `));
+      assert.ok(own.length > 0, `${what}: a problem at the key, got\n${lines.join("\n")}`);
+      // The value's own problem comes first; cross-field rules may add more at the key.
+      const message = own[0].slice(own[0].indexOf(": ") + 2);
+      assert.match(message, / must /, `${what}: says what is valid`);
+      assert.ok(message.includes(leaf.named), `${what}: the message names ${leaf.named}: ${message}`);
+    }
   }
 });
 
@@ -243,7 +367,7 @@ test("values that reach a command line cannot begin with '-': host.user, host.ad
     '  - dflash-sglang:host.address: host.address must not begin with "-" (it would be read as a command-line option)',
     "  - dflash-sglang:host.address: host.address must be a host name or an IP address (letters, digits, '.', '-', ':', '[', ']', '%')",
   ]);
-  assert.match(problemLines({ ...raw, nodes: [{ ...raw.host, address: "-oProxyCommand=x" }], model: { ...raw.model, tpSize: 16 } }).join("\n"), /dflash-sglang:nodes\.0\.address: host\.address must not begin with "-"/);
+  assert.match(problemLines({ ...raw, nodes: [{ ...raw.host, address: "-oProxyCommand=x" }], model: { ...raw.model, tpSize: 16 } }).join("\n"), /dflash-sglang:nodes\.0\.address: nodes\[N\]\.address must not begin with "-"/);
   assert.match(problemLines({ ...raw, service: { ...raw.service, listenAddress: "-h" } }).join("\n"), /dflash-sglang:service\.listenAddress: service\.listenAddress must not begin with "-"/);
   assert.match(problemLines({ ...raw, model: { ...raw.model, servedModelName: "--api-key=x" } }).join("\n"), /dflash-sglang:model\.servedModelName: model\.servedModelName must not begin with "-"/);
   // Still accepted: names, IPv4, IPv6.

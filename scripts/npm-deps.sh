@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The npm dependencies: `npm ci` when node_modules was never installed by it, or when
+# package-lock.json changed since (a copy of the lock file in node_modules says which it
+# was). With --if-missing only in the first case: scripts/run.sh needs just enough to
+# start a script, whose own set-up (scripts/setup.sh) then catches a changed lock file.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+stamp=node_modules/.dflash-lock-stamp
+if [ "${1:-}" = "--if-missing" ] && [ -e "$stamp" ]; then exit 0; fi
+if ! cmp -s package-lock.json "$stamp" 2>/dev/null; then
+  echo "setup: npm ci" >&2
+  npm ci --no-audit --no-fund >&2
+  cp package-lock.json "$stamp"
+fi

@@ -1,0 +1,159 @@
+// Every command of the project reads its command line before it does anything: --help
+// prints the usage generated from its declaration and exits 0, a typo, a missing or bad
+// value or a stray argument exits 2 naming the flag and what is valid, and neither
+// reaches set-up nor boots a host. The scripts run as child processes, as users run them
+// (see test/support/commandLines.ts: set-up refuses to run there).
+import { test } from "node:test";
+import * as assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { inProjectFolder, existingDirectory, setUp } from "../../lib/cli";
+import { REPO_ROOT } from "../../lib/pulumi-env";
+import { assertNothingStarted, assertRefused, assertUsage, npmRun, runScript, SETUP_REFUSED, simulatedHosts } from "../support/commandLines";
+
+/** Hosts the sweep (sweep-<pid>-<n>) and the demo (demo-<pid>) would boot. */
+const SCRIPT_HOSTS = /^(sweep-\d+-\d+|demo-\d+)$/;
+
+test("npm run sweep -- --help prints the options and starts nothing (no set-up, no hosts)", () => {
+  const before = simulatedHosts();
+  const r = npmRun("sweep", "--help");
+  assertUsage(r, "usage: npm run sweep -- [options]");
+  for (const option of ["--stacks GLOB", "--hosts FILE", "--sim-hosts N", "--sim-load-seconds S", "--resume", "--keep-going", "-h, --help"]) {
+    assert.ok(r.stdout.includes(`\n  ${option} `), `usage lists ${option}:\n${r.stdout}`);
+  }
+  assert.match(r.stdout, /--sim-hosts N +boot N simulated hosts for the sweep \(a positive whole number; default: 2; not with --hosts\)/);
+  assertNothingStarted(r, before, SCRIPT_HOSTS);
+});
+
+test("npm run sweep -- --stack b8 (a typo of --stacks) is refused naming --stack, before set-up", () => {
+  const before = simulatedHosts();
+  const r = npmRun("sweep", "--stack", "b8");
+  assertRefused(r, "npm run sweep: unknown option --stack; did you mean --stacks? (valid: --stacks, --hosts, --sim-hosts, --sim-load-seconds, --resume, --keep-going, --help)", "npm run sweep -- --help");
+  assertNothingStarted(r, before, SCRIPT_HOSTS);
+});
+
+test("sweep: a missing value, a bad value, a pattern that matches no stack file, a stray argument, --hosts with --sim-hosts", () => {
+  const before = simulatedHosts();
+  const help = "npm run sweep -- --help";
+  const cases: [string[], string][] = [
+    [["--stacks"], "--stacks needs a value (GLOB, a pattern (* any characters, ? one) matching stack names of stacks/Pulumi.<name>.yaml)"],
+    [["--sim-hosts", "two"], '--sim-hosts must be a positive whole number, got "two"'],
+    [["--sim-load-seconds", "0"], '--sim-load-seconds must be a positive number, got "0"'],
+    [["--stacks", "b99*"], 'got "b99*": it matches none of b12t6-w2048, b16t4-w2048, b4t4-w2048, b8t4-w2048, b8t4-wnone'],
+    [["--hosts", "no-such-hosts.json"], '--hosts must be a JSON file listing hosts'],
+    [["--hosts", "package.json"], 'got "package.json": it holds no list of hosts'],
+    [["--resume", "b8"], 'unexpected argument "b8" (this command takes no arguments)'],
+    [["--hosts", "package.json", "--sim-hosts", "3"], "--sim-hosts and --hosts exclude each other; give one of them"],
+  ];
+  for (const [args, message] of cases) {
+    const r = runScript("scripts/sweep.ts", ...args);
+    assertRefused(r, message, help);
+    assertNothingStarted(r, before, SCRIPT_HOSTS);
+  }
+});
+
+test("sweep: each host of a --hosts file is checked by the schema of dflash-sglang:host", () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sweep-hosts-"));
+  try {
+    const file = path.join(dir, "hosts.json");
+    fs.writeFileSync(file, JSON.stringify([{ name: "gpu-1", address: "10.0.0.5", hostKey: "ssh-ed25519 AAAAC3Nza", privateKeyPath: "/root/.ssh/id" }, { address: "-oProxyCommand=x", hostKey: "nope" }]));
+    const r = runScript("scripts/sweep.ts", "--hosts", file);
+    assertRefused(r, 'host 2: host.address must not begin with "-" (it would be read as a command-line option)', "npm run sweep -- --help");
+    assert.match(r.stderr, /host\.hostKey must be an SSH public key line/);
+  } finally {
+    fs.rmSync(dir, { recursive: true });
+  }
+});
+
+test("report, grid and demo: --help through npm run prints their usage and starts nothing", () => {
+  const before = simulatedHosts();
+  for (const [name, usage, options] of [
+    ["report", "usage: npm run report -- [options]", ["--stacks GLOB", "--out DIR", "--workdir DIR"]],
+    ["grid", "usage: npm run grid -- [options]", ["--budgets LIST", "--topks LIST", "--windows LIST", "--compact-cache MODE", "--out DIR", "--force"]],
+    ["demo", "usage: npm run demo --", []],
+  ] as const) {
+    const r = npmRun(name, "-h");
+    assertUsage(r, usage);
+    for (const option of options) assert.ok(r.stdout.includes(`\n  ${option} `), `${name} usage lists ${option}:\n${r.stdout}`);
+    assertNothingStarted(r, before, SCRIPT_HOSTS);
+  }
+});
+
+test("report, grid and demo refuse mistakes before anything starts", () => {
+  const before = simulatedHosts();
+  const cases: [string, string[], string, string][] = [
+    ["scripts/report.ts", ["--stack", "b8"], "unknown option --stack; did you mean --stacks?", "npm run report -- --help"],
+    ["scripts/report.ts", ["--out"], "--out needs a value (DIR, a folder, made if missing, relative to the project folder)", "npm run report -- --help"],
+    ["scripts/report.ts", ["--workdir", "/nonexistent"], '--workdir must be an existing directory, relative to the project folder, got "/nonexistent": no such directory', "npm run report -- --help"],
+    ["scripts/report.ts", ["--out", "package.json"], 'got "package.json": it exists and is not a folder', "npm run report -- --help"],
+    ["scripts/grid.ts", ["--budget", "4"], "unknown option --budget; did you mean --budgets?", "npm run grid -- --help"],
+    ["scripts/grid.ts", ["--windows", "2048,0"], '--windows must be a comma-separated list, each a positive whole number or "none", got "2048,0": item 2 ("0") is not a positive whole number or "none"', "npm run grid -- --help"],
+    ["scripts/grid.ts", ["--compact-cache", "yes"], '--compact-cache must be one of "auto", "on", "off", got "yes"', "npm run grid -- --help"],
+    ["scripts/grid.ts", ["--force=yes"], '--force takes no value, got "yes"', "npm run grid -- --help"],
+    ["scripts/demo.ts", ["now"], 'unexpected argument "now" (this command takes no arguments)', "npm run demo -- --help"],
+    ["scripts/demo.ts", ["--fast"], "unknown option --fast (valid: --help)", "npm run demo -- --help"],
+  ];
+  for (const [script, args, message, help] of cases) {
+    const r = runScript(script, ...args);
+    assertRefused(r, message, help);
+    assertNothingStarted(r, before, SCRIPT_HOSTS);
+  }
+});
+
+test("a command line that is accepted goes on to set-up (so the checks above can fail)", () => {
+  const r = runScript("scripts/report.ts", "--stacks", "no-such-stack-*");
+  assert.equal(r.status, 1);
+  assert.match(r.stderr, SETUP_REFUSED);
+  assert.match(r.stderr, /report failed: set-up failed \(bash .*scripts\/setup\.sh --no-hosts ended with 3\)/);
+});
+
+test("grid needs no set-up: it writes its stack files", () => {
+  const out = fs.mkdtempSync(path.join(os.tmpdir(), "grid-"));
+  try {
+    const r = runScript("scripts/grid.ts", "--budgets", "4,8", "--topks", "6", "--windows", "none", "--out", out);
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual(fs.readdirSync(out), ["Pulumi.b8t6-wnone.yaml"]);
+    assert.match(r.stdout, /skipped {2}b4t6-wnone: topk 6 > budget 4/);
+  } finally {
+    fs.rmSync(out, { recursive: true });
+  }
+});
+
+test("the benchmarks and the stale-lock helper read their command lines the same way", () => {
+  for (const [script, options] of [
+    ["bench/reconfigure.ts", ["--loads LIST", "--runs N", "--release S", "--stable S", "--baseline REV"]],
+    ["bench/sweep-throughput.ts", ["--configs N", "--load S", "--hosts LIST"]],
+    ["bench/client-overhead.ts", ["--runs N", "--tokens N"]],
+    ["bench/faults.ts", []],
+    ["scripts/clear-stale-locks.ts", []],
+  ] as const) {
+    const invocation = script.startsWith("bench/") ? `npx tsx ${script}` : script;
+    const help = runScript(script, "--help");
+    assertUsage(help, `usage: ${invocation}${options.length ? " [options]" : ""}`);
+    for (const option of options) assert.ok(help.stdout.includes(`\n  ${option} `), `${script} usage lists ${option}:\n${help.stdout}`);
+    assertRefused(runScript(script, "--rnus", "3"), "unknown option --rnus", `${invocation} --help`);
+  }
+  assertRefused(runScript("bench/sweep-throughput.ts", "--configs", "17"), '--configs must be a whole number from 1 to 16, got "17"', "npx tsx bench/sweep-throughput.ts --help");
+  assertRefused(runScript("bench/reconfigure.ts", "--loads", "10,x"), '--loads must be a comma-separated list, each a positive number, got "10,x"', "npx tsx bench/reconfigure.ts --help");
+});
+
+test("setUp runs scripts/setup.sh and throws, naming it, when set-up fails", () => {
+  const saved = process.env.DFLASH_FORBID_SETUP;
+  process.env.DFLASH_FORBID_SETUP = "1";
+  try {
+    assert.throws(() => setUp({ hosts: true }), new RegExp(`^Error: set-up failed \\(bash ${REPO_ROOT}/scripts/setup\\.sh ended with 3\\)`));
+    assert.throws(() => setUp({ hosts: false }), /setup\.sh --no-hosts ended with 3/);
+  } finally {
+    if (saved === undefined) delete process.env.DFLASH_FORBID_SETUP;
+    else process.env.DFLASH_FORBID_SETUP = saved;
+  }
+});
+
+test("paths given to the project's commands start at the project folder", () => {
+  const bench = inProjectFolder(existingDirectory);
+  assert.equal(bench.parse("bench"), path.join(REPO_ROOT, "bench"));
+  assert.equal(bench.parse("/tmp"), "/tmp");
+  assert.equal(bench.expects, "an existing directory, relative to the project folder");
+  assert.throws(() => bench.parse("no-such-folder"), /no such directory/);
+});

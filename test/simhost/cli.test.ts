@@ -1,0 +1,64 @@
+// `npm run simhost -- <command>` reads its command line before it does anything: the
+// overview and each command's usage on --help (exit 0), mistakes refused with exit 2
+// naming the flag and what is valid, and no host image built or host booted for either.
+// Child processes, as users run it (see test/support/commandLines.ts).
+import { test } from "node:test";
+import * as assert from "node:assert/strict";
+import { assertNothingStarted, assertRefused, assertUsage, npmRun, runScript, SETUP_REFUSED, simulatedHosts } from "../support/commandLines";
+
+const NAME = `cli-test-${process.pid}`;
+const OURS = new RegExp(`^${NAME}$`);
+const simhost = (...args: string[]) => runScript("simhost/cli.ts", ...args);
+
+test("npm run simhost -- --help lists the commands and starts nothing", () => {
+  const before = simulatedHosts();
+  const r = npmRun("simhost", "--help");
+  assertUsage(r, "usage: npm run simhost -- <command> [options]");
+  for (const line of ["start NAME [options]", "stop [NAME] [options]", "status", "fault NAME JSON", "configure NAME JSON"]) {
+    assert.match(r.stdout, new RegExp(`\\n {2}${line.replace(/[[\]]/g, "\\$&")} `), `overview lists ${line}`);
+  }
+  assertNothingStarted(r, before, OURS);
+});
+
+test("each command has its own usage", () => {
+  const start = simhost("start", "--help");
+  assertUsage(start, "usage: npm run simhost -- start NAME [options]");
+  assert.match(start.stdout, /--gpus N +GPUs the simulated nvidia-smi reports \(a positive whole number; default: 8\)/);
+  assert.match(start.stdout, /--boot-timeout SECONDS +how long the boot may take \(a positive number; default: 60\)/);
+  assertUsage(simhost("stop", "-h"), "usage: npm run simhost -- stop [NAME] [options]");
+  assertUsage(simhost("fault", "--help"), "usage: npm run simhost -- fault NAME JSON");
+});
+
+test("mistakes are refused naming what is valid, before any host image is built or host booted", () => {
+  const before = simulatedHosts();
+  const start = "npm run simhost -- start --help";
+  const cases: [string[], string, string][] = [
+    [[], "npm run simhost: missing command: one of start, stop, status, fault, configure", "npm run simhost -- --help"],
+    [["strat", NAME], 'unknown command "strat"; did you mean start?', "npm run simhost -- --help"],
+    [["start", NAME, "--gpu", "4"], "npm run simhost -- start: unknown option --gpu; did you mean --gpus? (valid: --gpus, --gpu-memory-mib, --sglang, --models, --boot-timeout, --help)", start],
+    [["start", NAME, "--gpus"], "--gpus needs a value (N, a positive whole number)", start],
+    [["start", NAME, "--gpus", "0"], '--gpus must be a positive whole number, got "0"', start],
+    [["start", NAME, "--sglang", "{profile: x}"], '--sglang must be a JSON object, e.g. {"profile":"ddtree-fork"}, got "{profile: x}": not valid JSON', start],
+    [["start", NAME, "--models", '[{"path":"models/m","sizeGiB":1}]'], 'entry 1: "path" must be an absolute path', start],
+    [["start", "Bad_Name"], `NAME must be a host name: 1-63 lower-case letters, digits and '-', starting with a letter or digit, got "Bad_Name"`, start],
+    [["start"], "missing NAME: the host's name", start],
+    [["stop"], "stop takes either NAME or --all", "npm run simhost -- stop --help"],
+    [["stop", NAME, "--all"], "stop takes either NAME or --all", "npm run simhost -- stop --help"],
+    [["status", NAME], `unexpected argument "${NAME}" (this command takes no arguments)`, "npm run simhost -- status --help"],
+    [["fault", NAME, '{"gpuReleaseDelay":5}'], 'unknown fault "gpuReleaseDelay"', "npm run simhost -- fault --help"],
+    [["configure", NAME, "[1]"], "JSON must be a JSON object", "npm run simhost -- configure --help"],
+  ];
+  for (const [args, message, help] of cases) {
+    const r = simhost(...args);
+    assertRefused(r, message, help);
+    assertNothingStarted(r, before, OURS);
+  }
+});
+
+test("an accepted start goes on to prepare the host image (so the checks above can fail)", () => {
+  const r = simhost("start", NAME, "--gpus", "2");
+  assert.equal(r.status, 1);
+  assert.match(r.stderr, SETUP_REFUSED);
+  assert.match(r.stderr, /simhost: preparing the host image failed \(bash .*simhost\/prepare\.sh ended with 3\)/);
+  assert.ok(!simulatedHosts().has(NAME));
+});
