@@ -44,6 +44,8 @@ interface Scenario {
   extraArgs?: string[];
   /** Requests in flight when `up` starts: 3 streams of 600 tokens unless given. */
   inFlight?: { streams: number; tokens: number };
+  /** The API key the requests in flight send (the one the old server was started with). */
+  streamKey?: string;
   /** SGLang's own configuration on the host (e.g. endpoints it lacks). */
   sglang?: Record<string, unknown>;
   /** Runs right before `up` (after the streams started). */
@@ -52,6 +54,16 @@ interface Scenario {
   after?: (c: Context, upOutput: string) => Promise<void>;
   /** A sentinel API key for this row (secret config), with the benchmark on. */
   apiKey?: string;
+  /** Runs before the baseline `up` of this row (e.g. the secret that is then rotated). */
+  setup?: (c: Context) => Promise<void>;
+  /** The change this row applies instead of b8t4-w2048 -> b16t4-w2048's speculative settings alone. */
+  change?: (c: Context) => Promise<void>;
+  /** Acts while `up` runs, once its output matches `when`. */
+  during?: { when: RegExp; act: (c: Context) => Promise<void> };
+  /** `destroy` instead of `up`. */
+  destroy?: boolean;
+  /** The outcome column, where the usual "new config serving / old config restored" does not say it. */
+  judge?: (c: Context, r: { error: string; output: string }) => Promise<string>;
 }
 
 const SENTINEL = `sk-SENTINEL-${process.pid}-7f3a`;
@@ -128,13 +140,112 @@ const SCENARIOS: Scenario[] = [
       c.notes.push(`found in: ${found.join(", ") || "nowhere"}${why}; not in: ${clean.join(", ")}`);
     },
   },
+  // Issue 12's scenarios as rows.
+  {
+    name: "secret rotation: only apiKey changes",
+    faults: {},
+    scoped: false,
+    streamKey: `sk-first-${process.pid}`,
+    setup: async (c) => (await c.ws.stack(STACK)).setConfig("dflash-sglang:apiKey", { value: `sk-first-${process.pid}`, secret: true }),
+    change: async (c) => {
+      c.ws.setStackConfig(STACK, "speculative", readRepoStackConfig(GOOD)["dflash-sglang:speculative"]);
+      await (await c.ws.stack(STACK)).setConfig("dflash-sglang:apiKey", { value: `sk-second-${process.pid}`, secret: true });
+    },
+    judge: async (c, r) => {
+      const code = (key: string) => c.sh(`curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer ${key}' http://${c.host.address}:${c.host.sglangPort}/v1/models`);
+      const [second, first] = [await code(`sk-second-${process.pid}`), await code(`sk-first-${process.pid}`)];
+      return !r.error && second === "200" && first === "401" ? "restarted with the new key (new key 200, old key 401)" : `UNEXPECTED: new key ${second}, old key ${first} ${r.error.split("\n")[0]}`;
+    },
+  },
+  {
+    name: "every SSH session into the host dropped during the GPU wait",
+    faults: { gpuReleaseDelaySeconds: 5 },
+    scoped: false,
+    during: { when: /waiting for GPU memory to be released/, act: async (c) => void c.notes.push(`${await dropSessions(c)} session(s) killed`) },
+    judge: async (c, r) => {
+      // The host-side transaction goes on under its lock: wait (bounded) for what it started.
+      const deadline = Date.now() + 60_000;
+      let budget: unknown;
+      while (Date.now() < deadline && budget !== NEW_BUDGET) {
+        budget = JSON.parse((await c.sh(`curl -s -m 2 http://${c.host.address}:${c.host.sglangPort}/server_info`)) || "{}").speculative_ddtree_budget;
+        if (budget !== NEW_BUDGET) await new Promise((res) => setTimeout(res, 500));
+      }
+      return r.error && budget === NEW_BUDGET ? "up failed (connection lost); the host finished the restart under its lock: new config serving" : `UNEXPECTED: serving ${budget}; ${r.error.split("\n")[0] || "up succeeded"}`;
+    },
+  },
+  {
+    name: "unit renamed (service.unitName)",
+    faults: {},
+    scoped: false,
+    change: async (c) => {
+      c.ws.setStackConfig(STACK, "speculative", readRepoStackConfig(NEW)["dflash-sglang:speculative"]);
+      c.ws.setStackConfig(STACK, "service", simHostConfig(c.host, `${UNIT}-renamed`)["dflash-sglang:service"]);
+    },
+    after: async (c) => void c.notes.push(`old unit file left: ${(await hosts.ssh(c.host, `test -e /etc/systemd/system/${UNIT}.service`)).code === 0 ? "yes" : "no"}`),
+  },
+  {
+    name: "host reached by another name (a second sshd port)",
+    faults: {},
+    scoped: false,
+    setup: async (c) => {
+      await c.sh(`echo 'ListenAddress ${c.host.address}:${ALIAS_PORT}' > /etc/ssh/sshd_config.d/20-alias.conf && systemctl reload ssh`);
+      while ((await hosts.ssh(c.host, `ss -ltn | grep -q '${c.host.address}:${ALIAS_PORT} '`)).code !== 0) await new Promise((res) => setTimeout(res, 100));
+    },
+    change: async (c) => {
+      c.ws.setStackConfig(STACK, "speculative", readRepoStackConfig(NEW)["dflash-sglang:speculative"]);
+      c.ws.setStackConfig(STACK, "host", { ...(simHostConfig(c.host)["dflash-sglang:host"] as object), port: ALIAS_PORT });
+    },
+  },
+  {
+    name: "GPU memory freed 12 s after exit, past timeouts.gpuReleaseSeconds (4 s)",
+    faults: { gpuReleaseDelaySeconds: 12 },
+    scoped: false,
+    change: async (c) => {
+      c.ws.setStackConfig(STACK, "speculative", readRepoStackConfig(NEW)["dflash-sglang:speculative"]);
+      c.ws.setStackConfig(STACK, "timeouts", { readySeconds: 60, pollMs: 250, gpuReleaseSeconds: 4 });
+    },
+    judge: async (c, r) => {
+      // Nobody acts: the known configuration must come back by itself once the GPUs are free.
+      const returned = Date.now();
+      const deadline = returned + 90_000;
+      let budget: unknown;
+      while (Date.now() < deadline && budget === undefined) {
+        budget = JSON.parse((await c.sh(`curl -s -m 2 http://${c.host.address}:${c.host.sglangPort}/server_info`)) || "{}").speculative_ddtree_budget;
+        if (budget === undefined) await new Promise((res) => setTimeout(res, 500));
+      }
+      return r.error && /RECOVERING:/.test(r.error) && budget !== undefined ? `old config back by itself (budget ${budget}) ${((Date.now() - returned) / 1000).toFixed(1)} s after up returned` : `UNEXPECTED: serving ${budget}; ${r.error.split("\n")[0]}`;
+    },
+  },
+  {
+    name: "destroy with requests in flight",
+    faults: {},
+    scoped: false,
+    destroy: true,
+    judge: async (c, r) => {
+      const left = await c.sh(`ls -d /etc/systemd/system/${UNIT}.service /etc/dflash-sglang /var/lib/dflash-sglang /usr/local/lib/dflash-sglang 2>/dev/null; true`);
+      return !r.error && left === "" ? "drained, stopped, nothing of the stack left on the host" : `UNEXPECTED: left ${left.split("\n").join(", ")} ${r.error.split("\n")[0]}`;
+    },
+  },
 ];
 
-async function streamChat(host: hosts.HostInfo, maxTokens: number): Promise<boolean> {
+/** A second sshd address on the host: "another name of the same machine". */
+const ALIAS_PORT = 2222;
+
+/** Kills every SSH session into the host but the one this runs in (as when a network path dies). */
+async function dropSessions(c: Context): Promise<number> {
+  const [self, ...lines] = (await c.sh("echo $$; ps -eo pid=,ppid=,args=")).split("\n");
+  const procs = lines.map((l) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(l)).filter((m): m is RegExpExecArray => m !== null).map((m) => ({ pid: Number(m[1]), ppid: Number(m[2]), args: m[3] }));
+  const own = procs.find((p) => p.pid === Number(self))?.ppid;
+  const sessions = procs.filter((p) => /^sshd(-session)?: \S+@/.test(p.args) && p.pid !== own).map((p) => p.pid);
+  if (sessions.length > 0) await c.sh(`kill -KILL ${sessions.join(" ")}`);
+  return sessions.length;
+}
+
+async function streamChat(host: hosts.HostInfo, maxTokens: number, apiKey?: string): Promise<boolean> {
   try {
     const res = await fetch(`http://${host.address}:${host.sglangPort}/v1/chat/completions`, {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      headers: { "content-type": "application/json", ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}) },
       body: JSON.stringify({ messages: [{ role: "user", content: "benchmark" }], max_tokens: maxTokens, stream: true }),
     });
     let text = "";
@@ -165,11 +276,16 @@ async function main(): Promise<void> {
       ws.setStackConfig(STACK, "timeouts", { readySeconds: 60, pollMs: 250 });
       ws.setStackConfig(STACK, "model", model);
       ws.setStackConfig(STACK, "benchmark", { enabled: false });
+      ws.setStackConfig(STACK, "service", simHostConfig(host)["dflash-sglang:service"]);
+      ws.setStackConfig(STACK, "host", simHostConfig(host)["dflash-sglang:host"]);
+      const ctx: Context = { host, ws, sh, notes: [] };
+      await sc.setup?.(ctx);
       await stack.up();
 
       if (sc.sglang) hosts.configure(HOST, JSON.stringify(sc.sglang));
       hosts.fault(HOST, JSON.stringify({ ...sc.faults, ...(sc.scoped ? { match: { speculative_ddtree_budget: NEW_BUDGET } } : {}) }));
-      ws.setStackConfig(STACK, "speculative", readRepoStackConfig(NEW)["dflash-sglang:speculative"]);
+      if (sc.change) await sc.change(ctx);
+      else ws.setStackConfig(STACK, "speculative", readRepoStackConfig(NEW)["dflash-sglang:speculative"]);
       if (sc.readySeconds) ws.setStackConfig(STACK, "timeouts", { readySeconds: sc.readySeconds, pollMs: 250 });
       if (sc.stableSeconds) ws.setStackConfig(STACK, "safety", { stableSeconds: sc.stableSeconds });
       if (sc.extraArgs) ws.setStackConfig(STACK, "model", { ...model, extraArgs: sc.extraArgs });
@@ -178,24 +294,30 @@ async function main(): Promise<void> {
         ws.setStackConfig(STACK, "benchmark", { runs: 1, warmupRuns: 0, maxTokens: 32, longContextTokens: [1024], concurrency: [2], coding: false });
       }
 
-      const ctx: Context = { host, ws, sh, notes: [] };
       const flight = sc.inFlight ?? { streams: 3, tokens: 600 };
       const streamStarted = Date.now();
-      const inFlight = Array.from({ length: flight.streams }, () => streamChat(host, flight.tokens).then((ok) => ({ ok, seconds: (Date.now() - streamStarted) / 1000 })));
+      const inFlight = Array.from({ length: flight.streams }, () => streamChat(host, flight.tokens, sc.streamKey).then((ok) => ({ ok, seconds: (Date.now() - streamStarted) / 1000 })));
       await sc.before?.(ctx);
       const started = Date.now();
       let failedAt = 0;
       let error = "";
       let output = "";
       let timings: Record<string, number> = {};
+      let acting: Promise<void> | undefined;
+      const onOutput = (s: string) => {
+        output += s;
+        failedAt ||= s.includes("FAILED:") ? Date.now() : 0;
+        if (sc.during && !acting && sc.during.when.test(output)) acting = sc.during.act(ctx);
+      };
       try {
-        const up = await stack.up({ onOutput: (s) => ((output += s), (failedAt ||= s.includes("FAILED:") ? Date.now() : 0)) });
-        timings = up.outputs.restartTimings?.value ?? {};
+        if (sc.destroy) await stack.destroy({ onOutput, runProgram: true });
+        else timings = (await stack.up({ onOutput })).outputs.restartTimings?.value ?? {};
       } catch (e) {
         error = (e as Error).message;
         output += error;
       }
       const ended = Date.now();
+      await acting;
       const streams = await Promise.all(inFlight);
       const completed = streams.filter((x) => x.ok).length;
       await sc.after?.(ctx, output);
@@ -205,7 +327,7 @@ async function main(): Promise<void> {
       const exitLine = await sh(`journalctl -u ${UNIT}.service -o short-unix --no-pager | grep -E 'Main process exited, code=exited, status=1' | tail -n 1`);
       const exitedAt = exitLine ? Math.round(Number(exitLine.split(" ")[0]) * 1000) : 0;
       const serving = info.speculative_ddtree_budget;
-      const outcome = !error && serving === NEW_BUDGET ? "new config serving" : error && /Rolled back: .* is back and serving/.test(error) ? `old config restored (budget ${serving})` : error && /Preflight failed/.test(error) ? `clear failure before any change (old config budget ${serving} untouched)` : `UNEXPECTED: ${error.split("\n")[0]}`;
+      const outcome = sc.judge ? await sc.judge(ctx, { error, output }) : !error && serving === NEW_BUDGET ? "new config serving" : error && /Rolled back: .* is back and serving/.test(error) ? `old config restored (budget ${serving})` : error && /Preflight failed/.test(error) ? `clear failure before any change (old config budget ${serving} untouched)` : `UNEXPECTED: ${error.split("\n")[0]}`;
       // The reported line, past the "sglang X on HOST failed while PHASE after N s: " preamble.
       const cause = error ? failureCause(error).replace(/^.*? after [\d.]+ s: /, "").replace(/^Preflight failed.*$/, (l) => (/does not accept (\S+)/.exec(error)?.[0] ?? l)).slice(0, 140) : "";
       const detect = failedAt && exitedAt && exitedAt >= started ? ((failedAt - exitedAt) / 1000).toFixed(1) : sc.readySeconds && failedAt ? `deadline ${sc.readySeconds} s` : failedAt ? `${((failedAt - started) / 1000).toFixed(1)} after up started` : "-";
@@ -215,6 +337,7 @@ async function main(): Promise<void> {
       if (error) {
         hosts.fault(HOST, "{}");
         ws.setStackConfig(STACK, "model", model);
+        ws.setStackConfig(STACK, "timeouts", { readySeconds: 60, pollMs: 250 });
         const again = Date.now();
         try {
           await stack.up();
@@ -247,7 +370,9 @@ async function main(): Promise<void> {
     "so the old one can come back), with requests in flight when `pulumi up` starts (3 streams of 600 tokens unless the",
     "row says otherwise). Detect = the server process's exit (systemd's journal line) -> the first FAILED line of `up`;",
     "recover = that line -> `up` returned with the previous configuration serving again. Then, fixed = after a failed",
-    "`up`, the fault removed and the same change applied by the next `up` (no other step).",
+    "`up`, the fault removed and the same change applied by the next `up` (no other step). The last six rows (issue 12's",
+    "scenarios) apply the change they name instead (a key rotation, sessions dropped mid-restart, a renamed unit, another",
+    "address of the same host, GPUs freed past their deadline, a destroy) and say their outcome in words.",
     "",
     "| fault | outcome | cause reported | detect s | recover s | up s | in flight | lost | then, fixed | notes |",
     "|---|---|---|---:|---:|---:|---:|---:|---|---|",

@@ -41,6 +41,45 @@ export function readStackDeployment(): StackDeployment {
   };
 }
 
+/** One node's SSH connection, as plain text (the private key included). */
+export interface NodeConnection {
+  host: string;
+  port: number;
+  user: string;
+  hostKey: string;
+  privateKey: string;
+}
+
+/**
+ * The SSH connections of every node (node 0 first) that the stack's configuration names
+ * now: for the dynamic providers, which get the stack's configuration at every operation
+ * (`refresh` and `destroy` included) and so can reach a host with rotated credentials that
+ * their state does not hold yet. `get` reads a full key (`dflash-sglang:host`). Throws with
+ * the stack, the key and what to do, like the program.
+ */
+export function nodeConnectionsFromConfig(get: (key: string) => string | undefined, stack: string): NodeConnection[] {
+  const raw: Record<string, unknown> = {};
+  for (const key of KEYS) raw[key] = configValue(get(`${CONFIG_NAMESPACE}:${key}`));
+  const d = parseDeployment(raw, stack);
+  const secret = get(`${CONFIG_NAMESPACE}:sshPrivateKey`);
+  const read = (file: string | undefined, key: string): string => {
+    if (!file) throw new Error(`Stack "${stack}": no SSH key. Set ${CONFIG_NAMESPACE}:host.privateKeyPath to a key file, or the secret ${CONFIG_NAMESPACE}:sshPrivateKey.`);
+    try {
+      return fs.readFileSync(file, "utf8");
+    } catch (e) {
+      throw new Error(`Stack "${stack}": cannot read ${CONFIG_NAMESPACE}:${key} ${file}: ${(e as Error).message}`);
+    }
+  };
+  const hostKey = secret ?? read(d.host.privateKeyPath, "host.privateKeyPath");
+  return [d.host, ...d.nodes].map((h, i) => ({
+    host: h.address,
+    port: h.port,
+    user: h.user,
+    hostKey: h.hostKey,
+    privateKey: i > 0 && d.nodes[i - 1].privateKeyPath ? read(d.nodes[i - 1].privateKeyPath, `nodes[${i - 1}].privateKeyPath`) : hostKey,
+  }));
+}
+
 /** Structured values arrive as JSON text, plain ones (e.g. `sglangBuild: upstream`) as-is. */
 function configValue(text: string | undefined): unknown {
   if (text === undefined) return undefined;

@@ -8,7 +8,7 @@ import * as pulumi from "@pulumi/pulumi";
 import type * as Handlers from "./remote/handlers";
 
 /** Bump to make every resource of this component update (not restart) with new provider code. */
-export const PROVIDER_VERSION = "3";
+export const PROVIDER_VERSION = "4";
 
 const HANDLERS_PATH = require.resolve("./remote/handlers");
 
@@ -22,11 +22,24 @@ export function changedKeys(olds: Record<string, unknown>, news: Record<string, 
   return keys.filter((k) => JSON.stringify(pick(olds, k)) !== JSON.stringify(pick(news, k)));
 }
 
+/** The stack's configuration handed to this provider process by `configure`, as a getter. */
+function stackConfig(): ((key: string) => string | undefined) | undefined {
+  const c = (globalThis as any).__dflashStackConfig as pulumi.dynamic.Config | undefined;
+  return c && ((key: string) => c.get(key));
+}
+
 function makeProvider(): pulumi.dynamic.ResourceProvider {
   const handlersPath = HANDLERS_PATH;
   const load = (): typeof Handlers => require("tsx/cjs/api").require(handlersPath, handlersPath);
   const changes = changedKeys;
   return {
+    // The stack's configuration as the engine hands it over at every operation (refresh
+    // included): a rotated SSH key or host key reaches the host before state holds it.
+    // Kept on the process (Pulumi serializes captured variables by value, so a closure
+    // variable set here would not be the one the other methods read).
+    async configure(req: pulumi.dynamic.ConfigureRequest) {
+      (globalThis as any).__dflashStackConfig = req.config;
+    },
     // Diff runs on every `up` and `preview`: it is plain code here, so it does not load
     // (and compile) the handlers, which only create/update/read need.
     async diff(_id: string, olds: any, news: any) {
@@ -41,12 +54,47 @@ function makeProvider(): pulumi.dynamic.ResourceProvider {
       return { outs: await load().applyReady(news) };
     },
     async read(id: string, props: any) {
-      return { id, props: props ? await load().readReady(props) : props };
+      return { id, props: props ? await load().readReady(props, stackConfig()) : props };
     },
   };
 }
 
 const readyProvider = makeProvider();
+
+/**
+ * This stack's presence on one node, the first resource of the node and the last one
+ * deleted. Its delete is the teardown (drain, stop, remove the unit, its secrets and staged
+ * files); @pulumi/command's own delete cannot do it, because it runs with the connection in
+ * state: after an SSH key or host key rotation, `destroy` would fail with the old ones. A
+ * dynamic provider gets the stack's current configuration. Its replacement (the node's
+ * address, port or the unit's name changed) deletes the old one first, before the commands
+ * that depend on it stage and start the new unit.
+ */
+function makePresenceProvider(): pulumi.dynamic.ResourceProvider {
+  const handlersPath = HANDLERS_PATH;
+  const load = (): typeof Handlers => require("tsx/cjs/api").require(handlersPath, handlersPath);
+  const changes = changedKeys;
+  return {
+    async configure(req: pulumi.dynamic.ConfigureRequest) {
+      (globalThis as any).__dflashStackConfig = req.config;
+    },
+    async diff(_id: string, olds: any, news: any) {
+      const changed = changes(olds, news, ["where", "connection", "transaction", "stageRemoval", "rank", "urn", "providerVersion"]);
+      return { changes: changed.length > 0, replaces: changed.includes("where") ? ["where"] : [], deleteBeforeReplace: true };
+    },
+    async create(inputs: any) {
+      return { id: `${inputs.where.join(":")}:${inputs.stack}`, outs: inputs };
+    },
+    async update(_id: string, _olds: any, news: any) {
+      return { outs: news };
+    },
+    async delete(_id: string, outs: any) {
+      await load().removePresence(outs, stackConfig());
+    },
+  };
+}
+
+const presenceProvider = makePresenceProvider();
 
 type Inputs<T> = { [K in keyof T]: pulumi.Input<T[K]> };
 
@@ -62,5 +110,13 @@ export class Ready extends pulumi.dynamic.Resource {
   constructor(name: string, args: Inputs<Handlers.ReadyInputs>, opts?: pulumi.CustomResourceOptions) {
     const outputs = { timings: undefined, mainPid: undefined, acceptLength: undefined, serverArgs: undefined };
     super(readyProvider, name, { ...args, ...outputs }, { ...opts, additionalSecretOutputs: ["nodes", "secretStdin"] });
+  }
+}
+
+/** This stack on one node: deleting it removes the stack's unit and files from the node. */
+export class Presence extends pulumi.dynamic.Resource {
+  declare readonly where: pulumi.Output<[string, number, string]>;
+  constructor(name: string, args: Inputs<Handlers.PresenceInputs>, opts?: pulumi.CustomResourceOptions) {
+    super(presenceProvider, name, { ...args }, { ...opts, additionalSecretOutputs: ["connection"], deleteBeforeReplace: true });
   }
 }

@@ -34,30 +34,17 @@ const heredoc = (path: string, text: string, mode: string): string => {
   return [`cat > ${shellQuote(tmp)} <<'${end}'`, text.endsWith("\n") ? text.slice(0, -1) : text, end, `chmod ${mode} ${shellQuote(tmp)} && mv -f ${shellQuote(tmp)} ${shellQuote(path)}`].join("\n");
 };
 
-/** Removes a stage folder, what is left empty above it, and the shared helpers once no stack of any unit is staged. */
-function forgetStage(unitName: string, stack: string): string {
+/**
+ * Removes this stack's stage folder, then whatever is left empty, and the shared helpers
+ * once no stack of any unit is staged on the host. Run after the transaction's `remove`.
+ */
+export function renderStageRemoval(unitName: string, stack: string): string {
   const q = shellQuote;
   const state = `${STATE_DIR}/${unitName}`;
   return [
     `rm -rf ${q(stageDir(unitName, stack))}`,
     `rmdir ${q(`${state}/stacks`)} ${q(state)} 2>/dev/null`,
     `if ! ls -d ${q(STATE_DIR)}/*/stacks/* >/dev/null 2>&1; then rm -rf ${q(HELPER_DIR)}; rmdir ${q(STATE_DIR)} 2>/dev/null; fi`,
-  ].join("; ");
-}
-
-/**
- * What deleting the staging resource runs: this stack's folder goes, then whatever is left
- * empty. While this stack's unit is still installed, its transaction.sh stays: on a
- * replacement (the unit renamed or the host reached by another address) Pulumi deletes
- * the staging before the restart, whose delete runs `transaction.sh remove` and then
- * removes the folder itself.
- */
-export function renderStageRemoval(unitName: string, stack: string): string {
-  const q = shellQuote;
-  const dir = stageDir(unitName, stack);
-  const ours = `grep -qx ${q(`X-DFlash-Stack=${stack}`)} ${q(unitPath(unitName))} 2>/dev/null`;
-  return [
-    `if ${ours} && [ -f ${q(`${dir}/transaction.sh`)} ]; then find ${q(dir)} -mindepth 1 -maxdepth 1 ! -name transaction.sh -exec rm -rf {} +; else ${forgetStage(unitName, stack)}; fi`,
     "true",
   ].join("; ");
 }
@@ -186,7 +173,7 @@ export function transactionInput(d: Deployment, stack: string, label: string, ra
  *   release        end this stack's rollout without recording anything
  *   start-when-free HASH   (run by systemd-run after a GPU deadline) wait for the GPUs,
  *                  then start the unit if it is still HASH
- *   remove HASH    drain, stop and remove the unit, if the host still runs this stack's
+ *   remove         drain, stop and remove the unit, if the host still runs this stack's
  * Output lines are progress; the last line of a restart is `@@result {json}`.
  */
 export function renderTransaction(x: TransactionInput): string {
@@ -200,7 +187,7 @@ export function renderTransaction(x: TransactionInput): string {
   return `#!/bin/bash
 # dflash-sglang host-side transaction: ${x.unitName}, stack ${x.stack}, node ${x.rank}.
 # Rendered by components/sglang-service/script.ts; staged by \`pulumi up\`; do not edit.
-#   restart HASH [force] | rollback HASH | good HASH | release | remove HASH
+#   restart HASH [force] | rollback HASH | good HASH | release | remove
 set -uo pipefail
 ${v("label", x.label)}
 ${v("host", x.host)}
@@ -416,12 +403,6 @@ restore_known_good() {
   install_start "$state/last-good.service"
 }
 
-# Removes this stage folder, what is left empty above it, and the shared helpers once no
-# stack of any unit is staged on the host.
-forget_stage() {
-  cd / && { ${forgetStage(x.unitName, x.stack)}; }
-}
-
 main() {
 case "\${1:-}" in
 restart)
@@ -492,16 +473,12 @@ start-when-free)
   echo "the GPUs of $host are free: started \${unit%.service} ($(known_good))"
   ;;
 remove)
-  want=\${2:?usage: remove HASH}
   lock
-  # When the staging resource was deleted first (a replacement), this script is all that is
-  # left of the stage folder: it goes too, whatever happens below.
-  if [ ! -e "$stage/unit.service" ]; then trap forget_stage EXIT; fi
   installed=$(hash_of "$live")
   if [ -z "$installed" ]; then echo "\${unit%.service} is not installed on $host; nothing to remove"; exit 0; fi
   # Owned by the stack its unit names (after a rollback that may be another stack's).
   owner=$(sed -n 's/^X-DFlash-Stack=//p' "$live")
-  if [ "$owner" != "$stack" ]; then echo "\${unit%.service} on $host now runs another configuration (stack \${owner:-none}, unit \${installed:0:12}), not this stack's (last \${want:0:12}); left the host alone"; exit 0; fi
+  if [ "$owner" != "$stack" ]; then echo "\${unit%.service} on $host now runs another configuration (stack \${owner:-none}, unit \${installed:0:12}), not this stack's; left the host alone"; exit 0; fi
   stop_server drain || exit 1
   systemctl disable "$unit" 2>/dev/null
   rm -f "$live" ${files.concat(absent).map(q).join(" ")}
@@ -513,7 +490,7 @@ remove)
   echo "\${unit%.service} drained, stopped and removed from $host, with its secret files and known-good record"
   ;;
 *)
-  echo "usage: $0 restart HASH | rollback HASH | good HASH | release | remove HASH" >&2
+  echo "usage: $0 restart HASH | rollback HASH | good HASH | release | remove" >&2
   exit 2
   ;;
 esac

@@ -1,6 +1,8 @@
 // The component: one SGLang configuration on one GPU host (or a group of nodes),
-// reconfigured safely, as render -> apply -> restart -> ready:
+// reconfigured safely, as render -> apply -> restart -> ready, on a node held by `<name>-host`:
 //   render   pure: the unit (render.ts) and the host-side scripts (script.ts);
+//   host     `<name>-host`: a dynamic resource for this stack on the node, whose delete is
+//            the teardown (drain, stop, remove), run with the stack's current credentials;
 //   apply    `<name>-unit`: a command:remote:Command that runs preflight and stages the
 //            unit and the transaction in this stack's own folder on each node;
 //   restart  `<name>-restart`: a command:remote:Command, re-run when the unit or a secret
@@ -13,7 +15,7 @@ import { Deployment } from "./schema";
 import { expectedServerArgs, gpusPerNode, helperScripts, launchArgs, launchFlags, localServerUrl, renderUnit, secretPaths, SecretPresence, sha256, shellQuote } from "./render";
 import { renderStageRemoval, renderStageScript, renderTransaction, secretFileOrder, transactionInput, transactionPath } from "./script";
 import type { StackSecrets } from "./config";
-import { PROVIDER_VERSION, Ready } from "./provider";
+import { PROVIDER_VERSION, Presence, Ready } from "./provider";
 import { describeHostChange, readLiveUnit } from "./remote/observe";
 
 export interface SglangServiceArgs {
@@ -115,12 +117,28 @@ export class SglangService extends pulumi.ComponentResource {
     const nodes = planned.map((n) => {
       const transaction = renderTransaction(transactionInput(d, stack, n.label, n.rank, n.host.address, presence));
       const connection = commandConnection(n.key, n.host);
-      // Where the unit lives. A change of it replaces both commands, old ones first
-      // (deleteBeforeReplace): the old unit is drained, stopped and removed, through the
-      // old connection, before the new one is staged and started. Created first, the new
-      // unit would wait for GPUs the old one holds; deleted last, the old delete would stop
-      // the unit the new one just started when both names reach the same machine.
-      const where = [n.host.address, n.host.port, d.service.unitName];
+      // This stack on the node: created first, deleted last; its delete is the teardown.
+      // A change of where the unit lives (address, port, unit name) replaces it old-first:
+      // the old unit is drained, stopped and removed through the old address before the
+      // commands below (which wait for it, and update in place) stage and start the new
+      // one. Created first, the new unit would wait for GPUs the old one holds; deleted
+      // last, the old teardown would stop the unit the new one just started when both
+      // names reach the same machine.
+      const onNode = new Presence(
+        `${name}-host${n.suffix}`,
+        {
+          connection: connectionOf(d, n.key, n.host),
+          rank: n.rank,
+          stack,
+          unitName: d.service.unitName,
+          where: [n.host.address, n.host.port, d.service.unitName],
+          transaction: transactionPath(d.service.unitName, stack),
+          stageRemoval: renderStageRemoval(d.service.unitName, stack),
+          urn: childUrn(COMPONENT_TYPE, `${name}-host${n.suffix}`),
+          providerVersion: PROVIDER_VERSION,
+        },
+        { parent: this },
+      );
       const stageScript = renderStageScript({ label: n.label, host: n.host.address, stack, unitName: d.service.unitName, unitText: n.unitText, transaction, helpers: helperScripts(), python: d.service.python, flags: launchFlags(d, presence), paths, tpSize: gpusPerNode(d) });
       // apply: preflight, then stage in this stack's folder (the live unit is not touched).
       // Its stdin is the staging script (so `preview --diff` shows the unit's changed lines).
@@ -130,25 +148,21 @@ export class SglangService extends pulumi.ComponentResource {
           connection,
           create: `bash -s # stage ${d.service.unitName} for stack ${stack}`,
           stdin: stageScript,
-          delete: renderStageRemoval(d.service.unitName, stack),
           addPreviousOutputInEnv: false,
-          triggers: where,
         },
-        { parent: this, additionalSecretOutputs: ["connection"], deleteBeforeReplace: true },
+        { parent: this, dependsOn: [onNode], additionalSecretOutputs: ["connection"] },
       );
       // restart: the whole host-side transaction, re-run when the unit (its hash is in the
-      // command) or a secret (stdin) changes. Deleting it drains and removes the unit.
+      // command) or a secret (stdin) changes.
       const restart = new command.remote.Command(
         `${name}-restart${n.suffix}`,
         {
           connection,
           create: `bash ${shellQuote(transactionPath(d.service.unitName, stack))} restart ${n.unitHash}`,
           stdin: pulumi.all([stdin, hostView]).apply(([text]) => text),
-          delete: `bash ${shellQuote(transactionPath(d.service.unitName, stack))} remove ${n.unitHash}`,
           addPreviousOutputInEnv: false,
-          triggers: where,
         },
-        { parent: this, dependsOn: [staged], additionalSecretOutputs: ["connection"], deleteBeforeReplace: true },
+        { parent: this, dependsOn: [staged], additionalSecretOutputs: ["connection"] },
       );
       return { ...n, restart, connection: connectionOf(d, n.key, n.host) };
     });

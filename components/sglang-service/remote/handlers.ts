@@ -7,6 +7,7 @@ import { progress } from "./progress";
 import { shellQuote, STATE_DIR, unitPath } from "../render";
 import { RUN_DIR } from "../script";
 import { exitWithEngine } from "./engine-watch";
+import { NodeConnection, nodeConnectionsFromConfig } from "../config";
 
 exitWithEngine();
 
@@ -176,10 +177,41 @@ async function rollback(nodes: NodeStep[], i: ReadyInputs): Promise<string> {
 }
 
 /** What every node really runs: a unit edited or stopped by hand shows up as a changed unit hash (drift). */
-export async function readReady(o: ReadyOutputs): Promise<ReadyOutputs> {
+/** Reads a key of the stack's configuration as the engine handed it to the provider. */
+export type ConfigGetter = (key: string) => string | undefined;
+
+/**
+ * The connection to use for a node the state knows as `recorded`: the credentials the
+ * stack's configuration holds now (a rotated SSH key or host key) when it still names the
+ * same address and port for that node; otherwise (the node moved, or the configuration
+ * cannot be read) the recorded one, which reaches the old place.
+ */
+export function currentConnection(recorded: Connection, rank: number, config: ConfigGetter | undefined, stack: string): Connection {
+  if (!config) return recorded;
+  let now: NodeConnection | undefined;
+  try {
+    now = nodeConnectionsFromConfig(config, stack)[rank];
+  } catch {
+    return recorded;
+  }
+  return now && now.host === recorded.host && now.port === recorded.port ? { ...recorded, user: now.user, hostKey: now.hostKey, privateKey: now.privateKey } : recorded;
+}
+
+/**
+ * Without --run-program, `refresh` and `destroy` hand the providers the configuration of the
+ * last `up`, so a key rotated since then is not seen: say so where SSH is refused.
+ */
+function withRotationHint(e: unknown): Error {
+  const m = (e as Error).message;
+  if (!/^(SSH to|cannot reach) /.test(m)) return e as Error;
+  return new Error(`${m}\nIf the SSH key or the host key changed since the last \`pulumi up\`, run this with --run-program (\`pulumi refresh --run-program\`, \`pulumi destroy --run-program\`): the providers then take the credentials from the stack's configuration instead of the last \`up\`'s.`);
+}
+
+export async function readReady(o: ReadyOutputs, config?: ConfigGetter): Promise<ReadyOutputs> {
   const live: string[] = [];
-  for (const n of o.nodes) {
-    const ssh = await Ssh.open(n.connection);
+  const nodes = o.nodes.map((n, rank) => ({ ...n, connection: currentConnection(n.connection, rank, config, o.target.stack) }));
+  for (const n of nodes) {
+    const ssh = await Ssh.open(n.connection).catch((e) => Promise.reject(withRotationHint(e)));
     try {
       live.push(liveHash(await nodeState(ssh, o.target.unitName)));
     } finally {
@@ -187,5 +219,37 @@ export async function readReady(o: ReadyOutputs): Promise<ReadyOutputs> {
     }
   }
   // A node whose unit differs from the one proven reads as a changed input: `up` restarts it.
-  return { ...o, nodes: o.nodes.map((n, k) => ({ ...n, unitHash: live[k] })) };
+  return { ...o, nodes: nodes.map((n, k) => ({ ...n, unitHash: live[k] })) };
+}
+
+/** What this stack has on one node: deleting it drains, stops and removes all of it. */
+export interface PresenceInputs {
+  connection: Connection;
+  rank: number;
+  stack: string;
+  unitName: string;
+  /** Where the unit lives ([address, port, unitName]): a change replaces this resource, old one first. */
+  where: [string, number, string];
+  /** The node's staged transaction script. */
+  transaction: string;
+  /** Removes what is left of the stage folder (render's stage removal). */
+  stageRemoval: string;
+  /** This resource's URN, for progress lines. */
+  urn: string;
+  providerVersion: string;
+}
+
+/**
+ * Drains, stops and removes this stack's unit, secret files, known-good record and staged
+ * files from the node (the transaction's `remove`, which leaves a unit another stack owns
+ * alone), with the credentials the configuration holds now where it still names this node.
+ */
+export async function removePresence(o: PresenceInputs, config?: ConfigGetter): Promise<void> {
+  const connection = currentConnection(o.connection, o.rank, config, o.stack);
+  const t = shellQuote(o.transaction);
+  const script = `if [ -f ${t} ]; then bash ${t} remove || exit $?; fi; ${o.stageRemoval}`;
+  const r = await Ssh.once(connection, script, 30 * 60_000).catch((e) => Promise.reject(withRotationHint(e)));
+  const out = `${r.stdout}${r.stderr}`.trim();
+  if (out) await progress(o.urn, out, false);
+  if (r.code !== 0) throw new Error(`removing ${o.unitName} (stack ${o.stack}) from ${o.connection.host} failed (exit ${r.code}): ${out || "no output"}`);
 }

@@ -1,7 +1,7 @@
 #!/bin/bash
 # dflash-sglang host-side transaction: sglang-k26, stack b16t4-w2048, node 0.
 # Rendered by components/sglang-service/script.ts; staged by `pulumi up`; do not edit.
-#   restart HASH [force] | rollback HASH | good HASH | release | remove HASH
+#   restart HASH [force] | rollback HASH | good HASH | release | remove
 set -uo pipefail
 label='sglang-k26 (stack b16t4-w2048)'
 host=127.0.0.10
@@ -221,12 +221,6 @@ restore_known_good() {
   install_start "$state/last-good.service"
 }
 
-# Removes this stage folder, what is left empty above it, and the shared helpers once no
-# stack of any unit is staged on the host.
-forget_stage() {
-  cd / && { rm -rf /var/lib/dflash-sglang/sglang-k26/stacks/b16t4-w2048; rmdir /var/lib/dflash-sglang/sglang-k26/stacks /var/lib/dflash-sglang/sglang-k26 2>/dev/null; if ! ls -d /var/lib/dflash-sglang/*/stacks/* >/dev/null 2>&1; then rm -rf /usr/local/lib/dflash-sglang; rmdir /var/lib/dflash-sglang 2>/dev/null; fi; }
-}
-
 main() {
 case "${1:-}" in
 restart)
@@ -297,16 +291,12 @@ start-when-free)
   echo "the GPUs of $host are free: started ${unit%.service} ($(known_good))"
   ;;
 remove)
-  want=${2:?usage: remove HASH}
   lock
-  # When the staging resource was deleted first (a replacement), this script is all that is
-  # left of the stage folder: it goes too, whatever happens below.
-  if [ ! -e "$stage/unit.service" ]; then trap forget_stage EXIT; fi
   installed=$(hash_of "$live")
   if [ -z "$installed" ]; then echo "${unit%.service} is not installed on $host; nothing to remove"; exit 0; fi
   # Owned by the stack its unit names (after a rollback that may be another stack's).
   owner=$(sed -n 's/^X-DFlash-Stack=//p' "$live")
-  if [ "$owner" != "$stack" ]; then echo "${unit%.service} on $host now runs another configuration (stack ${owner:-none}, unit ${installed:0:12}), not this stack's (last ${want:0:12}); left the host alone"; exit 0; fi
+  if [ "$owner" != "$stack" ]; then echo "${unit%.service} on $host now runs another configuration (stack ${owner:-none}, unit ${installed:0:12}), not this stack's; left the host alone"; exit 0; fi
   stop_server drain || exit 1
   systemctl disable "$unit" 2>/dev/null
   rm -f "$live" /etc/dflash-sglang/sglang-k26.secrets.yaml /etc/dflash-sglang/sglang-k26.curl-headers /etc/dflash-sglang/sglang-k26.env
@@ -318,7 +308,7 @@ remove)
   echo "${unit%.service} drained, stopped and removed from $host, with its secret files and known-good record"
   ;;
 *)
-  echo "usage: $0 restart HASH | rollback HASH | good HASH | release | remove HASH" >&2
+  echo "usage: $0 restart HASH | rollback HASH | good HASH | release | remove" >&2
   exit 2
   ;;
 esac
