@@ -75,7 +75,7 @@ test("first deploy: the rendered unit is installed, active means serving, output
 test("a no-op up changes nothing and does not restart the server", async () => {
   const pid = await mainPid();
   const up = await (await ws.stack("b8t4-w2048")).up();
-  assert.deepEqual(up.summary.resourceChanges, { same: 7 }, "every resource unchanged");
+  assert.deepEqual(up.summary.resourceChanges, { same: 8 }, "every resource unchanged");
   assert.equal(await mainPid(), pid);
 });
 
