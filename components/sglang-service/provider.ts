@@ -22,24 +22,33 @@ export function changedKeys(olds: Record<string, unknown>, news: Record<string, 
   return keys.filter((k) => JSON.stringify(pick(olds, k)) !== JSON.stringify(pick(news, k)));
 }
 
-/** The stack's configuration handed to this provider process by `configure`, as a getter. */
+/**
+ * `configure`: keeps the stack's configuration as the engine hands it over (the last `up`'s,
+ * or the current one with --run-program), so that a rotated SSH key or host key reaches the
+ * host before state holds it. Kept on the process: Pulumi serializes captured variables by
+ * value, so a closure variable set here would not be the one the other methods read.
+ */
+async function keepStackConfig(req: pulumi.dynamic.ConfigureRequest): Promise<void> {
+  (globalThis as any).__dflashStackConfig = req.config;
+}
+
+/** The stack's configuration kept by `configure`, as a getter. */
 function stackConfig(): ((key: string) => string | undefined) | undefined {
   const c = (globalThis as any).__dflashStackConfig as pulumi.dynamic.Config | undefined;
   return c && ((key: string) => c.get(key));
 }
 
-function makeProvider(): pulumi.dynamic.ResourceProvider {
+/** The real code (remote/handlers.ts), loaded in the provider process when a step needs it. */
+function loadHandlers(): typeof Handlers {
   const handlersPath = HANDLERS_PATH;
-  const load = (): typeof Handlers => require("tsx/cjs/api").require(handlersPath, handlersPath);
+  return require("tsx/cjs/api").require(handlersPath, handlersPath);
+}
+
+function makeProvider(): pulumi.dynamic.ResourceProvider {
+  const load = loadHandlers;
   const changes = changedKeys;
   return {
-    // The stack's configuration as the engine hands it over at every operation (refresh
-    // included): a rotated SSH key or host key reaches the host before state holds it.
-    // Kept on the process (Pulumi serializes captured variables by value, so a closure
-    // variable set here would not be the one the other methods read).
-    async configure(req: pulumi.dynamic.ConfigureRequest) {
-      (globalThis as any).__dflashStackConfig = req.config;
-    },
+    configure: keepStackConfig,
     // Diff runs on every `up` and `preview`: it is plain code here, so it does not load
     // (and compile) the handlers, which only create/update/read need.
     async diff(_id: string, olds: any, news: any) {
@@ -71,13 +80,10 @@ const readyProvider = makeProvider();
  * that depend on it stage and start the new unit.
  */
 function makePresenceProvider(): pulumi.dynamic.ResourceProvider {
-  const handlersPath = HANDLERS_PATH;
-  const load = (): typeof Handlers => require("tsx/cjs/api").require(handlersPath, handlersPath);
+  const load = loadHandlers;
   const changes = changedKeys;
   return {
-    async configure(req: pulumi.dynamic.ConfigureRequest) {
-      (globalThis as any).__dflashStackConfig = req.config;
-    },
+    configure: keepStackConfig,
     async diff(_id: string, olds: any, news: any) {
       const changed = changes(olds, news, ["where", "connection", "transaction", "stageRemoval", "rank", "urn", "providerVersion"]);
       return { changes: changed.length > 0, replaces: changed.includes("where") ? ["where"] : [], deleteBeforeReplace: true };
