@@ -84,7 +84,7 @@ export function simWorkspace(stacks: Record<string, Record<string, unknown>>, op
     async stack(name: string) {
       const stack = await LocalWorkspace.createOrSelectStack({ stackName: name, workDir: dir }, { envVars: env, pulumiCommand: await pulumiCommand(root) });
       // A killed `up` leaves the stack locked; `pulumi cancel` is Pulumi's remedy.
-      if (staleLocks(env.PULUMI_BACKEND_URL, project.name).some((l) => l.stack === name)) await stack.cancel();
+      if (staleLocks(env.PULUMI_BACKEND_URL, project.name).stale.some((l) => l.stack === name)) await stack.cancel();
       return stack;
     },
     setStackConfig(name: string, key: string, value: unknown) {
