@@ -1,6 +1,5 @@
 // One stack = one SGLang configuration on one GPU host. Reads and validates the stack's
 // config, builds the component, exports what reviewers and benchmarks read.
-import * as path from "node:path";
 import { readStackDeployment, SglangService } from "./components/sglang-service";
 import { SglangBenchmark } from "./components/benchmark";
 
@@ -8,7 +7,7 @@ const { deployment, privateKey, nodeKeys, secrets } = readStackDeployment();
 const service = new SglangService("sglang", { deployment, privateKey, nodeKeys, secrets });
 const bench = new SglangBenchmark(
   "benchmark",
-  { deployment, privateKey, apiKey: secrets.apiKey, unitHash: service.unitHash, resultsDir: path.join(__dirname, "bench", "out") },
+  { deployment, privateKey, apiKey: secrets.apiKey, unitHash: service.unitHash, resultsDir: "bench/out" },
   { dependsOn: [service] },
 );
 

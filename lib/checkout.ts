@@ -28,3 +28,23 @@ export function checkoutRevision(rev: string): Checkout {
     },
   };
 }
+
+/**
+ * This checkout's working tree (committed or not, what `git ls-files` lists as tracked or
+ * untracked-but-not-ignored) copied to another folder: the same code at another path, as a
+ * colleague's clone would be.
+ */
+export function copyWorkingTree(): Checkout {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-copy-"));
+  const files = execFileSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], { cwd: REPO_ROOT, encoding: "utf8" }).split("\0").filter(Boolean);
+  for (const file of files) {
+    const from = path.join(REPO_ROOT, file);
+    // Deleted in the working tree but not yet committed; node_modules is linked below (a link
+    // to it, as in a worktree, is not ignored by the `node_modules/` pattern).
+    if (file === "node_modules" || !fs.existsSync(from)) continue;
+    fs.mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
+    fs.cpSync(from, path.join(root, file), { verbatimSymlinks: true });
+  }
+  fs.symlinkSync(path.join(REPO_ROOT, "node_modules"), path.join(root, "node_modules"));
+  return { root, remove: () => fs.rmSync(root, { recursive: true, force: true }) };
+}

@@ -1,6 +1,7 @@
 // A throwaway Pulumi workspace that runs this project's program against simulated
 // hosts: its own Pulumi.yaml (main: the repo), copies of the chosen stack files with the
-// host's connection merged in, and its own file:// backend. The repo is never modified.
+// host's connection merged in, and its own file:// backend unless given a shared one (a
+// team's postgres://...). The repo is never modified.
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -60,13 +61,21 @@ export interface WorkspaceOptions {
   dir?: string;
   /** Run the program (and toolchain) of this checkout of the project; this one by default. */
   projectRoot?: string;
+  /**
+   * Keep state in this backend (e.g. a team's `postgres://...`) instead of `<dir>/state`.
+   * Its secrets then use the environment's passphrase (PULUMI_CONFIG_PASSPHRASE or
+   * PULUMI_CONFIG_PASSPHRASE_FILE, as for `npx pulumi`) unless `passphrase` is given.
+   */
+  backendUrl?: string;
+  /** The secrets passphrase; defaults to a fixed one for the workspace's own backend. */
+  passphrase?: string;
 }
 
 export function simWorkspace(stacks: Record<string, Record<string, unknown>>, opts: WorkspaceOptions = {}): SimWorkspace {
   const dir = opts.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), "dflash-ws-"));
   const backend = path.join(dir, "state");
   fs.mkdirSync(path.join(dir, "stacks"), { recursive: true });
-  fs.mkdirSync(backend, { recursive: true });
+  if (!opts.backendUrl) fs.mkdirSync(backend, { recursive: true });
   const root = opts.projectRoot ?? REPO_ROOT;
   const project = YAML.parse(fs.readFileSync(path.join(root, "Pulumi.yaml"), "utf8"));
   project.main = root;
@@ -77,14 +86,15 @@ export function simWorkspace(stacks: Record<string, Record<string, unknown>>, op
     const existing = fs.existsSync(stackFile(name)) ? (YAML.parse(fs.readFileSync(stackFile(name), "utf8")) ?? {}) : {};
     fs.writeFileSync(stackFile(name), YAML.stringify({ ...existing, config }));
   }
-  const env = pulumiEnv({ PULUMI_BACKEND_URL: `file://${backend}`, PULUMI_CONFIG_PASSPHRASE: "simulated-hosts" }, root);
+  const passphrase = opts.passphrase ?? (opts.backendUrl ? undefined : "simulated-hosts");
+  const env = pulumiEnv({ PULUMI_BACKEND_URL: opts.backendUrl ?? `file://${backend}`, ...(passphrase !== undefined ? { PULUMI_CONFIG_PASSPHRASE: passphrase } : {}) }, root);
   return {
     dir,
     env,
     async stack(name: string) {
       const stack = await LocalWorkspace.createOrSelectStack({ stackName: name, workDir: dir }, { envVars: env, pulumiCommand: await pulumiCommand(root) });
       // A killed `up` leaves the stack locked; `pulumi cancel` is Pulumi's remedy.
-      if (staleLocks(env.PULUMI_BACKEND_URL, project.name).some((l) => l.stack === name)) await stack.cancel();
+      if (staleLocks(env.PULUMI_BACKEND_URL, project.name).stale.some((l) => l.stack === name)) await stack.cancel();
       return stack;
     },
     setStackConfig(name: string, key: string, value: unknown) {

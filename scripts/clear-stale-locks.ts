@@ -1,6 +1,8 @@
 // Run by scripts/pulumi.sh before commands that need the stack lock: a stack locked by a
 // `pulumi` process that no longer exists on this machine gets `pulumi cancel` (Pulumi's
-// documented remedy), with a note saying so. Locks of live processes are never touched.
+// documented remedy), with a note saying so. Locks of live processes, and locks taken on
+// other machines, are never touched. Where the backend's locks cannot be read (a backend
+// other than file:// or postgres://, or no psql), a note says the check was skipped.
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -14,7 +16,11 @@ parseCommandOrExit("scripts/clear-stale-locks.ts", {
   options: {},
 });
 const project = YAML.parse(fs.readFileSync(path.join(REPO_ROOT, "Pulumi.yaml"), "utf8")).name as string;
-for (const lock of staleLocks(process.env.PULUMI_BACKEND_URL ?? "", project)) {
+const { stale, unreadable } = staleLocks(process.env.PULUMI_BACKEND_URL ?? "", project);
+if (unreadable) {
+  process.stderr.write(`note: no check for stack locks left by a killed pulumi (${unreadable}); if pulumi says the stack is locked by a process that no longer runs, run \`npx pulumi cancel --stack <stack>\`\n`);
+}
+for (const lock of stale) {
   process.stderr.write(`note: stack ${lock.stack} was locked by pulumi pid ${lock.pid}, which no longer runs (killed?); running \`pulumi cancel\` for it\n`);
   execFileSync("pulumi", ["cancel", "--yes", "--stack", lock.stack], { stdio: "inherit" });
 }

@@ -9,6 +9,10 @@ export PULUMI_BACKEND_URL="${PULUMI_BACKEND_URL:-file://$root/.pulumi-state}"
 # Secrets in the local backend are encrypted with this passphrase; empty by default for
 # the simulated demo. Set your own (or use another secrets provider) for real hosts.
 export PULUMI_CONFIG_PASSPHRASE="${PULUMI_CONFIG_PASSPHRASE-}"
+# A stack file that lacks its secrets settings (a clone made before a colleague committed
+# them, a workspace of our scripts) takes them from the stack's state, not a new salt:
+# everyone who shares a backend then writes the same encryptionsalt into the stack file.
+export PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER="${PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER:-true}"
 export PULUMI_SKIP_UPDATE_CHECK=true
 export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
 export PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK=true

@@ -1,8 +1,9 @@
 // `npm run sweep -- [options]`: runs `up` for every stack file in stacks/ matching a
 // pattern, spread over the hosts (one configuration at a time per host), then writes the
 // comparison report. The sweep keeps its workspace (stack files with the host each
-// configuration ran on, and, unless PULUMI_BACKEND_URL is set, its state) in .sweep/, so
-// --resume can skip finished work. `npm run sweep -- --help` lists the options.
+// configuration ran on, and its state) in .sweep/, so --resume can skip finished work; on
+// --hosts with PULUMI_BACKEND_URL set, its stack files in .sweep/team/ and its stacks in
+// that backend. `npm run sweep -- --help` lists the options.
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as YAML from "yaml";
@@ -10,7 +11,7 @@ import * as hosts from "../simhost/hosts";
 import { REPO_ROOT } from "../lib/pulumi-env";
 import { flag, inProjectFolder, option, parseCommandOrExit, positiveInteger, positiveNumber, setUp, ValueType } from "../lib/cli";
 import { simHostConfig, simWorkspace } from "../lib/workspace";
-import { renderOutcomes, runSweep, SweepHost } from "../components/sweep/sweep";
+import { renderOutcomes, runSweep, sweepBackend, SweepHost } from "../components/sweep/sweep";
 import { hostSchema } from "../components/sglang-service/schema";
 import { collectRows } from "./report";
 import { globMatcher, renderMarkdown, renderSvg } from "../components/benchmark/report";
@@ -103,8 +104,13 @@ async function main(): Promise<void> {
       sweepHosts.push({ name, config: simHostConfig(h) });
     }
   }
-  const dir = path.join(REPO_ROOT, ".sweep");
-  const ws = simWorkspace({}, { dir });
+  // See sweepBackend. With a team's backend, secrets use your passphrase (or provider), and
+  // the stack files take the team's secrets settings: they get a folder of their own.
+  const shared = sweepBackend(options.hosts !== undefined, process.env.PULUMI_BACKEND_URL);
+  if (!options.hosts && process.env.PULUMI_BACKEND_URL) {
+    process.stdout.write(`PULUMI_BACKEND_URL is set, but a sweep on simulated hosts keeps its state in .sweep/state, away from the stacks there\n`);
+  }
+  const ws = simWorkspace({}, { dir: path.join(REPO_ROOT, ".sweep", ...(shared ? ["team"] : [])), backendUrl: shared });
   let stopping = false;
   process.on("SIGINT", () => {
     if (stopping) process.exit(130);

@@ -4,7 +4,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
-./scripts/setup.sh
+./scripts/setup.sh --postgres
 echo "test: type check" >&2
 npx tsc --noEmit -p tsconfig.json
 mapfile -t files < <(find test -name '*.test.ts' -not -path '*/fixtures/*' | sort)

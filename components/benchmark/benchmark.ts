@@ -11,7 +11,11 @@ export interface SglangBenchmarkArgs {
   apiKey?: pulumi.Input<string>;
   /** The unit the service deployed; a new one re-runs the benchmark. */
   unitHash: pulumi.Input<string>;
-  /** Folder for the raw per-request JSONL files (one per stack). */
+  /**
+   * Folder for the raw per-request JSONL files (one per stack), relative to the project
+   * folder: the benchmark writes it in the checkout that runs `pulumi`, and state, shared
+   * by everyone who deploys the stack, does not name anyone's checkout.
+   */
   resultsDir: string;
 }
 
@@ -27,7 +31,7 @@ export class SglangBenchmark extends pulumi.ComponentResource {
   readonly result: pulumi.Output<unknown>;
   /** When the numbers were taken. */
   readonly takenAt: pulumi.Output<string>;
-  /** The raw per-request records of the last run. */
+  /** The raw per-request records of the last run, relative to the project folder of whoever ran it. */
   readonly resultsPath: pulumi.Output<string>;
   /** The configuration the numbers belong to. */
   readonly configuration: Record<string, unknown>;

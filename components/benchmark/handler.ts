@@ -25,7 +25,7 @@ export interface BenchmarkInputs {
   unitHash: string;
   /** What the configuration was, for the report. */
   configuration: Record<string, unknown>;
-  /** Where the raw per-request records go (JSONL, one file per stack). */
+  /** Where the raw per-request records go (JSONL, one file per stack), relative to the project folder (the provider's working folder). */
   resultsPath: string;
   providerVersion: string;
 }
@@ -63,8 +63,9 @@ export async function measure(i: BenchmarkInputs): Promise<BenchmarkOutputs> {
         ),
         deadline,
       ]).finally(() => clearTimeout(timer));
-      fs.mkdirSync(path.dirname(i.resultsPath), { recursive: true });
-      fs.writeFileSync(i.resultsPath, records.join("\n") + "\n");
+      const file = path.resolve(i.resultsPath);
+      fs.mkdirSync(path.dirname(file), { recursive: true });
+      fs.writeFileSync(file, records.join("\n") + "\n");
       await progress(i.urn, `${i.label} benchmark: ${result.short.output_throughput} tok/s short context, accept length ${result.accept_length ?? "n/a"}, coding ${result.coding ? `${result.coding.passed}/${result.coding.tasks}` : "off"}`, false);
       return { ...i, result, takenAt };
     } finally {

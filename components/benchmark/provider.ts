@@ -1,19 +1,34 @@
 // The benchmark as a dynamic resource: it runs when the deployed unit changes or when
 // benchmark.runId (or its settings) change, never on a no-op `up`. Like the service's
-// providers, it captures only strings and loads its code at run time.
+// providers, it captures only strings and loads its code at run time, from the checkout
+// that runs `pulumi` (see loadHandler).
+import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
+import { REPO_ROOT } from "../../lib/pulumi-env";
 import type * as Handler from "./handler";
 
 /** Bump to make benchmark resources update with new provider code. */
 export const BENCHMARK_PROVIDER_VERSION = "1";
 
-const HANDLER_PATH = require.resolve("./handler");
+/** handler.ts, relative to the project folder. */
+const HANDLER_MODULE = path.relative(REPO_ROOT, require.resolve("./handler"));
 const RERUN_ON = ["unitHash", "settings", "model", "listenAddress", "port", "connection.host", "providerVersion"];
 
+/**
+ * The handler of the checkout that runs `pulumi` now, as the service's loadHandlers (Pulumi
+ * starts provider processes in the project folder): state names no checkout.
+ */
+function loadHandler(): typeof Handler {
+  const file = require("node:path").resolve(HANDLER_MODULE);
+  if (!require("node:fs").existsSync(file)) {
+    throw new Error(`dflash-sglang's benchmark provider code ${HANDLER_MODULE} is not in ${process.cwd()}, where Pulumi started this provider: run pulumi in the folder of a checkout of this project (the one with Pulumi.yaml and index.ts), with its npm dependencies installed`);
+  }
+  return require("tsx/cjs/api").require(file, file);
+}
+
 function benchmarkProvider(): pulumi.dynamic.ResourceProvider {
-  const handlerPath = HANDLER_PATH;
   const rerunOn = RERUN_ON;
-  const load = (): typeof Handler => require("tsx/cjs/api").require(handlerPath, handlerPath);
+  const load = loadHandler;
   return {
     async diff(_id: string, olds: any, news: any) {
       const pick = (o: any, k: string) => k.split(".").reduce((v, p) => (v && typeof v === "object" ? v[p] : undefined), o);

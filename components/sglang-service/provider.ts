@@ -4,13 +4,33 @@
 // the last proven configuration, so that the next `up` re-runs the restart (a Command
 // whose create already succeeded would not). Pulumi serializes this object into state; it
 // captures only strings and loads the real code (remote/handlers.ts) at run time.
+import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
+import { REPO_ROOT } from "../../lib/pulumi-env";
 import type * as Handlers from "./remote/handlers";
 
-/** Bump to make every resource of this component update (not restart) with new provider code. */
-export const PROVIDER_VERSION = "4";
+/**
+ * Bump to make every resource of this component update (not restart) with new provider code.
+ * 5: the code recorded in state names no checkout path (see loadHandlers).
+ */
+export const PROVIDER_VERSION = "5";
 
-const HANDLERS_PATH = require.resolve("./remote/handlers");
+/** remote/handlers.ts, relative to the project folder. */
+const HANDLERS_MODULE = path.relative(REPO_ROOT, require.resolve("./remote/handlers"));
+
+/**
+ * The handlers of the checkout that runs `pulumi` now. Pulumi starts provider processes in
+ * the project folder, and `refresh` and `destroy` run the provider code recorded in state:
+ * were it to name the checkout that recorded it, a colleague's clone elsewhere would change
+ * state on a no-op `up`, and nobody could refresh or destroy once that checkout was gone.
+ */
+function loadHandlers(): typeof Handlers {
+  const file = require("node:path").resolve(HANDLERS_MODULE);
+  if (!require("node:fs").existsSync(file)) {
+    throw new Error(`dflash-sglang's provider code ${HANDLERS_MODULE} is not in ${process.cwd()}, where Pulumi started this provider: run pulumi in the folder of a checkout of this project (the one with Pulumi.yaml and index.ts), with its npm dependencies installed`);
+  }
+  return require("tsx/cjs/api").require(file, file);
+}
 
 /** Inputs whose change means the host must be proven again (everything else updates state only). */
 const READY_CHANGES = ["nodes", "expectedArgs", "modelName", "target.unitName", "target.port", "secretStdin", "providerVersion"];
@@ -36,12 +56,6 @@ async function keepStackConfig(req: pulumi.dynamic.ConfigureRequest): Promise<vo
 function stackConfig(): ((key: string) => string | undefined) | undefined {
   const c = (globalThis as any).__dflashStackConfig as pulumi.dynamic.Config | undefined;
   return c && ((key: string) => c.get(key));
-}
-
-/** The real code (remote/handlers.ts), loaded in the provider process when a step needs it. */
-function loadHandlers(): typeof Handlers {
-  const handlersPath = HANDLERS_PATH;
-  return require("tsx/cjs/api").require(handlersPath, handlersPath);
 }
 
 function makeProvider(): pulumi.dynamic.ResourceProvider {

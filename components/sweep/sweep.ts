@@ -38,6 +38,16 @@ export interface SweepOptions {
   shouldStop: () => boolean;
 }
 
+/**
+ * The backend a sweep keeps its stacks in: on real hosts, the one PULUMI_BACKEND_URL names
+ * (a team's), so that --resume sees what colleagues already measured; on simulated hosts,
+ * always the sweep's own (undefined), because stacks of the same names in a team's backend
+ * deploy to real hosts, and a sweep must never point them at simulated ones.
+ */
+export function sweepBackend(onRealHosts: boolean, backendUrl: string | undefined): string | undefined {
+  return onRealHosts && backendUrl ? backendUrl : undefined;
+}
+
 /** What the stack would deploy now on `host`, as its benchmark output would describe it. */
 export function currentConfiguration(stack: string, stackConfig: Record<string, unknown>, host: SweepHost): Record<string, unknown> {
   return configurationOf(parseDeployment(mergedConfig({ ...stackConfig, ...host.config }), stack), stack);

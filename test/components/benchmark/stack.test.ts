@@ -3,8 +3,10 @@
 import { after, before, test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
+import * as path from "node:path";
 import * as hosts from "../../../simhost/hosts";
 import { readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../../lib/workspace";
+import { REPO_ROOT } from "../../../lib/pulumi-env";
 import { collectRows } from "../../../scripts/report";
 import { renderMarkdown, renderSvg } from "../../../components/benchmark/report";
 
@@ -41,7 +43,9 @@ test("after up, the stack's outputs hold the numbers, when and for which config 
   assert.equal(b.coding.passed, 5);
   assert.match(up.outputs.benchmarkTakenAt.value, /^\d{4}-\d\d-\d\dT/);
   assert.equal(up.outputs.configuration.value.budget, 8);
-  const raw = fs.readFileSync(up.outputs.benchmarkResultsPath.value, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  // Relative to the project folder: state names nobody's checkout.
+  assert.equal(up.outputs.benchmarkResultsPath.value, "bench/out/b8t4-w2048.jsonl");
+  const raw = fs.readFileSync(path.join(REPO_ROOT, up.outputs.benchmarkResultsPath.value), "utf8").trim().split("\n").map((l) => JSON.parse(l));
   assert.equal(raw.length, b.completed);
   assert.ok(raw.every((r: { unit_hash: string }) => r.unit_hash === up.outputs.unitHash.value));
 });
