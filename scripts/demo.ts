@@ -3,6 +3,7 @@
 // The second deploy is a real reconfiguration: drain, stop, wait for GPU memory
 // (released 3 s after the old process exits, as on real hosts), start, readiness.
 import * as hosts from "../simhost/hosts";
+import { runWithHosts, type OwnedHosts } from "../simhost/owned-hosts";
 import { parseCommandOrExit, setUp } from "../lib/cli";
 import { readRepoStackConfig, simHostConfig, simWorkspace } from "../lib/workspace";
 
@@ -19,14 +20,14 @@ const COMMAND = {
     "(the second a real reconfiguration), shows a no-op up, and stops the host. The first run sets up",
     "the machine: npm dependencies, the pinned Pulumi engine, the host image (minutes, cached after).",
   ].join("\n"),
+  notes: "Ctrl-C (or SIGTERM, SIGHUP) stops the simulated host before the demo exits.",
   options: {},
 };
 
-async function main(): Promise<void> {
-  parseCommandOrExit("npm run demo --", COMMAND);
+async function demo(owned: OwnedHosts): Promise<void> {
   setUp({ hosts: true });
   say(`starting simulated GPU host ${HOST} (Debian + systemd + sshd, simulated SGLang DDTree build and 8 GPUs)`);
-  const host = await hosts.start(HOST, {
+  const host = await owned.start(HOST, {
     sglang: { profile: "ddtree-fork", loadSeconds: 6, warmupSeconds: 1 },
     onProgress: (m) => process.stdout.write(`  ${m}\n`),
   });
@@ -61,7 +62,5 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((e) => {
-  process.stderr.write(`demo failed: ${(e as Error).message ?? e}\n`);
-  process.exit(1);
-});
+parseCommandOrExit("npm run demo --", COMMAND);
+void runWithHosts(demo, { name: "demo" });

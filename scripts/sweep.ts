@@ -6,7 +6,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as YAML from "yaml";
-import * as hosts from "../simhost/hosts";
+import { runWithHosts, type OwnedHosts } from "../simhost/owned-hosts";
 import { REPO_ROOT } from "../lib/pulumi-env";
 import { flag, inProjectFolder, option, parseCommandOrExit, positiveInteger, positiveNumber, setUp, ValueType } from "../lib/cli";
 import { simHostConfig, simWorkspace } from "../lib/workspace";
@@ -79,15 +79,20 @@ const COMMAND = {
     resume: flag("skip stacks whose outputs already hold a benchmark of their current configuration"),
     "keep-going": flag("record a failed configuration with its cause and go on with the others"),
   },
-  notes: "Ctrl-C finishes the configurations in progress, starts no more, and writes the report; Ctrl-C again aborts.",
+  notes: [
+    "Ctrl-C finishes the configurations in progress, starts no more, and writes the report; Ctrl-C again aborts.",
+    "SIGTERM and SIGHUP abort at once. However the sweep ends, it stops the simulated hosts it booted before it exits",
+    "(after a signal with 128 + the signal's number: 130, 143, 129).",
+  ].join("\n"),
 };
 
-async function main(): Promise<void> {
-  const { options } = parseCommandOrExit(INVOCATION, COMMAND);
+const { options } = parseCommandOrExit(INVOCATION, COMMAND);
+let stopRequested = false;
+
+async function sweep(hosts: OwnedHosts): Promise<number> {
   const glob = options.stacks;
   const stacks = stackFiles(glob);
   setUp({ hosts: options.hosts === undefined });
-  const started: string[] = [];
   let sweepHosts: SweepHost[];
   if (options.hosts) {
     sweepHosts = options.hosts;
@@ -99,43 +104,35 @@ async function main(): Promise<void> {
     for (let i = 0; i < n; i++) {
       const name = `sweep-${process.pid}-${i + 1}`;
       const h = await hosts.start(name, { sglang: { profile: "ddtree-fork", loadSeconds: load, warmupSeconds: 0.5 } });
-      started.push(name);
       sweepHosts.push({ name, config: simHostConfig(h) });
     }
   }
   const dir = path.join(REPO_ROOT, ".sweep");
   const ws = simWorkspace({}, { dir });
-  let stopping = false;
-  process.on("SIGINT", () => {
-    if (stopping) process.exit(130);
-    stopping = true;
-    process.stdout.write("\nstopping after the configurations in progress (Ctrl-C again to abort now)\n");
+  process.stdout.write(`sweeping ${Object.keys(stacks).length} configurations over ${sweepHosts.length} host(s)\n`);
+  const outcomes = await runSweep({
+    ws,
+    stacks,
+    hosts: sweepHosts,
+    resume: options.resume,
+    keepGoing: options["keep-going"],
+    progress: (host, line) => process.stdout.write(`[${new Date().toISOString().slice(11, 19)}] [${host}] ${line}\n`),
+    shouldStop: () => stopRequested,
   });
-  try {
-    process.stdout.write(`sweeping ${Object.keys(stacks).length} configurations over ${sweepHosts.length} host(s)\n`);
-    const outcomes = await runSweep({
-      ws,
-      stacks,
-      hosts: sweepHosts,
-      resume: options.resume,
-      keepGoing: options["keep-going"],
-      progress: (host, line) => process.stdout.write(`[${new Date().toISOString().slice(11, 19)}] [${host}] ${line}\n`),
-      shouldStop: () => stopping,
-    });
-    const rows = await collectRows(ws.dir, ws.env, glob);
-    const outDir = path.join(REPO_ROOT, "bench", "out");
-    fs.mkdirSync(outDir, { recursive: true });
-    const md = `# Sweep report\n\nStacks matching \`${glob}\` on ${sweepHosts.map((h) => h.name).join(", ")}, ${new Date().toISOString()}.\n\n## Runs\n\n${renderOutcomes(outcomes)}\n## Results\n\n${renderMarkdown(rows)}\n![tokens/s by configuration](sweep-report.svg)\n`;
-    fs.writeFileSync(path.join(outDir, "sweep-report.md"), md);
-    fs.writeFileSync(path.join(outDir, "sweep-report.svg"), renderSvg(rows));
-    process.stdout.write(`\n${md}\nwrote ${path.join(outDir, "sweep-report.md")} and sweep-report.svg\n`);
-    if (outcomes.some((o) => o.status === "failed")) process.exitCode = 1;
-  } finally {
-    for (const name of started) await hosts.stop(name);
-  }
+  const rows = await collectRows(ws.dir, ws.env, glob);
+  const outDir = path.join(REPO_ROOT, "bench", "out");
+  fs.mkdirSync(outDir, { recursive: true });
+  const md = `# Sweep report\n\nStacks matching \`${glob}\` on ${sweepHosts.map((h) => h.name).join(", ")}, ${new Date().toISOString()}.\n\n## Runs\n\n${renderOutcomes(outcomes)}\n## Results\n\n${renderMarkdown(rows)}\n![tokens/s by configuration](sweep-report.svg)\n`;
+  fs.writeFileSync(path.join(outDir, "sweep-report.md"), md);
+  fs.writeFileSync(path.join(outDir, "sweep-report.svg"), renderSvg(rows));
+  process.stdout.write(`\n${md}\nwrote ${path.join(outDir, "sweep-report.md")} and sweep-report.svg\n`);
+  return outcomes.some((o) => o.status === "failed") ? 1 : 0;
 }
 
-main().catch((e) => {
-  process.stderr.write(`sweep failed: ${(e as Error).message}\n`);
-  process.exit(1);
+void runWithHosts(sweep, {
+  name: "sweep",
+  onInterrupt() {
+    stopRequested = true;
+    process.stdout.write("\nstopping after the configurations in progress (Ctrl-C again to abort now)\n");
+  },
 });
