@@ -1,6 +1,9 @@
-// A throwaway Pulumi workspace that runs this project's program against simulated
-// hosts: its own Pulumi.yaml (main: the repo), copies of the chosen stack files with the
-// host's connection merged in, and its own file:// backend. The repo is never modified.
+// A Pulumi workspace that runs this project's program against simulated hosts: its own
+// Pulumi.yaml (main: the repo), copies of the chosen stack files with the host's connection
+// merged in, and its own file:// backend (<dir>/state). Throwaway (a temp folder) unless a
+// folder is given: the sweep and the demo keep theirs in the project (KEPT_WORKSPACES), so
+// `--resume` and `npm run report` find their stacks and numbers after they end. The rest of
+// the repo is never modified.
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -55,6 +58,22 @@ export function readRepoStackConfig(stack: string): Record<string, unknown> {
   return (YAML.parse(fs.readFileSync(file, "utf8"))?.config ?? {}) as Record<string, unknown>;
 }
 
+/**
+ * The workspaces kept in the project folder (git-ignored) after their command ends: the
+ * sweep's, which `--resume` reads, and the demo's, which `npm run report` reads.
+ */
+export const KEPT_WORKSPACES = { demo: ".demo", sweep: ".sweep" } as const;
+export type KeptWorkspace = keyof typeof KEPT_WORKSPACES;
+
+export function keptWorkspaceDir(kind: KeptWorkspace): string {
+  return path.join(REPO_ROOT, KEPT_WORKSPACES[kind]);
+}
+
+/** The environment of the Pulumi CLI for a workspace folder: its own backend, in <dir>/state. */
+export function workspaceEnv(dir: string, root = REPO_ROOT): Record<string, string> {
+  return pulumiEnv({ PULUMI_BACKEND_URL: `file://${path.join(dir, "state")}`, PULUMI_CONFIG_PASSPHRASE: "simulated-hosts" }, root);
+}
+
 export interface WorkspaceOptions {
   /** Keep the workspace here (and its state in `<dir>/state`) instead of a temp folder. */
   dir?: string;
@@ -77,7 +96,7 @@ export function simWorkspace(stacks: Record<string, Record<string, unknown>>, op
     const existing = fs.existsSync(stackFile(name)) ? (YAML.parse(fs.readFileSync(stackFile(name), "utf8")) ?? {}) : {};
     fs.writeFileSync(stackFile(name), YAML.stringify({ ...existing, config }));
   }
-  const env = pulumiEnv({ PULUMI_BACKEND_URL: `file://${backend}`, PULUMI_CONFIG_PASSPHRASE: "simulated-hosts" }, root);
+  const env = workspaceEnv(dir, root);
   return {
     dir,
     env,

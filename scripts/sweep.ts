@@ -9,7 +9,7 @@ import * as YAML from "yaml";
 import { runWithHosts, type OwnedHosts } from "../simhost/owned-hosts";
 import { REPO_ROOT } from "../lib/pulumi-env";
 import { flag, inProjectFolder, option, parseCommandOrExit, positiveInteger, positiveNumber, setUp, ValueType } from "../lib/cli";
-import { simHostConfig, simWorkspace } from "../lib/workspace";
+import { keptWorkspaceDir, simHostConfig, simWorkspace } from "../lib/workspace";
 import { renderOutcomes, runSweep, SweepHost } from "../components/sweep/sweep";
 import { hostSchema } from "../components/sglang-service/schema";
 import { collectRows } from "./report";
@@ -107,8 +107,7 @@ async function sweep(hosts: OwnedHosts): Promise<number> {
       sweepHosts.push({ name, config: simHostConfig(h) });
     }
   }
-  const dir = path.join(REPO_ROOT, ".sweep");
-  const ws = simWorkspace({}, { dir });
+  const ws = simWorkspace({}, { dir: keptWorkspaceDir("sweep") });
   process.stdout.write(`sweeping ${Object.keys(stacks).length} configurations over ${sweepHosts.length} host(s)\n`);
   const outcomes = await runSweep({
     ws,
