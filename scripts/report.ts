@@ -35,10 +35,10 @@ const COMMAND = command({
     from: option({
       type: oneOf(SOURCES),
       placeholder: "SOURCE",
-      description: `whose stacks: the project's (its backend), the demo's (${KEPT_WORKSPACES.demo}/) or the sweep's (${KEPT_WORKSPACES.sweep}/); by default the project's, or if it has none, whichever of the demo's and the sweep's measured last`,
+      description: `whose stacks: project (its backend), demo (${KEPT_WORKSPACES.demo}/) or sweep (${KEPT_WORKSPACES.sweep}/); without it, the project's if it has any, else whichever of the demo's and the sweep's measured last`,
     }),
     out: option({ type: inProjectFolder(outputDirectory), placeholder: "DIR", description: "where to write report.md and report.svg", default: "bench/out" }),
-    workdir: option({ type: inProjectFolder(existingDirectory), placeholder: "DIR", description: "the Pulumi project folder whose stacks to read (the project's stacks only; default: the project folder)" }),
+    workdir: option({ type: inProjectFolder(existingDirectory), placeholder: "DIR", description: "read the stacks of this Pulumi project folder instead of this project's (so --from project)" }),
   },
   check({ options }) {
     if (options.workdir !== undefined && options.from !== undefined && options.from !== "project") {
