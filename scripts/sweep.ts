@@ -121,7 +121,7 @@ async function sweep(hosts: OwnedHosts): Promise<number> {
   const rows = await collectRows(ws.dir, ws.env, glob);
   const outDir = path.join(REPO_ROOT, "bench", "out");
   fs.mkdirSync(outDir, { recursive: true });
-  const md = `# Sweep report\n\nStacks matching \`${glob}\` on ${sweepHosts.map((h) => h.name).join(", ")}, ${new Date().toISOString()}.\n\n## Runs\n\n${renderOutcomes(outcomes)}\n## Results\n\n${renderMarkdown(rows)}\n![tokens/s by configuration](sweep-report.svg)\n`;
+  const md = `# Sweep report\n\nStacks matching \`${glob}\` on ${sweepHosts.map((h) => h.name).join(", ")}, ${new Date().toISOString()}.\n\n## Runs\n\n${renderOutcomes(outcomes)}\n## Results\n\n${renderMarkdown(rows)}\n![Decode tokens/s at short and long context, acceptance length and coding check by configuration](sweep-report.svg)\n`;
   fs.writeFileSync(path.join(outDir, "sweep-report.md"), md);
   fs.writeFileSync(path.join(outDir, "sweep-report.svg"), renderSvg(rows));
   process.stdout.write(`\n${md}\nwrote ${path.join(outDir, "sweep-report.md")} and sweep-report.svg\n`);
