@@ -8,9 +8,10 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import * as YAML from "yaml";
-import { LocalWorkspace, Stack } from "@pulumi/pulumi/automation";
+import { LocalWorkspace, PulumiCommand, Stack } from "@pulumi/pulumi/automation";
 import { REPO_ROOT, pulumiCommand, pulumiEnv } from "./pulumi-env";
 import { staleLocks } from "./stale-locks";
+import { shellQuote } from "../components/sglang-service/render";
 import type { HostInfo } from "../simhost/hosts";
 
 const NS = "dflash-sglang";
@@ -79,6 +80,23 @@ export interface WorkspaceOptions {
   dir?: string;
   /** Run the program (and toolchain) of this checkout of the project; this one by default. */
   projectRoot?: string;
+  /**
+   * Start every pulumi in a session of its own, so that a Ctrl-C at the terminal (or any
+   * signal to the caller's process group) reaches the caller only, which then decides what
+   * the engine is told: the sweep lets the updates in progress finish, or cancels them with
+   * the `signal` of `up` (which sends them SIGINT). Defaults to false: pulumi shares the
+   * caller's process group and gets its Ctrl-C, as a pulumi typed at the terminal would.
+   */
+  engineInOwnSession?: boolean;
+}
+
+/**
+ * Pure: a `pulumi` that runs `engine` in a new session. setsid(1) calls setsid(2) in place
+ * (its caller is never a process group leader: it is spawned by the Automation API within
+ * the caller's group), so the engine keeps the PID the Automation API signals.
+ */
+export function renderOwnSessionEngine(engine: string): string {
+  return `#!/bin/sh\n# pulumi in a session of its own (lib/workspace.ts, engineInOwnSession)\nexec setsid ${shellQuote(engine)} "$@"\n`;
 }
 
 export function simWorkspace(stacks: Record<string, Record<string, unknown>>, opts: WorkspaceOptions = {}): SimWorkspace {
@@ -97,11 +115,19 @@ export function simWorkspace(stacks: Record<string, Record<string, unknown>>, op
     fs.writeFileSync(stackFile(name), YAML.stringify({ ...existing, config }));
   }
   const env = workspaceEnv(dir, root);
+  const engine = async (): Promise<PulumiCommand> => {
+    const pinned = await pulumiCommand(root);
+    if (!opts.engineInOwnSession) return pinned;
+    const bin = path.join(dir, "engine", "bin");
+    fs.mkdirSync(bin, { recursive: true });
+    fs.writeFileSync(path.join(bin, "pulumi"), renderOwnSessionEngine(pinned.command), { mode: 0o755 });
+    return PulumiCommand.get({ root: path.dirname(bin), skipVersionCheck: true });
+  };
   return {
     dir,
     env,
     async stack(name: string) {
-      const stack = await LocalWorkspace.createOrSelectStack({ stackName: name, workDir: dir }, { envVars: env, pulumiCommand: await pulumiCommand(root) });
+      const stack = await LocalWorkspace.createOrSelectStack({ stackName: name, workDir: dir }, { envVars: env, pulumiCommand: await engine() });
       // A killed `up` leaves the stack locked; `pulumi cancel` is Pulumi's remedy.
       if (staleLocks(env.PULUMI_BACKEND_URL, project.name).some((l) => l.stack === name)) await stack.cancel();
       return stack;

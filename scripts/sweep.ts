@@ -88,6 +88,7 @@ const COMMAND = {
 
 const { options } = parseCommandOrExit(INVOCATION, COMMAND);
 let stopRequested = false;
+const abort = new AbortController();
 
 async function sweep(hosts: OwnedHosts): Promise<number> {
   const glob = options.stacks;
@@ -107,7 +108,9 @@ async function sweep(hosts: OwnedHosts): Promise<number> {
       sweepHosts.push({ name, config: simHostConfig(h) });
     }
   }
-  const ws = simWorkspace({}, { dir: keptWorkspaceDir("sweep") });
+  // The engine in a session of its own: a Ctrl-C at the terminal reaches this script only,
+  // so the updates in progress finish (or, on an abort, are cancelled through `signal`).
+  const ws = simWorkspace({}, { dir: keptWorkspaceDir("sweep"), engineInOwnSession: true });
   process.stdout.write(`sweeping ${Object.keys(stacks).length} configurations over ${sweepHosts.length} host(s)\n`);
   const outcomes = await runSweep({
     ws,
@@ -117,6 +120,7 @@ async function sweep(hosts: OwnedHosts): Promise<number> {
     keepGoing: options["keep-going"],
     progress: (host, line) => process.stdout.write(`[${new Date().toISOString().slice(11, 19)}] [${host}] ${line}\n`),
     shouldStop: () => stopRequested,
+    signal: abort.signal,
   });
   const rows = await collectRows(ws.dir, ws.env, glob);
   const outDir = path.join(REPO_ROOT, "bench", "out");
@@ -134,4 +138,5 @@ void runWithHosts(sweep, {
     stopRequested = true;
     process.stdout.write("\nstopping after the configurations in progress (Ctrl-C again to abort now)\n");
   },
+  onAbort: () => abort.abort(),
 });

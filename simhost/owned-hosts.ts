@@ -37,6 +37,8 @@ export interface ProgramOptions {
    * hosts at once and exits. Defaults to none: every signal stops the hosts and exits.
    */
   onInterrupt?: () => void;
+  /** Called as an abort begins, before the hosts are stopped: cancel work in other processes. */
+  onAbort?: () => void;
 }
 
 /** What runWithHosts touches outside itself; tests give it fakes. */
@@ -102,6 +104,7 @@ export async function runWithHosts(
 
   const abort = (signal: StopSignal) => {
     aborting = interrupted = signal;
+    opts.onAbort?.();
     const list = [...names];
     env.say(`\n${opts.name}: ${signal}: ${list.length ? `stopping simulated host(s) ${list.join(", ")}` : "no simulated host to stop"}, then exiting`);
     void stopAll().then(() => finish(128 + os.constants.signals[signal]));

@@ -116,19 +116,20 @@ test("a first Ctrl-C is the program's to finish (npm's echo of it counts once); 
   assert.deepEqual(p.events, ["reclaim", "start h1", "stop h1", "exit 130"]);
 });
 
-test("a second Ctrl-C, or a SIGTERM, after the first aborts at once", async () => {
+test("a second Ctrl-C, or a SIGTERM, after the first aborts at once: the program's work in other processes is cancelled first", async () => {
   for (const [second, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
     const p = fakeProcess();
     let interrupts = 0;
-    void runWithHosts(booting(["h1"]), { name: "sweep", onInterrupt: () => interrupts++ }, p.env);
+    void runWithHosts(booting(["h1"]), { name: "sweep", onInterrupt: () => interrupts++, onAbort: () => p.events.push("cancel the updates") }, p.env);
     await settle();
     p.boot("h1");
     await settle();
     p.signal("SIGINT", 1000);
+    assert.deepEqual(p.events, ["reclaim", "start h1"], "the first Ctrl-C cancels nothing");
     p.signal(second, 1000 + ECHO_MS);
     assert.equal(await p.exit, code);
     assert.equal(interrupts, 1);
-    assert.deepEqual(p.events, ["reclaim", "start h1", "stop h1", `exit ${code}`]);
+    assert.deepEqual(p.events, ["reclaim", "start h1", "cancel the updates", "stop h1", `exit ${code}`]);
   }
 });
 
