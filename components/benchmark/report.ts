@@ -81,7 +81,8 @@ export function niceTicks(max: number, target = 4): number[] {
  * of characters counts as its widest member in DejaVu Sans (the default sans-serif of Debian
  * and its derivatives, and wider than Arial or Helvetica): digits 0.636 em, lower case 0.635
  * but i j l f t r (at most 0.411) and m w (0.974), capitals 0.787 but M W (0.989), space
- * 0.318; bold is up to 12% wider. Anything else counts as a full em.
+ * 0.318, brackets, hyphen and slash 0.390, en dash 0.5; bold is up to 12% wider. Anything
+ * else counts as a full em.
  */
 export function textWidth(text: string, fontSize: number, bold = false): number {
   let em = 0;
@@ -92,6 +93,8 @@ export function textWidth(text: string, fontSize: number, bold = false): number 
     else if (/[a-z]/.test(ch)) em += 0.64;
     else if (/[A-Z]/.test(ch)) em += 0.8;
     else if (ch === " ") em += 0.32;
+    else if (/[()[\]\-/]/.test(ch)) em += 0.4;
+    else if (ch === "\u2013") em += 0.5;
     else em += 1.0;
   }
   return em * fontSize * (bold ? 1.12 : 1);
@@ -140,7 +143,8 @@ function panels(rows: ReportRow[]): Panel[] {
     value: l.output_throughput,
     min: l.output_throughput_min,
     max: l.output_throughput_max,
-    label: fmt(l.output_throughput),
+    // The spread in numbers too: run to run, it is often narrower than a whisker can show.
+    label: `${fmt(l.output_throughput)} (${fmt(l.output_throughput_min)}–${fmt(l.output_throughput_max)})`,
     tooltip: `${stack}, ${what}: ${fmt(l.output_throughput)} tok/s, median of ${l.runs} runs (min ${fmt(l.output_throughput_min)}, max ${fmt(l.output_throughput_max)})`,
   });
   const shortPrompt = uniform(measured.map((b) => b.short.prompt_tokens));

@@ -62,8 +62,9 @@ test("the chart shows, for every measured stack, tokens/s at short and long cont
   const svg = renderSvg(ROWS);
   const said = texts(svg).map((t) => t.text);
   for (const heading of ["Decode tokens/s", "short prompt (128 tokens)", "at 8192-token context", "Acceptance length", "Coding check"]) assert.ok(said.includes(heading), heading);
-  // b8t4-w2048: short 170.2 (168.1-172.3), long 155.2; b16t4-w2048: 181.7 (180.3-183.1), 166.7.
-  for (const value of ["170.2", "155.2", "6.84", "181.7", "166.7", "7.40", "4/5"]) assert.ok(said.includes(value), `${value} on the chart`);
+  for (const value of ["170.2 (168.1–172.3)", "155.2 (153.1–157.3)", "6.84", "181.7 (180.3–183.1)", "166.7 (165.3–168.1)", "7.40", "4/5"]) {
+    assert.ok(said.includes(value), `${value} on the chart`);
+  }
   assert.match(svg, /<title>b8t4-w2048, short prompt: 170\.2 tok\/s, median of 3 runs \(min 168\.1, max 172\.3\)<\/title>/);
   assert.match(svg, /<title>b16t4-w2048, 8192-token context: 166\.7 tok\/s, median of 3 runs \(min 165\.3, max 168\.1\)<\/title>/);
   assert.match(svg, /<title>b8t4-w2048: 4 of 5 coding tasks passed \(1 without extractable code\)<\/title>/);
@@ -105,6 +106,7 @@ test("no text runs past the chart's edges, whatever the names and numbers", () =
   assert.ok(textWidth("b16t4-w2048", 12) >= 80, "79.9 px in DejaVu Sans 12 px");
   assert.ok(textWidth("DDTREE, budget 16, topk 4, window 2048, compact cache", 11) >= 323, "322.4 px in DejaVu Sans 11 px");
   assert.ok(textWidth("Decode tokens/s", 12, true) >= 109, "108.1 px in DejaVu Sans Bold 12 px");
+  assert.ok(textWidth("181.7 (180.3–183.1)", 11) >= 109, "108.5 px in DejaVu Sans 11 px");
 });
 
 test("the chart is well-formed SVG, its text escaped, and the same rows always give the same bytes", () => {
