@@ -23,8 +23,6 @@ export const ECHO_MS = 500;
 export interface OwnedHosts {
   /** Starts a host that belongs to this program; refused once the program is being stopped. */
   start(name: string, opts?: StartOptions): Promise<HostInfo>;
-  /** The signal that interrupted the program, if one did (a first Ctrl-C it finishes from, or an abort). */
-  interruptedBy(): StopSignal | undefined;
 }
 
 export interface ProgramOptions {
@@ -137,7 +135,6 @@ export async function runWithHosts(
       names.add(name);
       return env.hosts.start(name, startOpts);
     },
-    interruptedBy: () => interrupted,
   };
 
   let code: number;
