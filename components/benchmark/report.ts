@@ -12,6 +12,8 @@ export interface ReportRow {
 }
 
 function describe(c: Record<string, unknown>): string {
+  // Every deployed stack's output names at least the stack; none at all: never deployed.
+  if (Object.keys(c).length === 0) return "unknown (no outputs yet)";
   if (c.algorithm === null || c.algorithm === undefined) return "no speculation";
   const parts = [String(c.algorithm)];
   if (c.budget !== undefined) parts.push(`budget ${c.budget}`);
