@@ -9,6 +9,7 @@ import * as path from "node:path";
 import { execFileSync } from "node:child_process";
 import * as YAML from "yaml";
 import * as hosts from "../simhost/hosts";
+import { runWithHosts, type OwnedHosts } from "../simhost/owned-hosts";
 import { REPO_ROOT } from "../lib/pulumi-env";
 import { readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../lib/workspace";
 import { failureCause } from "../components/sweep/sweep";
@@ -256,8 +257,8 @@ async function streamChat(host: hosts.HostInfo, maxTokens: number, apiKey?: stri
   }
 }
 
-async function main(): Promise<void> {
-  const host = await hosts.start(HOST, { sglang: { profile: "ddtree-fork", loadSeconds: 3, warmupSeconds: 0.3 } });
+async function main(owned: OwnedHosts): Promise<void> {
+  const host = await owned.start(HOST, { sglang: { profile: "ddtree-fork", loadSeconds: 3, warmupSeconds: 0.3 } });
   const base = { ...readRepoStackConfig(GOOD), ...simHostConfig(host), "dflash-sglang:safety": { stableSeconds: 2 }, "dflash-sglang:timeouts": { readySeconds: 60, pollMs: 250 }, "dflash-sglang:benchmark": { enabled: false } };
   const ws = simWorkspace({ [STACK]: base });
   const sh = async (cmd: string) => (await hosts.ssh(host, cmd)).stdout.trim();
@@ -383,7 +384,4 @@ async function main(): Promise<void> {
   process.stdout.write(md);
 }
 
-main().catch((e) => {
-  process.stderr.write(`fault benchmark failed: ${(e as Error).message}\n`);
-  process.exit(1);
-});
+void runWithHosts(main, { name: "fault benchmark" });

@@ -9,6 +9,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as hosts from "../simhost/hosts";
+import { runWithHosts, type OwnedHosts } from "../simhost/owned-hosts";
 import { REPO_ROOT } from "../lib/pulumi-env";
 import { readRepoStackConfig, simHostConfig, simWorkspace } from "../lib/workspace";
 import { checkoutRevision } from "../lib/checkout";
@@ -48,12 +49,12 @@ interface Variant {
   fixed?: { noopUp: Summary; preview: Summary };
 }
 
-async function main(): Promise<void> {
+async function main(owned: OwnedHosts): Promise<void> {
   const baseline = BASELINE ? checkoutRevision(BASELINE) : undefined;
   const variants: Variant[] = [];
   try {
     for (const [name, root] of [...(baseline ? [[`baseline ${BASELINE}`, baseline.root]] : []), ["this checkout", REPO_ROOT]] as [string, string][]) {
-      const host = await hosts.start(`bench-${variants.length}-${process.pid}`, { sglang: { profile: "ddtree-fork", loadSeconds: LOADS[0], warmupSeconds: WARMUP } });
+      const host = await owned.start(`bench-${variants.length}-${process.pid}`, { sglang: { profile: "ddtree-fork", loadSeconds: LOADS[0], warmupSeconds: WARMUP } });
       // The stability window (safety.stableSeconds, default 10 s) is a deliberate wait; it is
       // off here so the ratio shows the machinery's own overhead. The benchmark resource is off too.
       const ws = simWorkspace({ bench: { ...readRepoStackConfig(CONFIGS[0]), ...simHostConfig(host), "dflash-sglang:safety": { stableSeconds: STABLE }, "dflash-sglang:benchmark": { enabled: false } } }, { projectRoot: root });
@@ -143,7 +144,4 @@ async function main(): Promise<void> {
   process.stdout.write(md);
 }
 
-main().catch((e) => {
-  process.stderr.write(`benchmark failed: ${(e as Error).message}\n`);
-  process.exit(1);
-});
+void runWithHosts(main, { name: "benchmark" });

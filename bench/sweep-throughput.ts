@@ -7,6 +7,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import * as YAML from "yaml";
 import * as hosts from "../simhost/hosts";
+import { runWithHosts, type OwnedHosts } from "../simhost/owned-hosts";
 import { REPO_ROOT } from "../lib/pulumi-env";
 import { simHostConfig, simWorkspace } from "../lib/workspace";
 import { runSweep } from "../components/sweep/sweep";
@@ -26,13 +27,13 @@ const CONFIGS = options.configs;
 const LOAD = options.load;
 const HOST_COUNTS = options.hosts;
 
-async function main(): Promise<void> {
+async function main(owned: OwnedHosts): Promise<void> {
   const grid = GRID.slice(0, CONFIGS);
   const stackConfigs = Object.fromEntries(
     grid.map((g) => [g.name, { ...YAML.parse(g.yaml).config, "dflash-sglang:safety": { stableSeconds: 0 }, "dflash-sglang:benchmark": { enabled: false } }]),
   );
   const names = Array.from({ length: Math.max(...HOST_COUNTS) }, (_, i) => `tput-${process.pid}-${i + 1}`);
-  const started = await Promise.all(names.map((n) => hosts.start(n, { sglang: { profile: "ddtree-fork", loadSeconds: LOAD, warmupSeconds: 0.5 } })));
+  const started = await Promise.all(names.map((n) => owned.start(n, { sglang: { profile: "ddtree-fork", loadSeconds: LOAD, warmupSeconds: 0.5 } })));
   const rows: { hosts: number; seconds: number; configsPerHour: number; failed: number }[] = [];
   try {
     for (const n of HOST_COUNTS) {
@@ -80,7 +81,4 @@ async function main(): Promise<void> {
   process.stdout.write(md);
 }
 
-main().catch((e) => {
-  process.stderr.write(`sweep throughput benchmark failed: ${(e as Error).message}\n`);
-  process.exit(1);
-});
+void runWithHosts(main, { name: "sweep throughput benchmark" });

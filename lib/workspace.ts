@@ -1,14 +1,17 @@
-// A throwaway Pulumi workspace that runs this project's program against simulated
-// hosts: its own Pulumi.yaml (main: the repo), copies of the chosen stack files with the
-// host's connection merged in, and its own file:// backend unless given a shared one (a
-// team's postgres://...). The repo is never modified.
+// A Pulumi workspace that runs this project's program against simulated hosts: its own
+// Pulumi.yaml (main: the repo), copies of the chosen stack files with the host's connection
+// merged in, and its own file:// backend (<dir>/state) unless given a shared one (a team's
+// postgres://...). Throwaway (a temp folder) unless a folder is given: the sweep and the demo
+// keep theirs in the project (KEPT_WORKSPACES), so `--resume` and `npm run report` find their
+// stacks and numbers after they end. The rest of the repo is never modified.
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import * as YAML from "yaml";
-import { LocalWorkspace, Stack } from "@pulumi/pulumi/automation";
+import { LocalWorkspace, PulumiCommand, Stack } from "@pulumi/pulumi/automation";
 import { REPO_ROOT, pulumiCommand, pulumiEnv } from "./pulumi-env";
 import { staleLocks } from "./stale-locks";
+import { shellQuote } from "../components/sglang-service/render";
 import type { HostInfo } from "../simhost/hosts";
 
 const NS = "dflash-sglang";
@@ -56,6 +59,23 @@ export function readRepoStackConfig(stack: string): Record<string, unknown> {
   return (YAML.parse(fs.readFileSync(file, "utf8"))?.config ?? {}) as Record<string, unknown>;
 }
 
+/**
+ * The workspaces kept in the project folder (git-ignored) after their command ends: the
+ * sweep's, which `--resume` reads, and the demo's, which `npm run report` reads.
+ */
+export const KEPT_WORKSPACES = { demo: ".demo", sweep: ".sweep" } as const;
+export type KeptWorkspace = keyof typeof KEPT_WORKSPACES;
+
+export function keptWorkspaceDir(kind: KeptWorkspace): string {
+  return path.join(REPO_ROOT, KEPT_WORKSPACES[kind]);
+}
+
+/** The environment of the Pulumi CLI for a workspace folder: its own backend in <dir>/state, or a shared one. */
+export function workspaceEnv(dir: string, root = REPO_ROOT, shared: { backendUrl?: string; passphrase?: string } = {}): Record<string, string> {
+  const passphrase = shared.passphrase ?? (shared.backendUrl ? undefined : "simulated-hosts");
+  return pulumiEnv({ PULUMI_BACKEND_URL: shared.backendUrl ?? `file://${path.join(dir, "state")}`, ...(passphrase !== undefined ? { PULUMI_CONFIG_PASSPHRASE: passphrase } : {}) }, root);
+}
+
 export interface WorkspaceOptions {
   /** Keep the workspace here (and its state in `<dir>/state`) instead of a temp folder. */
   dir?: string;
@@ -69,6 +89,23 @@ export interface WorkspaceOptions {
   backendUrl?: string;
   /** The secrets passphrase; defaults to a fixed one for the workspace's own backend. */
   passphrase?: string;
+  /**
+   * Start every pulumi in a session of its own, so that a Ctrl-C at the terminal (or any
+   * signal to the caller's process group) reaches the caller only, which then decides what
+   * the engine is told: the sweep lets the updates in progress finish, or cancels them with
+   * the `signal` of `up` (which sends them SIGINT). Defaults to false: pulumi shares the
+   * caller's process group and gets its Ctrl-C, as a pulumi typed at the terminal would.
+   */
+  engineInOwnSession?: boolean;
+}
+
+/**
+ * Pure: a `pulumi` that runs `engine` in a new session. setsid(1) calls setsid(2) in place
+ * (its caller is never a process group leader: it is spawned by the Automation API within
+ * the caller's group), so the engine keeps the PID the Automation API signals.
+ */
+export function renderOwnSessionEngine(engine: string): string {
+  return `#!/bin/sh\n# pulumi in a session of its own (lib/workspace.ts, engineInOwnSession)\nexec setsid ${shellQuote(engine)} "$@"\n`;
 }
 
 export function simWorkspace(stacks: Record<string, Record<string, unknown>>, opts: WorkspaceOptions = {}): SimWorkspace {
@@ -86,13 +123,20 @@ export function simWorkspace(stacks: Record<string, Record<string, unknown>>, op
     const existing = fs.existsSync(stackFile(name)) ? (YAML.parse(fs.readFileSync(stackFile(name), "utf8")) ?? {}) : {};
     fs.writeFileSync(stackFile(name), YAML.stringify({ ...existing, config }));
   }
-  const passphrase = opts.passphrase ?? (opts.backendUrl ? undefined : "simulated-hosts");
-  const env = pulumiEnv({ PULUMI_BACKEND_URL: opts.backendUrl ?? `file://${backend}`, ...(passphrase !== undefined ? { PULUMI_CONFIG_PASSPHRASE: passphrase } : {}) }, root);
+  const env = workspaceEnv(dir, root, opts);
+  const engine = async (): Promise<PulumiCommand> => {
+    const pinned = await pulumiCommand(root);
+    if (!opts.engineInOwnSession) return pinned;
+    const bin = path.join(dir, "engine", "bin");
+    fs.mkdirSync(bin, { recursive: true });
+    fs.writeFileSync(path.join(bin, "pulumi"), renderOwnSessionEngine(pinned.command), { mode: 0o755 });
+    return PulumiCommand.get({ root: path.dirname(bin), skipVersionCheck: true });
+  };
   return {
     dir,
     env,
     async stack(name: string) {
-      const stack = await LocalWorkspace.createOrSelectStack({ stackName: name, workDir: dir }, { envVars: env, pulumiCommand: await pulumiCommand(root) });
+      const stack = await LocalWorkspace.createOrSelectStack({ stackName: name, workDir: dir }, { envVars: env, pulumiCommand: await engine() });
       // A killed `up` leaves the stack locked; `pulumi cancel` is Pulumi's remedy.
       if (staleLocks(env.PULUMI_BACKEND_URL, project.name).stale.some((l) => l.stack === name)) await stack.cancel();
       return stack;

@@ -1,10 +1,17 @@
 // `npm run demo`: boots a simulated 8-GPU host, then deploys two configurations of the
 // users' sweep in turn through the real Pulumi engine, and prints what each `up` did.
 // The second deploy is a real reconfiguration: drain, stop, wait for GPU memory
-// (released 3 s after the old process exits, as on real hosts), start, readiness.
+// (released 3 s after the old process exits, as on real hosts), start, readiness. It ends
+// with the comparison report (bench/out/report.md and report.svg) from the stacks' outputs,
+// and keeps its workspace and state in .demo/, where `npm run report` finds them again.
+import * as fs from "node:fs";
+import * as path from "node:path";
 import * as hosts from "../simhost/hosts";
+import { runWithHosts, type OwnedHosts } from "../simhost/owned-hosts";
+import { REPO_ROOT } from "../lib/pulumi-env";
 import { parseCommandOrExit, setUp } from "../lib/cli";
-import { readRepoStackConfig, simHostConfig, simWorkspace } from "../lib/workspace";
+import { KEPT_WORKSPACES, keptWorkspaceDir, readRepoStackConfig, simHostConfig, simWorkspace } from "../lib/workspace";
+import { collectRows, reportHeading, stackSource, writeReport } from "./report";
 
 const CONFIGS = ["b8t4-w2048", "b16t4-w2048"];
 const HOST = `demo-${process.pid}`;
@@ -16,25 +23,33 @@ function say(line: string): void {
 const COMMAND = {
   summary: [
     "Boots a simulated 8-GPU host, deploys b8t4-w2048 and then b16t4-w2048 through the real Pulumi engine",
-    "(the second a real reconfiguration), shows a no-op up, and stops the host. The first run sets up",
-    "the machine: npm dependencies, the pinned Pulumi engine, the host image (minutes, cached after).",
+    "(the second a real reconfiguration), shows a no-op up, stops the host, and writes the comparison report",
+    `(bench/out/report.md and report.svg). Its stacks and their outputs stay in ${KEPT_WORKSPACES.demo}/ for npm run report; each run`,
+    "starts that folder afresh. The first run sets up the machine: npm dependencies, the pinned Pulumi engine,",
+    "the host image (minutes, cached after).",
   ].join("\n"),
+  notes: "Ctrl-C (or SIGTERM, SIGHUP) stops the simulated host before the demo exits.",
   options: {},
 };
 
-async function main(): Promise<void> {
-  parseCommandOrExit("npm run demo --", COMMAND);
+async function demo(owned: OwnedHosts): Promise<void> {
   setUp({ hosts: true });
   say(`starting simulated GPU host ${HOST} (Debian + systemd + sshd, simulated SGLang DDTree build and 8 GPUs)`);
-  const host = await hosts.start(HOST, {
+  const host = await owned.start(HOST, {
     sglang: { profile: "ddtree-fork", loadSeconds: 6, warmupSeconds: 1 },
     onProgress: (m) => process.stdout.write(`  ${m}\n`),
   });
   hosts.fault(HOST, JSON.stringify({ gpuReleaseDelaySeconds: 3 }));
   say(`host ready at ${host.address} (ssh key ${host.privateKeyPath})`);
   // A short benchmark so the demo stays quick; the defaults measure more (see components/benchmark/schema.ts).
-  const benchmark = { runs: 2, maxTokens: 128, longContextTokens: [8192], concurrency: [1, 4], codingMaxTokens: 400 };
-  const ws = simWorkspace(Object.fromEntries(CONFIGS.map((c) => [c, { ...readRepoStackConfig(c), ...simHostConfig(host), "dflash-sglang:safety": { stableSeconds: 3 }, "dflash-sglang:benchmark": benchmark }])));
+  const benchmark = { runs: 3, maxTokens: 128, longContextTokens: [8192], concurrency: [1, 4], codingMaxTokens: 400 };
+  // A fresh folder: the stacks of an earlier run point at its host, which is gone.
+  const dir = keptWorkspaceDir("demo");
+  fs.rmSync(dir, { recursive: true, force: true });
+  const ws = simWorkspace(
+    Object.fromEntries(CONFIGS.map((c) => [c, { ...readRepoStackConfig(c), ...simHostConfig(host), "dflash-sglang:safety": { stableSeconds: 3 }, "dflash-sglang:benchmark": benchmark }])),
+    { dir },
+  );
   const summary: string[] = [];
   try {
     for (const name of CONFIGS) {
@@ -54,14 +69,16 @@ async function main(): Promise<void> {
     summary.push(`${CONFIGS[1].padEnd(14)} no-op up: ${JSON.stringify(again.summary.resourceChanges)}`);
     say("summary");
     process.stdout.write(summary.join("\n") + "\n");
+    say("comparison report, from the stacks' outputs");
+    const source = stackSource("demo");
+    const outDir = path.join(REPO_ROOT, "bench", "out");
+    process.stdout.write(writeReport(outDir, reportHeading(source, "*"), await collectRows(source.dir, source.env, "*")));
+    process.stdout.write(`\nwrote ${path.join(outDir, "report.md")} and ${path.join(outDir, "report.svg")} (the chart); npm run report writes them again from ${KEPT_WORKSPACES.demo}/\n`);
   } finally {
     say(`stopping ${HOST}`);
     await hosts.stop(HOST);
-    ws.cleanup();
   }
 }
 
-main().catch((e) => {
-  process.stderr.write(`demo failed: ${(e as Error).message ?? e}\n`);
-  process.exit(1);
-});
+parseCommandOrExit("npm run demo --", COMMAND);
+void runWithHosts(demo, { name: "demo" });

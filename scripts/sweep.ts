@@ -7,10 +7,10 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as YAML from "yaml";
-import * as hosts from "../simhost/hosts";
+import { runWithHosts, type OwnedHosts } from "../simhost/owned-hosts";
 import { REPO_ROOT } from "../lib/pulumi-env";
 import { flag, inProjectFolder, option, parseCommandOrExit, positiveInteger, positiveNumber, setUp, ValueType } from "../lib/cli";
-import { simHostConfig, simWorkspace } from "../lib/workspace";
+import { KEPT_WORKSPACES, keptWorkspaceDir, simHostConfig, simWorkspace } from "../lib/workspace";
 import { renderOutcomes, runSweep, sweepBackend, SweepHost } from "../components/sweep/sweep";
 import { hostSchema } from "../components/sglang-service/schema";
 import { collectRows } from "./report";
@@ -80,15 +80,21 @@ const COMMAND = {
     resume: flag("skip stacks whose outputs already hold a benchmark of their current configuration"),
     "keep-going": flag("record a failed configuration with its cause and go on with the others"),
   },
-  notes: "Ctrl-C finishes the configurations in progress, starts no more, and writes the report; Ctrl-C again aborts.",
+  notes: [
+    "Ctrl-C finishes the configurations in progress, starts no more, and writes the report; Ctrl-C again aborts.",
+    "SIGTERM and SIGHUP abort at once. However the sweep ends, it stops the simulated hosts it booted before it exits",
+    "(after a signal with 128 + the signal's number: 130, 143, 129).",
+  ].join("\n"),
 };
 
-async function main(): Promise<void> {
-  const { options } = parseCommandOrExit(INVOCATION, COMMAND);
+const { options } = parseCommandOrExit(INVOCATION, COMMAND);
+let stopRequested = false;
+const abort = new AbortController();
+
+async function sweep(hosts: OwnedHosts): Promise<number> {
   const glob = options.stacks;
   const stacks = stackFiles(glob);
   setUp({ hosts: options.hosts === undefined });
-  const started: string[] = [];
   let sweepHosts: SweepHost[];
   if (options.hosts) {
     sweepHosts = options.hosts;
@@ -100,48 +106,44 @@ async function main(): Promise<void> {
     for (let i = 0; i < n; i++) {
       const name = `sweep-${process.pid}-${i + 1}`;
       const h = await hosts.start(name, { sglang: { profile: "ddtree-fork", loadSeconds: load, warmupSeconds: 0.5 } });
-      started.push(name);
       sweepHosts.push({ name, config: simHostConfig(h) });
     }
   }
+  // The engine in a session of its own: a Ctrl-C at the terminal reaches this script only,
+  // so the updates in progress finish (or, on an abort, are cancelled through `signal`).
   // See sweepBackend. With a team's backend, secrets use your passphrase (or provider), and
   // the stack files take the team's secrets settings: they get a folder of their own.
   const shared = sweepBackend(options.hosts !== undefined, process.env.PULUMI_BACKEND_URL);
   if (!options.hosts && process.env.PULUMI_BACKEND_URL) {
-    process.stdout.write(`PULUMI_BACKEND_URL is set, but a sweep on simulated hosts keeps its state in .sweep/state, away from the stacks there\n`);
+    process.stdout.write(`PULUMI_BACKEND_URL is set, but a sweep on simulated hosts keeps its state in ${KEPT_WORKSPACES.sweep}/state, away from the stacks there\n`);
   }
-  const ws = simWorkspace({}, { dir: path.join(REPO_ROOT, ".sweep", ...(shared ? ["team"] : [])), backendUrl: shared });
-  let stopping = false;
-  process.on("SIGINT", () => {
-    if (stopping) process.exit(130);
-    stopping = true;
-    process.stdout.write("\nstopping after the configurations in progress (Ctrl-C again to abort now)\n");
+  const ws = simWorkspace({}, { dir: shared ? path.join(keptWorkspaceDir("sweep"), "team") : keptWorkspaceDir("sweep"), backendUrl: shared, engineInOwnSession: true });
+  process.stdout.write(`sweeping ${Object.keys(stacks).length} configurations over ${sweepHosts.length} host(s)\n`);
+  const outcomes = await runSweep({
+    ws,
+    stacks,
+    hosts: sweepHosts,
+    resume: options.resume,
+    keepGoing: options["keep-going"],
+    progress: (host, line) => process.stdout.write(`[${new Date().toISOString().slice(11, 19)}] [${host}] ${line}\n`),
+    shouldStop: () => stopRequested,
+    signal: abort.signal,
   });
-  try {
-    process.stdout.write(`sweeping ${Object.keys(stacks).length} configurations over ${sweepHosts.length} host(s)\n`);
-    const outcomes = await runSweep({
-      ws,
-      stacks,
-      hosts: sweepHosts,
-      resume: options.resume,
-      keepGoing: options["keep-going"],
-      progress: (host, line) => process.stdout.write(`[${new Date().toISOString().slice(11, 19)}] [${host}] ${line}\n`),
-      shouldStop: () => stopping,
-    });
-    const rows = await collectRows(ws.dir, ws.env, glob);
-    const outDir = path.join(REPO_ROOT, "bench", "out");
-    fs.mkdirSync(outDir, { recursive: true });
-    const md = `# Sweep report\n\nStacks matching \`${glob}\` on ${sweepHosts.map((h) => h.name).join(", ")}, ${new Date().toISOString()}.\n\n## Runs\n\n${renderOutcomes(outcomes)}\n## Results\n\n${renderMarkdown(rows)}\n![tokens/s by configuration](sweep-report.svg)\n`;
-    fs.writeFileSync(path.join(outDir, "sweep-report.md"), md);
-    fs.writeFileSync(path.join(outDir, "sweep-report.svg"), renderSvg(rows));
-    process.stdout.write(`\n${md}\nwrote ${path.join(outDir, "sweep-report.md")} and sweep-report.svg\n`);
-    if (outcomes.some((o) => o.status === "failed")) process.exitCode = 1;
-  } finally {
-    for (const name of started) await hosts.stop(name);
-  }
+  const rows = await collectRows(ws.dir, ws.env, glob);
+  const outDir = path.join(REPO_ROOT, "bench", "out");
+  fs.mkdirSync(outDir, { recursive: true });
+  const md = `# Sweep report\n\nStacks matching \`${glob}\` on ${sweepHosts.map((h) => h.name).join(", ")}, ${new Date().toISOString()}.\n\n## Runs\n\n${renderOutcomes(outcomes)}\n## Results\n\n${renderMarkdown(rows)}\n![Decode tokens/s at short and long context, acceptance length and coding check by configuration](sweep-report.svg)\n`;
+  fs.writeFileSync(path.join(outDir, "sweep-report.md"), md);
+  fs.writeFileSync(path.join(outDir, "sweep-report.svg"), renderSvg(rows));
+  process.stdout.write(`\n${md}\nwrote ${path.join(outDir, "sweep-report.md")} and sweep-report.svg\n`);
+  return outcomes.some((o) => o.status === "failed") ? 1 : 0;
 }
 
-main().catch((e) => {
-  process.stderr.write(`sweep failed: ${(e as Error).message}\n`);
-  process.exit(1);
+void runWithHosts(sweep, {
+  name: "sweep",
+  onInterrupt() {
+    stopRequested = true;
+    process.stdout.write("\nstopping after the configurations in progress (Ctrl-C again to abort now)\n");
+  },
+  onAbort: () => abort.abort(),
 });

@@ -5,6 +5,8 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 ./scripts/setup.sh --postgres
+# First the hosts that killed programs left behind (a run ended by SIGKILL): their owner is gone.
+node --import tsx simhost/cli.ts reclaim
 echo "test: type check" >&2
 npx tsc --noEmit -p tsconfig.json
 mapfile -t files < <(find test -name '*.test.ts' -not -path '*/fixtures/*' | sort)

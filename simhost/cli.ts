@@ -1,11 +1,11 @@
-// npm run simhost -- <command> [options]: start, stop, status, fault, configure.
+// npm run simhost -- <command> [options]: start, stop, status, reclaim, fault, configure.
 // Thin wiring over simhost/hosts.ts: reads the command line (simhost/command-line.ts) before
 // anything else, prints JSON lines on stdout, progress and errors on stderr.
 import { spawnSync } from "node:child_process";
 import * as path from "node:path";
 import { argument, command, flag, json, option, parseProgramOrExit, positiveInteger, positiveNumber, UsageError, type ValueType } from "./command-line";
 import { parseFaults } from "./sim/faults";
-import { configure, fault, start, START_DEFAULTS, status, stop, stopAll, validateHostName, type ModelSpec } from "./hosts";
+import { configure, fault, reclaimOrphans, start, START_DEFAULTS, status, stop, stopAll, validateHostName, type ModelSpec } from "./hosts";
 
 const hostName: ValueType<string> = {
   expects: "a host name: 1-63 lower-case letters, digits and '-', starting with a letter or digit",
@@ -44,7 +44,7 @@ const PROGRAM = {
   summary: "Simulated GPU hosts on this machine: Debian containers with systemd and sshd on 127.0.0.N, simulated SGLang and GPUs.",
   commands: {
     start: {
-      summary: "boot a host; prints its HostInfo (address, ssh key, host key, ...) as one JSON line",
+      summary: "boot a host that stays until you stop it; prints its HostInfo (address, ssh key, host key, ...) as one JSON line",
       args: { NAME: argument(hostName, "the host's name") },
       options: {
         gpus: option({ type: positiveInteger, placeholder: "N", description: "GPUs the simulated nvidia-smi reports", default: String(START_DEFAULTS.gpus) }),
@@ -63,7 +63,11 @@ const PROGRAM = {
       },
     }),
     status: {
-      summary: "one JSON line per host: name, address, pid, alive",
+      summary: 'one JSON line per host: name, address, pid, alive, owner ({pid, command, running} or "kept")',
+      options: {},
+    },
+    reclaim: {
+      summary: "stop every host whose owning program is gone (killed before it could stop it); kept hosts stay",
       options: {},
     },
     fault: {
@@ -91,8 +95,10 @@ async function main(): Promise<void> {
   switch (parsed.command) {
     case "start": {
       const { options, args } = parsed;
+      await reclaimOrphans();
       prepare();
       const host = await start(args.NAME, {
+        keep: true,
         gpus: options.gpus,
         gpuMemoryMiB: options["gpu-memory-mib"],
         sglang: options.sglang,
@@ -114,6 +120,12 @@ async function main(): Promise<void> {
     case "status":
       for (const host of status()) console.log(JSON.stringify(host));
       return;
+    case "reclaim": {
+      const { reclaimed, failed } = await reclaimOrphans();
+      console.error(reclaimed.length ? `simhost: reclaimed ${reclaimed.length} host(s): ${reclaimed.map((h) => h.name).join(", ")}` : "simhost: no host to reclaim");
+      if (failed.length) process.exitCode = 1;
+      return;
+    }
     case "fault":
       fault(parsed.args.NAME, JSON.stringify(parsed.args.JSON));
       return;

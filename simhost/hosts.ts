@@ -4,9 +4,14 @@
 // /work/shared/docs/test-hosts.md for why each step is done the way it is.
 //
 // State is global to the machine (loopback addresses are), under /run/dflash-simhost:
-//   <name>/            one host: host.json, nspawn.pid, console.log, client key,
+//   <name>/            one host: owner.json, host.json, nspawn.pid, console.log, client key,
 //                      known_hosts, and the overlay (upper/, work/, root/ = merged tree)
 //   addresses/<addr>/  one claimed address; its `owner` file names the host
+//
+// A host belongs to the process that started it (owner.json: its PID and start time), so
+// that a host whose program was killed without a chance to stop it (SIGKILL) is found and
+// stopped by the next program that looks (reclaimOrphans). A host started on purpose to
+// outlive its command (`npm run simhost -- start`) is "kept": only `stop` removes it.
 import { execFileSync, spawn } from "node:child_process";
 import * as crypto from "node:crypto";
 import * as fs from "node:fs";
@@ -48,6 +53,13 @@ export interface StartOptions {
   simDir?: string;
   /** Progress while waiting for the boot (phase, elapsed). Defaults to silence. */
   onProgress?: (message: string) => void;
+  /**
+   * Keep the host after this process ends: it is recorded as kept, with no owning process,
+   * and only `stop` removes it (what `npm run simhost -- start` does). Defaults to false:
+   * the host belongs to this process, and once the process is gone without stopping it,
+   * `reclaimOrphans()` stops it.
+   */
+  keep?: boolean;
 }
 
 /** What a start gets for the options it is not given. */
@@ -74,11 +86,32 @@ export interface HostInfo {
   knownHostsPath: string;
 }
 
+/**
+ * Who a host belongs to (`<state>/owner.json`). A process is named by its PID and its start
+ * time in clock ticks after boot (field 22 of /proc/PID/stat): a later process that gets the
+ * same PID started later, so it is never taken for the owner.
+ */
+export type HostOwner = { kind: "process"; pid: number; startTicks: number; command: string } | { kind: "kept" };
+
 export interface HostStatus {
   name: string;
   address: string | null;
+  /** The host's systemd-nspawn. */
   pid: number | null;
   alive: boolean;
+  /**
+   * The process the host belongs to and whether it still runs; "kept" for a host started
+   * to outlive its command; null for a host without a record (still starting, or started
+   * by a version of this project that kept none), which reclaimOrphans leaves alone.
+   */
+  owner: { pid: number; command: string; running: boolean } | "kept" | null;
+}
+
+export interface ReclaimOutcome {
+  /** Hosts stopped because their owner is gone. */
+  reclaimed: { name: string; ownerPid: number; command: string }[];
+  /** Hosts whose owner is gone but that could not be stopped, with the reason. */
+  failed: { name: string; error: string }[];
 }
 
 // ---------------------------------------------------------------------------------
@@ -164,6 +197,32 @@ export function stableJson(value: unknown): string {
       ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
       : v,
   );
+}
+
+/** Pure: the state letter and start time (clock ticks after boot) in a /proc/PID/stat line. */
+export function parseProcStat(stat: string): { state: string; startTicks: number } {
+  // The command name (field 2) is in parentheses and may hold spaces and parentheses itself.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).trim().split(/\s+/);
+  const startTicks = Number(fields[19]);
+  if (!fields[0] || !Number.isInteger(startTicks)) throw new Error(`not a /proc/PID/stat line: ${JSON.stringify(stat.slice(0, 80))}`);
+  return { state: fields[0], startTicks };
+}
+
+/**
+ * Pure: whether a host's owner has ended, given what /proc says of the owner's PID now (null:
+ * no such process). A zombie has ended; a process with another start time is someone else.
+ */
+export function ownerIsGone(owner: HostOwner, now: { state: string; startTicks: number } | null): boolean {
+  switch (owner.kind) {
+    case "kept":
+      return false;
+    case "process":
+      return now === null || now.state === "Z" || now.startTicks !== owner.startTicks;
+    default: {
+      const never: never = owner;
+      throw new Error(`unknown host owner ${JSON.stringify(never)}`);
+    }
+  }
 }
 
 function validateModel(model: ModelSpec): void {
@@ -252,10 +311,9 @@ function writeFileAtomic(file: string, content: string, mode = 0o644): void {
   fs.renameSync(tmp, file);
 }
 
-function processState(pid: number): string | null {
+function procStat(pid: number): { state: string; startTicks: number } | null {
   try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+    return parseProcStat(fs.readFileSync(`/proc/${pid}/stat`, "utf8"));
   } catch {
     return null;
   }
@@ -263,8 +321,17 @@ function processState(pid: number): string | null {
 
 /** A zombie has exited; only its parent's wait is missing. */
 function isAlive(pid: number): boolean {
-  const state = processState(pid);
-  return state !== null && state !== "Z";
+  const state = procStat(pid)?.state;
+  return state !== undefined && state !== "Z";
+}
+
+/** Signals a process that may have ended meanwhile (another stop of the same host). */
+function signalIfAlive(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "ESRCH") throw e;
+  }
 }
 
 /** Only ever signal the systemd-nspawn we started for this host, never a reused PID. */
@@ -281,6 +348,30 @@ function readPid(name: string): number | null {
   try {
     const pid = Number(fs.readFileSync(path.join(stateDirOf(name), "nspawn.pid"), "utf8").trim());
     return Number.isInteger(pid) && pid > 0 ? pid : null;
+  } catch {
+    return null;
+  }
+}
+
+const ownerFileOf = (name: string) => path.join(stateDirOf(name), "owner.json");
+
+/** This process, as a host's owner. */
+function thisProcess(): HostOwner {
+  const self = procStat(process.pid);
+  if (!self) throw new Error(`cannot read /proc/${process.pid}/stat: simulated hosts need Linux's /proc`);
+  const command = process.argv
+    .slice(1)
+    .map((arg, i) => (i === 0 ? path.relative(REPO_ROOT, arg) || arg : arg))
+    .join(" ");
+  return { kind: "process", pid: process.pid, startTicks: self.startTicks, command: command.length > 200 ? `${command.slice(0, 199)}…` : command };
+}
+
+function readOwner(name: string): HostOwner | null {
+  try {
+    const owner = JSON.parse(fs.readFileSync(ownerFileOf(name), "utf8")) as HostOwner;
+    if (owner.kind === "kept") return owner;
+    if (owner.kind === "process" && Number.isInteger(owner.pid) && Number.isInteger(owner.startTicks)) return owner;
+    return null;
   } catch {
     return null;
   }
@@ -540,6 +631,8 @@ export async function start(name: string, opts: StartOptions = {}): Promise<Host
   const rootfs = assertPreconditions(simDir);
   const stateDir = claimStateDir(name);
   try {
+    // First, so that a start cut short by SIGKILL leaves a host its next reclaim recognizes.
+    fs.writeFileSync(ownerFileOf(name), `${stableJson(opts.keep ? { kind: "kept" } : thisProcess())}\n`);
     const address = claimAddress(name);
     const merged = mountOverlay(rootfs, stateDir);
     const clientKey = makeClientKey(stateDir, name);
@@ -604,6 +697,8 @@ async function unmount(dir: string): Promise<void> {
     try {
       run("umount", [dir]);
     } catch (e) {
+      // Another stop of the same host (a reclaim in another process) may have unmounted it.
+      if (!isMounted(dir)) return;
       const stderr = String((e as { stderr?: string }).stderr ?? "");
       if (!/busy/i.test(stderr) || Date.now() > deadline) throw new Error(`could not unmount ${dir}: ${stderr.trim() || (e as Error).message}`);
       await sleep(POLL_MS);
@@ -613,8 +708,14 @@ async function unmount(dir: string): Promise<void> {
 
 /** cgroup dirs go with rmdir only, children first; the container's systemd leaves its slices. */
 async function removeCgroup(dir: string): Promise<void> {
-  if (!fs.existsSync(dir)) return;
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+  let entries: fs.Dirent[];
+  try {
+    entries = fs.readdirSync(dir, { withFileTypes: true });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return;
+    throw e;
+  }
+  for (const entry of entries) {
     if (entry.isDirectory()) await removeCgroup(path.join(dir, entry.name));
   }
   const deadline = Date.now() + 5_000;
@@ -634,14 +735,29 @@ async function removeCgroup(dir: string): Promise<void> {
   }
 }
 
-/** Stops a host and removes everything it had: process, mount, cgroups, address, state. Idempotent. */
+const stopsInProgress = new Map<string, Promise<void>>();
+
+/**
+ * Stops a host and removes everything it had: process, mount, cgroups, address, state.
+ * Idempotent; a second stop of a host this process is stopping waits for the first, and a
+ * stop in another process at the same time (a reclaim) is tolerated.
+ */
 export async function stop(name: string): Promise<void> {
   validateHostName(name);
+  let stopping = stopsInProgress.get(name);
+  if (!stopping) {
+    stopping = stopHost(name).finally(() => stopsInProgress.delete(name));
+    stopsInProgress.set(name, stopping);
+  }
+  return stopping;
+}
+
+async function stopHost(name: string): Promise<void> {
   const pid = readPid(name);
   if (pid !== null && isOurNspawn(pid, name)) {
-    process.kill(pid, "SIGTERM");
+    signalIfAlive(pid, "SIGTERM");
     if (!(await waitForExit(pid, STOP_DEADLINE_MS))) {
-      if (isOurNspawn(pid, name)) process.kill(pid, "SIGKILL");
+      if (isOurNspawn(pid, name)) signalIfAlive(pid, "SIGKILL");
       if (!(await waitForExit(pid, 5_000))) throw new Error(`host ${name}: systemd-nspawn pid ${pid} survived SIGKILL`);
     }
   }
@@ -681,17 +797,51 @@ export async function stopAll(): Promise<string[]> {
   return names;
 }
 
+function addressOf(name: string): string | null {
+  try {
+    return (JSON.parse(fs.readFileSync(path.join(stateDirOf(name), "host.json"), "utf8")) as HostInfo).address;
+  } catch {
+    return addressesOwnedBy(name)[0] ?? null;
+  }
+}
+
 export function status(): HostStatus[] {
   return hostNames().map((name) => {
     const pid = readPid(name);
-    let address: string | null = null;
-    try {
-      address = (JSON.parse(fs.readFileSync(path.join(stateDirOf(name), "host.json"), "utf8")) as HostInfo).address;
-    } catch {
-      address = addressesOwnedBy(name)[0] ?? null;
-    }
-    return { name, address, pid, alive: pid !== null && isOurNspawn(pid, name) };
+    const owner = readOwner(name);
+    return {
+      name,
+      address: addressOf(name),
+      pid,
+      alive: pid !== null && isOurNspawn(pid, name),
+      owner: owner?.kind === "process" ? { pid: owner.pid, command: owner.command, running: !ownerIsGone(owner, procStat(owner.pid)) } : (owner?.kind ?? null),
+    };
   });
+}
+
+/**
+ * Stops every host whose owning process is gone (it was killed before it could stop its
+ * hosts), saying on `report` (stderr by default) which host and which owner. Kept hosts,
+ * hosts whose owner runs, and hosts without an owner record are left alone. A host that
+ * cannot be stopped is reported and skipped; the others are still reclaimed.
+ */
+export async function reclaimOrphans(report: (line: string) => void = (line) => process.stderr.write(`${line}\n`)): Promise<ReclaimOutcome> {
+  const outcome: ReclaimOutcome = { reclaimed: [], failed: [] };
+  for (const name of hostNames()) {
+    const owner = readOwner(name);
+    if (owner?.kind !== "process" || !ownerIsGone(owner, procStat(owner.pid))) continue;
+    const address = addressOf(name);
+    report(`simhost: reclaiming host ${name}${address ? ` (${address})` : ""}: its owner, pid ${owner.pid} (${owner.command}), is gone; stopping it`);
+    try {
+      await stop(name);
+      outcome.reclaimed.push({ name, ownerPid: owner.pid, command: owner.command });
+    } catch (e) {
+      const error = (e as Error).message;
+      report(`simhost: could not reclaim host ${name}: ${error}; try npm run simhost -- stop ${name}`);
+      outcome.failed.push({ name, error });
+    }
+  }
+  return outcome;
 }
 
 /** The HostInfo of a running host, as start returned it. */

@@ -1,6 +1,6 @@
-// Pure rendering of the comparison across stacks: a Markdown table and an SVG chart
-// (tokens/s by configuration, with spread), best row marked.
-import type { BenchmarkResult } from "./run";
+// Pure rendering of the comparison across stacks: a Markdown table and an SVG chart, best
+// row marked.
+import type { BenchmarkResult, LatencyStats } from "./run";
 
 export interface ReportRow {
   stack: string;
@@ -12,6 +12,8 @@ export interface ReportRow {
 }
 
 function describe(c: Record<string, unknown>): string {
+  // Every deployed stack's output names at least the stack; none at all: never deployed.
+  if (Object.keys(c).length === 0) return "unknown (no outputs yet)";
   if (c.algorithm === null || c.algorithm === undefined) return "no speculation";
   const parts = [String(c.algorithm)];
   if (c.budget !== undefined) parts.push(`budget ${c.budget}`);
@@ -53,41 +55,234 @@ function escapeXml(s: string): string {
   return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 }
 
-/** Horizontal bars: median short-context tokens/s per stack, whiskers min-max, best bar highlighted. */
-export function renderSvg(rows: ReportRow[]): string {
-  const measured = rows.filter((r) => r.result);
-  const best = bestStack(rows);
-  const barH = 26;
-  const gap = 10;
-  const left = 150;
-  const width = 640;
-  const plotW = width - left - 70;
-  const top = 40;
-  const height = top + measured.length * (barH + gap) + 40;
-  const max = Math.max(1, ...measured.map((r) => r.result!.short.output_throughput_max));
-  const x = (v: number) => left + (v / max) * plotW;
-  const parts = [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="12">`,
-    `<title>Single-stream decode tokens/s by configuration</title>`,
-    `<text x="${left}" y="20" font-size="14" font-weight="bold">Decode tokens/s (short context, median; whiskers: min-max)</text>`,
-  ];
-  measured.forEach((r, i) => {
-    const s = r.result!.short;
-    const y = top + i * (barH + gap);
-    const fill = r.stack === best ? "#2e7d32" : "#5c6bc0";
-    parts.push(
-      `<text x="${left - 8}" y="${y + barH / 2 + 4}" text-anchor="end">${escapeXml(r.stack)}</text>`,
-      `<rect x="${left}" y="${y}" width="${(x(s.output_throughput) - left).toFixed(1)}" height="${barH}" fill="${fill}"><title>${escapeXml(`${r.stack}: ${s.output_throughput} tok/s`)}</title></rect>`,
-      `<line x1="${x(s.output_throughput_min).toFixed(1)}" x2="${x(s.output_throughput_max).toFixed(1)}" y1="${y + barH / 2}" y2="${y + barH / 2}" stroke="#212121" stroke-width="2"/>`,
-      `<text x="${(x(s.output_throughput_max) + 6).toFixed(1)}" y="${y + barH / 2 + 4}">${fmt(s.output_throughput)}${r.stack === best ? " (best)" : ""}</text>`,
-    );
-  });
-  const axisY = top + measured.length * (barH + gap) + 5;
-  parts.push(`<line x1="${left}" x2="${left + plotW}" y1="${axisY}" y2="${axisY}" stroke="#9e9e9e"/>`);
-  for (let t = 0; t <= 4; t++) {
-    const v = (max * t) / 4;
-    parts.push(`<text x="${x(v).toFixed(1)}" y="${axisY + 16}" text-anchor="middle" fill="#616161">${v.toFixed(0)}</text>`);
+// ---------------------------------------------------------------------------------
+// The chart: one row per stack (name and configuration), and side by side, on a shared
+// scale per kind, what a person choosing a configuration compares: single-stream decode
+// tokens/s at short and at each long context (bar: median, whisker: min-max over the runs),
+// acceptance length, and the coding check's pass rate. The best row is highlighted and
+// tagged. Everything is laid out from the rows alone (no clock, no randomness), so the same
+// rows give the same bytes, and from an estimate of text widths that errs wide, so that no
+// text runs past the edge whatever the names.
+
+/**
+ * Pure: "nice" axis ticks from 0 to at least `max`: about `target` steps of 1, 2, 2.5 or 5
+ * times a power of ten (so 0, 50, 100, 150, 200 for 183, not 0, 46, 92, 137, 183).
+ */
+export function niceTicks(max: number, target = 4): number[] {
+  if (!(max > 0) || !Number.isFinite(max)) return [0, 1];
+  const raw = max / target;
+  const magnitude = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * magnitude).find((s) => s >= raw * (1 - 1e-9))!;
+  const count = Math.ceil(max / step - 1e-9);
+  // Rounded through toFixed so that 3 * 0.1 is 0.3, not 0.30000000000000004.
+  return Array.from({ length: count + 1 }, (_, i) => Number((i * step).toFixed(10)));
+}
+
+/**
+ * Pure: an upper estimate of the width of `text` in px, in a common sans-serif. Each class
+ * of characters counts as its widest member in DejaVu Sans (the default sans-serif of Debian
+ * and its derivatives, and wider than Arial or Helvetica): digits 0.636 em, lower case 0.635
+ * but i j l f t r (at most 0.411) and m w (0.974), capitals 0.787 but M W (0.989), space
+ * 0.318, brackets, hyphen and slash 0.390, en dash 0.5; bold is up to 12% wider. Anything
+ * else counts as a full em.
+ */
+export function textWidth(text: string, fontSize: number, bold = false): number {
+  let em = 0;
+  for (const ch of text) {
+    if (/[0-9]/.test(ch)) em += 0.64;
+    else if (/[ijlftr.,:;'|!]/.test(ch)) em += 0.42;
+    else if (/[mwMW]/.test(ch)) em += 1.0;
+    else if (/[a-z]/.test(ch)) em += 0.64;
+    else if (/[A-Z]/.test(ch)) em += 0.8;
+    else if (ch === " ") em += 0.32;
+    else if (/[()[\]\-/]/.test(ch)) em += 0.4;
+    else if (ch === "\u2013") em += 0.5;
+    else em += 1.0;
   }
+  return em * fontSize * (bold ? 1.12 : 1);
+}
+
+const FONT = 12;
+const SMALL = 11;
+const TITLE = 15;
+const MARGIN = 16;
+const ROW_H = 40;
+const BAR_H = 14;
+const GAP = 28;
+const BEST_FILL = "#2e7d32";
+const BAR_FILL = "#5c6bc0";
+const GREY = "#616161";
+
+/** One bar of a panel: the value (median), its spread if measured, its label and tooltip. */
+interface Cell {
+  value: number;
+  min?: number;
+  max?: number;
+  label: string;
+  tooltip: string;
+}
+
+interface Panel {
+  heading: string;
+  detail: string;
+  plotWidth: number;
+  ticks: number[];
+  tickLabel: (v: number) => string;
+  /** Per row; a string where the row has no value (why). */
+  cells: (Cell | string)[];
+}
+
+const uniform = <T>(values: T[]): T | undefined => (values.length > 0 && values.every((v) => v === values[0]) ? values[0] : undefined);
+
+/** Pure: what each panel shows, for every row. */
+function panels(rows: ReportRow[]): Panel[] {
+  const results = rows.map((r) => r.result);
+  const measured = results.filter((b): b is BenchmarkResult => b !== null);
+  const longs = [...new Set(measured.flatMap((b) => b.long.map((l) => l.context_tokens)))].sort((a, b) => a - b);
+  const speeds = measured.flatMap((b) => [b.short, ...b.long]);
+  const tokensTicks = niceTicks(Math.max(0, ...speeds.map((l) => Math.max(l.output_throughput, l.output_throughput_max))));
+  const speedCell = (stack: string, l: LatencyStats, what: string): Cell => ({
+    value: l.output_throughput,
+    min: l.output_throughput_min,
+    max: l.output_throughput_max,
+    // The spread in numbers too: run to run, it is often narrower than a whisker can show.
+    label: `${fmt(l.output_throughput)} (${fmt(l.output_throughput_min)}–${fmt(l.output_throughput_max)})`,
+    tooltip: `${stack}, ${what}: ${fmt(l.output_throughput)} tok/s, median of ${l.runs} runs (min ${fmt(l.output_throughput_min)}, max ${fmt(l.output_throughput_max)})`,
+  });
+  const shortPrompt = uniform(measured.map((b) => b.short.prompt_tokens));
+  const speedPanel = (detail: string, pick: (b: BenchmarkResult) => LatencyStats | undefined, what: string): Panel => ({
+    heading: "Decode tokens/s",
+    detail,
+    plotWidth: 170,
+    ticks: tokensTicks,
+    tickLabel: (v) => String(v),
+    cells: rows.map((r) => {
+      const l = r.result ? pick(r.result) : undefined;
+      return l ? speedCell(r.stack, l, what) : r.result ? "not measured" : "no benchmark";
+    }),
+  });
+  const accepts = measured.map((b) => b.accept_length).filter((a): a is number => a !== null);
+  return [
+    speedPanel(shortPrompt ? `short prompt (${shortPrompt} tokens)` : "short prompt", (b) => b.short, "short prompt"),
+    ...longs.map((c) => speedPanel(`at ${c}-token context`, (b) => b.long.find((l) => l.context_tokens === c), `${c}-token context`)),
+    {
+      heading: "Acceptance length",
+      detail: "tokens per verify step",
+      plotWidth: 110,
+      ticks: niceTicks(Math.max(0, ...accepts)),
+      tickLabel: (v) => String(v),
+      cells: rows.map((r) => {
+        const a = r.result?.accept_length;
+        if (a === null || a === undefined) return r.result ? "not reported" : "-";
+        return { value: a, label: fmt(a, 2), tooltip: `${r.stack}: acceptance length ${fmt(a, 2)} (${r.result!.accept_length_source})` };
+      }),
+    },
+    {
+      heading: "Coding check",
+      detail: "tasks passed",
+      plotWidth: 110,
+      ticks: niceTicks(100, 2),
+      tickLabel: (v) => `${v}%`,
+      cells: rows.map((r) => {
+        const c = r.result?.coding;
+        if (!c) return r.result ? "off" : "-";
+        const notes = [c.extraction_failed ? `${c.extraction_failed} without extractable code` : "", c.timeouts ? `${c.timeouts} timed out` : ""].filter(Boolean);
+        return { value: c.tasks ? (100 * c.passed) / c.tasks : 0, label: `${c.passed}/${c.tasks}`, tooltip: `${r.stack}: ${c.passed} of ${c.tasks} coding tasks passed${notes.length ? ` (${notes.join(", ")})` : ""}` };
+      }),
+    },
+  ];
+}
+
+/** Pure: the comparison chart as SVG, laid out from the rows (see above). */
+export function renderSvg(rows: ReportRow[]): string {
+  const best = bestStack(rows);
+  const ps = panels(rows);
+  const runs = uniform(rows.flatMap((r) => (r.result ? [r.result.short.runs, ...r.result.long.map((l) => l.runs)] : [])));
+  const title = "Decode speed, acceptance length and coding check by configuration";
+  const subtitle = `Bars: median${runs ? ` of ${runs} runs` : ""}, single stream; whiskers: min to max. Best: the highest median tokens/s with the short prompt.`;
+  const tag = "best";
+  const tagWidth = textWidth(tag, 10, true) + 10;
+
+  // Columns: the labels, then each panel (plot, then room for the value labels and the last tick label).
+  const labelWidth = Math.ceil(Math.max(
+    60,
+    ...rows.map((r) => Math.max(textWidth(r.stack, FONT, true) + (r.stack === best ? 8 + tagWidth : 0), textWidth(describe(r.configuration), SMALL))),
+  ));
+  const columns: { panel: Panel; left: number; width: number }[] = [];
+  let x = MARGIN + labelWidth + GAP;
+  for (const panel of ps) {
+    const valueRoom = Math.max(0, ...panel.cells.map((c) => (typeof c === "string" ? textWidth(c, SMALL) - panel.plotWidth : textWidth(c.label, SMALL) + 6)));
+    const lastTick = textWidth(panel.tickLabel(panel.ticks[panel.ticks.length - 1]), SMALL) / 2;
+    const width = Math.ceil(Math.max(panel.plotWidth + Math.max(valueRoom, lastTick), textWidth(panel.heading, FONT, true), textWidth(panel.detail, SMALL)));
+    columns.push({ panel, left: x, width });
+    x += width + GAP;
+  }
+  const width = Math.ceil(Math.max(x - GAP + MARGIN, 2 * MARGIN + textWidth(title, TITLE, true), 2 * MARGIN + textWidth(subtitle, SMALL)));
+  const top = 96;
+  const axisY = top + rows.length * ROW_H + 4;
+  const height = axisY + 32;
+  const rowMid = (i: number) => top + i * ROW_H + ROW_H / 2;
+  const num = (v: number) => (Math.round(v * 10) / 10).toString();
+
+  const parts = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="${FONT}">`,
+    `<title>${escapeXml(title)}</title>`,
+    `<rect x="0" y="0" width="${width}" height="${height}" fill="#ffffff"/>`,
+    `<text x="${MARGIN}" y="26" font-size="${TITLE}" font-weight="bold">${escapeXml(title)}</text>`,
+    `<text x="${MARGIN}" y="45" font-size="${SMALL}" fill="${GREY}">${escapeXml(subtitle)}</text>`,
+  ];
+  rows.forEach((r, i) => {
+    if (r.stack !== best) return;
+    parts.push(`<rect x="${MARGIN / 2}" y="${top + i * ROW_H + 2}" width="${width - MARGIN}" height="${ROW_H - 4}" rx="4" fill="#e8f5e9"/>`);
+  });
+  for (const { panel, left } of columns) {
+    const axisMax = panel.ticks[panel.ticks.length - 1];
+    const at = (v: number) => left + (Math.min(Math.max(v, 0), axisMax) / axisMax) * panel.plotWidth;
+    parts.push(
+      `<text x="${left}" y="${top - 24}" font-weight="bold">${escapeXml(panel.heading)}</text>`,
+      `<text x="${left}" y="${top - 9}" font-size="${SMALL}" fill="${GREY}">${escapeXml(panel.detail)}</text>`,
+    );
+    for (const t of panel.ticks) {
+      parts.push(
+        `<line x1="${num(at(t))}" x2="${num(at(t))}" y1="${top}" y2="${axisY}" stroke="#e0e0e0"/>`,
+        `<text x="${num(at(t))}" y="${axisY + 16}" font-size="${SMALL}" text-anchor="middle" fill="${GREY}">${escapeXml(panel.tickLabel(t))}</text>`,
+      );
+    }
+    parts.push(`<line x1="${left}" x2="${left + panel.plotWidth}" y1="${axisY}" y2="${axisY}" stroke="#9e9e9e"/>`);
+    panel.cells.forEach((cell, i) => {
+      const mid = rowMid(i);
+      if (typeof cell === "string") {
+        parts.push(`<text x="${left}" y="${mid + 4}" font-size="${SMALL}" font-style="italic" fill="${GREY}">${escapeXml(cell)}</text>`);
+        return;
+      }
+      const fill = rows[i].stack === best ? BEST_FILL : BAR_FILL;
+      parts.push(`<rect x="${left}" y="${mid - BAR_H / 2}" width="${num(at(cell.value) - left)}" height="${BAR_H}" fill="${fill}"><title>${escapeXml(cell.tooltip)}</title></rect>`);
+      let end = at(cell.value);
+      if (cell.min !== undefined && cell.max !== undefined) {
+        const [x1, x2] = [num(at(cell.min)), num(at(cell.max))];
+        parts.push(
+          `<line x1="${x1}" x2="${x2}" y1="${mid}" y2="${mid}" stroke="#212121" stroke-width="1.5"/>`,
+          `<line x1="${x1}" x2="${x1}" y1="${mid - 5}" y2="${mid + 5}" stroke="#212121" stroke-width="1.5"/>`,
+          `<line x1="${x2}" x2="${x2}" y1="${mid - 5}" y2="${mid + 5}" stroke="#212121" stroke-width="1.5"/>`,
+        );
+        end = Math.max(end, at(cell.max));
+      }
+      parts.push(`<text x="${num(end + 5)}" y="${mid + 4}" font-size="${SMALL}">${escapeXml(cell.label)}</text>`);
+    });
+  }
+  rows.forEach((r, i) => {
+    const mid = rowMid(i);
+    const isBest = r.stack === best;
+    parts.push(`<text x="${MARGIN}" y="${mid - 3}"${isBest ? ` font-weight="bold" fill="${BEST_FILL}"` : ""}>${escapeXml(r.stack)}</text>`);
+    if (isBest) {
+      const tagX = MARGIN + textWidth(r.stack, FONT, true) + 8;
+      parts.push(
+        `<rect x="${num(tagX)}" y="${mid - 15}" width="${num(tagWidth)}" height="15" rx="3" fill="${BEST_FILL}"/>`,
+        `<text x="${num(tagX + tagWidth / 2)}" y="${mid - 4}" font-size="10" font-weight="bold" text-anchor="middle" fill="#ffffff">${tag}</text>`,
+      );
+    }
+    parts.push(`<text x="${MARGIN}" y="${mid + 12}" font-size="${SMALL}" fill="${GREY}">${escapeXml(describe(r.configuration))}</text>`);
+  });
   parts.push("</svg>");
   return parts.join("\n") + "\n";
 }

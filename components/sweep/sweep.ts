@@ -36,6 +36,8 @@ export interface SweepOptions {
   progress: (host: string, line: string) => void;
   /** Checked before each new configuration (Ctrl-C: finish the current ones, start no more). */
   shouldStop: () => boolean;
+  /** Cancels the updates in progress (Pulumi's own cancel: the running step ends first). */
+  signal?: AbortSignal;
 }
 
 /**
@@ -97,7 +99,7 @@ export async function runSweep(o: SweepOptions): Promise<SweepOutcome[]> {
       const started = Date.now();
       o.progress(host.name, `${stack}: up`);
       try {
-        const up = await (await o.ws.stack(stack)).up();
+        const up = await (await o.ws.stack(stack)).up({ signal: o.signal });
         const tps = (up.outputs.benchmark?.value as { short?: { output_throughput: number } } | null)?.short?.output_throughput;
         const seconds = Math.round((Date.now() - started) / 100) / 10;
         outcomes.set(stack, { stack, host: host.name, status: "succeeded", seconds, outputThroughput: tps });

@@ -69,7 +69,7 @@ test("sweep: each host of a --hosts file is checked by the schema of dflash-sgla
 test("report, grid and demo: --help through npm run prints their usage and starts nothing", () => {
   const before = simulatedHosts();
   for (const [name, usage, options] of [
-    ["report", "usage: npm run report -- [options]", ["--stacks GLOB", "--out DIR", "--workdir DIR"]],
+    ["report", "usage: npm run report -- [options]", ["--stacks GLOB", "--from SOURCE", "--out DIR", "--workdir DIR"]],
     ["grid", "usage: npm run grid -- [options]", ["--budgets LIST", "--topks LIST", "--windows LIST", "--compact-cache MODE", "--out DIR", "--force"]],
     ["demo", "usage: npm run demo --", []],
   ] as const) {
@@ -87,6 +87,8 @@ test("report, grid and demo refuse mistakes before anything starts", () => {
     ["scripts/report.ts", ["--out"], "--out needs a value (DIR, a folder, made if missing, relative to the project folder)", "npm run report -- --help"],
     ["scripts/report.ts", ["--workdir", "/nonexistent"], '--workdir must be an existing directory, relative to the project folder, got "/nonexistent": no such directory', "npm run report -- --help"],
     ["scripts/report.ts", ["--out", "package.json"], 'got "package.json": it exists and is not a folder', "npm run report -- --help"],
+    ["scripts/report.ts", ["--from", "demos"], '--from must be one of "project", "demo", "sweep", got "demos"', "npm run report -- --help"],
+    ["scripts/report.ts", ["--from", "sweep", "--workdir", "."], "--workdir names the project folder to read, so it goes with --from project only (got --from sweep)", "npm run report -- --help"],
     ["scripts/grid.ts", ["--budget", "4"], "unknown option --budget; did you mean --budgets?", "npm run grid -- --help"],
     ["scripts/grid.ts", ["--windows", "2048,0"], '--windows must be a comma-separated list, each a positive whole number or "none", got "2048,0": item 2 ("0") is not a positive whole number or "none"', "npm run grid -- --help"],
     ["scripts/grid.ts", ["--compact-cache", "yes"], '--compact-cache must be one of "auto", "on", "off", got "yes"', "npm run grid -- --help"],

@@ -14,7 +14,7 @@ test("npm run simhost -- --help lists the commands and starts nothing", () => {
   const before = simulatedHosts();
   const r = npmRun("simhost", "--help");
   assertUsage(r, "usage: npm run simhost -- <command> [options]");
-  for (const line of ["start NAME [options]", "stop [NAME] [options]", "status", "fault NAME JSON", "configure NAME JSON"]) {
+  for (const line of ["start NAME [options]", "stop [NAME] [options]", "status", "reclaim", "fault NAME JSON", "configure NAME JSON"]) {
     assert.match(r.stdout, new RegExp(`\\n {2}${line.replace(/[[\]]/g, "\\$&")} `), `overview lists ${line}`);
   }
   assertNothingStarted(r, before, OURS);
@@ -33,7 +33,7 @@ test("mistakes are refused naming what is valid, before any host image is built 
   const before = simulatedHosts();
   const start = "npm run simhost -- start --help";
   const cases: [string[], string, string][] = [
-    [[], "npm run simhost: missing command: one of start, stop, status, fault, configure", "npm run simhost -- --help"],
+    [[], "npm run simhost: missing command: one of start, stop, status, reclaim, fault, configure", "npm run simhost -- --help"],
     [["strat", NAME], 'unknown command "strat"; did you mean start?', "npm run simhost -- --help"],
     [["start", NAME, "--gpu", "4"], "npm run simhost -- start: unknown option --gpu; did you mean --gpus? (valid: --gpus, --gpu-memory-mib, --sglang, --models, --boot-timeout, --help)", start],
     [["start", NAME, "--gpus"], "--gpus needs a value (N, a positive whole number)", start],
@@ -45,6 +45,7 @@ test("mistakes are refused naming what is valid, before any host image is built 
     [["stop"], "stop takes either NAME or --all", "npm run simhost -- stop --help"],
     [["stop", NAME, "--all"], "stop takes either NAME or --all", "npm run simhost -- stop --help"],
     [["status", NAME], `unexpected argument "${NAME}" (this command takes no arguments)`, "npm run simhost -- status --help"],
+    [["reclaim", "--all"], "npm run simhost -- reclaim: unknown option --all (valid: --help)", "npm run simhost -- reclaim --help"],
     [["fault", NAME, '{"gpuReleaseDelay":5}'], 'unknown fault "gpuReleaseDelay"', "npm run simhost -- fault --help"],
     [["configure", NAME, "[1]"], "JSON must be a JSON object", "npm run simhost -- configure --help"],
   ];

@@ -12,7 +12,9 @@ import {
   STATE_ROOT,
   configure,
   fault,
+  ownerIsGone,
   parseListeners,
+  parseProcStat,
   renderHostTree,
   start,
   status,
@@ -34,6 +36,22 @@ describe("pure parts", () => {
     assert.deepEqual([...parseListeners(ss).busyAddresses].sort(), ["127.0.0.10", "127.0.0.11"]);
     assert.deepEqual(parseListeners(ss).wildcardPorts, []);
     assert.deepEqual(parseListeners("LISTEN 0 128 [::]:22 [::]:*\nLISTEN 0 128 0.0.0.0:30000 0.0.0.0:*").wildcardPorts, [22, 30000]);
+  });
+
+  test("/proc/PID/stat: the state and the start time, whatever the command name holds", () => {
+    const fields = "S 1 4121 4121 0 -1 4194560 1520 0 0 0 12 3 0 0 20 0 11 0 987654 1146644480 46150";
+    assert.deepEqual(parseProcStat(`4121 (node) ${fields}`), { state: "S", startTicks: 987654 });
+    assert.deepEqual(parseProcStat(`4121 (a) (b) c) ${fields.replace(/^S/, "Z")}`), { state: "Z", startTicks: 987654 });
+    assert.throws(() => parseProcStat("4121 (node) S 1"), /not a \/proc\/PID\/stat line/);
+  });
+
+  test("a host's owner is gone when its PID ended, is a zombie, or now names a process started at another time; kept hosts have none", () => {
+    const owner = { kind: "process", pid: 4121, startTicks: 987654, command: "scripts/sweep.ts" } as const;
+    assert.equal(ownerIsGone(owner, { state: "S", startTicks: 987654 }), false);
+    assert.equal(ownerIsGone(owner, null), true);
+    assert.equal(ownerIsGone(owner, { state: "Z", startTicks: 987654 }), true);
+    assert.equal(ownerIsGone(owner, { state: "R", startTicks: 1200000 }), true, "the PID was reused");
+    assert.equal(ownerIsGone({ kind: "kept" }, null), false);
   });
 
   test("host names that cannot be a machine name, hostname and cgroup dir are refused", () => {

@@ -74,6 +74,6 @@ test("the report compares two stacks in a table and a chart", async () => {
   assert.match(md, /\| (\*\*)?b16t4-w2048(\*\* \(best\))? \| DDTREE, budget 16, topk 4, window 2048, compact cache \| [\d.]+ \([\d.]+-[\d.]+\) \|/);
   assert.equal((md.match(/\(best\)/g) ?? []).length, 1);
   const svg = renderSvg(rows);
-  assert.equal((svg.match(/<rect /g) ?? []).length, 2);
+  assert.equal((svg.match(/<\/title><\/rect>/g) ?? []).length, 2 * 4, "a bar per stack for short and long context, acceptance length and coding");
   assert.deepEqual((await collectRows(ws.dir, ws.env, "b16*")).map((r) => r.stack), ["b16t4-w2048"], "a subset");
 });
