@@ -105,6 +105,9 @@ export class Ssh {
     const timeoutMs = opts.timeoutMs ?? 60_000;
     return new Promise((resolve, reject) => {
       const child = spawn("ssh", [...this.baseArgs(opts.multiplex ?? true), "--", `${this.conn.user}@${this.conn.host}`, script], { stdio: ["pipe", "pipe", "pipe"] });
+      // ssh may exit before it reads its stdin (a refused host, an option error): the write
+      // then fails with EPIPE, which the exit status already reports.
+      child.stdin.on("error", () => undefined);
       child.stdin.end(opts.input ?? "");
       let stdout = "";
       let stderr = "";
