@@ -162,7 +162,7 @@ const SCENARIOS: Scenario[] = [
     name: "every SSH session into the host dropped during the GPU wait",
     faults: { gpuReleaseDelaySeconds: 5 },
     scoped: false,
-    during: { when: /waiting for GPU memory to be released/, act: async (c) => void c.notes.push(`${await dropSessions(c)} session(s) killed`) },
+    during: { when: /waiting for GPU memory to be released/, act: async (c) => void c.notes.push(`${await hosts.dropSessions(c.host)} session(s) killed`) },
     judge: async (c, r) => {
       // The host-side transaction goes on under its lock: wait (bounded) for what it started.
       const deadline = Date.now() + 60_000;
@@ -189,8 +189,7 @@ const SCENARIOS: Scenario[] = [
     faults: {},
     scoped: false,
     setup: async (c) => {
-      await c.sh(`echo 'ListenAddress ${c.host.address}:${ALIAS_PORT}' > /etc/ssh/sshd_config.d/20-alias.conf && systemctl reload ssh`);
-      while ((await hosts.ssh(c.host, `ss -ltn | grep -q '${c.host.address}:${ALIAS_PORT} '`)).code !== 0) await new Promise((res) => setTimeout(res, 100));
+      await hosts.addSshPort(c.host, ALIAS_PORT);
     },
     change: async (c) => {
       c.ws.setStackConfig(STACK, "speculative", readRepoStackConfig(NEW)["dflash-sglang:speculative"]);
@@ -231,16 +230,6 @@ const SCENARIOS: Scenario[] = [
 
 /** A second sshd address on the host: "another name of the same machine". */
 const ALIAS_PORT = 2222;
-
-/** Kills every SSH session into the host but the one this runs in (as when a network path dies). */
-async function dropSessions(c: Context): Promise<number> {
-  const [self, ...lines] = (await c.sh("echo $$; ps -eo pid=,ppid=,args=")).split("\n");
-  const procs = lines.map((l) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(l)).filter((m): m is RegExpExecArray => m !== null).map((m) => ({ pid: Number(m[1]), ppid: Number(m[2]), args: m[3] }));
-  const own = procs.find((p) => p.pid === Number(self))?.ppid;
-  const sessions = procs.filter((p) => /^sshd(-session)?: \S+@/.test(p.args) && p.pid !== own).map((p) => p.pid);
-  if (sessions.length > 0) await c.sh(`kill -KILL ${sessions.join(" ")}`);
-  return sessions.length;
-}
 
 async function streamChat(host: hosts.HostInfo, maxTokens: number, apiKey?: string): Promise<boolean> {
   try {

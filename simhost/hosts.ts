@@ -586,6 +586,35 @@ export function ssh(host: HostInfo, command: string, opts: SshOptions = {}): Pro
   });
 }
 
+/**
+ * Makes sshd also listen on `port` of the host's address ("another name of the same
+ * machine"), and waits (at most 10 s) until it does.
+ */
+export async function addSshPort(host: HostInfo, port: number): Promise<void> {
+  const r = await ssh(host, `echo 'ListenAddress ${host.address}:${port}' > /etc/ssh/sshd_config.d/20-port-${port}.conf && systemctl reload ssh`);
+  if (r.code !== 0) throw new Error(`cannot add SSH port ${port} on ${host.name}: ${r.stderr.trim()}`);
+  const deadline = Date.now() + 10_000;
+  while ((await ssh(host, `ss -ltn | grep -q '${host.address}:${port} '`)).code !== 0) {
+    if (Date.now() > deadline) throw new Error(`sshd on ${host.name} does not listen on ${host.address}:${port} 10 s after its reload`);
+    await new Promise((res) => setTimeout(res, 100));
+  }
+}
+
+/**
+ * A fault: kills (SIGKILL) every SSH session into the host but the one this runs in, as when
+ * a network path or a bastion dies mid-command. Returns how many sessions were killed.
+ */
+export async function dropSessions(host: HostInfo): Promise<number> {
+  const r = await ssh(host, "echo $$; ps -eo pid=,ppid=,args=");
+  if (r.code !== 0) throw new Error(`cannot list the sessions on ${host.name}: ${r.stderr.trim()}`);
+  const [self, ...lines] = r.stdout.trim().split("\n");
+  const procs = lines.map((l) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(l)).filter((m): m is RegExpExecArray => m !== null).map((m) => ({ pid: Number(m[1]), ppid: Number(m[2]), args: m[3] }));
+  const own = procs.find((p) => p.pid === Number(self))?.ppid;
+  const sessions = procs.filter((p) => /^sshd(-session)?: \S+@/.test(p.args) && p.pid !== own).map((p) => p.pid);
+  if (sessions.length > 0) await ssh(host, `kill -KILL ${sessions.join(" ")}`);
+  return sessions.length;
+}
+
 /** One poll loop with a deadline: sshd accepts, then systemd finishes booting to `running`. */
 async function waitUntilRunning(host: HostInfo, pid: number, timeoutMs: number, onProgress: (m: string) => void): Promise<void> {
   const started = Date.now();

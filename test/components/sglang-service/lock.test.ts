@@ -37,20 +37,6 @@ after(async () => {
   ws?.cleanup();
 });
 
-/**
- * Drops every SSH session into the host (SIGKILL to each `sshd-session: user@...` process)
- * but the one this function itself runs in: whatever `up` holds open to the host goes, as
- * when a network path or a bastion dies. Returns how many were killed.
- */
-async function dropSessions(): Promise<number> {
-  const [self, ...lines] = (await sh("echo $$; ps -eo pid=,ppid=,args=")).split("\n");
-  const procs = lines.map((l) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(l)).filter((m): m is RegExpExecArray => m !== null).map((m) => ({ pid: Number(m[1]), ppid: Number(m[2]), args: m[3] }));
-  const ownSession = procs.find((p) => p.pid === Number(self))?.ppid;
-  const sessions = procs.filter((p) => /^sshd(-session)?: \S+@/.test(p.args) && p.pid !== ownSession).map((p) => p.pid);
-  if (sessions.length > 0) await sh(`kill -KILL ${sessions.join(" ")}`);
-  return sessions.length;
-}
-
 test("the session of a running restart drops: the host-side transaction finishes under its lock, another stack's up changes nothing, the next up proves it", async () => {
   // Slow GPU release: the restart is inside its GPU wait when the session drops.
   hosts.fault(HOST, JSON.stringify({ gpuReleaseDelaySeconds: 5 }));
@@ -61,7 +47,7 @@ test("the session of a running restart drops: the host-side transaction finishes
   const first = (await ws.stack("main")).up({
     onOutput: (s) => {
       output += s;
-      if (!killing && /waiting for GPU memory to be released/.test(output)) killing = dropSessions().then((n) => void (killed = n));
+      if (!killing && /waiting for GPU memory to be released/.test(output)) killing = hosts.dropSessions(host).then((n) => void (killed = n));
     },
   });
   const firstError = await first.then(

@@ -36,12 +36,7 @@ after(async () => {
 });
 
 test("another name of the same machine (a second sshd port): up ends with the unit serving, not stopped by the old resource's delete", async () => {
-  await sh(`echo 'ListenAddress ${host.address}:${ALIAS_PORT}' > /etc/ssh/sshd_config.d/20-alias.conf && systemctl reload ssh`);
-  // Wait (bounded) for the reloaded sshd to listen on the alias port.
-  for (let i = 0; (await hosts.ssh(host, `ss -ltn | grep -q '${host.address}:${ALIAS_PORT} '`)).code !== 0; i++) {
-    assert.ok(i < 100, `sshd does not listen on ${ALIAS_PORT}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await hosts.addSshPort(host, ALIAS_PORT);
   const hostConfig = simHostConfig(host, FIRST)["dflash-sglang:host"] as Record<string, unknown>;
   ws.setStackConfig("main", "host", { ...hostConfig, port: ALIAS_PORT });
   const up = await (await ws.stack("main")).up();
