@@ -24,11 +24,9 @@ export interface StackDeployment {
 export function readStackDeployment(): StackDeployment {
   const stack = pulumi.getStack();
   const config = new pulumi.Config(CONFIG_NAMESPACE);
-  const raw: Record<string, unknown> = {};
-  for (const key of KEYS) raw[key] = configValue(config.get(key));
   let deployment: Deployment;
   try {
-    deployment = parseDeployment(raw, stack);
+    deployment = deploymentFromConfig((key) => config.get(key), stack);
   } catch (e) {
     throw new pulumi.RunError((e as Error).message);
   }
@@ -58,26 +56,33 @@ export interface NodeConnection {
  * the stack, the key and what to do, like the program.
  */
 export function nodeConnectionsFromConfig(get: (key: string) => string | undefined, stack: string): NodeConnection[] {
+  const d = deploymentFromConfig((key) => get(`${CONFIG_NAMESPACE}:${key}`), stack);
+  const file = d.host.privateKeyPath;
+  const hostKey = get(`${CONFIG_NAMESPACE}:sshPrivateKey`) ?? (file ? keyFileText(file, "host.privateKeyPath", stack) : undefined);
+  if (hostKey === undefined) throw new Error(noKeyMessage(stack));
+  return [d.host, ...d.nodes].map((h, i) => {
+    const own = i > 0 ? d.nodes[i - 1].privateKeyPath : undefined;
+    return { host: h.address, port: h.port, user: h.user, hostKey: h.hostKey, privateKey: own ? keyFileText(own, `nodes[${i - 1}].privateKeyPath`, stack) : hostKey };
+  });
+}
+
+/** The validated deployment from a reader of this project's keys (`host`, `service`, ...). */
+function deploymentFromConfig(get: (key: string) => string | undefined, stack: string): Deployment {
   const raw: Record<string, unknown> = {};
-  for (const key of KEYS) raw[key] = configValue(get(`${CONFIG_NAMESPACE}:${key}`));
-  const d = parseDeployment(raw, stack);
-  const secret = get(`${CONFIG_NAMESPACE}:sshPrivateKey`);
-  const read = (file: string | undefined, key: string): string => {
-    if (!file) throw new Error(`Stack "${stack}": no SSH key. Set ${CONFIG_NAMESPACE}:host.privateKeyPath to a key file, or the secret ${CONFIG_NAMESPACE}:sshPrivateKey.`);
-    try {
-      return fs.readFileSync(file, "utf8");
-    } catch (e) {
-      throw new Error(`Stack "${stack}": cannot read ${CONFIG_NAMESPACE}:${key} ${file}: ${(e as Error).message}`);
-    }
-  };
-  const hostKey = secret ?? read(d.host.privateKeyPath, "host.privateKeyPath");
-  return [d.host, ...d.nodes].map((h, i) => ({
-    host: h.address,
-    port: h.port,
-    user: h.user,
-    hostKey: h.hostKey,
-    privateKey: i > 0 && d.nodes[i - 1].privateKeyPath ? read(d.nodes[i - 1].privateKeyPath, `nodes[${i - 1}].privateKeyPath`) : hostKey,
-  }));
+  for (const key of KEYS) raw[key] = configValue(get(key));
+  return parseDeployment(raw, stack);
+}
+
+const noKeyMessage = (stack: string) =>
+  `Stack "${stack}": no SSH key. Set ${CONFIG_NAMESPACE}:host.privateKeyPath to a key file, or the secret ${CONFIG_NAMESPACE}:sshPrivateKey (\`npm run pulumi -- config set --secret --stack ${stack} sshPrivateKey < key\`).`;
+
+/** A private key file's text; the error names the stack, the key and the file. */
+function keyFileText(file: string, key: string, stack: string): string {
+  try {
+    return fs.readFileSync(file, "utf8");
+  } catch (e) {
+    throw new Error(`Stack "${stack}": cannot read ${CONFIG_NAMESPACE}:${key} ${file}: ${(e as Error).message}`);
+  }
 }
 
 /** Structured values arrive as JSON text, plain ones (e.g. `sglangBuild: upstream`) as-is. */
@@ -94,16 +99,14 @@ function readPrivateKey(config: pulumi.Config, d: Deployment, stack: string): pu
   const secret = config.getSecret("sshPrivateKey");
   if (secret) return secret;
   const file = d.host.privateKeyPath;
-  if (!file) {
-    throw new pulumi.RunError(`Stack "${stack}": no SSH key. Set ${CONFIG_NAMESPACE}:host.privateKeyPath to a key file, or the secret ${CONFIG_NAMESPACE}:sshPrivateKey (\`npm run pulumi -- config set --secret --stack ${stack} sshPrivateKey < key\`).`);
-  }
+  if (!file) throw new pulumi.RunError(noKeyMessage(stack));
   return readKeyFile(file, "host.privateKeyPath", stack);
 }
 
 function readKeyFile(file: string, key: string, stack: string): pulumi.Output<string> {
   try {
-    return pulumi.secret(fs.readFileSync(file, "utf8"));
+    return pulumi.secret(keyFileText(file, key, stack));
   } catch (e) {
-    throw new pulumi.RunError(`Stack "${stack}": cannot read ${CONFIG_NAMESPACE}:${key} ${file}: ${(e as Error).message}`);
+    throw new pulumi.RunError((e as Error).message);
   }
 }

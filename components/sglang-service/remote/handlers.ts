@@ -176,9 +176,18 @@ async function rollback(nodes: NodeStep[], i: ReadyInputs): Promise<string> {
   }
 }
 
-/** What every node really runs: a unit edited or stopped by hand shows up as a changed unit hash (drift). */
 /** Reads a key of the stack's configuration as the engine handed it to the provider. */
 export type ConfigGetter = (key: string) => string | undefined;
+
+/** Every node's connection as the stack's configuration names it now; none if it cannot be read. */
+function configuredConnections(config: ConfigGetter | undefined, stack: string): NodeConnection[] {
+  if (!config) return [];
+  try {
+    return nodeConnectionsFromConfig(config, stack);
+  } catch {
+    return [];
+  }
+}
 
 /**
  * The connection to use for a node the state knows as `recorded`: the credentials the
@@ -186,14 +195,7 @@ export type ConfigGetter = (key: string) => string | undefined;
  * same address and port for that node; otherwise (the node moved, or the configuration
  * cannot be read) the recorded one, which reaches the old place.
  */
-export function currentConnection(recorded: Connection, rank: number, config: ConfigGetter | undefined, stack: string): Connection {
-  if (!config) return recorded;
-  let now: NodeConnection | undefined;
-  try {
-    now = nodeConnectionsFromConfig(config, stack)[rank];
-  } catch {
-    return recorded;
-  }
+export function currentConnection(recorded: Connection, now: NodeConnection | undefined): Connection {
   return now && now.host === recorded.host && now.port === recorded.port ? { ...recorded, user: now.user, hostKey: now.hostKey, privateKey: now.privateKey } : recorded;
 }
 
@@ -207,9 +209,11 @@ function withRotationHint(e: unknown): Error {
   return new Error(`${m}\nIf the SSH key or the host key changed since the last \`pulumi up\`, run this with --run-program (\`pulumi refresh --run-program\`, \`pulumi destroy --run-program\`): the providers then take the credentials from the stack's configuration instead of the last \`up\`'s.`);
 }
 
+/** What every node really runs: a unit edited or stopped by hand shows up as a changed unit hash (drift). */
 export async function readReady(o: ReadyOutputs, config?: ConfigGetter): Promise<ReadyOutputs> {
   const live: string[] = [];
-  const nodes = o.nodes.map((n, rank) => ({ ...n, connection: currentConnection(n.connection, rank, config, o.target.stack) }));
+  const configured = configuredConnections(config, o.target.stack);
+  const nodes = o.nodes.map((n, rank) => ({ ...n, connection: currentConnection(n.connection, configured[rank]) }));
   for (const n of nodes) {
     const ssh = await Ssh.open(n.connection).catch((e) => Promise.reject(withRotationHint(e)));
     try {
@@ -245,7 +249,7 @@ export interface PresenceInputs {
  * alone), with the credentials the configuration holds now where it still names this node.
  */
 export async function removePresence(o: PresenceInputs, config?: ConfigGetter): Promise<void> {
-  const connection = currentConnection(o.connection, o.rank, config, o.stack);
+  const connection = currentConnection(o.connection, configuredConnections(config, o.stack)[o.rank]);
   const t = shellQuote(o.transaction);
   const script = `if [ -f ${t} ]; then bash ${t} remove || exit $?; fi; ${o.stageRemoval}`;
   const r = await Ssh.once(connection, script, 30 * 60_000).catch((e) => Promise.reject(withRotationHint(e)));
