@@ -98,14 +98,14 @@ export class SglangService extends pulumi.ComponentResource {
       const key = rank === 0 ? args.privateKey : (args.nodeKeys?.[rank - 1] ?? args.privateKey);
       const unitText = renderUnit(d, { stack, secrets: presence, rank });
       const nodeLabel = rank === 0 ? label : `${label} node ${rank} (${host.address})`;
-      return { host, key, rank, unitText, unitHash: sha256(unitText), label: nodeLabel, suffix: rank === 0 ? "" : `-node${rank}` };
+      return { host, key, conn: connectionOf(d, key, host), rank, unitText, unitHash: sha256(unitText), label: nodeLabel, suffix: rank === 0 ? "" : `-node${rank}` };
     });
 
     // What each node runs now and what `up` changes there: for reviewers, in preview too
     // (even for a stack never deployed). The read runs alongside staging (which writes only
     // this stack's own folder), so a no-op `up` does not wait for an extra SSH handshake;
     // the restart waits for it.
-    const hostView = pulumi.all(planned.map((n) => connectionOf(d, n.key, n.host))).apply(async (conns) => {
+    const hostView = pulumi.all(planned.map((n) => n.conn)).apply(async (conns) => {
       // A host that cannot be read (unreachable, or not the pinned host key) stops the run
       // here, before anything has changed what a host runs.
       const lines = await Promise.all(conns.map(async (c, k) => describeHostChange(d.service.unitName, stack, await readLiveUnit(c, d.service.unitName), planned[k].unitText, k === 0 ? "" : ` (node ${k})`)));
@@ -127,7 +127,7 @@ export class SglangService extends pulumi.ComponentResource {
       const onNode = new Presence(
         `${name}-host${n.suffix}`,
         {
-          connection: connectionOf(d, n.key, n.host),
+          connection: n.conn,
           rank: n.rank,
           stack,
           unitName: d.service.unitName,
@@ -164,7 +164,7 @@ export class SglangService extends pulumi.ComponentResource {
         },
         { parent: this, dependsOn: [staged], additionalSecretOutputs: ["connection"] },
       );
-      return { ...n, restart, connection: connectionOf(d, n.key, n.host) };
+      return { ...n, restart, connection: n.conn };
     });
 
     const target = {
