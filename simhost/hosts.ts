@@ -60,6 +60,12 @@ export interface StartOptions {
    * `reclaimOrphans()` stops it.
    */
   keep?: boolean;
+  /**
+   * The boot never finishes: a unit that multi-user.target waits for never ends, so systemd
+   * stays `starting` (sshd does start) and start() waits until its boot deadline. For tests of
+   * what happens to a host stopped in the middle of its boot. Defaults to false.
+   */
+  holdBoot?: boolean;
 }
 
 /** What a start gets for the options it is not given. */
@@ -176,7 +182,11 @@ export interface HostTreeParams {
   sglang: Record<string, unknown>;
   models: ModelSpec[];
   facts: RootfsFacts;
+  holdBoot?: boolean;
 }
+
+/** The unit that keeps a host's boot from finishing (StartOptions.holdBoot). */
+export const HOLD_BOOT_UNIT = "simhost-hold-boot.service";
 
 // Boot waits for nothing that cannot happen in a container on host networking, and no
 // housekeeping job (apt, fstrim, e2scrub on the machine's own disk) runs mid-benchmark.
@@ -270,6 +280,16 @@ export function renderHostTree(p: HostTreeParams): HostEntry[] {
   }
   for (const unit of UNITS_TO_MASK) {
     if (p.facts.units.has(unit)) entries.push({ kind: "symlink", path: `/etc/systemd/system/${unit}`, target: "/dev/null" });
+  }
+  if (p.holdBoot) {
+    // A oneshot has no start timeout by default: the job, and so the boot, stays unfinished.
+    entries.push(
+      file(
+        `/etc/systemd/system/${HOLD_BOOT_UNIT}`,
+        ["[Unit]", "Description=Holds the boot unfinished (simhost holdBoot)", "Before=multi-user.target", "", "[Service]", "Type=oneshot", "ExecStart=/bin/sleep infinity", ""].join("\n"),
+      ),
+      { kind: "symlink", path: `/etc/systemd/system/multi-user.target.wants/${HOLD_BOOT_UNIT}`, target: `/etc/systemd/system/${HOLD_BOOT_UNIT}` },
+    );
   }
   return entries;
 }
@@ -680,6 +700,7 @@ export async function start(name: string, opts: StartOptions = {}): Promise<Host
         sglang: opts.sglang ?? {},
         models: opts.models ?? DEFAULT_MODELS,
         facts: inspectRootfs(rootfs),
+        holdBoot: opts.holdBoot,
       }),
     );
     const knownHostsPath = path.join(stateDir, "known_hosts");
@@ -732,6 +753,35 @@ async function unmount(dir: string): Promise<void> {
       if (!/busy/i.test(stderr) || Date.now() > deadline) throw new Error(`could not unmount ${dir}: ${stderr.trim() || (e as Error).message}`);
       await sleep(POLL_MS);
     }
+  }
+}
+
+/** Every process in a cgroup and the cgroups below it. */
+function cgroupProcesses(dir: string): number[] {
+  let entries: fs.Dirent[];
+  try {
+    entries = fs.readdirSync(dir, { withFileTypes: true });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw e;
+  }
+  const own = fs.existsSync(path.join(dir, "cgroup.procs")) ? fs.readFileSync(path.join(dir, "cgroup.procs"), "utf8").split("\n").filter(Boolean).map(Number) : [];
+  return [...own, ...entries.filter((e) => e.isDirectory()).flatMap((e) => cgroupProcesses(path.join(dir, e.name)))];
+}
+
+/**
+ * SIGKILLs what is left in the host's cgroups once its systemd-nspawn is gone (a container
+ * init outlives a killed nspawn), and waits until they have exited. The cgroups are the host's
+ * own (nspawn-NAME), so nothing else is in them.
+ */
+async function killLeftovers(name: string): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    const left = [...new Set(cgroupDirsOf(name).flatMap(cgroupProcesses))].filter(isAlive);
+    if (left.length === 0) return;
+    if (Date.now() > deadline) throw new Error(`host ${name}: processes ${left.join(", ")} survived SIGKILL`);
+    for (const pid of left) signalIfAlive(pid, "SIGKILL");
+    await sleep(POLL_MS);
   }
 }
 
@@ -790,6 +840,10 @@ async function stopHost(name: string): Promise<void> {
       if (!(await waitForExit(pid, 5_000))) throw new Error(`host ${name}: systemd-nspawn pid ${pid} survived SIGKILL`);
     }
   }
+  // systemd-nspawn killed before it could pass the stop on (a signal early in the boot, when
+  // it has not yet set up its handlers, or the SIGKILL above) leaves the container's systemd
+  // running, adopted by PID 1: whatever is still in the host's cgroups is stopped now.
+  await killLeftovers(name);
   const merged = mergedDirOf(name);
   await unmount(merged);
   for (const dir of cgroupDirsOf(name)) await removeCgroup(dir);

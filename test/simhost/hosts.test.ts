@@ -223,3 +223,40 @@ describe("two hosts at once", () => {
     assert.equal(refused.code, 255, "nothing listens on the stopped host's address");
   });
 });
+
+test("a systemd-nspawn killed before it passes the stop on leaves its container running; stop ends the container too", { timeout: 120_000 }, async () => {
+  const name = `hosts-${process.pid}-orphan`;
+  const procsIn = (dir: string): number[] => {
+    if (!fs.existsSync(dir)) return [];
+    const own = fs.readFileSync(path.join(dir, "cgroup.procs"), "utf8").split("\n").filter(Boolean).map(Number);
+    const below = fs.readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory());
+    return [...own, ...below.flatMap((e) => procsIn(path.join(dir, e.name)))];
+  };
+  const alive = (pid: number) => {
+    try {
+      return !/^\d+ \(.*\) Z /.test(fs.readFileSync(`/proc/${pid}/stat`, "utf8"));
+    } catch {
+      return false;
+    }
+  };
+  try {
+    const host = await start(name);
+    const nspawn = Number(fs.readFileSync(path.join(host.stateDir, "nspawn.pid"), "utf8"));
+    // What a SIGTERM that comes before nspawn has its signal handlers does, made certain.
+    process.kill(nspawn, "SIGKILL");
+    while (alive(nspawn)) await new Promise((resolve) => setTimeout(resolve, 50));
+    const left = procsIn(`/sys/fs/cgroup/systemd/nspawn-${name}`).filter(alive);
+    assert.ok(left.length > 0, "the container outlived its systemd-nspawn");
+    assert.equal((await ssh(host, "systemctl is-system-running")).stdout.trim(), "running", "and still serves");
+
+    await stop(name);
+    assert.deepEqual(left.filter(alive), [], "processes of the container still run");
+    for (const hierarchy of ["systemd", "unified"]) {
+      assert.equal(fs.existsSync(`/sys/fs/cgroup/${hierarchy}/nspawn-${name}`), false, `cgroup ${hierarchy} of ${name}`);
+    }
+    assert.equal(fs.existsSync(host.stateDir), false);
+    assert.equal((await ssh(host, "true", { timeoutMs: 10_000 })).code, 255, "nothing listens on the stopped host's address");
+  } finally {
+    await stop(name);
+  }
+});

@@ -21,9 +21,9 @@ after(async () => {
 });
 
 /** The fixture program, owning host `name`. */
-function ownerOf(name: string) {
+function ownerOf(name: string, flags: string[] = []) {
   names.push(name);
-  const child = spawn(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "test/fixtures/owns-a-host.ts"), name], {
+  const child = spawn(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "test/fixtures/owns-a-host.ts"), name, ...flags], {
     cwd: REPO_ROOT,
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -64,6 +64,22 @@ function ownerOf(name: string) {
   };
 }
 
+/** Whether sshd accepts a connection on address:22 (false: refused or no answer within 5 s). */
+function sshAccepts(address: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: address, port: 22, timeout: 5_000 });
+    socket.on("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.on("timeout", () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.on("error", () => resolve(false));
+  });
+}
+
 function sshRefused(address: string): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect({ host: address, port: 22, timeout: 5_000 });
@@ -91,6 +107,9 @@ async function assertGone(name: string, address: string): Promise<void> {
     }
   });
   assert.deepEqual(running, [], `processes of ${name}`);
+  for (const hierarchy of ["systemd", "unified"]) {
+    assert.equal(fs.existsSync(`/sys/fs/cgroup/${hierarchy}/nspawn-${name}`), false, `cgroup ${hierarchy} of ${name} left, with the container's processes`);
+  }
   assert.ok(await sshRefused(address), `something still listens on ${address}:22`);
 }
 
@@ -109,9 +128,15 @@ for (const [signal, code] of [["SIGTERM", 143], ["SIGINT", 130]] as const) {
 
 test("SIGHUP while the host still boots: the half-booted host is stopped too, exit 129", { timeout: 120_000 }, async () => {
   const name = `${PREFIX}-hup`;
-  const owner = ownerOf(name);
-  await owner.until(/^simhost: .*waiting for (sshd|systemd)/m);
+  // The boot is held unfinished, so the signal cannot come after it; it comes once sshd runs.
+  const owner = ownerOf(name, ["--hold-boot"]);
+  await owner.until(/^simhost: .*waiting for sshd/m);
   const address = JSON.parse(fs.readFileSync(path.join(STATE_ROOT, name, "host.json"), "utf8")).address as string;
+  const deadline = Date.now() + 60_000;
+  while (!(await sshAccepts(address))) {
+    assert.ok(Date.now() < deadline, `sshd of ${name} did not start within 60 s:\n${owner.stdout()}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
   owner.signal("SIGHUP");
   assert.deepEqual(await owner.exited, { code: 129, signal: null }, owner.stderr());
   assert.doesNotMatch(owner.stdout(), /^ready /m, "the signal came during the boot");
