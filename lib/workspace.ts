@@ -23,6 +23,10 @@ export interface SimWorkspace {
   stack(name: string): Promise<Stack>;
   /** Replaces one config key of a stack (as a stack file edit would). */
   setStackConfig(stack: string, key: string, value: unknown): void;
+  /** A stack's configuration as its stack file in the workspace holds it ({} if none). */
+  stackConfig(stack: string): Record<string, unknown>;
+  /** Removes a stack, its state and its stack file, leaving whatever it deployed alone (`pulumi stack rm --force`). */
+  removeStack(stack: string): Promise<void>;
   cleanup(): void;
 }
 
@@ -140,6 +144,14 @@ export function simWorkspace(stacks: Record<string, Record<string, unknown>>, op
       // A killed `up` leaves the stack locked; `pulumi cancel` is Pulumi's remedy.
       if (staleLocks(env.PULUMI_BACKEND_URL, project.name).stale.some((l) => l.stack === name)) await stack.cancel();
       return stack;
+    },
+    stackConfig(name: string) {
+      return ((fs.existsSync(stackFile(name)) ? YAML.parse(fs.readFileSync(stackFile(name), "utf8")) : undefined)?.config ?? {}) as Record<string, unknown>;
+    },
+    async removeStack(name: string) {
+      const stack = await this.stack(name);
+      await stack.workspace.removeStack(name, { force: true });
+      fs.rmSync(stackFile(name), { force: true });
     },
     setStackConfig(name: string, key: string, value: unknown) {
       // Keep the rest of the file (Pulumi's encryptionsalt, secure values).

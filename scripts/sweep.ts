@@ -124,6 +124,7 @@ async function sweep(hosts: OwnedHosts): Promise<number> {
     stacks,
     hosts: sweepHosts,
     resume: options.resume,
+    hostsAreFresh: options.hosts === undefined,
     keepGoing: options["keep-going"],
     progress: (host, line) => process.stdout.write(`[${new Date().toISOString().slice(11, 19)}] [${host}] ${line}\n`),
     shouldStop: () => stopRequested,

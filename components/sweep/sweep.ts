@@ -38,6 +38,14 @@ export interface SweepOptions {
   shouldStop: () => boolean;
   /** Cancels the updates in progress (Pulumi's own cancel: the running step ends first). */
   signal?: AbortSignal;
+  /**
+   * The hosts were booted for this sweep (simulated): a stack whose state is for any other
+   * host is for a simulated host of an earlier run, gone for good, and is started afresh
+   * (removed from state first), so that its `up` does not try to reach, or tear down on, a
+   * host that no longer exists. Never on real hosts: there a stack that moves tears down on
+   * its old host.
+   */
+  hostsAreFresh?: boolean;
 }
 
 /**
@@ -53,6 +61,21 @@ export function sweepBackend(onRealHosts: boolean, backendUrl: string | undefine
 /** What the stack would deploy now on `host`, as its benchmark output would describe it. */
 export function currentConfiguration(stack: string, stackConfig: Record<string, unknown>, host: SweepHost): Record<string, unknown> {
   return configurationOf(parseDeployment(mergedConfig({ ...stackConfig, ...host.config }), stack), stack);
+}
+
+/**
+ * Pure: the host a stack's configuration points at (dflash-sglang:host), when it is none of
+ * `hosts` (same address, port and host key); undefined when it is one of them, or names none.
+ */
+export function recordedElsewhere(recorded: Record<string, unknown>, hosts: SweepHost[]): { address: string; port: number } | undefined {
+  const where = (config: Record<string, unknown>) => {
+    const h = config[`${NS}:host`] as { address?: string; port?: number; hostKey?: string } | undefined;
+    return h?.address ? { address: h.address, port: h.port ?? 22, hostKey: h.hostKey ?? "" } : undefined;
+  };
+  const old = where(recorded);
+  if (!old) return undefined;
+  const same = hosts.some((host) => JSON.stringify(where(host.config)) === JSON.stringify(old));
+  return same ? undefined : { address: old.address, port: old.port };
 }
 
 /** Deep equality that ignores key order (state outputs come back with sorted keys). */
@@ -95,10 +118,15 @@ export async function runSweep(o: SweepOptions): Promise<SweepOutcome[]> {
       if (o.shouldStop() || (failed && !o.keepGoing)) return;
       const stack = queue.shift();
       if (stack === undefined) return;
-      for (const [key, value] of Object.entries({ ...o.stacks[stack], ...host.config })) o.ws.setStackConfig(stack, key.replace(`${NS}:`, ""), value);
       const started = Date.now();
-      o.progress(host.name, `${stack}: up`);
       try {
+        const gone = o.hostsAreFresh ? recordedElsewhere(o.ws.stackConfig(stack), o.hosts) : undefined;
+        if (gone) {
+          o.progress(host.name, `${stack}: its state is for a simulated host of an earlier run (${gone.address}:${gone.port}), which is gone; starting it afresh`);
+          await o.ws.removeStack(stack);
+        }
+        for (const [key, value] of Object.entries({ ...o.stacks[stack], ...host.config })) o.ws.setStackConfig(stack, key.replace(`${NS}:`, ""), value);
+        o.progress(host.name, `${stack}: up`);
         const up = await (await o.ws.stack(stack)).up({ signal: o.signal });
         const tps = (up.outputs.benchmark?.value as { short?: { output_throughput: number } } | null)?.short?.output_throughput;
         const seconds = Math.round((Date.now() - started) / 100) / 10;

@@ -3,7 +3,7 @@ import { after, before, test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as hosts from "../../../simhost/hosts";
 import { readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../../lib/workspace";
-import { failureCause, runSweep, SweepHost, SweepOutcome } from "../../../components/sweep/sweep";
+import { failureCause, recordedElsewhere, runSweep, SweepHost, SweepOutcome } from "../../../components/sweep/sweep";
 import { collectRows } from "../../../scripts/report";
 import { renderMarkdown } from "../../../components/benchmark/report";
 
@@ -83,6 +83,48 @@ test("a second resume redoes only what failed", async () => {
     "b4t4-w2048": "skipped: already measured",
     "b8t4-w2048": "skipped: already measured",
   });
+});
+
+// Found by running `npm run sweep` twice: the second run's simulated hosts are new ones, and
+// a stack that lands on another address than last time was replaced on the node, whose old
+// half (the teardown) tried the earlier run's host: "cannot reach root@127.0.0.11:22".
+test("on fresh simulated hosts, a stack whose state is for an earlier run's host (gone) starts afresh", async () => {
+  const stack = "b8t4-w2048";
+  const recorded = ws.stackConfig(stack)["dflash-sglang:host"] as { address: string };
+  const gone = sweepHosts.find((h) => (h.config["dflash-sglang:host"] as { address: string }).address === recorded.address)!;
+  // This run's host boots while the old one still runs, so it gets another address; then the old one goes.
+  const name = `sweep-c-${process.pid}`;
+  const fresh = await hosts.start(name, { sglang: { profile: "ddtree-fork", loadSeconds: 2, warmupSeconds: 0.3 } });
+  try {
+    await hosts.stop(gone.name);
+    assert.notEqual(fresh.address, recorded.address);
+    const lines: string[] = [];
+    const outcomes = await runSweep({
+      ws,
+      stacks: { [stack]: stacks()[stack] },
+      hosts: [{ name, config: simHostConfig(fresh) }],
+      resume: false,
+      keepGoing: true,
+      hostsAreFresh: true,
+      progress: (host, line) => lines.push(`[${host}] ${line}`),
+      shouldStop: () => false,
+    });
+    assert.deepEqual(outcomes.map((o) => [o.stack, o.status, o.cause]), [[stack, "succeeded", undefined]], lines.join("\n"));
+    assert.ok(lines.includes(`[${name}] ${stack}: its state is for a simulated host of an earlier run (${recorded.address}:22), which is gone; starting it afresh`), lines.join("\n"));
+    assert.ok((await (await ws.stack(stack)).outputs()).benchmark?.value, "measured on this run's host");
+    assert.equal((ws.stackConfig(stack)["dflash-sglang:host"] as { address: string }).address, fresh.address);
+  } finally {
+    await hosts.stop(name);
+  }
+});
+
+test("a stack's recorded host is elsewhere unless one of the hosts has its address, port and host key", () => {
+  const host = (address: string, hostKey: string, port?: number): SweepHost => ({ name: address, config: { "dflash-sglang:host": { address, hostKey, ...(port ? { port } : {}) } } });
+  const recorded = host("127.0.0.11", "ssh-ed25519 AAAA1").config;
+  assert.equal(recordedElsewhere(recorded, [host("127.0.0.11", "ssh-ed25519 AAAA1", 22)]), undefined);
+  assert.deepEqual(recordedElsewhere(recorded, [host("127.0.0.11", "ssh-ed25519 AAAA2")]), { address: "127.0.0.11", port: 22 });
+  assert.deepEqual(recordedElsewhere(recorded, [host("127.0.0.10", "ssh-ed25519 AAAA1")]), { address: "127.0.0.11", port: 22 });
+  assert.equal(recordedElsewhere({}, [host("127.0.0.10", "k")]), undefined, "a stack never deployed has nothing to forget");
 });
 
 test("failure causes are the line that says what went wrong", () => {
