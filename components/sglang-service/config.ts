@@ -66,6 +66,11 @@ export function nodeConnectionsFromConfig(get: (key: string) => string | undefin
   });
 }
 
+/** The unit name (service.unitName) the stack's configuration gives now; `get` reads a full key. Throws like the program. */
+export function unitNameFromConfig(get: (key: string) => string | undefined, stack: string): string {
+  return deploymentFromConfig((key) => get(`${CONFIG_NAMESPACE}:${key}`), stack).service.unitName;
+}
+
 /** The validated deployment from a reader of this project's keys (`host`, `service`, ...). */
 function deploymentFromConfig(get: (key: string) => string | undefined, stack: string): Deployment {
   const raw: Record<string, unknown> = {};

@@ -175,7 +175,10 @@ export function transactionInput(d: Deployment, stack: string, label: string, ra
  *   release        end this stack's rollout without recording anything
  *   start-when-free HASH   (run by systemd-run after a GPU deadline) wait for the GPUs,
  *                  then start the unit if it is still HASH
- *   remove         drain, stop and remove the unit, if the host still runs this stack's
+ *   remove [UNIT [MACHINE]]  drain, stop and remove the unit, if the host still runs this
+ *                  stack's. UNIT: the stack's unit is now UNIT on this machine (renamed, or
+ *                  reached by another address; MACHINE: only if /etc/machine-id is MACHINE),
+ *                  and the known-good record is kept for it, under its name
  * Output lines are progress; the last line of a restart is `@@result {json}`.
  */
 export function renderTransaction(x: TransactionInput): string {
@@ -189,7 +192,7 @@ export function renderTransaction(x: TransactionInput): string {
   return `#!/bin/bash
 # dflash-sglang host-side transaction: ${x.unitName}, stack ${x.stack}, node ${x.rank}.
 # Rendered by components/sglang-service/script.ts; staged by \`pulumi up\`; do not edit.
-#   restart HASH [force] | rollback HASH | good HASH | release | remove
+#   restart HASH [force] | rollback HASH | good HASH | release | remove [UNIT [MACHINE-ID]]
 set -uo pipefail
 ${v("label", x.label)}
 ${v("host", x.host)}
@@ -197,7 +200,9 @@ ${v("unit", unit)}
 ${v("stack", x.stack)}
 ${v("rank", x.rank)}
 ${v("stage", stageDir(x.unitName, x.stack))}
+${v("state_root", STATE_DIR)}
 ${v("state", `${STATE_DIR}/${x.unitName}`)}
+${v("secrets_dir", SECRETS_DIR)}
 ${v("live", unitPath(x.unitName))}
 ${v("run", RUN_DIR)}
 ${v("drain_deadline", Math.ceil(t.drainSeconds) + DRAIN_EXIT_MARGIN_SECONDS)}
@@ -388,6 +393,24 @@ ${absent.length ? `  rm -f ${absent.map(q).join(" ")}` : "  :"}
 # "stack S, unit H" of the last configuration that passed readiness.
 known_good() { echo "stack $(sed -nE 's/.*"stack":"([^"]*)".*/\\1/p' "$state/last-good.json" 2>/dev/null), unit $(hash_of "$state/last-good.service" | cut -c1-12)"; }
 
+# The unit is renamed $1 on this node (service.unitName changed): the last configuration that
+# passed readiness stays this stack's known-good under the new name (the lines that name the
+# unit: its description, journal identifier and secret files, renamed), so that a new
+# configuration that fails rolls back to it rather than leaving the host down. A name that
+# already has a known-good record keeps its own.
+carry_known_good() {
+  local to="$state_root/$1" re
+  [ -f "$state/last-good.service" ] && [ -f "$state/last-good.json" ] || return 0
+  [ -e "$to/last-good.service" ] && return 0
+  # The old name as a sed pattern: unit names hold letters, digits, '_', '@', '-' and '.'.
+  re=\${unit%.service}; re=\${re//./[.]}
+  mkdir -p "$to" || return 1
+  sed -e "s#^Description=SGLang $re (#Description=SGLang $1 (#" -e "s#^SyslogIdentifier=$re\\$#SyslogIdentifier=$1#" -e "s#$secrets_dir/$re[.]#$secrets_dir/$1.#g" "$state/last-good.service" > "$to/last-good.service.dflash-tmp" &&
+    sed -e "s#$secrets_dir/$re[.]#$secrets_dir/$1.#g" "$state/last-good.json" > "$to/last-good.json.dflash-tmp" &&
+    mv -f "$to/last-good.service.dflash-tmp" "$to/last-good.service" && mv -f "$to/last-good.json.dflash-tmp" "$to/last-good.json" || return 1
+  echo "kept the previous configuration ($(known_good)) as the known-good of $1, the unit's new name: a new configuration that fails rolls back to it"
+}
+
 # Back to the last configuration that passed readiness, started without waiting.
 restore_known_good() {
   mkdir -p "$state/rollbacks" && echo "$(date -u +%FT%TZ) $1" >> "$state/rollbacks/$1"
@@ -476,6 +499,9 @@ start-when-free)
   ;;
 remove)
   lock
+  # Half of a replacement on this same machine: the known-good record stays the stack's.
+  carry=\${2:-}
+  if [ -n "$carry" ] && [ -n "\${3:-}" ] && [ "$3" != "$(cat /etc/machine-id 2>/dev/null)" ]; then carry=""; fi
   installed=$(hash_of "$live")
   if [ -z "$installed" ]; then echo "\${unit%.service} is not installed on $host; nothing to remove"; exit 0; fi
   # Owned by the stack its unit names (after a rollback that may be another stack's).
@@ -483,16 +509,24 @@ remove)
   if [ "$owner" != "$stack" ]; then echo "\${unit%.service} on $host now runs another configuration (stack \${owner:-none}, unit \${installed:0:12}), not this stack's; left the host alone"; exit 0; fi
   stop_server drain || exit 1
   systemctl disable "$unit" 2>/dev/null
+  keep=no
+  if [ "$carry" = "\${unit%.service}" ] && [ -f "$state/last-good.service" ]; then
+    keep=yes
+    echo "kept the previous configuration ($(known_good)) as the known-good of \${unit%.service}, now reached by another address or port: a new configuration that fails rolls back to it"
+  elif [ -n "$carry" ]; then
+    carry_known_good "$carry"
+  fi
   rm -f "$live" ${files.concat(absent).map(q).join(" ")}
-  rm -rf "$state/last-good.service" "$state/last-good.json" "$state/rollbacks"
+  [ "$keep" = yes ] || rm -rf "$state/last-good.service" "$state/last-good.json" "$state/rollbacks"
   rmdir ${q(SECRETS_DIR)} 2>/dev/null
   systemctl daemon-reload
   systemctl reset-failed "$unit" 2>/dev/null
   end_rollout
-  echo "\${unit%.service} drained, stopped and removed from $host, with its secret files and known-good record"
+  if [ "$keep" = yes ]; then echo "\${unit%.service} drained, stopped and removed from $host, with its secret files"
+  else echo "\${unit%.service} drained, stopped and removed from $host, with its secret files and known-good record"; fi
   ;;
 *)
-  echo "usage: $0 restart HASH | rollback HASH | good HASH | release | remove" >&2
+  echo "usage: $0 restart HASH | rollback HASH | good HASH | release | remove [UNIT [MACHINE-ID]]" >&2
   exit 2
   ;;
 esac

@@ -123,7 +123,8 @@ export class SglangService extends pulumi.ComponentResource {
       // commands below (which wait for it, and update in place) stage and start the new
       // one. Created first, the new unit would wait for GPUs the old one holds; deleted
       // last, the old teardown would stop the unit the new one just started when both
-      // names reach the same machine.
+      // names reach the same machine. A renamed unit's teardown keeps its known-good record,
+      // under the new name, for the new configuration to roll back to.
       const onNode = new Presence(
         `${name}-host${n.suffix}`,
         {

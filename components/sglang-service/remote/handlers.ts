@@ -7,7 +7,7 @@ import { progress } from "./progress";
 import { shellQuote, STATE_DIR, unitPath } from "../render";
 import { RUN_DIR } from "../script";
 import { exitWithEngine } from "./engine-watch";
-import { NodeConnection, nodeConnectionsFromConfig } from "../config";
+import { NodeConnection, nodeConnectionsFromConfig, unitNameFromConfig } from "../config";
 
 exitWithEngine();
 
@@ -166,7 +166,11 @@ async function rollback(nodes: NodeStep[], i: ReadyInputs): Promise<string> {
     const note = JSON.parse((await nodes[0].ssh.run(`cat ${shellQuote(`${state}/last-good.json`)}`)).stdout) as { stack: string; expectedArgs: ReadyInputs["expectedArgs"]; modelName: string };
     const good = (await nodes[0].ssh.run(`sha256sum ${shellQuote(`${state}/last-good.service`)} | cut -c1-12`)).stdout.trim();
     const started = Date.now();
-    const labelled = nodes.map((n) => ({ ...n, t: { ...n.t, label: `${n.t.label} rollback to stack ${note.stack}` } }));
+    // The previous configuration listens where it did: on its own port, which a change of
+    // service.port moved the target away from.
+    const port = typeof note.expectedArgs.port === "number" ? note.expectedArgs.port : undefined;
+    const on = (t: Target): Target => (port === undefined || port === t.port ? t : { ...t, port, serverUrl: t.serverUrl.replace(/:\d+$/, `:${port}`) });
+    const labelled = nodes.map((n) => ({ ...n, t: { ...on(n.t), label: `${n.t.label} rollback to stack ${note.stack}` } }));
     const ready = await waitReadyGroup(labelled, { expectedArgs: note.expectedArgs, modelName: note.modelName });
     return `Rolled back: the previous configuration (stack ${note.stack}, unit ${good}) is back and serving on ${where} (pid ${ready.mainPid}, ${Math.round((Date.now() - started) / 100) / 10} s to restore).`;
   } catch (e) {
@@ -174,6 +178,28 @@ async function rollback(nodes: NodeStep[], i: ReadyInputs): Promise<string> {
   } finally {
     await Promise.all(i.nodes.map((n, k) => transaction(nodes[k].ssh, n, "release").catch(() => undefined)));
   }
+}
+
+/**
+ * Where the node's known-good record goes when this teardown is half of a replacement, as
+ * the transaction's `remove` arguments: [unit name now] when the stack's configuration gives
+ * the node (same address and port) another unit name; [unit name now, machine id] when it
+ * names another address or port, with the machine id read through that address, so that the
+ * record is kept only if both reach one machine. [] for a plain teardown (destroy, a node
+ * dropped, a configuration that cannot be read or a new address that does not answer).
+ */
+async function carryTo(o: PresenceInputs, configured: NodeConnection | undefined, config: ConfigGetter | undefined): Promise<string[]> {
+  if (!config || !configured) return [];
+  let unit: string;
+  try {
+    unit = unitNameFromConfig(config, o.stack);
+  } catch {
+    return [];
+  }
+  if (configured.host === o.where[0] && configured.port === o.where[1]) return unit !== o.unitName ? [unit] : [];
+  const id = await Ssh.once(configured, "cat /etc/machine-id").catch(() => undefined);
+  const machine = id?.code === 0 ? id.stdout.trim() : "";
+  return /^[0-9a-f]{32}$/.test(machine) ? [unit, machine] : [];
 }
 
 /** Reads a key of the stack's configuration as the engine handed it to the provider. */
@@ -249,9 +275,11 @@ export interface PresenceInputs {
  * alone), with the credentials the configuration holds now where it still names this node.
  */
 export async function removePresence(o: PresenceInputs, config?: ConfigGetter): Promise<void> {
-  const connection = currentConnection(o.connection, configuredConnections(config, o.stack)[o.rank]);
+  const configured = configuredConnections(config, o.stack)[o.rank];
+  const connection = currentConnection(o.connection, configured);
   const t = shellQuote(o.transaction);
-  const script = `if [ -f ${t} ]; then bash ${t} remove || exit $?; fi; ${o.stageRemoval}`;
+  const carry = await carryTo(o, configured, config);
+  const script = `if [ -f ${t} ]; then bash ${t} remove${carry.map((a) => ` ${shellQuote(a)}`).join("")} || exit $?; fi; ${o.stageRemoval}`;
   const r = await Ssh.once(connection, script, 30 * 60_000).catch((e) => Promise.reject(withRotationHint(e)));
   const out = `${r.stdout}${r.stderr}`.trim();
   if (out) await progress(o.urn, out, false);

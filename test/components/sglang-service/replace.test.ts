@@ -3,7 +3,11 @@
 // and the old unit gone. The earlier version created the new resource before deleting the
 // old one: on a renamed unit the new server waited for GPUs the old one still held and
 // `up` failed; on another name of the same machine the old resource's delete stopped the
-// unit the new one had just proven. Both tests fail on f93069e.
+// unit the new one had just proven. Both tests fail on f93069e. The last three fail on
+// e18f70e, where a failing configuration after such a move left the host down: a renamed
+// unit (or the same machine reached by another sshd port) had no known-good record left to
+// roll back to (HOST DOWN), and after a failed change of service.port the rollback probed
+// the new port and said "ROLLBACK FAILED, HOST DOWN" while the previous configuration served.
 import { after, before, test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as hosts from "../../../simhost/hosts";
@@ -13,6 +17,7 @@ import { hostShell } from "../../support/hostShell";
 const HOST = `replace-${process.pid}`;
 const FIRST = "sglang-k26";
 const SECOND = "sglang-k26b";
+const THIRD = "sglang-k26.c";
 /** A second sshd port on the host's own address: "another name of the same machine". */
 const ALIAS_PORT = 2222;
 let host: hosts.HostInfo;
@@ -61,4 +66,71 @@ test("a renamed unit: up stops and removes the old unit first, then the new one 
     assert.equal(await exists(p), false, `${p} is left on the host`);
   }
   assert.equal(up.outputs.unitName.value, SECOND);
+});
+
+test("a renamed unit whose new configuration fails: the previous configuration comes back, under the new name", async () => {
+  // The new configuration crashes while loading; the unit is renamed at the same time.
+  hosts.fault(HOST, JSON.stringify({ crashDuringLoad: "oom", match: { speculative_ddtree_budget: 4 } }));
+  ws.setStackConfig("main", "service", { ...(simHostConfig(host, THIRD)["dflash-sglang:service"] as object) });
+  ws.setStackConfig("main", "speculative", readRepoStackConfig("b4t4-w2048")["dflash-sglang:speculative"]);
+  let message = "";
+  const lines: string[] = [];
+  try {
+    await (await ws.stack("main")).up({ onOutput: (s) => lines.push(s) });
+  } catch (e) {
+    message = (e as Error).message;
+  } finally {
+    hosts.fault(HOST, "{}");
+  }
+  assert.match(message, /CUDA out of memory/);
+  assert.match(message, /Rolled back: the previous configuration \(stack main, unit [0-9a-f]{12}\) is back and serving/);
+  assert.match(lines.join(""), new RegExp(`kept the previous configuration \\(stack main, unit [0-9a-f]{12}\\) as the known-good of ${THIRD.replace(".", "\\.")}, the unit's new name`));
+  assert.equal(await isActive(THIRD), "active");
+  assert.equal((await serving()).speculative_ddtree_budget, 16, "the previous configuration serves, under the new name");
+  assert.match(await sh(`systemctl cat ${THIRD}.service`), new RegExp(`^SyslogIdentifier=${THIRD.replace(".", "\\.")}$`, "m"));
+  for (const p of [`/etc/systemd/system/${SECOND}.service`, `/var/lib/dflash-sglang/${SECOND}`]) {
+    assert.equal(await exists(p), false, `${p} is left on the host`);
+  }
+
+  // With the fault gone, the next up goes on to the new configuration.
+  const up = await (await ws.stack("main")).up();
+  assert.equal(up.summary.result, "succeeded");
+  assert.equal((await serving()).speculative_ddtree_budget, 4);
+  assert.equal(up.outputs.unitName.value, THIRD);
+});
+
+test("a new port whose configuration fails: the previous configuration is proven back on its own port", async () => {
+  const before = (simHostConfig(host, THIRD)["dflash-sglang:service"] as { port: number }).port;
+  hosts.fault(HOST, JSON.stringify({ crashDuringLoad: "oom", match: { speculative_ddtree_budget: 8 } }));
+  ws.setStackConfig("main", "service", { ...(simHostConfig(host, THIRD)["dflash-sglang:service"] as object), port: before + 1 });
+  ws.setStackConfig("main", "speculative", readRepoStackConfig("b8t4-w2048")["dflash-sglang:speculative"]);
+  let message = "";
+  try {
+    await (await ws.stack("main")).up();
+  } catch (e) {
+    message = (e as Error).message;
+  } finally {
+    hosts.fault(HOST, "{}");
+  }
+  assert.match(message, /CUDA out of memory/);
+  assert.match(message, /Rolled back: the previous configuration \(stack main, unit [0-9a-f]{12}\) is back and serving/);
+  assert.equal((await serving()).speculative_ddtree_budget, 4, `the previous configuration serves on port ${before}`);
+});
+
+test("the same machine by another sshd port, with a configuration that fails: the known-good record stays, and the host comes back", async () => {
+  hosts.fault(HOST, JSON.stringify({ crashDuringLoad: "oom", match: { speculative_ddtree_budget: 8 } }));
+  ws.setStackConfig("main", "host", simHostConfig(host, THIRD)["dflash-sglang:host"]);
+  ws.setStackConfig("main", "service", { ...(simHostConfig(host, THIRD)["dflash-sglang:service"] as object) });
+  let message = "";
+  const lines: string[] = [];
+  try {
+    await (await ws.stack("main")).up({ onOutput: (s) => lines.push(s) });
+  } catch (e) {
+    message = (e as Error).message;
+  } finally {
+    hosts.fault(HOST, "{}");
+  }
+  assert.match(lines.join(""), new RegExp(`kept the previous configuration \\(stack main, unit [0-9a-f]{12}\\) as the known-good of ${THIRD.replace(".", "\\.")}, now reached by another address or port`));
+  assert.match(message, /Rolled back: the previous configuration \(stack main, unit [0-9a-f]{12}\) is back and serving/);
+  assert.equal((await serving()).speculative_ddtree_budget, 4);
 });

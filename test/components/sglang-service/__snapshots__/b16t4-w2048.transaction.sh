@@ -1,7 +1,7 @@
 #!/bin/bash
 # dflash-sglang host-side transaction: sglang-k26, stack b16t4-w2048, node 0.
 # Rendered by components/sglang-service/script.ts; staged by `pulumi up`; do not edit.
-#   restart HASH [force] | rollback HASH | good HASH | release | remove
+#   restart HASH [force] | rollback HASH | good HASH | release | remove [UNIT [MACHINE-ID]]
 set -uo pipefail
 label='sglang-k26 (stack b16t4-w2048)'
 host=127.0.0.10
@@ -9,7 +9,9 @@ unit=sglang-k26.service
 stack=b16t4-w2048
 rank=0
 stage=/var/lib/dflash-sglang/sglang-k26/stacks/b16t4-w2048
+state_root=/var/lib/dflash-sglang
 state=/var/lib/dflash-sglang/sglang-k26
+secrets_dir=/etc/dflash-sglang
 live=/etc/systemd/system/sglang-k26.service
 run=/run/dflash-sglang
 drain_deadline=315
@@ -204,6 +206,24 @@ install_secrets() {
 # "stack S, unit H" of the last configuration that passed readiness.
 known_good() { echo "stack $(sed -nE 's/.*"stack":"([^"]*)".*/\1/p' "$state/last-good.json" 2>/dev/null), unit $(hash_of "$state/last-good.service" | cut -c1-12)"; }
 
+# The unit is renamed $1 on this node (service.unitName changed): the last configuration that
+# passed readiness stays this stack's known-good under the new name (the lines that name the
+# unit: its description, journal identifier and secret files, renamed), so that a new
+# configuration that fails rolls back to it rather than leaving the host down. A name that
+# already has a known-good record keeps its own.
+carry_known_good() {
+  local to="$state_root/$1" re
+  [ -f "$state/last-good.service" ] && [ -f "$state/last-good.json" ] || return 0
+  [ -e "$to/last-good.service" ] && return 0
+  # The old name as a sed pattern: unit names hold letters, digits, '_', '@', '-' and '.'.
+  re=${unit%.service}; re=${re//./[.]}
+  mkdir -p "$to" || return 1
+  sed -e "s#^Description=SGLang $re (#Description=SGLang $1 (#" -e "s#^SyslogIdentifier=$re\$#SyslogIdentifier=$1#" -e "s#$secrets_dir/$re[.]#$secrets_dir/$1.#g" "$state/last-good.service" > "$to/last-good.service.dflash-tmp" &&
+    sed -e "s#$secrets_dir/$re[.]#$secrets_dir/$1.#g" "$state/last-good.json" > "$to/last-good.json.dflash-tmp" &&
+    mv -f "$to/last-good.service.dflash-tmp" "$to/last-good.service" && mv -f "$to/last-good.json.dflash-tmp" "$to/last-good.json" || return 1
+  echo "kept the previous configuration ($(known_good)) as the known-good of $1, the unit's new name: a new configuration that fails rolls back to it"
+}
+
 # Back to the last configuration that passed readiness, started without waiting.
 restore_known_good() {
   mkdir -p "$state/rollbacks" && echo "$(date -u +%FT%TZ) $1" >> "$state/rollbacks/$1"
@@ -292,6 +312,9 @@ start-when-free)
   ;;
 remove)
   lock
+  # Half of a replacement on this same machine: the known-good record stays the stack's.
+  carry=${2:-}
+  if [ -n "$carry" ] && [ -n "${3:-}" ] && [ "$3" != "$(cat /etc/machine-id 2>/dev/null)" ]; then carry=""; fi
   installed=$(hash_of "$live")
   if [ -z "$installed" ]; then echo "${unit%.service} is not installed on $host; nothing to remove"; exit 0; fi
   # Owned by the stack its unit names (after a rollback that may be another stack's).
@@ -299,16 +322,24 @@ remove)
   if [ "$owner" != "$stack" ]; then echo "${unit%.service} on $host now runs another configuration (stack ${owner:-none}, unit ${installed:0:12}), not this stack's; left the host alone"; exit 0; fi
   stop_server drain || exit 1
   systemctl disable "$unit" 2>/dev/null
+  keep=no
+  if [ "$carry" = "${unit%.service}" ] && [ -f "$state/last-good.service" ]; then
+    keep=yes
+    echo "kept the previous configuration ($(known_good)) as the known-good of ${unit%.service}, now reached by another address or port: a new configuration that fails rolls back to it"
+  elif [ -n "$carry" ]; then
+    carry_known_good "$carry"
+  fi
   rm -f "$live" /etc/dflash-sglang/sglang-k26.secrets.yaml /etc/dflash-sglang/sglang-k26.curl-headers /etc/dflash-sglang/sglang-k26.env
-  rm -rf "$state/last-good.service" "$state/last-good.json" "$state/rollbacks"
+  [ "$keep" = yes ] || rm -rf "$state/last-good.service" "$state/last-good.json" "$state/rollbacks"
   rmdir /etc/dflash-sglang 2>/dev/null
   systemctl daemon-reload
   systemctl reset-failed "$unit" 2>/dev/null
   end_rollout
-  echo "${unit%.service} drained, stopped and removed from $host, with its secret files and known-good record"
+  if [ "$keep" = yes ]; then echo "${unit%.service} drained, stopped and removed from $host, with its secret files"
+  else echo "${unit%.service} drained, stopped and removed from $host, with its secret files and known-good record"; fi
   ;;
 *)
-  echo "usage: $0 restart HASH | rollback HASH | good HASH | release | remove" >&2
+  echo "usage: $0 restart HASH | rollback HASH | good HASH | release | remove [UNIT [MACHINE-ID]]" >&2
   exit 2
   ;;
 esac
