@@ -185,6 +185,16 @@ const SCENARIOS: Scenario[] = [
     after: async (c) => void c.notes.push(`old unit file left: ${(await hosts.ssh(c.host, `test -e /etc/systemd/system/${UNIT}.service`)).code === 0 ? "yes" : "no"}`),
   },
   {
+    name: "unit renamed, and the new configuration crashes during load (torch CUDA OOM)",
+    faults: { crashDuringLoad: "oom" },
+    scoped: true,
+    change: async (c) => {
+      c.ws.setStackConfig(STACK, "speculative", readRepoStackConfig(NEW)["dflash-sglang:speculative"]);
+      c.ws.setStackConfig(STACK, "service", simHostConfig(c.host, `${UNIT}-renamed`)["dflash-sglang:service"]);
+    },
+    after: async (c) => void c.notes.push(`serving under: ${(await c.sh(`systemctl list-units --state=active --no-legend --plain '${UNIT}*.service' | cut -d' ' -f1`)) || "nothing"}`),
+  },
+  {
     name: "host reached by another name (a second sshd port)",
     faults: {},
     scoped: false,
@@ -360,9 +370,10 @@ async function main(owned: OwnedHosts): Promise<void> {
     "so the old one can come back), with requests in flight when `pulumi up` starts (3 streams of 600 tokens unless the",
     "row says otherwise). Detect = the server process's exit (systemd's journal line) -> the first FAILED line of `up`;",
     "recover = that line -> `up` returned with the previous configuration serving again. Then, fixed = after a failed",
-    "`up`, the fault removed and the same change applied by the next `up` (no other step). The last six rows (issue 12's",
-    "scenarios) apply the change they name instead (a key rotation, sessions dropped mid-restart, a renamed unit, another",
-    "address of the same host, GPUs freed past their deadline, a destroy) and say their outcome in words.",
+    "`up`, the fault removed and the same change applied by the next `up` (no other step). The last seven rows (issue 12's",
+    "scenarios) apply the change they name instead (a key rotation, sessions dropped mid-restart, a renamed unit, one whose",
+    "new configuration crashes, another address of the same host, GPUs freed past their deadline, a destroy) and say",
+    "their outcome in words where the usual columns do not.",
     "",
     "| fault | outcome | cause reported | detect s | recover s | up s | in flight | lost | then, fixed | notes |",
     "|---|---|---|---:|---:|---:|---:|---:|---|---|",

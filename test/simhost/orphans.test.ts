@@ -64,34 +64,19 @@ function ownerOf(name: string, flags: string[] = []) {
   };
 }
 
-/** Whether sshd accepts a connection on address:22 (false: refused or no answer within 5 s). */
-function sshAccepts(address: string): Promise<boolean> {
+/** What a TCP connection to address:22 meets: sshd, a refusal (nothing listens), or no answer within 5 s. */
+function sshProbe(address: string): Promise<"accepts" | "refused" | "silent"> {
   return new Promise((resolve) => {
     const socket = net.connect({ host: address, port: 22, timeout: 5_000 });
     socket.on("connect", () => {
       socket.destroy();
-      resolve(true);
+      resolve("accepts");
     });
     socket.on("timeout", () => {
       socket.destroy();
-      resolve(false);
+      resolve("silent");
     });
-    socket.on("error", () => resolve(false));
-  });
-}
-
-function sshRefused(address: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ host: address, port: 22, timeout: 5_000 });
-    socket.on("connect", () => {
-      socket.destroy();
-      resolve(false);
-    });
-    socket.on("timeout", () => {
-      socket.destroy();
-      resolve(false);
-    });
-    socket.on("error", (e: NodeJS.ErrnoException) => resolve(e.code === "ECONNREFUSED"));
+    socket.on("error", (e: NodeJS.ErrnoException) => resolve(e.code === "ECONNREFUSED" ? "refused" : "silent"));
   });
 }
 
@@ -110,7 +95,7 @@ async function assertGone(name: string, address: string): Promise<void> {
   for (const hierarchy of ["systemd", "unified"]) {
     assert.equal(fs.existsSync(`/sys/fs/cgroup/${hierarchy}/nspawn-${name}`), false, `cgroup ${hierarchy} of ${name} left, with the container's processes`);
   }
-  assert.ok(await sshRefused(address), `something still listens on ${address}:22`);
+  assert.equal(await sshProbe(address), "refused", `something still listens on ${address}:22`);
 }
 
 for (const [signal, code] of [["SIGTERM", 143], ["SIGINT", 130]] as const) {
@@ -133,7 +118,7 @@ test("SIGHUP while the host still boots: the half-booted host is stopped too, ex
   await owner.until(/^simhost: .*waiting for sshd/m);
   const address = JSON.parse(fs.readFileSync(path.join(STATE_ROOT, name, "host.json"), "utf8")).address as string;
   const deadline = Date.now() + 60_000;
-  while (!(await sshAccepts(address))) {
+  while ((await sshProbe(address)) !== "accepts") {
     assert.ok(Date.now() < deadline, `sshd of ${name} did not start within 60 s:\n${owner.stdout()}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }

@@ -27,6 +27,26 @@ const { sh } = hostShell(() => host);
 const isActive = async (unit: string) => (await hosts.ssh(host, `systemctl is-active ${unit}.service`)).stdout.trim();
 const exists = async (p: string) => (await hosts.ssh(host, `test -e ${p}`)).code === 0;
 const serving = async () => JSON.parse(await sh(`curl -s http://${host.address}:${host.sglangPort}/server_info`));
+const ROLLED_BACK = /Rolled back: the previous configuration \(stack main, unit [0-9a-f]{12}\) is back and serving/;
+/** THIRD as a regular expression. */
+const THIRD_RE = THIRD.replace(".", "\\.");
+
+/**
+ * An `up` whose new configuration (speculative budget `budget`) crashes while loading: its
+ * error message and its output. The fault is cleared afterwards.
+ */
+async function failingUp(budget: number): Promise<{ message: string; output: string }> {
+  hosts.fault(HOST, JSON.stringify({ crashDuringLoad: "oom", match: { speculative_ddtree_budget: budget } }));
+  let output = "";
+  try {
+    await (await ws.stack("main")).up({ onOutput: (s) => (output += s) });
+    return { message: "", output };
+  } catch (e) {
+    return { message: (e as Error).message, output };
+  } finally {
+    hosts.fault(HOST, "{}");
+  }
+}
 
 before(async () => {
   host = await hosts.start(HOST, { sglang: { profile: "ddtree-fork", loadSeconds: 2, warmupSeconds: 0.3 } });
@@ -70,24 +90,15 @@ test("a renamed unit: up stops and removes the old unit first, then the new one 
 
 test("a renamed unit whose new configuration fails: the previous configuration comes back, under the new name", async () => {
   // The new configuration crashes while loading; the unit is renamed at the same time.
-  hosts.fault(HOST, JSON.stringify({ crashDuringLoad: "oom", match: { speculative_ddtree_budget: 4 } }));
   ws.setStackConfig("main", "service", { ...(simHostConfig(host, THIRD)["dflash-sglang:service"] as object) });
   ws.setStackConfig("main", "speculative", readRepoStackConfig("b4t4-w2048")["dflash-sglang:speculative"]);
-  let message = "";
-  const lines: string[] = [];
-  try {
-    await (await ws.stack("main")).up({ onOutput: (s) => lines.push(s) });
-  } catch (e) {
-    message = (e as Error).message;
-  } finally {
-    hosts.fault(HOST, "{}");
-  }
+  const { message, output } = await failingUp(4);
   assert.match(message, /CUDA out of memory/);
-  assert.match(message, /Rolled back: the previous configuration \(stack main, unit [0-9a-f]{12}\) is back and serving/);
-  assert.match(lines.join(""), new RegExp(`kept the previous configuration \\(stack main, unit [0-9a-f]{12}\\) as the known-good of ${THIRD.replace(".", "\\.")}, the unit's new name`));
+  assert.match(message, ROLLED_BACK);
+  assert.match(output, new RegExp(`kept the previous configuration \\(stack main, unit [0-9a-f]{12}\\) as the known-good of ${THIRD_RE}, the unit's new name`));
   assert.equal(await isActive(THIRD), "active");
   assert.equal((await serving()).speculative_ddtree_budget, 16, "the previous configuration serves, under the new name");
-  assert.match(await sh(`systemctl cat ${THIRD}.service`), new RegExp(`^SyslogIdentifier=${THIRD.replace(".", "\\.")}$`, "m"));
+  assert.match(await sh(`systemctl cat ${THIRD}.service`), new RegExp(`^SyslogIdentifier=${THIRD_RE}$`, "m"));
   for (const p of [`/etc/systemd/system/${SECOND}.service`, `/var/lib/dflash-sglang/${SECOND}`]) {
     assert.equal(await exists(p), false, `${p} is left on the host`);
   }
@@ -101,36 +112,19 @@ test("a renamed unit whose new configuration fails: the previous configuration c
 
 test("a new port whose configuration fails: the previous configuration is proven back on its own port", async () => {
   const before = (simHostConfig(host, THIRD)["dflash-sglang:service"] as { port: number }).port;
-  hosts.fault(HOST, JSON.stringify({ crashDuringLoad: "oom", match: { speculative_ddtree_budget: 8 } }));
   ws.setStackConfig("main", "service", { ...(simHostConfig(host, THIRD)["dflash-sglang:service"] as object), port: before + 1 });
   ws.setStackConfig("main", "speculative", readRepoStackConfig("b8t4-w2048")["dflash-sglang:speculative"]);
-  let message = "";
-  try {
-    await (await ws.stack("main")).up();
-  } catch (e) {
-    message = (e as Error).message;
-  } finally {
-    hosts.fault(HOST, "{}");
-  }
+  const { message } = await failingUp(8);
   assert.match(message, /CUDA out of memory/);
-  assert.match(message, /Rolled back: the previous configuration \(stack main, unit [0-9a-f]{12}\) is back and serving/);
+  assert.match(message, ROLLED_BACK);
   assert.equal((await serving()).speculative_ddtree_budget, 4, `the previous configuration serves on port ${before}`);
 });
 
 test("the same machine by another sshd port, with a configuration that fails: the known-good record stays, and the host comes back", async () => {
-  hosts.fault(HOST, JSON.stringify({ crashDuringLoad: "oom", match: { speculative_ddtree_budget: 8 } }));
   ws.setStackConfig("main", "host", simHostConfig(host, THIRD)["dflash-sglang:host"]);
   ws.setStackConfig("main", "service", { ...(simHostConfig(host, THIRD)["dflash-sglang:service"] as object) });
-  let message = "";
-  const lines: string[] = [];
-  try {
-    await (await ws.stack("main")).up({ onOutput: (s) => lines.push(s) });
-  } catch (e) {
-    message = (e as Error).message;
-  } finally {
-    hosts.fault(HOST, "{}");
-  }
-  assert.match(lines.join(""), new RegExp(`kept the previous configuration \\(stack main, unit [0-9a-f]{12}\\) as the known-good of ${THIRD.replace(".", "\\.")}, now reached by another address or port`));
-  assert.match(message, /Rolled back: the previous configuration \(stack main, unit [0-9a-f]{12}\) is back and serving/);
+  const { message, output } = await failingUp(8);
+  assert.match(output, new RegExp(`kept the previous configuration \\(stack main, unit [0-9a-f]{12}\\) as the known-good of ${THIRD_RE}, now reached by another address or port`));
+  assert.match(message, ROLLED_BACK);
   assert.equal((await serving()).speculative_ddtree_budget, 4);
 });
