@@ -186,7 +186,7 @@ export interface HostTreeParams {
 }
 
 /** The unit that keeps a host's boot from finishing (StartOptions.holdBoot). */
-export const HOLD_BOOT_UNIT = "simhost-hold-boot.service";
+const HOLD_BOOT_UNIT = "simhost-hold-boot.service";
 
 // Boot waits for nothing that cannot happen in a container on host networking, and no
 // housekeeping job (apt, fstrim, e2scrub on the machine's own disk) runs mid-benchmark.

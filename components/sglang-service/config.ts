@@ -48,27 +48,29 @@ export interface NodeConnection {
   privateKey: string;
 }
 
+/** What the stack's configuration names now: the unit's name, and every node's connection (node 0 first). */
+export interface ConfiguredNodes {
+  unitName: string;
+  connections: NodeConnection[];
+}
+
 /**
- * The SSH connections of every node (node 0 first) that the stack's configuration names
- * now: for the dynamic providers, which get the stack's configuration at every operation
+ * The unit name and the SSH connections of every node (node 0 first) that the stack's
+ * configuration names now: for the dynamic providers, which get the stack's configuration at every operation
  * (`refresh` and `destroy` included) and so can reach a host with rotated credentials that
  * their state does not hold yet. `get` reads a full key (`dflash-sglang:host`). Throws with
  * the stack, the key and what to do, like the program.
  */
-export function nodeConnectionsFromConfig(get: (key: string) => string | undefined, stack: string): NodeConnection[] {
+export function nodesFromConfig(get: (key: string) => string | undefined, stack: string): ConfiguredNodes {
   const d = deploymentFromConfig((key) => get(`${CONFIG_NAMESPACE}:${key}`), stack);
   const file = d.host.privateKeyPath;
   const hostKey = get(`${CONFIG_NAMESPACE}:sshPrivateKey`) ?? (file ? keyFileText(file, "host.privateKeyPath", stack) : undefined);
   if (hostKey === undefined) throw new Error(noKeyMessage(stack));
-  return [d.host, ...d.nodes].map((h, i) => {
+  const connections = [d.host, ...d.nodes].map((h, i) => {
     const own = i > 0 ? d.nodes[i - 1].privateKeyPath : undefined;
     return { host: h.address, port: h.port, user: h.user, hostKey: h.hostKey, privateKey: own ? keyFileText(own, `nodes[${i - 1}].privateKeyPath`, stack) : hostKey };
   });
-}
-
-/** The unit name (service.unitName) the stack's configuration gives now; `get` reads a full key. Throws like the program. */
-export function unitNameFromConfig(get: (key: string) => string | undefined, stack: string): string {
-  return deploymentFromConfig((key) => get(`${CONFIG_NAMESPACE}:${key}`), stack).service.unitName;
+  return { unitName: d.service.unitName, connections };
 }
 
 /** The validated deployment from a reader of this project's keys (`host`, `service`, ...). */

@@ -7,7 +7,7 @@ import { progress } from "./progress";
 import { shellQuote, STATE_DIR, unitPath } from "../render";
 import { RUN_DIR } from "../script";
 import { exitWithEngine } from "./engine-watch";
-import { NodeConnection, nodeConnectionsFromConfig, unitNameFromConfig } from "../config";
+import { ConfiguredNodes, NodeConnection, nodesFromConfig } from "../config";
 
 exitWithEngine();
 
@@ -188,14 +188,8 @@ async function rollback(nodes: NodeStep[], i: ReadyInputs): Promise<string> {
  * record is kept only if both reach one machine. [] for a plain teardown (destroy, a node
  * dropped, a configuration that cannot be read or a new address that does not answer).
  */
-async function carryTo(o: PresenceInputs, configured: NodeConnection | undefined, config: ConfigGetter | undefined): Promise<string[]> {
-  if (!config || !configured) return [];
-  let unit: string;
-  try {
-    unit = unitNameFromConfig(config, o.stack);
-  } catch {
-    return [];
-  }
+async function carryTo(o: PresenceInputs, configured: NodeConnection | undefined, unit: string | undefined): Promise<string[]> {
+  if (!configured || !unit) return [];
   if (configured.host === o.where[0] && configured.port === o.where[1]) return unit !== o.unitName ? [unit] : [];
   const id = await Ssh.once(configured, "cat /etc/machine-id").catch(() => undefined);
   const machine = id?.code === 0 ? id.stdout.trim() : "";
@@ -205,13 +199,13 @@ async function carryTo(o: PresenceInputs, configured: NodeConnection | undefined
 /** Reads a key of the stack's configuration as the engine handed it to the provider. */
 export type ConfigGetter = (key: string) => string | undefined;
 
-/** Every node's connection as the stack's configuration names it now; none if it cannot be read. */
-function configuredConnections(config: ConfigGetter | undefined, stack: string): NodeConnection[] {
-  if (!config) return [];
+/** The unit name and every node's connection as the stack's configuration names them now; none if it cannot be read. */
+function configuredNodes(config: ConfigGetter | undefined, stack: string): Partial<ConfiguredNodes> & { connections: NodeConnection[] } {
+  if (!config) return { connections: [] };
   try {
-    return nodeConnectionsFromConfig(config, stack);
+    return nodesFromConfig(config, stack);
   } catch {
-    return [];
+    return { connections: [] };
   }
 }
 
@@ -238,7 +232,7 @@ function withRotationHint(e: unknown): Error {
 /** What every node really runs: a unit edited or stopped by hand shows up as a changed unit hash (drift). */
 export async function readReady(o: ReadyOutputs, config?: ConfigGetter): Promise<ReadyOutputs> {
   const live: string[] = [];
-  const configured = configuredConnections(config, o.target.stack);
+  const configured = configuredNodes(config, o.target.stack).connections;
   const nodes = o.nodes.map((n, rank) => ({ ...n, connection: currentConnection(n.connection, configured[rank]) }));
   for (const n of nodes) {
     const ssh = await Ssh.open(n.connection).catch((e) => Promise.reject(withRotationHint(e)));
@@ -275,10 +269,11 @@ export interface PresenceInputs {
  * alone), with the credentials the configuration holds now where it still names this node.
  */
 export async function removePresence(o: PresenceInputs, config?: ConfigGetter): Promise<void> {
-  const configured = configuredConnections(config, o.stack)[o.rank];
+  const now = configuredNodes(config, o.stack);
+  const configured = now.connections[o.rank];
   const connection = currentConnection(o.connection, configured);
   const t = shellQuote(o.transaction);
-  const carry = await carryTo(o, configured, config);
+  const carry = await carryTo(o, configured, now.unitName);
   const script = `if [ -f ${t} ]; then bash ${t} remove${carry.map((a) => ` ${shellQuote(a)}`).join("")} || exit $?; fi; ${o.stageRemoval}`;
   const r = await Ssh.once(connection, script, 30 * 60_000).catch((e) => Promise.reject(withRotationHint(e)));
   const out = `${r.stdout}${r.stderr}`.trim();
