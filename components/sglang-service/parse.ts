@@ -123,14 +123,24 @@ export function publicServerArgs(info: Record<string, unknown>, compared: string
 
 const SECRET_ARG = /(^|_)(api_key|password|token|secret)$/;
 
+/** A quoted value (either quote, escapes kept) or a bare word, as SGLang prints argument values. */
+const VALUE = String.raw`'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"`;
+const SECRET_NAME = String.raw`\w*(?:api_key|password|token|secret)`;
+const SECRET_FLAG = String.raw`--[\w-]*(?:api-key|password|token|secret)`;
+
 /**
- * Masks what looks like a secret in text shown to users (journal lines in errors):
- * `api_key='...'`-style fields of SGLang's `server_args=ServerArgs(...)` start-up line,
- * bearer tokens and Hugging Face tokens.
+ * Masks what looks like a secret in text shown to users (journal lines in errors). SGLang logs
+ * its start-up arguments with the API key in clear (sglang-facts.md, Start-up), in three forms:
+ * releases `server_args=ServerArgs(api_key='...')`, main a dict `server_args={'api_key': '...'}`
+ * (and JSON `"api_key": "..."` where it is dumped so), and the joined argv of `launch_command`
+ * (`--api-key sk-...`). Also bearer tokens and Hugging Face tokens. `None` / `null` stay.
  */
 export function redactSecrets(text: string): string {
+  const kept = (v: string) => v === "None" || v === "null";
   return text
-    .replace(/\b(\w*(?:api_key|password|token|secret))=('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^,)\s]+)/gi, (_m, k: string, v: string) => (v === "None" ? `${k}=None` : `${k}=<redacted>`))
+    .replace(new RegExp(String.raw`\b(${SECRET_NAME})=(${VALUE}|[^,)\s]+)`, "gi"), (_m, k: string, v: string) => (kept(v) ? `${k}=${v}` : `${k}=<redacted>`))
+    .replace(new RegExp(String.raw`(['"])(${SECRET_NAME})\1(\s*:\s*)(${VALUE}|[^,}\s]+)`, "gi"), (_m, q: string, k: string, sep: string, v: string) => (kept(v) ? `${q}${k}${q}${sep}${v}` : `${q}${k}${q}${sep}${q}<redacted>${q}`))
+    .replace(new RegExp(String.raw`(${SECRET_FLAG})(=|\s+)(${VALUE}|[^\s'",]+)`, "gi"), "$1$2<redacted>")
     .replace(/\b(Bearer\s+)\S+/g, "$1<redacted>")
     .replace(/\bhf_[A-Za-z0-9]{8,}\b/g, "hf_<redacted>");
 }

@@ -189,3 +189,12 @@ test("secrets are masked in journal text shown to users", () => {
   assert.equal(redactSecrets("token hf_ABCDEFGHIJKLmnop in a message"), "token hf_<redacted> in a message");
 });
 
+// SGLang main logs `server_args` as a dict (resolved_dict()), with launch_command the joined argv.
+test("secrets are masked in SGLang main's dict start-up line, in JSON and in a logged command line", () => {
+  const dict = "server_args={'model_path': '/m', 'api_key': 'sk-abc,d\\'ef', 'admin_api_key': None, 'ssl_keyfile_password': \"p'w\", 'tp_size': 8, 'launch_command': 'python3 -m sglang.launch_server --api-key sk-abc --admin-api-key=adm1 --port 30001'}";
+  const out = redactSecrets(dict);
+  assert.equal(out, "server_args={'model_path': '/m', 'api_key': '<redacted>', 'admin_api_key': None, 'ssl_keyfile_password': '<redacted>', 'tp_size': 8, 'launch_command': 'python3 -m sglang.launch_server --api-key <redacted> --admin-api-key=<redacted> --port 30001'}");
+  assert.doesNotMatch(out, /sk-abc|adm1|p'w/);
+  assert.equal(redactSecrets('{"api_key": "sk-json", "hf_token": null, "port": 1}'), '{"api_key": "<redacted>", "hf_token": null, "port": 1}');
+});
+
