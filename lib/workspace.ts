@@ -74,9 +74,16 @@ export function keptWorkspaceDir(kind: KeptWorkspace): string {
   return path.join(REPO_ROOT, KEPT_WORKSPACES[kind]);
 }
 
+/**
+ * The secrets passphrase of a throwaway workspace on simulated hosts (the demo's, the tests',
+ * a simulated sweep's): fixed, since what it protects is made up and gone with the hosts. A
+ * workspace on real hosts or in a shared backend never uses it.
+ */
+export const SIMULATED_HOSTS_PASSPHRASE = "simulated-hosts";
+
 /** The environment of the Pulumi CLI for a workspace folder: its own backend in <dir>/state, or a shared one. */
-export function workspaceEnv(dir: string, root = REPO_ROOT, shared: { backendUrl?: string; passphrase?: string } = {}): Record<string, string> {
-  const passphrase = shared.passphrase ?? (shared.backendUrl ? undefined : "simulated-hosts");
+export function workspaceEnv(dir: string, root = REPO_ROOT, shared: { backendUrl?: string; passphrase?: string; realHosts?: boolean } = {}): Record<string, string> {
+  const passphrase = shared.passphrase ?? (shared.backendUrl || shared.realHosts ? undefined : SIMULATED_HOSTS_PASSPHRASE);
   return pulumiEnv({ PULUMI_BACKEND_URL: shared.backendUrl ?? `file://${path.join(dir, "state")}`, ...(passphrase !== undefined ? { PULUMI_CONFIG_PASSPHRASE: passphrase } : {}) }, root);
 }
 
@@ -91,8 +98,13 @@ export interface WorkspaceOptions {
    * PULUMI_CONFIG_PASSPHRASE_FILE, as for `npx pulumi`) unless `passphrase` is given.
    */
   backendUrl?: string;
-  /** The secrets passphrase; defaults to a fixed one for the workspace's own backend. */
+  /** The secrets passphrase; defaults to a fixed one for the workspace's own backend on simulated hosts. */
   passphrase?: string;
+  /**
+   * The workspace deploys to real hosts: its secrets use the environment's passphrase (or the
+   * stacks' secrets provider), as `npx pulumi` would, never the fixed one of simulated hosts.
+   */
+  realHosts?: boolean;
   /**
    * Start every pulumi in a session of its own, so that a Ctrl-C at the terminal (or any
    * signal to the caller's process group) reaches the caller only, which then decides what

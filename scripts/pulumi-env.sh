@@ -6,9 +6,10 @@ toolchain_bin=$("$root/toolchain/ensure.sh") || return 1
 export PATH="$toolchain_bin:$PATH"
 # Local state inside the project (git-ignored) unless the user chose a backend.
 export PULUMI_BACKEND_URL="${PULUMI_BACKEND_URL:-file://$root/.pulumi-state}"
-# Secrets in the local backend are encrypted with this passphrase; empty by default for
-# the simulated demo. Set your own (or use another secrets provider) for real hosts.
-export PULUMI_CONFIG_PASSPHRASE="${PULUMI_CONFIG_PASSPHRASE-}"
+# No default secrets passphrase: an empty one would let anyone who reads a committed stack
+# file decrypt its secrets. Pulumi asks at a terminal and refuses without one, as it does
+# anywhere; scripts/pulumi-guard.ts refuses an empty one. Only the throwaway workspaces of the
+# demo, the tests and simulated sweeps set their own (lib/workspace.ts).
 # A stack file that lacks its secrets settings (a clone made before a colleague committed
 # them, a workspace of our scripts) takes them from the stack's state, not a new salt:
 # everyone who shares a backend then writes the same encryptionsalt into the stack file.

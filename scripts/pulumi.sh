@@ -16,7 +16,18 @@ for dir in "${dirs[@]}"; do
 done
 export PATH="$path"
 . "$root/scripts/pulumi-env.sh"
-case "${1:-}" in
-  up|update|preview|refresh|destroy) "$root/node_modules/.bin/tsx" "$root/scripts/clear-stale-locks.ts" ;;
+# Before any command: an empty secrets passphrase is refused, stacks whose secrets open with
+# the empty one are reported, and (before the commands that take the stack lock) locks left by
+# a killed pulumi are cleared (scripts/pulumi-guard.ts). Only `stack change-secrets-provider`,
+# the way off the empty passphrase, may run with it. Pulumi's global flags come before the
+# command words or after them, so the words are found among the arguments.
+guard=()
+words=" $* "
+case "$words" in
+  *" stack change-secrets-provider "*) guard+=(--allow-empty-passphrase) ;;
 esac
+case "$words" in
+  *" up "*|*" update "*|*" preview "*|*" refresh "*|*" destroy "*) guard+=(--clear-stale-locks) ;;
+esac
+"$root/node_modules/.bin/tsx" "$root/scripts/pulumi-guard.ts" "${guard[@]}"
 exec pulumi "$@"

@@ -2,8 +2,8 @@
 // pattern, spread over the hosts (one configuration at a time per host), then writes the
 // comparison report. The sweep keeps its workspace (stack files with the host each
 // configuration ran on, and its state) in .sweep/, so --resume can skip finished work; on
-// --hosts with PULUMI_BACKEND_URL set, its stack files in .sweep/team/ and its stacks in
-// that backend. `npm run sweep -- --help` lists the options.
+// --hosts, in .sweep/real/ with the operator's passphrase, or, with PULUMI_BACKEND_URL set,
+// its stack files in .sweep/team/ and its stacks in that backend. `npm run sweep -- --help` lists the options.
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as YAML from "yaml";
@@ -13,6 +13,7 @@ import { flag, inProjectFolder, option, parseCommandOrExit, positiveInteger, pos
 import { KEPT_WORKSPACES, keptWorkspaceDir, simHostConfig, simWorkspace } from "../lib/workspace";
 import { renderOutcomes, runSweep, sweepBackend, SweepHost } from "../components/sweep/sweep";
 import { hostSchema } from "../components/sglang-service/schema";
+import { emptyPassphraseRefusal, missingPassphrase } from "../lib/secrets-passphrase";
 import { collectRows } from "./report";
 import { globMatcher, renderMarkdown, renderSvg } from "../components/benchmark/report";
 
@@ -94,6 +95,14 @@ const abort = new AbortController();
 async function sweep(hosts: OwnedHosts): Promise<number> {
   const glob = options.stacks;
   const stacks = stackFiles(glob);
+  // On real hosts the secrets are the operator's: their passphrase (never an empty one) or
+  // their stacks' provider; only a sweep on simulated hosts keeps the workspace's fixed one.
+  const onRealHosts = options.hosts !== undefined;
+  if (onRealHosts) {
+    const team = sweepBackend(true, process.env.PULUMI_BACKEND_URL) !== undefined;
+    const refusal = emptyPassphraseRefusal(process.env) ?? (team ? undefined : missingPassphrase(process.env));
+    if (refusal) throw new Error(`${refusal} Nothing was deployed.`);
+  }
   setUp({ hosts: options.hosts === undefined });
   let sweepHosts: SweepHost[];
   if (options.hosts) {
@@ -117,7 +126,8 @@ async function sweep(hosts: OwnedHosts): Promise<number> {
   if (!options.hosts && process.env.PULUMI_BACKEND_URL) {
     process.stdout.write(`PULUMI_BACKEND_URL is set, but a sweep on simulated hosts keeps its state in ${KEPT_WORKSPACES.sweep}/state, away from the stacks there\n`);
   }
-  const ws = simWorkspace({}, { dir: shared ? path.join(keptWorkspaceDir("sweep"), "team") : keptWorkspaceDir("sweep"), backendUrl: shared, engineInOwnSession: true });
+  const dir = shared ? path.join(keptWorkspaceDir("sweep"), "team") : onRealHosts ? path.join(keptWorkspaceDir("sweep"), "real") : keptWorkspaceDir("sweep");
+  const ws = simWorkspace({}, { dir, backendUrl: shared, realHosts: onRealHosts, engineInOwnSession: true });
   process.stdout.write(`sweeping ${Object.keys(stacks).length} configurations over ${sweepHosts.length} host(s)\n`);
   const outcomes = await runSweep({
     ws,

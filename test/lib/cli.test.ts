@@ -66,6 +66,33 @@ test("sweep: each host of a --hosts file is checked by the schema of dflash-sgla
   }
 });
 
+test("sweep on real hosts: without a passphrase, or with an empty one, it is refused before set-up, saying what to set", () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sweep-hosts-"));
+  const saved = { p: process.env.PULUMI_CONFIG_PASSPHRASE, f: process.env.PULUMI_CONFIG_PASSPHRASE_FILE, b: process.env.PULUMI_BACKEND_URL };
+  try {
+    const file = path.join(dir, "hosts.json");
+    fs.writeFileSync(file, JSON.stringify([{ name: "gpu-1", address: "10.0.0.5", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIPlaceholderReplaceWithYourHostKeyxxxxxxxx", privateKeyPath: "/root/.ssh/id" }]));
+    delete process.env.PULUMI_CONFIG_PASSPHRASE;
+    delete process.env.PULUMI_CONFIG_PASSPHRASE_FILE;
+    delete process.env.PULUMI_BACKEND_URL;
+    const none = runScript("scripts/sweep.ts", "--hosts", file);
+    assert.equal(none.status, 1, none.stderr);
+    assert.match(none.stderr, /refused: a sweep on real hosts keeps its stacks' secrets with your passphrase, and none is set: export PULUMI_CONFIG_PASSPHRASE \(or PULUMI_CONFIG_PASSPHRASE_FILE\)\. Nothing was deployed\./);
+    assert.doesNotMatch(none.stderr, SETUP_REFUSED);
+    process.env.PULUMI_CONFIG_PASSPHRASE = "";
+    const empty = runScript("scripts/sweep.ts", "--hosts", file);
+    assert.equal(empty.status, 1, empty.stderr);
+    assert.match(empty.stderr, /refused: PULUMI_CONFIG_PASSPHRASE is set but empty\. An empty passphrase protects nothing/);
+    assert.doesNotMatch(empty.stderr, SETUP_REFUSED);
+  } finally {
+    for (const [key, value] of [["PULUMI_CONFIG_PASSPHRASE", saved.p], ["PULUMI_CONFIG_PASSPHRASE_FILE", saved.f], ["PULUMI_BACKEND_URL", saved.b]] as const) {
+      if (value === undefined) delete process.env[key];
+      else process.env[key] = value;
+    }
+    fs.rmSync(dir, { recursive: true });
+  }
+});
+
 test("report, grid and demo: --help through npm run prints their usage and starts nothing", () => {
   const before = simulatedHosts();
   for (const [name, usage, options] of [
@@ -122,13 +149,13 @@ test("grid needs no set-up: it writes its stack files", () => {
   }
 });
 
-test("the benchmarks and the stale-lock helper read their command lines the same way", () => {
+test("the benchmarks and the pulumi guard read their command lines the same way", () => {
   for (const [script, options] of [
     ["bench/reconfigure.ts", ["--loads LIST", "--runs N", "--release S", "--stable S", "--baseline REV"]],
     ["bench/sweep-throughput.ts", ["--configs N", "--load S", "--hosts LIST"]],
     ["bench/client-overhead.ts", ["--runs N", "--tokens N"]],
     ["bench/faults.ts", []],
-    ["scripts/clear-stale-locks.ts", []],
+    ["scripts/pulumi-guard.ts", ["--allow-empty-passphrase", "--clear-stale-locks"]],
   ] as const) {
     const invocation = script.startsWith("bench/") ? `npx tsx ${script}` : script;
     const help = runScript(script, "--help");
