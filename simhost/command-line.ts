@@ -301,7 +301,8 @@ function distance(a: string, b: string): number {
   return prev[b.length];
 }
 
-function closest(word: string, candidates: string[]): string | undefined {
+/** The candidate a mistyped word most likely meant, if one is close enough (for "did you mean"). */
+export function closest(word: string, candidates: string[]): string | undefined {
   const ranked = candidates.map((c) => ({ c, d: c.startsWith(word) || word.startsWith(c) ? 1 : distance(word, c) })).sort((x, y) => x.d - y.d);
   return ranked.length > 0 && ranked[0].d <= Math.max(2, Math.floor(word.length / 4)) ? ranked[0].c : undefined;
 }

@@ -2,9 +2,30 @@
 // input fails `preview`/`up` with a clear message and touches no host.
 import * as fs from "node:fs";
 import * as pulumi from "@pulumi/pulumi";
-import { CONFIG_NAMESPACE, Deployment, parseDeployment } from "./schema";
+import { CONFIG_NAMESPACE, Deployment, failConfig, parseDeployment } from "./schema";
+import { closest } from "../../simhost/command-line";
 
 const KEYS = ["host", "nodes", "service", "model", "speculative", "sglangBuild", "timeouts", "safety", "benchmark"] as const;
+/** The secret settings, read apart from the deployment (config.getSecret). */
+const SECRET_KEYS = ["apiKey", "hfToken", "sshPrivateKey"] as const;
+
+/**
+ * Pure: a problem line for each key of our namespace (full names, as Pulumi lists a stack's
+ * configuration) that is no setting: a misspelt section (`timeout` for `timeouts`) would
+ * otherwise be ignored and its defaults apply. Keys of other namespaces are not ours to judge.
+ */
+export function unknownSettings(fullKeys: string[]): string[] {
+  const settings: string[] = [...KEYS, ...SECRET_KEYS];
+  return fullKeys
+    .filter((k) => k.startsWith(`${CONFIG_NAMESPACE}:`))
+    .map((k) => k.slice(CONFIG_NAMESPACE.length + 1))
+    .filter((k) => !settings.includes(k))
+    .sort()
+    .map((k) => {
+      const guess = closest(k, settings);
+      return `  - ${CONFIG_NAMESPACE}:${k}: is not a setting${guess ? `; did you mean ${CONFIG_NAMESPACE}:${guess}?` : ""} (valid: ${KEYS.join(", ")}, and the secrets ${SECRET_KEYS.join(", ")})`;
+    });
+}
 
 export interface StackSecrets {
   /** `dflash-sglang:apiKey`: the server's --api-key; every probe sends it. */
@@ -26,6 +47,8 @@ export function readStackDeployment(): StackDeployment {
   const config = new pulumi.Config(CONFIG_NAMESPACE);
   let deployment: Deployment;
   try {
+    const unknown = unknownSettings(Object.keys(pulumi.runtime.allConfig()));
+    if (unknown.length > 0) failConfig(stack, unknown);
     deployment = deploymentFromConfig((key) => config.get(key), stack);
   } catch (e) {
     throw new pulumi.RunError((e as Error).message);

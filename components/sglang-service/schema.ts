@@ -314,7 +314,8 @@ function explained(issue: z.core.$ZodIssue, prefix: PropertyKey[]): Explained[] 
   return [{ path, message: issue.message, input: issue.input }];
 }
 
-function failConfig(stack: string, lines: string[]): never {
+/** Throws the one ConfigError of a stack: its problem lines ("  - dflash-sglang:<key>: ..."), and how to fix them. */
+export function failConfig(stack: string, lines: string[]): never {
   throw new ConfigError(
     `Invalid configuration for stack "${stack}" (nothing was changed on any host):\n${lines.join("\n")}\n` +
       `Fix it in stacks/Pulumi.${stack}.yaml (or the project config in Pulumi.yaml), e.g. \`npm run pulumi -- config set --path --stack ${stack} <key> <value>\`.`,

@@ -1,0 +1,34 @@
+// A key of the dflash-sglang namespace that is no setting is refused, naming it, a guess and
+// the valid ones (config.ts unknownSettings): a misspelt section would otherwise be ignored
+// and its defaults apply. Pure, then through the real engine: `preview` fails before any
+// resource exists, so no host is reached (the stack's host is the project's placeholder).
+import { test } from "node:test";
+import * as assert from "node:assert/strict";
+import { unknownSettings } from "../../../components/sglang-service/config";
+import { simWorkspace } from "../../../lib/workspace";
+
+test("a misspelt section or secret of our namespace is a problem line with a guess; every setting and other namespaces pass", () => {
+  assert.deepEqual(unknownSettings(["dflash-sglang:timeout", "dflash-sglang:host", "dflash-sglang:apiKey", "aws:region", "dflash-sglang:apikey"]), [
+    "  - dflash-sglang:apikey: is not a setting; did you mean dflash-sglang:apiKey? (valid: host, nodes, service, model, speculative, sglangBuild, timeouts, safety, benchmark, and the secrets apiKey, hfToken, sshPrivateKey)",
+    "  - dflash-sglang:timeout: is not a setting; did you mean dflash-sglang:timeouts? (valid: host, nodes, service, model, speculative, sglangBuild, timeouts, safety, benchmark, and the secrets apiKey, hfToken, sshPrivateKey)",
+  ]);
+  const all = ["host", "nodes", "service", "model", "speculative", "sglangBuild", "timeouts", "safety", "benchmark", "apiKey", "hfToken", "sshPrivateKey"];
+  assert.deepEqual(unknownSettings(all.map((k) => `dflash-sglang:${k}`)), []);
+  assert.match(unknownSettings(["dflash-sglang:zzzzzzzz"])[0], /^ {2}- dflash-sglang:zzzzzzzz: is not a setting \(valid: /);
+});
+
+test("preview of a stack with a misspelt section fails naming the stack and the key, before any resource", async () => {
+  const ws = simWorkspace({ typo: { "dflash-sglang:timeout": { readySeconds: 5 } } });
+  try {
+    const stack = await ws.stack("typo");
+    const err = await stack.preview().then(
+      () => assert.fail("preview succeeded with an unknown setting"),
+      (e: Error) => e,
+    );
+    assert.match(err.message, /Invalid configuration for stack "typo" \(nothing was changed on any host\)/);
+    assert.match(err.message, /dflash-sglang:timeout: is not a setting; did you mean dflash-sglang:timeouts\?/);
+    assert.doesNotMatch(err.message, /sglang-unit|command:remote/);
+  } finally {
+    ws.cleanup();
+  }
+});
