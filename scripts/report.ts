@@ -10,6 +10,7 @@ import { LocalWorkspace } from "@pulumi/pulumi/automation";
 import { pulumiCommand, pulumiEnv, REPO_ROOT } from "../lib/pulumi-env";
 import { command, existingDirectory, inProjectFolder, oneOf, option, outputDirectory, parseCommandOrExit, setUp, UsageError, ValueType } from "../lib/cli";
 import { KEPT_WORKSPACES, keptWorkspaceDir, workspaceEnv } from "../lib/workspace";
+import { emptyPassphraseRefusal } from "../lib/secrets-passphrase";
 import { globMatcher, renderMarkdown, renderSvg, ReportRow } from "../components/benchmark/report";
 
 const SOURCES = ["project", "demo", "sweep"] as const;
@@ -87,6 +88,9 @@ export function stackSource(source: Source, projectDir = REPO_ROOT): StackSource
   switch (source) {
     case "project": {
       const env = pulumiEnv();
+      // The project's stacks are real ones: their secrets are never read with an empty passphrase.
+      const refusal = emptyPassphraseRefusal(process.env);
+      if (refusal) throw new Error(refusal);
       return { source, description: `the project's backend (${env.PULUMI_BACKEND_URL})`, dir: projectDir, env };
     }
     case "demo":

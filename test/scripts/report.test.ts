@@ -3,7 +3,7 @@
 // real ones); what is chosen from them, and the message, are plain functions.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { chooseSource, nothingToReport } from "../../scripts/report";
+import { chooseSource, nothingToReport, stackSource } from "../../scripts/report";
 import type { ReportRow } from "../../components/benchmark/report";
 
 const row = (stack: string, takenAt?: string): ReportRow => ({ stack, configuration: {}, result: null, takenAt });
@@ -36,4 +36,16 @@ test("with nothing anywhere, it says where it looked and what to run", () => {
     ].join("\n"),
   );
   assert.match(nothingToReport("b9*", ["the demo's workspace (.demo/)"]), /^report: nothing to report: no stack matching "b9\*" in the demo's workspace \(\.demo\/\)\.\n/);
+});
+
+test("the project's stacks are not read with an empty passphrase; the demo's and the sweep's throwaway ones are", () => {
+  const saved = process.env.PULUMI_CONFIG_PASSPHRASE;
+  process.env.PULUMI_CONFIG_PASSPHRASE = "";
+  try {
+    assert.throws(() => stackSource("project"), /^Error: refused: PULUMI_CONFIG_PASSPHRASE is set but empty\./);
+    assert.equal(stackSource("demo").env.PULUMI_CONFIG_PASSPHRASE, "simulated-hosts");
+  } finally {
+    if (saved === undefined) delete process.env.PULUMI_CONFIG_PASSPHRASE;
+    else process.env.PULUMI_CONFIG_PASSPHRASE = saved;
+  }
 });
