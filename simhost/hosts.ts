@@ -635,6 +635,24 @@ export async function dropSessions(host: HostInfo): Promise<number> {
   return sessions.length;
 }
 
+/**
+ * A fault: the host cannot be reached over SSH for `seconds` (a network blip, sshd restarting),
+ * while everything else on it runs on: sshd stops (a transient timer starts it again), and
+ * every SSH session but this one is killed, as when the path to the host drops. Returns once
+ * the outage has begun (sshd no longer accepts).
+ */
+export async function sshOutage(host: HostInfo, seconds: number): Promise<void> {
+  const script = [
+    `systemd-run --quiet --collect --unit=dflash-sim-ssh-back-$$ --on-active=${Math.max(1, Math.round(seconds))} systemctl start ssh.service`,
+    "systemctl stop ssh.service",
+    // This session's sshd is our shell's parent; the others are cut.
+    'ps -eo pid=,args= | while read -r pid args; do case "$args" in "sshd: "*@*|"sshd-session: "*@*) [ "$pid" != "$PPID" ] && kill -KILL "$pid";; esac; done',
+    "true",
+  ].join("\n");
+  const r = await ssh(host, script);
+  if (r.code !== 0) throw new Error(`cannot start an SSH outage on ${host.name}: ${r.stderr.trim()}`);
+}
+
 /** One poll loop with a deadline: sshd accepts, then systemd finishes booting to `running`. */
 async function waitUntilRunning(host: HostInfo, pid: number, timeoutMs: number, onProgress: (m: string) => void): Promise<void> {
   const started = Date.now();

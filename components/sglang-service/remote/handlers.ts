@@ -59,7 +59,7 @@ async function transaction(ssh: Ssh, n: ReadyNode, args: string, input?: string)
   return { code: r.code, out: `${r.stdout}${r.stderr}`.trim() };
 }
 
-interface NodeState {
+export interface NodeState {
   /** sha256 of the installed unit, or null. */
   hash: string | null;
   /** systemctl is-active. */
@@ -68,18 +68,46 @@ interface NodeState {
   proving: string | null;
 }
 
-async function nodeState(ssh: Ssh, unitName: string): Promise<NodeState> {
-  const r = await ssh.run(
-    [
-      `echo "@@hash $(sha256sum ${shellQuote(unitPath(unitName))} 2>/dev/null | cut -c1-64)"`,
-      `echo "@@state $(systemctl is-active ${shellQuote(`${unitName}.service`)})"`,
-      `echo "@@note $(cat ${RUN_DIR}/rollout 2>/dev/null)"`,
-    ].join("\n"),
-  );
-  const field = (name: string) => new RegExp(`^@@${name} ?(.*)$`, "m").exec(r.stdout)?.[1].trim() ?? "";
+/**
+ * Pure: a node's state from the read's output, or undefined when the read did not complete
+ * (no `@@end` line: SSH refused or cut, exit 255, output cut short). An unobserved node is
+ * never taken for one without the unit: that would restart a healthy group, or report drift
+ * that is not there.
+ */
+export function parseNodeState(stdout: string, unitName: string): NodeState | undefined {
+  if (!/^@@end$/m.test(stdout)) return undefined;
+  const field = (name: string) => new RegExp(`^@@${name} ?(.*)$`, "m").exec(stdout)?.[1].trim() ?? "";
   const [hash, state] = [field("hash"), field("state")];
+  if (!state) return undefined;
   const [noteStack, noteUnit] = field("note").split(" ");
-  return { hash: /^[0-9a-f]{64}$/.test(hash ?? "") ? hash : null, state: state || "unknown", proving: noteUnit === `${unitName}.service` ? noteStack : null };
+  return { hash: /^[0-9a-f]{64}$/.test(hash) ? hash : null, state, proving: noteUnit === `${unitName}.service` ? noteStack : null };
+}
+
+/** Reads of a node's state before it counts as unobservable, and the pause between them. */
+const NODE_READS = 6;
+const NODE_READ_PAUSE_MS = 2_000;
+
+/**
+ * What the node runs, read again (for about 10 s) while the host cannot be observed; throws,
+ * saying nothing was decided or changed, if it never can.
+ */
+async function nodeState(ssh: Ssh, unitName: string): Promise<NodeState> {
+  const script = [
+    `echo "@@hash $(sha256sum ${shellQuote(unitPath(unitName))} 2>/dev/null | cut -c1-64)"`,
+    `echo "@@state $(systemctl is-active ${shellQuote(`${unitName}.service`)})"`,
+    `echo "@@note $(cat ${RUN_DIR}/rollout 2>/dev/null)"`,
+    "echo @@end",
+  ].join("\n");
+  let why = "";
+  for (let read = 1; ; read++) {
+    const r = await ssh.run(script, { timeoutMs: 20_000 }).catch((e: Error) => e);
+    const state = r instanceof Error ? undefined : parseNodeState(r.stdout, unitName);
+    if (state) return state;
+    why = r instanceof Error ? r.message : `ssh exit ${r.code}${r.stderr.trim() ? `: ${r.stderr.trim().split("\n").pop()}` : ""}`;
+    if (read >= NODE_READS) break;
+    await new Promise((res) => setTimeout(res, NODE_READ_PAUSE_MS));
+  }
+  throw new Error(`could not observe ${unitName} on ${ssh.conn.host} (${NODE_READS} reads, last: ${why}); nothing was decided or changed from it: run the command again once the host answers`);
 }
 
 const running = (n: NodeState) => n.state === "active" || n.state === "activating";

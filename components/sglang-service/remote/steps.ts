@@ -51,8 +51,28 @@ type LiveUnit = UnitState & { invocationId: string; result: string };
 
 const liveUnit = (show: Record<string, string>): LiveUnit => ({ ...unitState(show), invocationId: show.InvocationID ?? "", result: show.Result ?? "" });
 
-async function unitNow(ssh: Ssh, unit: string): Promise<LiveUnit> {
-  return liveUnit(parseSystemctlShow(await ssh.check(showScript(unit), "systemctl show")));
+/**
+ * Pure: the unit's state from `systemctl show` output, or undefined when the output is not a
+ * complete read (empty, cut short). Observing is not deciding: a read that did not complete
+ * (SSH refused or cut, exit 255, a timeout) says nothing about the server, so its caller
+ * waits and reads again within its deadline. Only facts read from the host (the main PID
+ * gone, the unit failed, the port held by another process) ever count as a death.
+ */
+export function observedUnit(show: string | undefined): LiveUnit | undefined {
+  const fields = parseSystemctlShow(show ?? "");
+  return fields.ActiveState && fields.MainPID !== undefined ? liveUnit(fields) : undefined;
+}
+
+/** Why a read of the host did not complete, for progress lines and deadline messages. */
+function unobserved(r: { code: number; stderr: string } | Error): string {
+  const why = r instanceof Error ? r.message : `ssh exit ${r.code}${r.stderr.trim() ? `: ${r.stderr.trim().split("\n").pop()}` : ""}`;
+  return `could not observe the host (${why}); reading again`;
+}
+
+/** The unit's state, or undefined when the host could not be observed (see observedUnit). */
+async function unitNow(ssh: Ssh, unit: string, timeoutMs = 20_000): Promise<LiveUnit | undefined> {
+  const r = await ssh.run(showScript(unit), { timeoutMs }).catch(() => undefined);
+  return r?.code === 0 ? observedUnit(r.stdout) : undefined;
 }
 
 interface PollOptions {
@@ -119,6 +139,7 @@ async function watchPeers(peers: NodeStep[], until: { done: boolean }, phase: st
   while (!until.done && peers.length > 0) {
     for (const p of peers) {
       const state = await unitNow(p.ssh, p.t.unitName);
+      if (!state) continue;
       const lastPid = seen.get(p) ?? 0;
       if (state.mainPid > 0) seen.set(p, state.mainPid);
       if ((lastPid > 0 && state.mainPid !== lastPid) || state.activeState === "failed" || (state.activeState === "inactive" && Date.now() - started > 10_000)) {
@@ -155,7 +176,7 @@ async function rootCauseInGroup(nodes: NodeStep[], e: Error, seconds: number): P
   const headline = (x: Error) => x.message.split("\n")[0];
   if (nodes.length < 2 || !LOST_PEER.test(headline(e))) return e;
   for (const p of nodes.slice(1)) {
-    const state = await unitNow(p.ssh, p.t.unitName).catch(() => undefined);
+    const state = await unitNow(p.ssh, p.t.unitName);
     if (!state || isRunning(state)) continue;
     const peer = await unitFailure(p.ssh, p.t, state, "the group was starting", seconds);
     if (!LOST_PEER.test(headline(peer))) return new Error(`${peer.message}\n  Node 0 stopped because of it: ${headline(e)}`);
@@ -225,19 +246,28 @@ export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessR
   let sawStart = false;
   let badGenerations = 0;
   let lastPid = 0;
+  // Set while the host cannot be observed; shown beside the phase, which it does not change.
+  let blind = "";
 
   const ready = await poll(
     {
-      status: () => phase,
+      status: () => (blind ? `${phase}; ${blind}` : phase),
       deadlineSeconds: r.timeouts.readySeconds,
       intervalMs: r.timeouts.pollMs,
       urn: r.urn,
       label: r.label,
-      onTimeout: () => new Error(`${r.label} on ${ssh.conn.host} was not serving the configuration within ${r.timeouts.readySeconds} s (timeouts.readySeconds); last phase: ${phase}${lastPid ? `, main pid ${lastPid}` : ""}. Check \`journalctl -u ${unit}\`.`),
+      onTimeout: () => new Error(`${r.label} on ${ssh.conn.host} was not serving the configuration within ${r.timeouts.readySeconds} s (timeouts.readySeconds); last phase: ${phase}${lastPid ? `, main pid ${lastPid}` : ""}${blind ? `; last read: ${blind}` : ""}. Check \`journalctl -u ${unit}\`.`),
     },
     async (elapsedS, leftS) => {
-      const out = splitSections((await ssh.run(script(), { timeoutMs: (Math.min(30, leftS) + PROBE_GRACE_SECONDS + 5) * 1000 })).stdout);
-      const state = liveUnit(parseSystemctlShow(out.show ?? ""));
+      const probe = await ssh.run(script(), { timeoutMs: (Math.min(30, leftS) + PROBE_GRACE_SECONDS + 5) * 1000 }).catch((e: Error) => e);
+      const out = probe instanceof Error ? {} : splitSections(probe.stdout);
+      const observed = probe instanceof Error || probe.code !== 0 ? undefined : observedUnit(out.show);
+      if (!observed) {
+        blind = unobserved(probe instanceof Error || probe.code !== 0 ? probe : new Error("incomplete output"));
+        return undefined;
+      }
+      blind = "";
+      const state = observed;
       if (state.activeState === "activating" || state.activeState === "active") sawStart = true;
       // The main process gone (even before systemd has marked the unit failed) is a death.
       const mainExited = lastPid > 0 && state.mainPid !== lastPid;
@@ -285,7 +315,11 @@ export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessR
       }
       // A generation may take a while on a cold server, but never past the deadline.
       const genSeconds = Math.max(1, Math.ceil(Math.min(60, leftS)));
-      const gen = await ssh.run(`curl -s -m ${genSeconds}${r.curlAuth} -H 'content-type: application/json' -d ${shellQuote(body)} ${shellQuote(`${r.serverUrl}/v1/chat/completions`)}`, { timeoutMs: (genSeconds + PROBE_GRACE_SECONDS) * 1000 });
+      const gen = await ssh.run(`curl -s -m ${genSeconds}${r.curlAuth} -H 'content-type: application/json' -d ${shellQuote(body)} ${shellQuote(`${r.serverUrl}/v1/chat/completions`)}`, { timeoutMs: (genSeconds + PROBE_GRACE_SECONDS) * 1000 }).catch((e: Error) => e);
+      if (gen instanceof Error || gen.code === 255) {
+        blind = unobserved(gen);
+        return undefined;
+      }
       let content = "";
       try {
         content = JSON.parse(gen.stdout).choices?.[0]?.message?.content ?? "";
@@ -310,9 +344,21 @@ export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessR
     const stableFrom = Date.now();
     phase = `ready; checking it stays up for ${r.safety.stableSeconds} s`;
     await poll(
-      { status: () => phase, deadlineSeconds: r.safety.stableSeconds + 60, intervalMs: r.timeouts.pollMs, urn: r.urn, label: r.label, onTimeout: () => new Error("stability check overran") },
+      {
+        status: () => (blind ? `${phase}; ${blind}` : phase),
+        deadlineSeconds: r.safety.stableSeconds + 60,
+        intervalMs: r.timeouts.pollMs,
+        urn: r.urn,
+        label: r.label,
+        onTimeout: () => new Error(`${r.label} on ${ssh.conn.host} served, but could not be seen to stay up for ${r.safety.stableSeconds} s (safety.stableSeconds): the host could not be observed for 60 s after it (${blind || "no complete read"})`),
+      },
       async () => {
         const state = await unitNow(ssh, r.unitName);
+        if (!state) {
+          blind = unobserved(new Error("systemctl show did not complete"));
+          return undefined;
+        }
+        blind = "";
         if (state.mainPid !== ready.mainPid || state.activeState === "failed" || state.activeState === "inactive") {
           throw await unitFailure(ssh, r, state, `the first ${r.safety.stableSeconds} s after becoming ready`, elapsed(started));
         }

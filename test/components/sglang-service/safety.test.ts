@@ -109,6 +109,34 @@ test("after the faults are gone, the same config deploys", async () => {
   assert.equal((await serving()).speculative_ddtree_budget, 16);
 });
 
+// Issue 18, sequence 5: an SSH hiccup while the weights load. The earlier version read the
+// failed probe (exit 255, no output) as "main PID 0, the server died", SIGKILLed the healthy
+// new server and rolled back. Observing is not deciding: the wait reads again.
+test("the host unreachable over SSH for a few seconds while the new configuration loads: up waits it out, and the new server serves, with no rollback", async () => {
+  hosts.configure(HOST, JSON.stringify({ loadSeconds: 12 }));
+  ws.setStackConfig("main", "speculative", spec("b4t4-w2048"));
+  ws.setStackConfig("main", "timeouts", { readySeconds: 60, pollMs: 250 });
+  let outage: Promise<void> | undefined;
+  let output = "";
+  try {
+    const up = await (await ws.stack("main")).up({
+      onOutput: (s) => {
+        output += s;
+        if (!outage && /loading weights/.test(s)) outage = hosts.sshOutage(host, 6);
+      },
+    });
+    assert.equal(up.summary.result, "succeeded");
+  } finally {
+    hosts.configure(HOST, JSON.stringify({ loadSeconds: 2 }));
+    ws.setStackConfig("main", "timeouts", { readySeconds: 20, pollMs: 250 });
+  }
+  assert.ok(outage, "the outage began while the weights loaded");
+  await outage;
+  assert.match(output, /could not observe the host \(ssh exit 255/);
+  assert.doesNotMatch(output, /FAILED|Rolled back|ROLLBACK/);
+  assert.equal((await serving()).speculative_ddtree_budget, 4);
+});
+
 // Issue 12, scenario 11: the GPUs free later than their deadline. The earlier version's
 // rollback waited for them with the same deadline and ended "ROLLBACK FAILED, HOST DOWN",
 // the unit inactive, although the memory was free seconds later.
