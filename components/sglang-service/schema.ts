@@ -214,8 +214,44 @@ export const deploymentSchema = deploymentShape
 
 type Issue = (path: (string | number)[], message: string) => void;
 
+/** SGLang flags whose value is a secret, and the setting that carries it safely (or none yet). */
+const SECRET_FLAGS: Record<string, string | null> = { "--api-key": "apiKey", "--admin-api-key": null, "--ssl-keyfile-password": null };
+/** Environment names that hold a secret by convention; HF_TOKEN has its own setting. */
+const SECRET_ENV = /(^|_)(TOKEN|API_KEY|SECRET|PASSWORD|ACCESS_KEY)$/;
+
+/**
+ * A secret written as a plain setting would sit in the unit file (readable on the host), in
+ * `preview` output, in the stack file and in state in clear: refused, naming the secret
+ * setting to use instead (secrets reach the host only through the restart's stdin, into 0600
+ * files).
+ */
+function plainSecrets(c: Partial<z.output<typeof deploymentShape>>, issue: Issue): void {
+  const model = typeof c.model === "object" && c.model !== null ? c.model : undefined;
+  (Array.isArray(model?.extraArgs) ? model.extraArgs : []).forEach((word, i) => {
+    if (typeof word !== "string") return;
+    const flag = Object.keys(SECRET_FLAGS).find((f) => word === f || word.startsWith(`${f}=`));
+    if (!flag) return;
+    const instead = SECRET_FLAGS[flag];
+    issue(
+      ["model", "extraArgs", i],
+      `model.extraArgs must not carry ${flag}: its value would be in the unit file, the stack file and state in clear. ` +
+        (instead ? `Set the secret ${instead} instead (npm run pulumi -- config set --secret ${instead} ...)` : `This tool has no secret setting for it yet; leave it out`),
+    );
+  });
+  const service = typeof c.service === "object" && c.service !== null ? c.service : undefined;
+  for (const name of Object.keys(service?.environment ?? {})) {
+    if (!SECRET_ENV.test(name)) continue;
+    issue(
+      ["service", "environment", name],
+      `service.environment.${name} looks like a secret: it would be in the unit file, the stack file and state in clear. ` +
+        (name === "HF_TOKEN" || name === "HUGGING_FACE_HUB_TOKEN" ? "Set the secret hfToken instead (npm run pulumi -- config set --secret hfToken ...)" : "This tool passes only hfToken and apiKey as secrets; leave it out"),
+    );
+  }
+}
+
 function crossFieldRules(c: Partial<z.output<typeof deploymentShape>>, ctx: z.RefinementCtx): void {
   const issue: Issue = (path, message) => ctx.addIssue({ code: "custom", path, message });
+  plainSecrets(c, issue);
   if (Array.isArray(c.nodes) && c.nodes.length > 0 && typeof c.model === "object" && c.model !== null && typeof c.model.tpSize === "number" && c.model.tpSize % (c.nodes.length + 1) !== 0) {
     issue(["model", "tpSize"], `model.tpSize (${c.model.tpSize}) must be divisible by the number of nodes (${c.nodes.length + 1}: host plus nodes)`);
   }

@@ -3,6 +3,7 @@
 // there, even for a stack that has never been deployed. Reads only.
 import { Connection, Ssh } from "./ssh";
 import { sha256, shellQuote, unitLineChanges, unitPath, unitStack } from "../render";
+import { redactSecrets } from "../parse";
 
 export interface NodeView {
   host: string;
@@ -22,6 +23,7 @@ export function describeHostChange(unitName: string, stack: string, view: NodeVi
   const owner = unitStack(view.live);
   const runs = `runs the unit of ${owner === stack ? "this stack" : owner ? `stack ${owner}` : "no dflash-sglang stack (written by hand?)"} (${sha256(view.live).slice(0, 12)})`;
   if (view.live === want) return `${where} ${runs}; \`up\` changes nothing there.`;
-  const changes = unitLineChanges(view.live, want);
+  // A unit written by hand may carry a secret (--api-key sk-...): masked, like journal lines.
+  const changes = unitLineChanges(view.live, want).map(redactSecrets);
   return `${where} ${runs}; \`up\` replaces it with stack ${stack}'s unit (${sha256(want).slice(0, 12)}), changing ${changes.length} line${changes.length === 1 ? "" : "s"}:\n${changes.map((l) => `    ${l}`).join("\n")}`;
 }

@@ -284,6 +284,13 @@ export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessR
       }
       const pids = listenerPids(out.listen ?? "", r.port);
       const answer = parseCurlWithStatus(out.info ?? "");
+      // An answer that can never turn good is not "still loading": the server refuses the key.
+      if ((answer.status === 401 || answer.status === 403) && pids.includes(state.mainPid)) {
+        throw new Error(
+          `${r.label} on ${ssh.conn.host} serves, but refuses the tool's probes (${answer.status} on ${infoPath}): it demands ${r.curlAuth ? "an API key other than" : "an API key, and the stack sets none in"} the secret apiKey. ` +
+            "Set the server's key only through apiKey (npm run pulumi -- config set --secret apiKey ...), never in model.extraArgs, service.environment or the host's SGLang defaults",
+        );
+      }
       if (answer.status === 404 && pids.includes(state.mainPid)) {
         if (infoPath === "/get_server_info") throw new Error(`${r.label} on ${ssh.conn.host} serves, but answers 404 on both /server_info and /get_server_info, so the tool cannot check that it runs the deployed arguments. Is this SGLang?`);
         infoPath = "/get_server_info";

@@ -437,7 +437,7 @@ const FIELDS: { key: string; what: string; set: (raw: Raw, v: string) => void; a
   { key: "model.path", what: "model.path", absolute: true, set: (r, v) => (r.model.path = v) },
   { key: "model.drafterPath", what: "model.drafterPath", absolute: true, set: (r, v) => (r.model.drafterPath = v) },
   { key: "model.servedModelName", what: "model.servedModelName", set: (r, v) => (r.model.servedModelName = v), refused: { when: (v) => v.startsWith("-"), message: /model\.servedModelName must not begin with "-"/ } },
-  { key: "model.extraArgs.1", what: "model.extraArgs entry", set: (r, v) => (r.model.extraArgs = ["--api-key", v]) },
+  { key: "model.extraArgs.1", what: "model.extraArgs entry", set: (r, v) => (r.model.extraArgs = ["--chunked-prefill-size", v]) },
   { key: "service.python", what: "service.python", absolute: true, set: (r, v) => (r.service.python = v) },
   { key: "service.workingDirectory", what: "service.workingDirectory", absolute: true, set: (r, v) => (r.service.workingDirectory = v) },
   {
@@ -446,7 +446,7 @@ const FIELDS: { key: string; what: string; set: (raw: Raw, v: string) => void; a
     set: (r, v) => (r.service.listenAddress = v),
     refused: { when: (v) => v.startsWith("-") || !/^[A-Za-z0-9._:%[\]-]+$/.test(v), message: /service\.listenAddress must (not begin with "-"|be a host name or an IP address)/ },
   },
-  { key: "service.environment.HF_TOKEN", what: "service.environment value", set: (r, v) => (r.service.environment = { HF_TOKEN: v }) },
+  { key: "service.environment.SGLANG_LOG_DIR", what: "service.environment value", set: (r, v) => (r.service.environment = { SGLANG_LOG_DIR: v }) },
 ];
 
 function rawWithField(field: (typeof FIELDS)[number], value: string): Raw {
@@ -528,8 +528,8 @@ test("property: shellQuote output, run by sh, prints the original string", () =>
 // special meaning"), so doubling `$` there hands the server `$$`.
 test("Environment= values reach the server unchanged", () => {
   for (const value of ["pa$$word", "a$b", "50%", 'say "hi"', "C:\\path"]) {
-    const unit = renderUnit(deployment({ speculative: DDTREE_WINDOWED, service: { environment: { HF_TOKEN: value } } }), { stack: "s" });
-    assert.equal(unitEnvironment(unit).HF_TOKEN, value, directive(unit, "Environment").join(" "));
+    const unit = renderUnit(deployment({ speculative: DDTREE_WINDOWED, service: { environment: { SGLANG_LOG_DIR: value } } }), { stack: "s" });
+    assert.equal(unitEnvironment(unit).SGLANG_LOG_DIR, value, directive(unit, "Environment").join(" "));
   }
 });
 
@@ -605,4 +605,7 @@ test("describeHostChange names the stack whose unit the host runs and the flags 
   assert.match(describeHostChange("sglang-k26", "b16t4-w2048", { host: "h", live: want }, want, ""), /runs the unit of this stack \([0-9a-f]{12}\); `up` changes nothing there\.$/);
   assert.match(describeHostChange("sglang-k26", "b16t4-w2048", { host: "h", live: null }, want, " (node 1)"), /^sglang-k26 on h \(node 1\): not installed yet/);
   assert.match(describeHostChange("sglang-k26", "s", { host: "h", live: "[Service]\nExecStart=/bin/true\n" }, want, ""), /runs the unit of no dflash-sglang stack \(written by hand\?\)/);
+  const byHand = describeHostChange("sglang-k26", "s", { host: "h", live: "[Service]\nExecStart=/usr/bin/python3 -m sglang.launch_server --api-key sk-by-hand\nEnvironment=HF_TOKEN=hf_abcdefghijklmn\n" }, want, "");
+  assert.match(byHand, /- ExecStart=\/usr\/bin\/python3 -m sglang\.launch_server --api-key <redacted>/);
+  assert.doesNotMatch(byHand, /sk-by-hand|hf_abcdefghijklmn/);
 });

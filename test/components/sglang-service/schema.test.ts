@@ -373,3 +373,16 @@ test("values that reach a command line cannot begin with '-': host.user, host.ad
   // Still accepted: names, IPv4, IPv6.
   for (const address of ["gpu-01.lab", "10.0.0.5", "fe80::1%eth0", "::1"]) parseDeployment({ ...raw, host: { ...raw.host, address } }, STACK);
 });
+
+// A secret as a plain setting would be in the unit, the stack file and state in clear.
+test("a secret in model.extraArgs or service.environment is refused, naming the secret setting to use instead", () => {
+  const raw = validRaw();
+  raw.model = { ...raw.model, extraArgs: ["--cuda-graph-max-bs", "8", "--api-key", "sk-1", "--admin-api-key=adm"] };
+  raw.service = { ...(raw.service ?? {}), environment: { HF_TOKEN: "hf_x", WANDB_API_KEY: "w", SGLANG_LOG_LEVEL: "info" } };
+  assert.deepEqual(problemLines(raw), [
+    "  - dflash-sglang:model.extraArgs.2: model.extraArgs must not carry --api-key: its value would be in the unit file, the stack file and state in clear. Set the secret apiKey instead (npm run pulumi -- config set --secret apiKey ...)",
+    "  - dflash-sglang:model.extraArgs.4: model.extraArgs must not carry --admin-api-key: its value would be in the unit file, the stack file and state in clear. This tool has no secret setting for it yet; leave it out",
+    "  - dflash-sglang:service.environment.HF_TOKEN: service.environment.HF_TOKEN looks like a secret: it would be in the unit file, the stack file and state in clear. Set the secret hfToken instead (npm run pulumi -- config set --secret hfToken ...)",
+    "  - dflash-sglang:service.environment.WANDB_API_KEY: service.environment.WANDB_API_KEY looks like a secret: it would be in the unit file, the stack file and state in clear. This tool passes only hfToken and apiKey as secrets; leave it out",
+  ]);
+});
