@@ -58,16 +58,28 @@ function stackConfig(): ((key: string) => string | undefined) | undefined {
   return c && ((key: string) => c.get(key));
 }
 
+/**
+ * Pure: whether the program found a node running something else than this stack's unit
+ * (`hostRuns`, observe.ts): then `up` must put this stack's configuration back, as `preview`
+ * said, even though no input changed. Compared with nothing in state: once the node runs this
+ * stack's unit again, the next `up` changes nothing.
+ */
+export function hostTakenOver(news: { hostRuns?: unknown }): boolean {
+  // observe.ts RUNS_THIS_UNIT, written out: the provider captures strings, not project modules.
+  return Array.isArray(news.hostRuns) && news.hostRuns.some((r) => r !== "this stack's unit");
+}
+
 function makeProvider(): pulumi.dynamic.ResourceProvider {
   const load = loadHandlers;
   const changes = changedKeys;
+  const takenOver = hostTakenOver;
   return {
     configure: keepStackConfig,
     // Diff runs on every `up` and `preview`: it is plain code here, so it does not load
     // (and compile) the handlers, which only create/update/read need.
     async diff(_id: string, olds: any, news: any) {
       const changed = changes(olds, news, READY_CHANGES);
-      return { changes: changed.length > 0, replaces: [], deleteBeforeReplace: false };
+      return { changes: changed.length > 0 || takenOver(news), replaces: [], deleteBeforeReplace: false };
     },
     async create(inputs: any) {
       const outs = await load().applyReady(inputs);

@@ -16,7 +16,7 @@ import { expectedServerArgs, gpusPerNode, helperScripts, launchArgs, launchFlags
 import { renderStageRemoval, renderStageScript, renderTransaction, secretFileOrder, transactionInput, transactionPath } from "./script";
 import type { StackSecrets } from "./config";
 import { PROVIDER_VERSION, Presence, Ready } from "./provider";
-import { describeHostChange, readLiveUnit } from "./remote/observe";
+import { describeHostChange, hostRunsOf, readLiveUnit } from "./remote/observe";
 
 export interface SglangServiceArgs {
   /** The validated configuration (see schema.ts: parseDeployment). */
@@ -105,14 +105,17 @@ export class SglangService extends pulumi.ComponentResource {
     // (even for a stack never deployed). The read runs alongside staging (which writes only
     // this stack's own folder), so a no-op `up` does not wait for an extra SSH handshake;
     // the restart waits for it.
-    const hostView = pulumi.all(planned.map((n) => n.conn)).apply(async (conns) => {
-      // A host that cannot be read (unreachable, or not the pinned host key) stops the run
-      // here, before anything has changed what a host runs.
-      const lines = await Promise.all(conns.map(async (c, k) => describeHostChange(d.service.unitName, stack, await readLiveUnit(c, d.service.unitName), planned[k].unitText, k === 0 ? "" : ` (node ${k})`)));
-      const text = lines.join("\n");
+    // A host that cannot be read (unreachable, or not the pinned host key) stops the run
+    // here, before anything has changed what a host runs.
+    const hostReads = pulumi.all(planned.map((n) => n.conn)).apply((conns) => Promise.all(conns.map((c) => readLiveUnit(c, d.service.unitName))));
+    const hostView = hostReads.apply(async (views) => {
+      const text = views.map((v, k) => describeHostChange(d.service.unitName, stack, v, planned[k].unitText, k === 0 ? "" : ` (node ${k})`)).join("\n");
       await pulumi.log.info(text, this);
       return text;
     });
+    // What `up` must do follows what preview said: a node that runs anything but this
+    // stack's unit makes the readiness resource prove (and restart) it there.
+    const hostRuns = hostReads.apply((views) => views.map((v, k) => hostRunsOf(v, planned[k].unitText)));
 
     const nodes = planned.map((n) => {
       const transaction = renderTransaction(transactionInput(d, stack, n.label, n.rank, n.host.address, presence));
@@ -197,6 +200,7 @@ export class SglangService extends pulumi.ComponentResource {
           ),
         ),
         secretStdin: stdin,
+        hostRuns,
         providerVersion: PROVIDER_VERSION,
       },
       // Earlier versions of this tool named this resource `<name>-rollout` (and did the

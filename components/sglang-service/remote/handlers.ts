@@ -28,6 +28,12 @@ export interface ReadyInputs {
   nodes: ReadyNode[];
   /** The restart's stdin (secret files), for a restart this resource has to run again. */
   secretStdin: string;
+  /**
+   * What each node ran when the program read it (observe.ts hostRunsOf): anything but this
+   * stack's unit makes `up` update this resource, which restarts the node onto it. Optional:
+   * state written by earlier versions lacks it.
+   */
+  hostRuns?: string[];
   providerVersion: string;
 }
 

@@ -16,6 +16,22 @@ export async function readLiveUnit(conn: Connection, unitName: string): Promise<
   return { host: conn.host, live: r.code === 0 ? r.stdout : null };
 }
 
+/** What hostRuns says of a node that runs this stack's unit (the one `up` installs). */
+export const RUNS_THIS_UNIT = "this stack's unit";
+
+/**
+ * Pure: what a node runs, as the readiness resource's `hostRuns` input: RUNS_THIS_UNIT, or
+ * what else is there. Any other value makes `up` prove this stack's configuration on the
+ * node (restarting it there first): a stack is declarative, so an unchanged stack whose host
+ * another stack (or a hand) took over is put back, as `preview` says it will be.
+ */
+export function hostRunsOf(view: NodeView, want: string): string {
+  if (view.live === want) return RUNS_THIS_UNIT;
+  if (view.live === null) return "no unit";
+  const owner = unitStack(view.live);
+  return `${owner ? `stack ${owner}'s unit` : "a unit of no stack"} (${sha256(view.live).slice(0, 12)})`;
+}
+
 /** One paragraph per node: what it runs and which lines this stack's unit changes. */
 export function describeHostChange(unitName: string, stack: string, view: NodeView, want: string, node: string): string {
   const where = `${unitName} on ${view.host}${node}`;
