@@ -4,7 +4,7 @@
 import { Connection, Ssh } from "./ssh";
 import { NodeStep, ReadinessResult, Target, waitReadyGroup } from "./steps";
 import { progress } from "./progress";
-import { shellQuote, STATE_DIR, unitPath } from "../render";
+import { secretPaths, shellQuote, STATE_DIR, unitPath } from "../render";
 import { RUN_DIR } from "../script";
 import { exitWithEngine } from "./engine-watch";
 import { ConfiguredNodes, NodeConnection, nodesFromConfig } from "../config";
@@ -203,7 +203,12 @@ async function rollback(nodes: NodeStep[], i: ReadyInputs): Promise<string> {
     // The previous configuration listens where it did: on its own port, which a change of
     // service.port moved the target away from.
     const port = typeof note.expectedArgs.port === "number" ? note.expectedArgs.port : undefined;
-    const on = (t: Target): Target => (port === undefined || port === t.port ? t : { ...t, port, serverUrl: t.serverUrl.replace(/:\d+$/, `:${port}`) });
+    // ...and with the secrets it ran with, which the rollback put back: its key, or none,
+    // whatever the failed configuration had (a key removed, added or rotated).
+    const headers = secretPaths(t.unitName).curlHeaders;
+    const keyed = (await nodes[0].ssh.run(`test -f ${shellQuote(headers)}`)).code === 0;
+    const curlAuth = keyed ? ` -H @${headers}` : "";
+    const on = (t: Target): Target => ({ ...t, curlAuth, ...(port === undefined || port === t.port ? {} : { port, serverUrl: t.serverUrl.replace(/:\d+$/, `:${port}`) }) });
     const labelled = nodes.map((n) => ({ ...n, t: { ...on(n.t), label: `${n.t.label} rollback to stack ${note.stack}` } }));
     const ready = await waitReadyGroup(labelled, { expectedArgs: note.expectedArgs, modelName: note.modelName });
     return `Rolled back: the previous configuration (stack ${note.stack}, unit ${good}) is back and serving on ${where} (pid ${ready.mainPid}, ${Math.round((Date.now() - started) / 100) / 10} s to restore).`;

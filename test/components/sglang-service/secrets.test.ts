@@ -92,6 +92,40 @@ test("a second stack's up while the first is mid-rollout changes nothing the fir
   await second.destroy();
 });
 
+// Issue 18, sequence 1: the API key removed, or rotated, in the same change as a budget whose
+// new configuration dies of CUDA OOM. The rollback started the previous unit, whose --config
+// named the secret file the new configuration had deleted (ROLLBACK FAILED, host down), or
+// brought it back with the new key. The known-good record now keeps the secrets it ran with.
+for (const change of ["removed", "rotated"] as const) {
+  test(`the API key ${change} with a new budget whose server dies of CUDA OOM: the previous configuration comes back with its own key, and no copy of a secret is left`, async () => {
+    const stack = await ws.stack("main");
+    const keyA = `sk-a-${process.pid}`;
+    const keyC = `sk-c-${process.pid}`;
+    if (change === "removed") await stack.removeConfig("dflash-sglang:apiKey");
+    else await stack.setConfig("dflash-sglang:apiKey", { value: keyC, secret: true });
+    ws.setStackConfig("main", "speculative", readRepoStackConfig("b12t6-w2048")["dflash-sglang:speculative"]);
+    hosts.fault(HOST, JSON.stringify({ crashDuringLoad: "oom", match: { speculative_ddtree_budget: 12 } }));
+    let message = "";
+    try {
+      await stack.up().then(
+        () => assert.fail("up succeeded, but the new configuration was to die of OOM"),
+        (e: Error) => (message = e.message),
+      );
+    } finally {
+      hosts.fault(HOST, "{}");
+      await stack.setConfig("dflash-sglang:apiKey", { value: keyA, secret: true });
+      ws.setStackConfig("main", "speculative", readRepoStackConfig("b16t4-w2048")["dflash-sglang:speculative"]);
+    }
+    assert.match(message, /CUDA out of memory/);
+    assert.match(message, /Rolled back: the previous configuration \(stack main, unit [0-9a-f]{12}\) is back and serving/);
+    assert.doesNotMatch(message, /ROLLBACK FAILED|HOST DOWN/);
+    assert.equal(await status(keyA), "200", "the previous configuration serves with its own key");
+    assert.equal(await status(keyC), "401");
+    assert.equal(JSON.parse(await sh(`curl -s -H 'Authorization: Bearer ${keyA}' http://${host.address}:${host.sglangPort}/server_info`)).speculative_ddtree_budget, 16);
+    assert.equal(await sh(`ls /etc/dflash-sglang/ | grep -c 'dflash-new' || true`), "0", "no copy of a secret left beside the live ones");
+  });
+}
+
 test("destroy drains what is in flight, stops the server and leaves nothing of the stack on the host; a second destroy changes nothing", async () => {
   const stack = await ws.stack("main");
   // ~180 tok/s: a 1500-token stream is still running when the drain starts.

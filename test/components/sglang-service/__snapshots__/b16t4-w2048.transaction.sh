@@ -202,6 +202,31 @@ install_secrets() {
   mv -f /etc/dflash-sglang/sglang-k26.curl-headers.dflash-new /etc/dflash-sglang/sglang-k26.curl-headers || return 1
   rm -f /etc/dflash-sglang/sglang-k26.env
 }
+# What read_secrets left that was not installed (a restart that failed or changed nothing):
+# no copy of a secret stays behind.
+drop_new_secrets() { rm -f /etc/dflash-sglang/sglang-k26.secrets.yaml.dflash-new /etc/dflash-sglang/sglang-k26.curl-headers.dflash-new /etc/dflash-sglang/sglang-k26.env.dflash-new; }
+
+# The secret files the known-good configuration ran with, kept with its unit (a 0700 folder
+# of 0600 files): a rollback brings the whole configuration back, with its own secrets, not
+# the unit with whatever secrets the failed configuration left (a key it removed or rotated).
+save_known_good_secrets() {
+  local keep="$state/last-good.secrets" f
+  rm -rf "$keep.dflash-tmp" && (umask 077; mkdir -p "$keep.dflash-tmp") || return 1
+  for f in /etc/dflash-sglang/sglang-k26.secrets.yaml /etc/dflash-sglang/sglang-k26.curl-headers /etc/dflash-sglang/sglang-k26.env; do
+    [ ! -f "$f" ] || (umask 077; cp -f "$f" "$keep.dflash-tmp/${f##*/}") || return 1
+  done
+  rm -rf "$keep" && mv "$keep.dflash-tmp" "$keep"
+}
+restore_known_good_secrets() {
+  local keep="$state/last-good.secrets" f
+  # A record made by a version that kept no secrets with it: the live ones stay.
+  [ -d "$keep" ] || return 0
+  mkdir -p "$secrets_dir" && chmod 0700 "$secrets_dir" || return 1
+  for f in /etc/dflash-sglang/sglang-k26.secrets.yaml /etc/dflash-sglang/sglang-k26.curl-headers /etc/dflash-sglang/sglang-k26.env; do
+    if [ -f "$keep/${f##*/}" ]; then (umask 077; cp -f "$keep/${f##*/}" "$f.dflash-tmp") && mv -f "$f.dflash-tmp" "$f" || return 1
+    else rm -f "$f"; fi
+  done
+}
 
 # "stack S, unit H" of the last configuration that passed readiness.
 known_good() { echo "stack $(sed -nE 's/.*"stack":"([^"]*)".*/\1/p' "$state/last-good.json" 2>/dev/null), unit $(hash_of "$state/last-good.service" | cut -c1-12)"; }
@@ -221,6 +246,16 @@ carry_known_good() {
   sed -e "s#^Description=SGLang $re (#Description=SGLang $1 (#" -e "s#^SyslogIdentifier=$re\$#SyslogIdentifier=$1#" -e "s#$secrets_dir/$re[.]#$secrets_dir/$1.#g" "$state/last-good.service" > "$to/last-good.service.dflash-tmp" &&
     sed -e "s#$secrets_dir/$re[.]#$secrets_dir/$1.#g" "$state/last-good.json" > "$to/last-good.json.dflash-tmp" &&
     mv -f "$to/last-good.service.dflash-tmp" "$to/last-good.service" && mv -f "$to/last-good.json.dflash-tmp" "$to/last-good.json" || return 1
+  # Its secret files too, under the new name (<unit>.secrets.yaml -> <new>.secrets.yaml, ...).
+  if [ -d "$state/last-good.secrets" ]; then
+    local f
+    rm -rf "$to/last-good.secrets" && (umask 077; mkdir -p "$to/last-good.secrets") || return 1
+    for f in "$state/last-good.secrets"/*; do
+      [ -e "$f" ] || continue
+      f=${f##*/}
+      (umask 077; cp -f "$state/last-good.secrets/$f" "$to/last-good.secrets/$1.${f#"${unit%.service}".}") || return 1
+    done
+  fi
   echo "kept the previous configuration ($(known_good)) as the known-good of $1, the unit's new name: a new configuration that fails rolls back to it"
 }
 
@@ -236,6 +271,7 @@ restore_known_good() {
   say "restoring the previous configuration"
   systemctl kill --signal=SIGKILL "$unit" 2>/dev/null
   systemctl stop "$unit" 2>/dev/null
+  restore_known_good_secrets || { echo "ROLLBACK FAILED, HOST DOWN: could not put back the secret files of the previous configuration of ${unit%.service} on $host (in $state/last-good.secrets)."; return 2; }
   # GPUs found busy past their deadline already: do not wait for them a second time.
   if [ "$gpus_busy" = 1 ] || ! wait_gpus; then recover_when_free; return 3; fi
   install_start "$state/last-good.service"
@@ -252,6 +288,7 @@ restart)
   lock
   say "holding $host's lock (on the host: if this connection drops, the restart goes on here under the lock, and the next \`pulumi up\` proves what it left)"
   before_pid=$(show MainPID)
+  trap drop_new_secrets EXIT
   read_secrets || { echo "FAILED: could not read the secret files of $unit from stdin; nothing was stopped." >&2; exit 1; }
   if [ "${3:-}" != force ] && [ "$(hash_of "$live")" = "$want" ] && running && ! secrets_changed; then
     # Already live with these secrets (e.g. a retry, or an upgrade of this tool): nothing to
@@ -295,7 +332,8 @@ rollback)
 good)
   lock
   cp "$live" "$state/last-good.service.dflash-tmp" && mv -f "$state/last-good.service.dflash-tmp" "$state/last-good.service" &&
-    cat > "$state/last-good.json.dflash-tmp" && mv -f "$state/last-good.json.dflash-tmp" "$state/last-good.json" || exit 1
+    cat > "$state/last-good.json.dflash-tmp" && mv -f "$state/last-good.json.dflash-tmp" "$state/last-good.json" &&
+    save_known_good_secrets || exit 1
   end_rollout
   ;;
 release)
@@ -330,7 +368,8 @@ remove)
     carry_known_good "$carry"
   fi
   rm -f "$live" /etc/dflash-sglang/sglang-k26.secrets.yaml /etc/dflash-sglang/sglang-k26.curl-headers /etc/dflash-sglang/sglang-k26.env
-  [ "$keep" = yes ] || rm -rf "$state/last-good.service" "$state/last-good.json" "$state/rollbacks"
+  drop_new_secrets
+  [ "$keep" = yes ] || rm -rf "$state/last-good.service" "$state/last-good.json" "$state/last-good.secrets" "$state/rollbacks"
   rmdir /etc/dflash-sglang 2>/dev/null
   systemctl daemon-reload
   systemctl reset-failed "$unit" 2>/dev/null
