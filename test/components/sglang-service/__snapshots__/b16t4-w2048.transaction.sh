@@ -278,13 +278,15 @@ restore_known_good() {
 }
 
 main() {
+# Once started, every step finishes even if `pulumi` (and so our SSH session) goes away: no
+# step dies on its next line of output, or on the hang-up, half-way (a rollback that has
+# stopped the new server, a remove that has stopped the old one). The next `up` or
+# `refresh` reads what it left.
+trap '' PIPE HUP
 case "${1:-}" in
 restart)
   want=${2:?usage: restart HASH}
   [ "$(hash_of "$stage/unit.service")" = "$want" ] || { echo "FAILED: the unit staged for stack $stack is not $want (restaged by another run of this stack?); nothing was changed. Run \`pulumi up\` again." >&2; exit 1; }
-  # Once started, the transaction finishes even if `pulumi up` (and so our SSH session)
-  # goes away: a host is never left stopped half-way. The next `up` proves the result.
-  trap '' PIPE HUP
   lock
   say "holding $host's lock (on the host: if this connection drops, the restart goes on here under the lock, and the next \`pulumi up\` proves what it left)"
   before_pid=$(show MainPID)
