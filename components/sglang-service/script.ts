@@ -65,25 +65,22 @@ export interface StageInput {
   tpSize: number;
 }
 
+/** What preflight checks on a node: the one that will run this configuration. */
+export type PreflightInput = Pick<StageInput, "label" | "host" | "stack" | "unitName" | "python" | "flags" | "paths" | "tpSize">;
+
 /**
- * Preflight (reads only), then the unit, the transaction and the helpers written to this
- * stack's folder (the transaction installs the helpers, under the host's lock) and the unit checked by systemd-analyze. Fails before writing anything
- * if the host cannot run the configuration.
+ * Pure: the preflight lines (reads only): the host's SGLang accepts every flag, the paths
+ * exist, the node has the GPUs. Exits 1, naming every problem, if the host cannot run the
+ * configuration. Shared by the staging script and the stand-alone preflight.
  */
-export function renderStageScript(s: StageInput): string {
-  const dir = stageDir(s.unitName, s.stack);
-  const verify = `${dir}/verify`;
+function preflightLines(s: PreflightInput): string[] {
   const flagChecks = s.flags.map((f) => {
     const alias = HIDDEN_FLAG_ALIASES[f];
     return alias ? `check_flag ${shellQuote(f)} ${shellQuote(alias)}` : `check_flag ${shellQuote(f)}`;
   });
   return [
-    "#!/bin/bash",
-    `# dflash-sglang: stage ${s.unitName} for stack ${s.stack} on ${s.host}. Rendered by components/sglang-service/script.ts.`,
-    "set -uo pipefail",
     "problems=()",
     `python=${shellQuote(s.python)}`,
-    "# 1. Preflight: the host can run this configuration. Reads only.",
     'if help=$("$python" -m sglang.launch_server --help 2>&1); then',
     "  listed=$(printf '%s\\n' \"$help\" | grep -oE -- '--[A-Za-z0-9][A-Za-z0-9-]*' | sort -u)",
     "  unknown=()",
@@ -116,6 +113,40 @@ export function renderStageScript(s: StageInput): string {
     "  printf '  - %s\\n' \"${problems[@]}\" >&2",
     "  exit 1",
     "fi",
+  ];
+}
+
+/**
+ * Check before you stop: the preflight alone (reads only), run on the node that will run
+ * the configuration before anything of the stack's current unit is touched, also where the
+ * unit moves (service.unitName, host.address or host.port changed: the old unit's teardown
+ * comes next). A host that cannot run the new configuration keeps serving the old one.
+ */
+export function renderPreflightScript(s: PreflightInput): string {
+  return [
+    "#!/bin/bash",
+    `# dflash-sglang: preflight of ${s.unitName} for stack ${s.stack} on ${s.host} (reads only). Rendered by components/sglang-service/script.ts.`,
+    "set -uo pipefail",
+    ...preflightLines(s),
+    `echo ${shellQuote(`preflight passed for ${s.label} on ${s.host}`)}`,
+    "",
+  ].join("\n");
+}
+
+/**
+ * Preflight (reads only), then the unit, the transaction and the helpers written to this
+ * stack's folder (the transaction installs the helpers, under the host's lock) and the unit checked by systemd-analyze. Fails before writing anything
+ * if the host cannot run the configuration.
+ */
+export function renderStageScript(s: StageInput): string {
+  const dir = stageDir(s.unitName, s.stack);
+  const verify = `${dir}/verify`;
+  return [
+    "#!/bin/bash",
+    `# dflash-sglang: stage ${s.unitName} for stack ${s.stack} on ${s.host}. Rendered by components/sglang-service/script.ts.`,
+    "set -uo pipefail",
+    "# 1. Preflight: the host can run this configuration. Reads only.",
+    ...preflightLines(s),
     "# 2. Stage: this stack's folder only; the live unit is not touched.",
     "set -e",
     `mkdir -p ${shellQuote(`${dir}/helpers`)} ${shellQuote(verify)}`,

@@ -13,7 +13,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as command from "@pulumi/command";
 import { Deployment } from "./schema";
 import { expectedServerArgs, gpusPerNode, helperScripts, launchArgs, launchFlags, localServerUrl, renderUnit, secretPaths, SecretPresence, sha256, shellQuote } from "./render";
-import { renderStageRemoval, renderStageScript, renderTransaction, secretFileOrder, transactionInput, transactionPath } from "./script";
+import { renderPreflightScript, renderStageRemoval, renderStageScript, renderTransaction, secretFileOrder, transactionInput, transactionPath } from "./script";
 import type { StackSecrets } from "./config";
 import { PROVIDER_VERSION, Presence, Ready } from "./provider";
 import { describeHostChange, hostRunsOf, readLiveUnit } from "./remote/observe";
@@ -120,6 +120,15 @@ export class SglangService extends pulumi.ComponentResource {
     const nodes = planned.map((n) => {
       const transaction = renderTransaction(transactionInput(d, stack, n.label, n.rank, n.host.address, presence));
       const connection = commandConnection(n.key, n.host);
+      const checked = { label: n.label, host: n.host.address, stack, unitName: d.service.unitName, python: d.service.python, flags: launchFlags(d, presence), paths, tpSize: gpusPerNode(d) };
+      // Check before you stop: the new configuration's preflight runs on its node (reads
+      // only) before this stack's presence below, whose replacement (a unit that moves)
+      // tears the old unit down first. A host that cannot run it keeps the old server.
+      const preflight = new command.remote.Command(
+        `${name}-preflight${n.suffix}`,
+        { connection, create: `bash -s # preflight ${d.service.unitName} for stack ${stack}`, stdin: renderPreflightScript(checked), addPreviousOutputInEnv: false },
+        { parent: this, additionalSecretOutputs: ["connection"] },
+      );
       // This stack on the node: created first, deleted last; its delete is the teardown.
       // A change of where the unit lives (address, port, unit name) replaces it old-first:
       // the old unit is drained, stopped and removed through the old address before the
@@ -141,9 +150,9 @@ export class SglangService extends pulumi.ComponentResource {
           urn: childUrn(COMPONENT_TYPE, `${name}-host${n.suffix}`),
           providerVersion: PROVIDER_VERSION,
         },
-        { parent: this },
+        { parent: this, dependsOn: [preflight] },
       );
-      const stageScript = renderStageScript({ label: n.label, host: n.host.address, stack, unitName: d.service.unitName, unitText: n.unitText, transaction, helpers: helperScripts(), python: d.service.python, flags: launchFlags(d, presence), paths, tpSize: gpusPerNode(d) });
+      const stageScript = renderStageScript({ ...checked, unitText: n.unitText, transaction, helpers: helperScripts() });
       // apply: preflight, then stage in this stack's folder (the live unit is not touched).
       // Its stdin is the staging script (so `preview --diff` shows the unit's changed lines).
       const staged = new command.remote.Command(

@@ -75,7 +75,7 @@ test("first deploy: the rendered unit is installed, active means serving, output
 test("a no-op up changes nothing and does not restart the server", async () => {
   const pid = await mainPid();
   const up = await (await ws.stack("b8t4-w2048")).up();
-  assert.deepEqual(up.summary.resourceChanges, { same: 8 }, "every resource unchanged");
+  assert.deepEqual(up.summary.resourceChanges, { same: 9 }, "every resource unchanged");
   assert.equal(await mainPid(), pid);
 });
 
@@ -141,7 +141,7 @@ test("another stack took the host: preview of this unchanged stack says up puts 
     assert.match(await sh(`grep '^X-DFlash-Stack=' /etc/systemd/system/${UNIT}.service`), /=b8t4-w2048$/);
     const pid = await mainPid();
     const again = await stack.up();
-    assert.deepEqual(again.summary.resourceChanges, { same: 8 }, "back on its own unit, nothing to do");
+    assert.deepEqual(again.summary.resourceChanges, { same: 9 }, "back on its own unit, nothing to do");
     assert.equal(await mainPid(), pid);
   } finally {
     // Only from the workspace's state: what it deployed was replaced above.

@@ -9,7 +9,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { parseDeployment } from "../../../components/sglang-service/schema";
 import { helperScripts, launchFlags, renderUnit } from "../../../components/sglang-service/render";
-import { renderStageRemoval, renderStageScript, renderTransaction, stageDir, transactionInput } from "../../../components/sglang-service/script";
+import { renderPreflightScript, renderStageRemoval, renderStageScript, renderTransaction, stageDir, transactionInput } from "../../../components/sglang-service/script";
 import { testStackConfig } from "./stackConfig";
 
 const SNAPSHOT = path.join(__dirname, "__snapshots__", "b16t4-w2048.transaction.sh");
@@ -144,15 +144,21 @@ test("preflight: a hidden deprecated alias passes with a note when its flag is l
   try {
     fs.writeFileSync(path.join(dir, "python"), `#!/bin/bash\n[ "$*" = "-m sglang.launch_server --help" ] && echo ${JSON.stringify(help)}\n`, { mode: 0o755 });
     fs.writeFileSync(path.join(dir, "nvidia-smi"), "#!/bin/bash\nprintf '0, 0, 81559\\n1, 0, 81559\\n'\n", { mode: 0o755 });
-    const stage = renderStageScript({ label: "u (stack s)", host: "127.0.0.10", stack, unitName: "u", unitText: "[Unit]\n", transaction, helpers: {}, python: path.join(dir, "python"), flags: ["--tp-size", "--speculative-dflash-draft-window-size", "--speculative-ddtree-budget"], paths: [{ what: "model.path", path: path.join(dir, "no-such-model") }], tpSize: 2 });
-    const r = spawnSync("bash", ["-s"], { input: stage, encoding: "utf8", env: { ...process.env, PATH: `${dir}:${process.env.PATH}` } });
-    assert.equal(r.status, 1, r.stdout + r.stderr);
-    assert.match(r.stdout, /note: --speculative-dflash-draft-window-size is a deprecated spelling of --speculative-draft-window-size that SGLang accepts but hides from --help/);
-    assert.match(r.stderr, /^Preflight failed for u \(stack s\) on 127\.0\.0\.10; nothing was stopped or changed, the current server is untouched:$/m);
-    assert.match(r.stderr, /^ {2}- the installed SGLang does not accept --speculative-ddtree-budget \(checked against its --help\)/m);
-    assert.match(r.stderr, /^ {2}- model\.path \/.*\/no-such-model does not exist on the host\.$/m);
-    assert.doesNotMatch(r.stderr, /--tp-size|GPUs/);
-    assert.equal(fs.existsSync(stageDir("u", stack)), false, "nothing staged");
+    const checked = { label: "u (stack s)", host: "127.0.0.10", stack, unitName: "u", python: path.join(dir, "python"), flags: ["--tp-size", "--speculative-dflash-draft-window-size", "--speculative-ddtree-budget"], paths: [{ what: "model.path", path: path.join(dir, "no-such-model") }], tpSize: 2 };
+    // The staging script's first part, and the stand-alone preflight run before a move's teardown: the same checks.
+    for (const script of [renderStageScript({ ...checked, unitText: "[Unit]\n", transaction, helpers: {} }), renderPreflightScript(checked)]) {
+      const r = spawnSync("bash", ["-s"], { input: script, encoding: "utf8", env: { ...process.env, PATH: `${dir}:${process.env.PATH}` } });
+      assert.equal(r.status, 1, r.stdout + r.stderr);
+      assert.match(r.stdout, /note: --speculative-dflash-draft-window-size is a deprecated spelling of --speculative-draft-window-size that SGLang accepts but hides from --help/);
+      assert.match(r.stderr, /^Preflight failed for u \(stack s\) on 127\.0\.0\.10; nothing was stopped or changed, the current server is untouched:$/m);
+      assert.match(r.stderr, /^ {2}- the installed SGLang does not accept --speculative-ddtree-budget \(checked against its --help\)/m);
+      assert.match(r.stderr, /^ {2}- model\.path \/.*\/no-such-model does not exist on the host\.$/m);
+      assert.doesNotMatch(r.stderr, /--tp-size|GPUs/);
+      assert.equal(fs.existsSync(stageDir("u", stack)), false, "nothing staged");
+    }
+    const passing = spawnSync("bash", ["-s"], { input: renderPreflightScript({ ...checked, flags: ["--tp-size"], paths: [] }), encoding: "utf8", env: { ...process.env, PATH: `${dir}:${process.env.PATH}` } });
+    assert.equal(passing.status, 0, passing.stderr);
+    assert.equal(passing.stdout, "preflight passed for u (stack s) on 127.0.0.10\n");
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
