@@ -178,6 +178,8 @@ export interface TransactionInput {
   rollback: boolean;
   secrets: SecretPresence;
   gpus: number;
+  /** Nodes of the group (1: a single host). A group restarts, and rolls back, as one. */
+  groupSize: number;
 }
 
 export function transactionInput(d: Deployment, stack: string, label: string, rank: number, host: string, secrets: SecretPresence): TransactionInput {
@@ -193,6 +195,7 @@ export function transactionInput(d: Deployment, stack: string, label: string, ra
     rollback: d.safety.rollback,
     secrets,
     gpus: gpusPerNode(d),
+    groupSize: 1 + d.nodes.length,
   };
 }
 
@@ -231,6 +234,7 @@ ${v("host", x.host)}
 ${v("unit", unit)}
 ${v("stack", x.stack)}
 ${v("rank", x.rank)}
+${v("group_size", x.groupSize)}
 ${v("stage", stageDir(x.unitName, x.stack))}
 ${v("state_root", STATE_DIR)}
 ${v("state", `${STATE_DIR}/${x.unitName}`)}
@@ -509,6 +513,9 @@ restart)
   lock
   say "holding $host's lock (on the host: if this connection drops, the restart goes on here under the lock, and the next \\\`pulumi up\\\` proves what it left)"
   before_pid=$(show MainPID)
+  # In a group, the readiness step reads why a node failed from this command's output.
+  [ "$group_size" -gt 1 ] && exec 2>&1
+  rm -f "$state/group-failed"
   trap drop_new_secrets EXIT
   read_secrets || { echo "FAILED: could not read the secret files of $unit from stdin; nothing was stopped." >&2; exit 1; }
   if [ "\${3:-}" != force ] && [ "$(hash_of "$live")" = "$want" ] && running && ! secrets_changed; then
@@ -531,6 +538,15 @@ restart)
   else
     failed=1
   fi
+  if [ "$failed" = 1 ] && [ "$group_size" -gt 1 ]; then
+    # A group restarts as one: this node does not roll back alone (its old rank could not
+    # join the others' new ones). It leaves a mark and says @@failed; the readiness step,
+    # which runs after every node's restart, puts the whole group back (rollback clears it).
+    echo "$want $(date +%s)" > "$state/group-failed"
+    say "FAILED; the group rolls back as one"
+    echo "@@failed"
+    exit 0
+  fi
   if [ "$failed" = 1 ]; then
     if [ "$rollback_on" = yes ]; then say "FAILED; rolling back"; else say "FAILED"; fi
     restore_known_good "$want"
@@ -548,6 +564,7 @@ restart)
   ;;
 rollback)
   lock
+  rm -f "$state/group-failed"
   restore_known_good "\${2:?usage: rollback HASH}"
   ;;
 good)
@@ -590,6 +607,7 @@ remove)
   fi
   rm -f "$live" ${everySecret.map(q).join(" ")}
   drop_new_secrets
+  rm -f "$state/group-failed"
   [ "$keep" = yes ] || rm -rf "$state/last-good.service" "$state/last-good.json" "$state/last-good.secrets" "$state/rollbacks"
   rmdir ${q(SECRETS_DIR)} 2>/dev/null
   systemctl daemon-reload

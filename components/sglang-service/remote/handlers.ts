@@ -72,6 +72,8 @@ export interface NodeState {
   state: string;
   /** The stack whose restart is still being proven on this host (the transaction's note), or null. */
   proving: string | null;
+  /** The unit hash of a group restart that failed on this node and was not rolled back yet, or null. */
+  groupFailed: string | null;
 }
 
 /**
@@ -86,7 +88,22 @@ export function parseNodeState(stdout: string, unitName: string): NodeState | un
   const [hash, state] = [field("hash"), field("state")];
   if (!state) return undefined;
   const [noteStack, noteUnit] = field("note").split(" ");
-  return { hash: /^[0-9a-f]{64}$/.test(hash) ? hash : null, state, proving: noteUnit === `${unitName}.service` ? noteStack : null };
+  const failedHash = field("groupfailed").split(" ")[0];
+  return { hash: /^[0-9a-f]{64}$/.test(hash) ? hash : null, state, proving: noteUnit === `${unitName}.service` ? noteStack : null, groupFailed: /^[0-9a-f]{64}$/.test(failedHash) ? failedHash : null };
+}
+
+/**
+ * Pure: the nodes (ranks) whose group restart failed in this `up` and the lines that say why.
+ * A node of a group does not roll back alone: its transaction prints `@@failed` and leaves a
+ * mark for the unit it tried (transaction.sh restart). Only a mark still on the node counts,
+ * so a failure that an earlier `up` already rolled back (its output stays in state) is
+ * retried, not reported again.
+ */
+export function groupFailures(outputs: string[], live: NodeState[], unitHashes: string[]): { rank: number; why: string }[] {
+  return outputs
+    .map((out, rank) => ({ out, rank }))
+    .filter(({ out, rank }) => /^@@failed$/m.test(out) && live[rank]?.groupFailed === unitHashes[rank])
+    .map(({ out, rank }) => ({ rank, why: out.split("\n").filter((l) => /FAILED/.test(l) && !/rolls back as one/.test(l)).join("\n") || "its restart failed (see its output above)" }));
 }
 
 /** Reads of a node's state before it counts as unobservable, and the pause between them. */
@@ -102,6 +119,7 @@ async function nodeState(ssh: Ssh, unitName: string): Promise<NodeState> {
     `echo "@@hash $(sha256sum ${shellQuote(unitPath(unitName))} 2>/dev/null | cut -c1-64)"`,
     `echo "@@state $(systemctl is-active ${shellQuote(`${unitName}.service`)})"`,
     `echo "@@note $(cat ${RUN_DIR}/rollout 2>/dev/null)"`,
+    `echo "@@groupfailed $(cat ${shellQuote(`${STATE_DIR}/${unitName}/group-failed`)} 2>/dev/null)"`,
     "echo @@end",
   ].join("\n");
   let why = "";
@@ -140,9 +158,12 @@ export async function applyReady(i: ReadyInputs): Promise<ReadyOutputs> {
       staged: { stagedPath: n.transaction, unitHash: n.unitHash },
     }));
     const results = i.nodes.map((n) => parseRestartResult(n.restartOutput));
+    const live = await Promise.all(nodes.map((n) => nodeState(n.ssh, t.unitName)));
+    // A group restarts as one: a node whose restart failed (a drain or GPU deadline) did not
+    // roll back alone; the whole group goes back to its known-good configuration here.
+    await failGroupIf(groupFailures(i.nodes.map((n) => n.restartOutput), live, i.nodes.map((n) => n.unitHash)), nodes, i);
     // A node needs the restart again when it runs another unit, or when this unit is not
     // running and no restart of this stack is being proven (so it was stopped, not just started).
-    const live = await Promise.all(nodes.map((n) => nodeState(n.ssh, t.unitName)));
     const off = live.map((n, k) => (n.hash !== i.nodes[k].unitHash || (!running(n) && n.proving !== t.stack) ? k : -1)).filter((k) => k >= 0);
     if (off.length > 0) {
       const which = off.map((k) => (k === 0 ? i.nodes[0].connection.host : `node ${k} (${i.nodes[k].connection.host})`)).join(", ");
@@ -151,6 +172,8 @@ export async function applyReady(i: ReadyInputs): Promise<ReadyOutputs> {
       const again = await Promise.all(i.nodes.map((n, k) => transaction(sshs[k], n, `restart ${n.unitHash}${i.nodes.length > 1 ? " force" : ""}`, i.secretStdin)));
       const failed = again.find((r) => r.code !== 0);
       if (failed) throw new Error(failed.out);
+      const relive = await Promise.all(nodes.map((n) => nodeState(n.ssh, t.unitName)));
+      await failGroupIf(groupFailures(again.map((r) => r.out), relive, i.nodes.map((n) => n.unitHash)), nodes, i);
       again.forEach((r, k) => (results[k] = parseRestartResult(r.out)));
     }
     if (t.curlAuth) {
@@ -182,6 +205,15 @@ export async function applyReady(i: ReadyInputs): Promise<ReadyOutputs> {
   } finally {
     for (const ssh of sshs) ssh.close();
   }
+}
+
+/** Fails the update when nodes of the group failed their restart, after rolling the whole group back. */
+async function failGroupIf(failures: { rank: number; why: string }[], nodes: NodeStep[], i: ReadyInputs): Promise<void> {
+  if (failures.length === 0) return;
+  const t = nodes[0].t;
+  const what = failures.map((f) => `${nodes[f.rank].t.label}: ${f.why}`).join("\n");
+  await progress(t.urn, `${t.label}: FAILED on ${failures.length} node(s) of the group${t.safety.rollback ? "; rolling the whole group back" : ""}`, false);
+  throw new Error(`${what}\n${await rollback(nodes, i)}`);
 }
 
 /**

@@ -8,6 +8,7 @@ host=127.0.0.10
 unit=sglang-k26.service
 stack=b16t4-w2048
 rank=0
+group_size=1
 stage=/var/lib/dflash-sglang/sglang-k26/stacks/b16t4-w2048
 state_root=/var/lib/dflash-sglang
 state=/var/lib/dflash-sglang/sglang-k26
@@ -290,6 +291,9 @@ restart)
   lock
   say "holding $host's lock (on the host: if this connection drops, the restart goes on here under the lock, and the next \`pulumi up\` proves what it left)"
   before_pid=$(show MainPID)
+  # In a group, the readiness step reads why a node failed from this command's output.
+  [ "$group_size" -gt 1 ] && exec 2>&1
+  rm -f "$state/group-failed"
   trap drop_new_secrets EXIT
   read_secrets || { echo "FAILED: could not read the secret files of $unit from stdin; nothing was stopped." >&2; exit 1; }
   if [ "${3:-}" != force ] && [ "$(hash_of "$live")" = "$want" ] && running && ! secrets_changed; then
@@ -312,6 +316,15 @@ restart)
   else
     failed=1
   fi
+  if [ "$failed" = 1 ] && [ "$group_size" -gt 1 ]; then
+    # A group restarts as one: this node does not roll back alone (its old rank could not
+    # join the others' new ones). It leaves a mark and says @@failed; the readiness step,
+    # which runs after every node's restart, puts the whole group back (rollback clears it).
+    echo "$want $(date +%s)" > "$state/group-failed"
+    say "FAILED; the group rolls back as one"
+    echo "@@failed"
+    exit 0
+  fi
   if [ "$failed" = 1 ]; then
     if [ "$rollback_on" = yes ]; then say "FAILED; rolling back"; else say "FAILED"; fi
     restore_known_good "$want"
@@ -329,6 +342,7 @@ restart)
   ;;
 rollback)
   lock
+  rm -f "$state/group-failed"
   restore_known_good "${2:?usage: rollback HASH}"
   ;;
 good)
@@ -371,6 +385,7 @@ remove)
   fi
   rm -f "$live" /etc/dflash-sglang/sglang-k26.secrets.yaml /etc/dflash-sglang/sglang-k26.curl-headers /etc/dflash-sglang/sglang-k26.env
   drop_new_secrets
+  rm -f "$state/group-failed"
   [ "$keep" = yes ] || rm -rf "$state/last-good.service" "$state/last-good.json" "$state/last-good.secrets" "$state/rollbacks"
   rmdir /etc/dflash-sglang 2>/dev/null
   systemctl daemon-reload

@@ -3,14 +3,24 @@
 // group, or report drift to `refresh` that is not there).
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { parseNodeState } from "../../../../components/sglang-service/remote/handlers";
+import { groupFailures, parseNodeState } from "../../../../components/sglang-service/remote/handlers";
 
 const HASH = "a".repeat(64);
 
 test("a node's state needs the whole read; without its end it is unobserved", () => {
-  assert.deepEqual(parseNodeState(`@@hash ${HASH}\n@@state active\n@@note b8t4 sglang-k26.service\n@@end\n`, "sglang-k26"), { hash: HASH, state: "active", proving: "b8t4" });
-  assert.deepEqual(parseNodeState("@@hash \n@@state inactive\n@@note \n@@end\n", "sglang-k26"), { hash: null, state: "inactive", proving: null }, "not installed is an observation");
+  assert.deepEqual(parseNodeState(`@@hash ${HASH}\n@@state active\n@@note b8t4 sglang-k26.service\n@@end\n`, "sglang-k26"), { hash: HASH, state: "active", proving: "b8t4", groupFailed: null });
+  assert.deepEqual(parseNodeState("@@hash \n@@state inactive\n@@note \n@@end\n", "sglang-k26"), { hash: null, state: "inactive", proving: null, groupFailed: null }, "not installed is an observation");
   assert.equal(parseNodeState("", "sglang-k26"), undefined, "ssh exit 255 prints nothing");
   assert.equal(parseNodeState(`@@hash ${HASH}\n@@state active\n`, "sglang-k26"), undefined, "cut before its end");
   assert.equal(parseNodeState("@@hash \n@@state \n@@note \n@@end\n", "sglang-k26"), undefined, "systemctl gave no answer");
+});
+
+test("a group restart failed on a node only while its mark is there: an earlier up's failure, already rolled back, is retried", () => {
+  const marked = parseNodeState(`@@hash ${HASH}\n@@state inactive\n@@note \n@@groupfailed ${HASH} 1764600000\n@@end\n`, "sglang-k26")!;
+  const clean = parseNodeState(`@@hash ${HASH}\n@@state active\n@@note \n@@groupfailed \n@@end\n`, "sglang-k26")!;
+  assert.equal(marked.groupFailed, HASH);
+  const failedOut = "u node 1: waiting for GPU memory\nFAILED: GPU memory on h1 was not released within 3 s\nu node 1: FAILED; the group rolls back as one\n@@failed\n";
+  assert.deepEqual(groupFailures(["@@result {}\n", failedOut], [clean, marked], [HASH, HASH]), [{ rank: 1, why: "FAILED: GPU memory on h1 was not released within 3 s" }]);
+  assert.deepEqual(groupFailures(["@@result {}\n", failedOut], [clean, clean], [HASH, HASH]), [], "rolled back by an earlier up: not a failure of this one");
+  assert.deepEqual(groupFailures(["@@result {}\n", failedOut], [clean, marked], [HASH, "b".repeat(64)]), [], "a mark for another unit");
 });
