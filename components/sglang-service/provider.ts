@@ -60,13 +60,16 @@ function stackConfig(): ((key: string) => string | undefined) | undefined {
 
 /**
  * Pure: whether the program found a node running something else than this stack's unit
- * (`hostRuns`, observe.ts): then `up` must put this stack's configuration back, as `preview`
- * said, even though no input changed. Compared with nothing in state: once the node runs this
- * stack's unit again, the next `up` changes nothing.
+ * (`hostRuns`, observe.ts, which names the unit and when it was installed): then `up` must
+ * put this stack's configuration back, as `preview` said, even though no input changed. Only
+ * a reading other than the one recorded at the last proven `up` counts: `refresh` hands the
+ * diff the recorded inputs again (the same reading), and once the node runs this stack's unit
+ * again, the next `up` changes nothing.
  */
-export function hostTakenOver(news: { hostRuns?: unknown }): boolean {
+export function hostTakenOver(olds: { hostRuns?: unknown }, news: { hostRuns?: unknown }): boolean {
   // observe.ts RUNS_THIS_UNIT, written out: the provider captures strings, not project modules.
-  return Array.isArray(news.hostRuns) && news.hostRuns.some((r) => r !== "this stack's unit");
+  if (!Array.isArray(news.hostRuns) || !news.hostRuns.some((r) => r !== "this stack's unit")) return false;
+  return JSON.stringify(news.hostRuns) !== JSON.stringify(olds.hostRuns);
 }
 
 function makeProvider(): pulumi.dynamic.ResourceProvider {
@@ -79,7 +82,7 @@ function makeProvider(): pulumi.dynamic.ResourceProvider {
     // (and compile) the handlers, which only create/update/read need.
     async diff(_id: string, olds: any, news: any) {
       const changed = changes(olds, news, READY_CHANGES);
-      return { changes: changed.length > 0 || takenOver(news), replaces: [], deleteBeforeReplace: false };
+      return { changes: changed.length > 0 || takenOver(olds, news), replaces: [], deleteBeforeReplace: false };
     },
     async create(inputs: any) {
       const outs = await load().applyReady(inputs);

@@ -9,11 +9,16 @@ export interface NodeView {
   host: string;
   /** The installed unit's text, or null when the unit is not installed. */
   live: string | null;
+  /** When the unit file was written (seconds since the epoch), if it is installed. */
+  installedAt?: number;
 }
 
 export async function readLiveUnit(conn: Connection, unitName: string): Promise<NodeView> {
-  const r = await Ssh.once(conn, `cat ${shellQuote(unitPath(unitName))} 2>/dev/null`);
-  return { host: conn.host, live: r.code === 0 ? r.stdout : null };
+  const unit = shellQuote(unitPath(unitName));
+  const r = await Ssh.once(conn, `stat -c %Y ${unit} 2>/dev/null && cat ${unit}`);
+  if (r.code !== 0) return { host: conn.host, live: null };
+  const eol = r.stdout.indexOf("\n");
+  return { host: conn.host, live: r.stdout.slice(eol + 1), installedAt: Number(r.stdout.slice(0, eol)) };
 }
 
 /** What hostRuns says of a node that runs this stack's unit (the one `up` installs). */
@@ -29,7 +34,8 @@ export function hostRunsOf(view: NodeView, want: string): string {
   if (view.live === want) return RUNS_THIS_UNIT;
   if (view.live === null) return "no unit";
   const owner = unitStack(view.live);
-  return `${owner ? `stack ${owner}'s unit` : "a unit of no stack"} (${sha256(view.live).slice(0, 12)})`;
+  // When it was installed: a second takeover by the same unit is a new reading too.
+  return `${owner ? `stack ${owner}'s unit` : "a unit of no stack"} (${sha256(view.live).slice(0, 12)}, installed at ${view.installedAt ?? "?"})`;
 }
 
 /** One paragraph per node: what it runs and which lines this stack's unit changes. */

@@ -4,6 +4,7 @@ import { after, before, test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as hosts from "../../../simhost/hosts";
 import { readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../../lib/workspace";
+import { failedUp } from "../../support/failedUp";
 
 const NAMES = [`node0-${process.pid}`, `node1-${process.pid}`];
 const UNIT = "sglang-k26";
@@ -89,10 +90,7 @@ test("node 1 frees its GPUs past their deadline: the whole group goes back to th
   ws.setStackConfig("pair", "timeouts", { gpuReleaseSeconds: 3, readySeconds: 60, pollMs: 250 });
   let message = "";
   try {
-    await (await ws.stack("pair")).up().then(
-      () => assert.fail("up succeeded although node 1's GPUs stayed busy past their deadline"),
-      (e: Error) => (message = e.message),
-    );
+    message = await failedUp(await ws.stack("pair"), "node 1's GPUs stayed busy past their deadline");
   } finally {
     hosts.fault(NAMES[1], "{}");
     ws.setStackConfig("pair", "timeouts", { gpuReleaseSeconds: 60, readySeconds: 60, pollMs: 250 });

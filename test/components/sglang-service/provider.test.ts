@@ -12,14 +12,19 @@ const UNIT_B = "[Unit]\nX-DFlash-Stack=b\n";
 
 test("what a node runs, as the program hands it to the readiness resource", () => {
   assert.equal(hostRunsOf({ host: "h", live: UNIT_A }, UNIT_A), RUNS_THIS_UNIT);
-  assert.match(hostRunsOf({ host: "h", live: UNIT_B }, UNIT_A), /^stack b's unit \([0-9a-f]{12}\)$/);
+  assert.match(hostRunsOf({ host: "h", live: UNIT_B, installedAt: 1764600000 }, UNIT_A), /^stack b's unit \([0-9a-f]{12}, installed at 1764600000\)$/);
   assert.equal(hostRunsOf({ host: "h", live: null }, UNIT_A), "no unit");
-  assert.match(hostRunsOf({ host: "h", live: "[Service]\nExecStart=/bin/true\n" }, UNIT_A), /^a unit of no stack \([0-9a-f]{12}\)$/);
+  assert.match(hostRunsOf({ host: "h", live: "[Service]\nExecStart=/bin/true\n" }, UNIT_A), /^a unit of no stack \([0-9a-f]{12}, installed at \?\)$/);
 });
 
-test("a node running anything but this stack's unit is a change; state written before hostRuns existed is not", () => {
-  assert.equal(hostTakenOver({ hostRuns: [RUNS_THIS_UNIT, RUNS_THIS_UNIT] }), false);
-  assert.equal(hostTakenOver({ hostRuns: [RUNS_THIS_UNIT, hostRunsOf({ host: "h", live: UNIT_B }, UNIT_A)] }), true);
-  assert.equal(hostTakenOver({}), false);
+test("a node running anything but this stack's unit is a change, unless it is the reading recorded at the last proven up (refresh passes that again)", () => {
+  const taken = [RUNS_THIS_UNIT, hostRunsOf({ host: "h", live: UNIT_B, installedAt: 1764600000 }, UNIT_A)];
+  const recorded = { hostRuns: [RUNS_THIS_UNIT, RUNS_THIS_UNIT] };
+  assert.equal(hostTakenOver(recorded, { hostRuns: [RUNS_THIS_UNIT, RUNS_THIS_UNIT] }), false);
+  assert.equal(hostTakenOver(recorded, { hostRuns: taken }), true);
+  assert.equal(hostTakenOver({ hostRuns: taken }, { hostRuns: taken }), false, "refresh: the recorded reading again");
+  const again = [RUNS_THIS_UNIT, hostRunsOf({ host: "h", live: UNIT_B, installedAt: 1764600900 }, UNIT_A)];
+  assert.equal(hostTakenOver({ hostRuns: taken }, { hostRuns: again }), true, "the same unit installed again later");
+  assert.equal(hostTakenOver({}, {}), false, "state written before hostRuns existed");
   assert.deepEqual(changedKeys({ target: { port: 1 }, hostRuns: ["x"] }, { target: { port: 2 }, hostRuns: [RUNS_THIS_UNIT] }, ["target.port", "nodes"]), ["target.port"]);
 });

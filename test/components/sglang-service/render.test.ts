@@ -21,6 +21,7 @@ import {
 import { BuildProfile, flagTable, parseArgs } from "../../../simhost/sim/sglang/flags";
 import { describeHostChange } from "../../../components/sglang-service/remote/observe";
 import { projectConfig, stackNames, testStackConfig, withTestAddress } from "./stackConfig";
+import { prng } from "../../../lib/prng";
 
 type Raw = Record<string, any>;
 
@@ -407,17 +408,6 @@ test("expectedServerArgs matches a server for upstream DFLASH and for speculatio
 
 // --- quoting properties ------------------------------------------------------------------
 
-/** mulberry32: small, seeded, good enough to draw test cases reproducibly. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const PRINTABLE = [..."\"'\\$%;&|`  aZ09-_=./:,@+#~*?!()[]{}<>^", "é", "ß", "漢", "😀", "\u00a0", "\u200b", "\u202e", "%%", "$$", "${X}", "$MAINPID", "%n", '\\"'];
 // What the schema's rule says to refuse: C0 controls, DEL, NEL and the Unicode line/paragraph separators.

@@ -13,6 +13,7 @@ import * as assert from "node:assert/strict";
 import * as hosts from "../../../simhost/hosts";
 import { projectConfig, readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../../lib/workspace";
 import { hostShell } from "../../support/hostShell";
+import { failedUp } from "../../support/failedUp";
 
 const HOST = `replace-${process.pid}`;
 const FIRST = "sglang-k26";
@@ -84,10 +85,7 @@ test("a renamed unit with a flag the host lacks: preflight refuses it before the
   ws.setStackConfig("main", "model", { ...model, extraArgs: ["--no-such-flag"] });
   let message = "";
   try {
-    await (await ws.stack("main")).up().then(
-      () => assert.fail("up succeeded with a flag the host's SGLang lacks"),
-      (e: Error) => (message = e.message),
-    );
+    message = await failedUp(await ws.stack("main"), "the host's SGLang lacks a flag it was given");
   } finally {
     ws.setStackConfig("main", "model", model);
     ws.setStackConfig("main", "service", { ...(simHostConfig(host, FIRST)["dflash-sglang:service"] as object) });

@@ -109,56 +109,6 @@ test("after the faults are gone, the same config deploys", async () => {
   assert.equal((await serving()).speculative_ddtree_budget, 16);
 });
 
-// Issue 18, sequence 5: an SSH hiccup while the weights load. The earlier version read the
-// failed probe (exit 255, no output) as "main PID 0, the server died", SIGKILLed the healthy
-// new server and rolled back. Observing is not deciding: the wait reads again.
-test("the host unreachable over SSH for a few seconds while the new configuration loads: up waits it out, and the new server serves, with no rollback", async () => {
-  hosts.configure(HOST, JSON.stringify({ loadSeconds: 12 }));
-  ws.setStackConfig("main", "speculative", spec("b4t4-w2048"));
-  ws.setStackConfig("main", "timeouts", { readySeconds: 60, pollMs: 250 });
-  let outage: Promise<void> | undefined;
-  let output = "";
-  try {
-    const up = await (await ws.stack("main")).up({
-      onOutput: (s) => {
-        output += s;
-        if (!outage && /loading weights/.test(s)) outage = hosts.sshOutage(host, 6);
-      },
-    });
-    assert.equal(up.summary.result, "succeeded");
-  } finally {
-    hosts.configure(HOST, JSON.stringify({ loadSeconds: 2 }));
-    ws.setStackConfig("main", "timeouts", { readySeconds: 20, pollMs: 250 });
-  }
-  assert.ok(outage, "the outage began while the weights loaded");
-  await outage;
-  assert.match(output, /could not observe the host \(ssh exit 255/);
-  assert.doesNotMatch(output, /FAILED|Rolled back|ROLLBACK/);
-  assert.equal((await serving()).speculative_ddtree_budget, 4);
-});
-
-// Issue 19, item 5: an answer that can never turn good is not "still loading". A server that
-// demands an API key the stack does not hold (here a site's python wrapper adds one) answered
-// every probe 401, and `up` waited all of timeouts.readySeconds before it failed.
-test("a server that refuses the tool's key (401) fails readiness at once, saying why, and the previous configuration comes back", async () => {
-  const wrapper = "/usr/local/bin/python3-site";
-  await sh(`printf '%s\\n' '#!/bin/sh' 'case " $* " in *" --help "*) exec /usr/bin/python3 "$@";; esac' 'exec /usr/bin/python3 "$@" --api-key site-key' > ${wrapper} && chmod 755 ${wrapper}`);
-  const service = simHostConfig(host, UNIT)["dflash-sglang:service"] as Record<string, unknown>;
-  ws.setStackConfig("main", "service", { ...service, python: wrapper });
-  ws.setStackConfig("main", "timeouts", { readySeconds: 60, pollMs: 250 });
-  const started = Date.now();
-  try {
-    const r = await failingUp("main");
-    assert.match(r.message, /serves, but refuses the tool's probes \(401 on \/server_info\): it demands an API key, and the stack sets none in the secret apiKey/);
-    assert.match(r.message, /Rolled back: the previous configuration \(stack main, unit [0-9a-f]{12}\) is back and serving/);
-    assert.ok(r.failedAt - started < 30_000, `failed ${r.failedAt - started} ms after up began, with 60 s of timeouts.readySeconds`);
-  } finally {
-    ws.setStackConfig("main", "service", service);
-    ws.setStackConfig("main", "timeouts", { readySeconds: 20, pollMs: 250 });
-  }
-  assert.equal(await sh(`curl -s -o /dev/null -w '%{http_code}' http://${host.address}:${host.sglangPort}/server_info`), "200", "the previous configuration, without a key, serves");
-});
-
 // Issue 12, scenario 11: the GPUs free later than their deadline. The earlier version's
 // rollback waited for them with the same deadline and ended "ROLLBACK FAILED, HOST DOWN",
 // the unit inactive, although the memory was free seconds later.
@@ -427,4 +377,54 @@ test("secrets stay out of state, outputs, `up` output, the unit and the process 
   assert.equal(places.state.includes(privateKeyBody), false, "SSH private key in state");
   assert.equal(await sh(`stat -c '%a' /etc/dflash-sglang/${UNIT}.secrets.yaml /etc/dflash-sglang/${UNIT}.env /etc/dflash-sglang/${UNIT}.curl-headers /etc/dflash-sglang`), "600\n600\n600\n700");
   assert.match(await sh(`cat /proc/$(systemctl show -p MainPID --value ${UNIT}.service)/environ | tr '\\0' '\\n' | grep -c '^HF_TOKEN='`), /^1$/);
+});
+
+// Issue 18, sequence 5: an SSH hiccup while the weights load. The earlier version read the
+// failed probe (exit 255, no output) as "main PID 0, the server died", SIGKILLed the healthy
+// new server and rolled back. Observing is not deciding: the wait reads again.
+test("the host unreachable over SSH for a few seconds while the new configuration loads: up waits it out, and the new server serves, with no rollback", async () => {
+  hosts.configure(HOST, JSON.stringify({ loadSeconds: 12 }));
+  ws.setStackConfig("main", "speculative", spec("b4t4-w2048"));
+  ws.setStackConfig("main", "timeouts", { readySeconds: 60, pollMs: 250 });
+  let outage: Promise<void> | undefined;
+  let output = "";
+  try {
+    const up = await (await ws.stack("main")).up({
+      onOutput: (s) => {
+        output += s;
+        if (!outage && /loading weights/.test(s)) outage = hosts.sshOutage(host, 6);
+      },
+    });
+    assert.equal(up.summary.result, "succeeded");
+  } finally {
+    hosts.configure(HOST, JSON.stringify({ loadSeconds: 2 }));
+    ws.setStackConfig("main", "timeouts", { readySeconds: 20, pollMs: 250 });
+  }
+  assert.ok(outage, "the outage began while the weights loaded");
+  await outage;
+  assert.match(output, /could not observe the host \(ssh exit 255/);
+  assert.doesNotMatch(output, /FAILED|Rolled back|ROLLBACK/);
+  assert.equal((await serving()).speculative_ddtree_budget, 4);
+});
+
+// Issue 19, item 5: an answer that can never turn good is not "still loading". A server that
+// demands an API key the stack does not hold (here a site's python wrapper adds one) answered
+// every probe 401, and `up` waited all of timeouts.readySeconds before it failed.
+test("a server that refuses the tool's key (401) fails readiness at once, saying why, and the previous configuration comes back", async () => {
+  const wrapper = "/usr/local/bin/python3-site";
+  await sh(`printf '%s\\n' '#!/bin/sh' 'case " $* " in *" --help "*) exec /usr/bin/python3 "$@";; esac' 'exec /usr/bin/python3 "$@" --api-key site-key' > ${wrapper} && chmod 755 ${wrapper}`);
+  const service = simHostConfig(host, UNIT)["dflash-sglang:service"] as Record<string, unknown>;
+  ws.setStackConfig("main", "service", { ...service, python: wrapper });
+  ws.setStackConfig("main", "timeouts", { readySeconds: 60, pollMs: 250 });
+  const started = Date.now();
+  try {
+    const r = await failingUp("main");
+    assert.match(r.message, /serves, but refuses the tool's probes \(401 on \/server_info\): it demands an API key, and the stack sets none in the secret apiKey/);
+    assert.match(r.message, /Rolled back: the previous configuration \(stack main, unit [0-9a-f]{12}\) is back and serving/);
+    assert.ok(r.failedAt - started < 30_000, `failed ${r.failedAt - started} ms after up began, with 60 s of timeouts.readySeconds`);
+  } finally {
+    ws.setStackConfig("main", "service", service);
+    ws.setStackConfig("main", "timeouts", { readySeconds: 20, pollMs: 250 });
+  }
+  assert.equal(await sh(`curl -s -o /dev/null -w '%{http_code}' http://${host.address}:${host.sglangPort}/server_info`), "200", "the previous configuration, without a key, serves");
 });

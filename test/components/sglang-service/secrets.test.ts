@@ -11,6 +11,7 @@ import * as assert from "node:assert/strict";
 import * as hosts from "../../../simhost/hosts";
 import { readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../../lib/workspace";
 import { hostShell } from "../../support/hostShell";
+import { failedUp } from "../../support/failedUp";
 
 const HOST = `secrets-${process.pid}`;
 const UNIT = "sglang-k26";
@@ -107,10 +108,7 @@ for (const change of ["removed", "rotated"] as const) {
     hosts.fault(HOST, JSON.stringify({ crashDuringLoad: "oom", match: { speculative_ddtree_budget: 12 } }));
     let message = "";
     try {
-      await stack.up().then(
-        () => assert.fail("up succeeded, but the new configuration was to die of OOM"),
-        (e: Error) => (message = e.message),
-      );
+      message = await failedUp(stack, "the new configuration was to die of OOM");
     } finally {
       hosts.fault(HOST, "{}");
       await stack.setConfig("dflash-sglang:apiKey", { value: keyA, secret: true });

@@ -1,0 +1,13 @@
+// The one seeded pseudo-random generator of the project: property tests draw their cases with
+// it, and the fault campaign its sequences, so that the same seed gives the same cases on
+// every machine. mulberry32: small and good enough for drawing cases, not for secrets.
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
