@@ -93,12 +93,13 @@ test("sweep on real hosts: without a passphrase, or with an empty one, it is ref
   }
 });
 
-test("report, grid and demo: --help through npm run prints their usage and starts nothing", () => {
+test("report, grid, demo and campaign: --help through npm run prints their usage and starts nothing", () => {
   const before = simulatedHosts();
   for (const [name, usage, options] of [
     ["report", "usage: npm run report -- [options]", ["--stacks GLOB", "--from SOURCE", "--out DIR", "--workdir DIR"]],
     ["grid", "usage: npm run grid -- [options]", ["--budgets LIST", "--topks LIST", "--windows LIST", "--compact-cache MODE", "--out DIR", "--force"]],
     ["demo", "usage: npm run demo --", []],
+    ["campaign", "usage: npm run campaign -- [options]", ["--seed S", "--sequences N", "--steps K", "--shrink"]],
   ] as const) {
     const r = npmRun(name, "-h");
     assertUsage(r, usage);
@@ -111,6 +112,8 @@ test("report, grid and demo refuse mistakes before anything starts", () => {
   const before = simulatedHosts();
   const cases: [string, string[], string, string][] = [
     ["scripts/report.ts", ["--stack", "b8"], "unknown option --stack; did you mean --stacks?", "npm run report -- --help"],
+    ["bench/campaign.ts", ["--sequence", "3"], "unknown option --sequence; did you mean --sequences?", "npm run campaign -- --help"],
+    ["bench/campaign.ts", ["--steps", "0"], '--steps must be a positive whole number, got "0"', "npm run campaign -- --help"],
     ["scripts/report.ts", ["--out"], "--out needs a value (DIR, a folder, made if missing, relative to the project folder)", "npm run report -- --help"],
     ["scripts/report.ts", ["--workdir", "/nonexistent"], '--workdir must be an existing directory, relative to the project folder, got "/nonexistent": no such directory', "npm run report -- --help"],
     ["scripts/report.ts", ["--out", "package.json"], 'got "package.json": it exists and is not a folder', "npm run report -- --help"],
