@@ -112,13 +112,16 @@ class Sequence {
   private async observe(keys: (string | null)[]): Promise<{ serving: Serving; stack: string; open: boolean; takes: (key: string) => Promise<boolean> } | undefined> {
     const url = `http://${this.host.address}:${this.host.sglangPort}`;
     const stack = (await this.sh(`sed -n 's/^X-DFlash-Stack=//p' /etc/systemd/system/${UNIT}.service 2>/dev/null`)).stdout;
-    const open = (await this.sh(`curl -s -m 3 -o /dev/null -w '%{http_code}' ${url}/v1/models`)).stdout === "200";
     const status = async (key: string) => (await this.sh(`curl -s -m 3 -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer ${key}' ${url}/v1/models`)).stdout === "200";
-    // /server_info needs the key the server runs with: try each one it may have.
+    // /server_info needs the key the server runs with: try each one it may have (-f: a 401
+    // answer is JSON too, and is no server info).
     for (const key of [...new Set([null, ...keys])]) {
-      const info = await this.sh(`curl -s -m 3 ${key ? `-H 'Authorization: Bearer ${key}' ` : ""}${url}/server_info`);
+      const info = await this.sh(`curl -sf -m 3 ${key ? `-H 'Authorization: Bearer ${key}' ` : ""}${url}/server_info`);
       if (info.code !== 0 || !info.stdout.startsWith("{")) continue;
       const parsed = JSON.parse(info.stdout) as { speculative_ddtree_budget?: number; speculative_draft_window_size?: number | null };
+      // Asked once the server answers: a server still starting (one that comes back by
+      // itself) refuses every connection, which is not "it asks for a key".
+      const open = (await this.sh(`curl -s -m 3 -o /dev/null -w '%{http_code}' ${url}/v1/models`)).stdout === "200";
       return { serving: { budget: parsed.speculative_ddtree_budget ?? null, window: parsed.speculative_draft_window_size ?? null }, stack, open, takes: status };
     }
     return undefined;
