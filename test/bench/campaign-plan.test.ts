@@ -29,12 +29,13 @@ test("after a step: a successful up proves its configuration; a failed one leave
   assert.deepEqual(allowedAfter(old, null, true, ""), [old], "a preview or refresh changes nothing");
 });
 
-test("the secret scan finds a secret as is, JSON-escaped, URL-encoded and base64 at any alignment", () => {
+test("the secret scan finds a secret as is, JSON-escaped, YAML single-quoted, URL-encoded and base64 at any alignment", () => {
   const secret = 'sk-campaign-"7"/x+y';
   assert.deepEqual(secretForms(`{"apiKey":"${secret}"}`, secret), ["plain"]);
   assert.deepEqual(secretForms(JSON.stringify({ v: secret }), secret), ["json"]);
   assert.deepEqual(secretForms(`k=${encodeURIComponent(secret)}`, secret), ["url"]);
   for (const prefix of ["", "a", "ab", "api-key: "]) assert.deepEqual(secretForms(`stdin: ${Buffer.from(`${prefix}${secret}\n`).toString("base64")}`, secret), ["base64"], prefix);
+  assert.deepEqual(secretForms(`api-key: '${"sk-o'k-1".replace(/'/g, "''")}'`, "sk-o'k-1"), ["yaml"]);
   assert.deepEqual(secretForms("nothing here", secret), []);
 });
 
