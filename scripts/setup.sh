@@ -38,6 +38,16 @@ if ! command -v bwrap >/dev/null 2>&1; then
     echo "setup: bubblewrap is not installed; the coding check will refuse to run model code until it is (Debian: apt-get install bubblewrap)" >&2
   fi
 fi
+# npm test checks every host script with shellcheck (Debian's package).
+if ! command -v shellcheck >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing shellcheck with apt-get (npm test checks every host script with it)" >&2
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck) >&2 ||
+      echo "setup: could not install shellcheck; the shellcheck tests will fail until it is (apt-get install shellcheck)" >&2
+  else
+    echo "setup: shellcheck is not installed; the shellcheck tests will fail until it is (Debian: apt-get install shellcheck)" >&2
+  fi
+fi
 # PostgreSQL's server programs (initdb, pg_ctl), on PATH or where Debian puts them.
 have_postgres() {
   { command -v initdb && command -v pg_ctl; } >/dev/null 2>&1 && return 0

@@ -68,7 +68,10 @@ build_engine() { # out
     -ldflags "-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION" \
     -o "$1/bin/pulumi" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi)
   local got
-  got=$("$1/bin/pulumi" version) && [ "$got" = "$PULUMI_VERSION" ] || { echo "built pulumi reports '$got', expected '$PULUMI_VERSION'"; return 1; }
+  if ! got=$("$1/bin/pulumi" version) || [ "$got" != "$PULUMI_VERSION" ]; then
+    echo "built pulumi reports '$got', expected '$PULUMI_VERSION'"
+    return 1
+  fi
 }
 
 build_language_host() { # out

@@ -96,7 +96,8 @@ function preflightLines(s: PreflightInput): string[] {
     "  }",
     ...flagChecks.map((c) => `  ${c}`),
     '  if [ ${#unknown[@]} -gt 0 ]; then',
-    '    problems+=("the installed SGLang does not accept $(IFS=,; echo "${unknown[*]}" | sed \'s/,/, /g\') (checked against its --help). Set sglangBuild to the build installed on the host (upstream, ddtree-fork or a flag map), or install a build that has these flags.")',
+    '    joined=$(IFS=,; echo "${unknown[*]}")',
+    '    problems+=("the installed SGLang does not accept ${joined//,/, } (checked against its --help). Set sglangBuild to the build installed on the host (upstream, ddtree-fork or a flag map), or install a build that has these flags.")',
     "  fi",
     "else",
     `  problems+=("\\\`$python -m sglang.launch_server --help\\\` failed: $(printf '%s\\n' "$help" | tail -n 3 | paste -sd'|' | sed 's/|/ | /g'). Check service.python points at the Python that has SGLang.")`,
@@ -466,8 +467,8 @@ carry_known_good() {
   # The old name as a sed pattern: unit names hold letters, digits, '_', '@', '-' and '.'.
   re=\${unit%.service}; re=\${re//./[.]}
   mkdir -p "$to" || return 1
-  sed -e "s#^Description=SGLang $re (#Description=SGLang $1 (#" -e "s#^SyslogIdentifier=$re\\$#SyslogIdentifier=$1#" -e "s#$secrets_dir/$re[.]#$secrets_dir/$1.#g" "$state/last-good.service" > "$to/last-good.service.dflash-tmp" &&
-    sed -e "s#$secrets_dir/$re[.]#$secrets_dir/$1.#g" "$state/last-good.json" > "$to/last-good.json.dflash-tmp" &&
+  sed -e "s#^Description=SGLang $re (#Description=SGLang $1 (#" -e "s#^SyslogIdentifier=$re\\$#SyslogIdentifier=$1#" -e "s#$secrets_dir/\${re}[.]#$secrets_dir/$1.#g" "$state/last-good.service" > "$to/last-good.service.dflash-tmp" &&
+    sed -e "s#$secrets_dir/\${re}[.]#$secrets_dir/$1.#g" "$state/last-good.json" > "$to/last-good.json.dflash-tmp" &&
     mv -f "$to/last-good.service.dflash-tmp" "$to/last-good.service" && mv -f "$to/last-good.json.dflash-tmp" "$to/last-good.json" || return 1
   # Its secret files too, under the new name (<unit>.secrets.yaml -> <new>.secrets.yaml, ...).
   if [ -d "$state/last-good.secrets" ]; then
@@ -549,8 +550,7 @@ restart)
   fi
   if [ "$failed" = 1 ]; then
     if [ "$rollback_on" = yes ]; then say "FAILED; rolling back"; else say "FAILED"; fi
-    restore_known_good "$want"
-    if [ $? = 0 ]; then
+    if restore_known_good "$want"; then
       # "active" is serving: the unit's ExecStartPost waits for a generation (render.ts).
       if systemctl start "$unit"; then echo "Rolled back: the previous configuration ($(known_good)) is back and serving on $host (\\\`systemctl status \${unit%.service}\\\`)." >&2
       else echo "ROLLBACK FAILED, HOST DOWN: the previous configuration of \${unit%.service} on $host did not start again: $(systemctl show "$unit" -p Result --value)." >&2; fi

@@ -107,7 +107,12 @@ export class SglangService extends pulumi.ComponentResource {
     // the restart waits for it.
     // A host that cannot be read (unreachable, or not the pinned host key) stops the run
     // here, before anything has changed what a host runs.
-    const hostReads = pulumi.all(planned.map((n) => n.conn)).apply((conns) => Promise.all(conns.map((c) => readLiveUnit(c, d.service.unitName))));
+    const hostReads = pulumi.all(planned.map((n) => n.conn)).apply((conns) =>
+      Promise.all(conns.map((c) => readLiveUnit(c, d.service.unitName))).catch((e: Error) => {
+        // A RunError: the engine reports its message alone (the SSH refusal says what to do).
+        throw new pulumi.RunError(e.message);
+      }),
+    );
     const hostView = hostReads.apply(async (views) => {
       const text = views.map((v, k) => describeHostChange(d.service.unitName, stack, v, planned[k].unitText, k === 0 ? "" : ` (node ${k})`)).join("\n");
       await pulumi.log.info(text, this);
