@@ -21,6 +21,7 @@ parseCommandOrExit("npx tsx bench/faults.ts", {
 });
 
 const HOST = `faults-${process.pid}`;
+const NODE1 = `faults-node1-${process.pid}`;
 const UNIT = "sglang-k26";
 const GOOD = "b8t4-w2048";
 const NEW = "b16t4-w2048";
@@ -29,6 +30,8 @@ const STACK = "faults";
 
 interface Context {
   host: hosts.HostInfo;
+  /** Node 1 of the group rows (a second simulated host). */
+  node1: hosts.HostInfo;
   ws: SimWorkspace;
   sh: (cmd: string) => Promise<string>;
   /** Filled by the scenario: what it saw, for the notes column. */
@@ -61,6 +64,8 @@ interface Scenario {
   change?: (c: Context) => Promise<void>;
   /** Acts while `up` runs, once its output matches `when`. */
   during?: { when: RegExp; act: (c: Context) => Promise<void> };
+  /** The row deploys a two-node group (host + node1); the next row's baseline goes back to one node. */
+  group?: boolean;
   /** `destroy` instead of `up`. */
   destroy?: boolean;
   /** The outcome column, where the usual "new config serving / old config restored" does not say it. */
@@ -226,6 +231,90 @@ const SCENARIOS: Scenario[] = [
       return r.error && /RECOVERING:/.test(r.error) && budget !== undefined ? `old config back by itself (budget ${budget}) ${((Date.now() - returned) / 1000).toFixed(1)} s after up returned` : `UNEXPECTED: serving ${budget}; ${r.error.split("\n")[0]}`;
     },
   },
+  // Issue 18's sequences (two ordinary things at once) as rows.
+  {
+    name: "apiKey removed, and the new configuration crashes during load (torch CUDA OOM)",
+    faults: { crashDuringLoad: "oom" },
+    scoped: true,
+    streamKey: `sk-removed-${process.pid}`,
+    setup: async (c) => (await c.ws.stack(STACK)).setConfig("dflash-sglang:apiKey", { value: `sk-removed-${process.pid}`, secret: true }),
+    change: async (c) => {
+      c.ws.setStackConfig(STACK, "speculative", readRepoStackConfig(NEW)["dflash-sglang:speculative"]);
+      await (await c.ws.stack(STACK)).removeConfig("dflash-sglang:apiKey");
+    },
+    judge: async (c, r) => {
+      const code = (key?: string) => c.sh(`curl -s -o /dev/null -w '%{http_code}' ${key ? `-H 'Authorization: Bearer ${key}' ` : ""}http://${c.host.address}:${c.host.sglangPort}/v1/models`);
+      const [own, none] = [await code(`sk-removed-${process.pid}`), await code()];
+      return /Rolled back: .* is back and serving/.test(r.error) && own === "200" && none === "401" ? "old config restored with the key it ran with (its key 200, no key 401)" : `UNEXPECTED: its key ${own}, no key ${none}; ${r.error.split("\n")[0]}`;
+    },
+  },
+  {
+    name: "unit renamed, plus a flag unknown to the host's SGLang",
+    faults: {},
+    scoped: false,
+    change: async (c) => {
+      c.ws.setStackConfig(STACK, "speculative", readRepoStackConfig(NEW)["dflash-sglang:speculative"]);
+      c.ws.setStackConfig(STACK, "service", simHostConfig(c.host, `${UNIT}-renamed`)["dflash-sglang:service"]);
+    },
+    extraArgs: ["--speculative-dflash-enable-ddtree"],
+    judge: async (c, r) => {
+      const active = (await c.sh(`systemctl list-units --state=active --no-legend --plain '${UNIT}*.service' | cut -d' ' -f1`)) || "nothing";
+      const budget = JSON.parse((await c.sh(`curl -s -m 2 http://${c.host.address}:${c.host.sglangPort}/server_info`)) || "{}").speculative_ddtree_budget;
+      return /Preflight failed/.test(r.error) && active === `${UNIT}.service` && budget === 8 ? `clear failure before any change: ${UNIT} (budget 8) still serving, never stopped` : `UNEXPECTED: active ${active}, budget ${budget}; ${r.error.split("\n")[0]}`;
+    },
+  },
+  {
+    name: "every SSH session into the host dropped during the rollback",
+    faults: { crashDuringLoad: "oom" },
+    scoped: true,
+    during: { when: /rolling back/, act: async (c) => void c.notes.push(`${await hosts.dropSessions(c.host)} session(s) killed`) },
+    judge: async (c, r) => {
+      // The rollback is a host step: it finishes without the session that started it.
+      const deadline = Date.now() + 60_000;
+      let budget: unknown;
+      while (Date.now() < deadline && budget !== 8) {
+        budget = JSON.parse((await c.sh(`curl -s -m 2 http://${c.host.address}:${c.host.sglangPort}/server_info`)) || "{}").speculative_ddtree_budget;
+        if (budget !== 8) await new Promise((res) => setTimeout(res, 500));
+      }
+      return r.error && budget === 8 ? "up failed (connection lost); the rollback finished on the host: old config serving" : `UNEXPECTED: serving ${budget}; ${r.error.split("\n")[0] || "up succeeded"}`;
+    },
+  },
+  {
+    name: "two-node group, node 1 frees its GPUs past timeouts.gpuReleaseSeconds (3 s)",
+    faults: {},
+    scoped: false,
+    group: true,
+    setup: async (c) => {
+      c.ws.setStackConfig(STACK, "nodes", [simHostConfig(c.node1)["dflash-sglang:host"]]);
+      c.ws.setStackConfig(STACK, "model", { ...(c.ws.stackConfig(STACK)["dflash-sglang:model"] as object), tpSize: 16 });
+    },
+    before: async () => hosts.fault(NODE1, JSON.stringify({ gpuReleaseDelaySeconds: 8 })),
+    change: async (c) => {
+      c.ws.setStackConfig(STACK, "speculative", readRepoStackConfig(NEW)["dflash-sglang:speculative"]);
+      c.ws.setStackConfig(STACK, "timeouts", { readySeconds: 60, pollMs: 250, gpuReleaseSeconds: 3 });
+    },
+    judge: async (c, r) => {
+      hosts.fault(NODE1, "{}");
+      // Both nodes must end on the previous configuration (node 1 once its GPUs are free).
+      const returned = Date.now();
+      const deadline = returned + 90_000;
+      let budget: unknown;
+      let node1 = "";
+      while (Date.now() < deadline) {
+        budget = JSON.parse((await c.sh(`curl -s -m 2 http://${c.host.address}:${c.host.sglangPort}/server_info`)) || "{}").speculative_ddtree_budget;
+        node1 = (await hosts.ssh(c.node1, `systemctl is-active ${UNIT}.service && grep -o -- '--speculative-ddtree-budget [0-9]*' /etc/systemd/system/${UNIT}.service`)).stdout.trim().replace(/\n/g, ", ");
+        if (budget === 8 && node1 === "active, --speculative-ddtree-budget 8") break;
+        await new Promise((res) => setTimeout(res, 500));
+      }
+      return r.error && budget === 8 && node1 === "active, --speculative-ddtree-budget 8" ? `the group went back as one: node 0 serves budget 8, node 1 runs rank 1 of budget 8 (${((Date.now() - returned) / 1000).toFixed(1)} s after up returned)` : `UNEXPECTED: node 0 serves ${budget}, node 1 ${node1}; ${r.error.split("\n")[0]}`;
+    },
+  },
+  {
+    name: "SSH unreachable for 5 s while the new configuration loads",
+    faults: {},
+    scoped: false,
+    during: { when: /loading weights/, act: async (c) => void (await hosts.sshOutage(c.host, 5), c.notes.push("sshd unreachable 5 s")) },
+  },
   {
     name: "destroy with requests in flight",
     faults: {},
@@ -257,7 +346,7 @@ async function streamChat(host: hosts.HostInfo, maxTokens: number, apiKey?: stri
 }
 
 async function main(owned: OwnedHosts): Promise<void> {
-  const host = await owned.start(HOST, { sglang: { profile: "ddtree-fork", loadSeconds: 3, warmupSeconds: 0.3 } });
+  const [host, node1] = await Promise.all([HOST, NODE1].map((n) => owned.start(n, { sglang: { profile: "ddtree-fork", loadSeconds: 3, warmupSeconds: 0.3 } })));
   const base = { ...readRepoStackConfig(GOOD), ...simHostConfig(host), "dflash-sglang:safety": { stableSeconds: 2 }, "dflash-sglang:timeouts": { readySeconds: 60, pollMs: 250 }, "dflash-sglang:benchmark": { enabled: false } };
   const ws = simWorkspace({ [STACK]: base });
   const sh = async (cmd: string) => (await hosts.ssh(host, cmd)).stdout.trim();
@@ -278,7 +367,9 @@ async function main(owned: OwnedHosts): Promise<void> {
       ws.setStackConfig(STACK, "benchmark", { enabled: false });
       ws.setStackConfig(STACK, "service", simHostConfig(host)["dflash-sglang:service"]);
       ws.setStackConfig(STACK, "host", simHostConfig(host)["dflash-sglang:host"]);
-      const ctx: Context = { host, ws, sh, notes: [] };
+      ws.setStackConfig(STACK, "nodes", []);
+      hosts.fault(NODE1, "{}");
+      const ctx: Context = { host, node1, ws, sh, notes: [] };
       await sc.setup?.(ctx);
       await stack.up();
 
@@ -288,7 +379,7 @@ async function main(owned: OwnedHosts): Promise<void> {
       else ws.setStackConfig(STACK, "speculative", readRepoStackConfig(NEW)["dflash-sglang:speculative"]);
       if (sc.readySeconds) ws.setStackConfig(STACK, "timeouts", { readySeconds: sc.readySeconds, pollMs: 250 });
       if (sc.stableSeconds) ws.setStackConfig(STACK, "safety", { stableSeconds: sc.stableSeconds });
-      if (sc.extraArgs) ws.setStackConfig(STACK, "model", { ...model, extraArgs: sc.extraArgs });
+      if (sc.extraArgs) ws.setStackConfig(STACK, "model", { ...(ws.stackConfig(STACK)["dflash-sglang:model"] as object), extraArgs: sc.extraArgs });
       if (sc.apiKey) {
         await stack.setConfig("dflash-sglang:apiKey", { value: sc.apiKey, secret: true });
         ws.setStackConfig(STACK, "benchmark", { runs: 1, warmupRuns: 0, maxTokens: 32, longContextTokens: [1024], concurrency: [2], coding: false });
@@ -336,7 +427,8 @@ async function main(owned: OwnedHosts): Promise<void> {
       let thenFixed = "-";
       if (error) {
         hosts.fault(HOST, "{}");
-        ws.setStackConfig(STACK, "model", model);
+        hosts.fault(NODE1, "{}");
+        ws.setStackConfig(STACK, "model", sc.group ? { ...model, tpSize: 16 } : model);
         ws.setStackConfig(STACK, "timeouts", { readySeconds: 60, pollMs: 250 });
         const again = Date.now();
         try {
@@ -352,7 +444,7 @@ async function main(owned: OwnedHosts): Promise<void> {
       process.stderr.write(`${JSON.stringify(row)}\n`);
     }
   } finally {
-    await hosts.stop(HOST);
+    await Promise.all([hosts.stop(HOST), hosts.stop(NODE1)]);
     ws.cleanup();
   }
   const out = { command: "npx tsx bench/faults.ts", date: new Date().toISOString(), machine: "2 cores, 24 GB", loadSeconds: 3, rows };
@@ -370,10 +462,12 @@ async function main(owned: OwnedHosts): Promise<void> {
     "so the old one can come back), with requests in flight when `pulumi up` starts (3 streams of 600 tokens unless the",
     "row says otherwise). Detect = the server process's exit (systemd's journal line) -> the first FAILED line of `up`;",
     "recover = that line -> `up` returned with the previous configuration serving again. Then, fixed = after a failed",
-    "`up`, the fault removed and the same change applied by the next `up` (no other step). The last seven rows (issue 12's",
-    "scenarios) apply the change they name instead (a key rotation, sessions dropped mid-restart, a renamed unit, one whose",
-    "new configuration crashes, another address of the same host, GPUs freed past their deadline, a destroy) and say",
-    "their outcome in words where the usual columns do not.",
+    "`up`, the fault removed and the same change applied by the next `up` (no other step). The last twelve rows (issue 12's",
+    "scenarios, then issue 18's sequences of two ordinary things at once) apply the change they name instead (a key rotation,",
+    "sessions dropped mid-restart, a renamed unit, one whose new configuration crashes, another address of the same host,",
+    "GPUs freed past their deadline, an API key removed as the new configuration crashes, a rename with a flag the host",
+    "lacks, sessions dropped mid-rollback, a two-node group whose node 1 frees its GPUs late (node 1: a second simulated",
+    "host), SSH unreachable while weights load, a destroy) and say their outcome in words where the usual columns do not.",
     "",
     "| fault | outcome | cause reported | detect s | recover s | up s | in flight | lost | then, fixed | notes |",
     "|---|---|---|---:|---:|---:|---:|---:|---|---|",

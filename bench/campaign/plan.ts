@@ -21,25 +21,65 @@ export type FaultKind = (typeof FAULTS)[number];
 
 export type KeyChange = "keep" | "set" | "rotate" | "remove";
 
+/** Where a change moves the stack's unit: none, or the unit's name / the SSH port toggled. */
+export interface UpChange {
+  /** Toggle service.unitName between the shared name and `<name>-renamed`. */
+  rename?: boolean;
+  /** Add a flag the host's SGLang lacks to model.extraArgs (preflight refuses it). */
+  badFlag?: boolean;
+  /** Toggle host.port between sshd's port and a second sshd port of the same host. */
+  otherPort?: boolean;
+  /** Run `preview` of the change first and compare what it said with what `up` did. */
+  previewFirst?: boolean;
+}
+
 export type Step =
-  | { op: "up"; stack: StackName; config: Config; key: KeyChange; fault: FaultKind }
+  | ({ op: "up"; stack: StackName; config: Config; key: KeyChange; fault: FaultKind } & UpChange)
   | { op: "preview"; stack: StackName }
-  | { op: "refresh"; stack: StackName };
+  | { op: "refresh"; stack: StackName }
+  | { op: "destroy"; stack: StackName };
+
+/** A sequence: its steps, on one host or a two-node group. */
+export interface Sequence {
+  group: boolean;
+  steps: Step[];
+}
 
 const pick = <T>(rand: () => number, xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)];
 
+/** Pure: one 32-bit seed from a campaign's seed and a sequence's index, well mixed (murmur3's finaliser), so that neighbouring seeds draw unrelated sequences. */
+export function mix(seed: number, index: number): number {
+  let h = (Math.imul(seed >>> 0, 0x9e3779b1) ^ Math.imul(index + 1, 0x85ebca77)) >>> 0;
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
 /** Pure: the steps of sequence `index` of a campaign with seed `seed`. */
 export function planSequence(seed: number, index: number, steps: number): Step[] {
-  const rand = prng((seed * 1_000_003 + index) >>> 0);
+  const rand = prng(mix(seed, index));
   const out: Step[] = [];
   for (let i = 0; i < steps; i++) {
     const r = rand();
     const stack: StackName = rand() < 0.75 ? "a" : "b";
-    if (r < 0.7) out.push({ op: "up", stack, config: pick(rand, CONFIGS), key: pick(rand, ["keep", "keep", "set", "rotate", "remove"] as const), fault: rand() < 0.35 ? "none" : pick(rand, FAULTS.slice(1)) });
-    else if (r < 0.85) out.push({ op: "preview", stack });
-    else out.push({ op: "refresh", stack });
+    if (r < 0.66) {
+      const up: Step = { op: "up", stack, config: pick(rand, CONFIGS), key: pick(rand, ["keep", "keep", "set", "rotate", "remove"] as const), fault: rand() < 0.3 ? "none" : pick(rand, FAULTS.slice(1)) };
+      // Drawn one after the other whatever they give, so that adding one keeps the others.
+      const [rename, badFlag, otherPort, previewFirst] = [rand() < 0.12, rand() < 0.08, rand() < 0.1, rand() < 0.3];
+      out.push({ ...up, ...(rename ? { rename } : {}), ...(badFlag ? { badFlag } : {}), ...(otherPort ? { otherPort } : {}), ...(previewFirst ? { previewFirst } : {}) });
+    } else if (r < 0.78) out.push({ op: "preview", stack });
+    else if (r < 0.92) out.push({ op: "refresh", stack });
+    else out.push({ op: "destroy", stack });
   }
   return out;
+}
+
+/** Pure: sequence `index` of a campaign: its steps, and whether it runs on a two-node group (one in four). */
+export function planCampaignSequence(seed: number, index: number, steps: number): Sequence {
+  return { group: index % 4 === 3, steps: planSequence(seed, index, steps) };
 }
 
 /** What a configuration looks like from the server's /server_info. */
@@ -56,6 +96,8 @@ export function servingOf(speculative: { budget?: number; draftWindowSize?: numb
 /** The configuration the host must serve: the one the last successful `up` proved. */
 export interface Proven {
   stack: StackName;
+  /** The unit it runs as. */
+  unit: string;
   serving: Serving;
   /** The API key it runs with, or null. */
   key: string | null;

@@ -43,11 +43,13 @@ test("the session of a running restart drops: the host-side transaction finishes
   ws.setStackConfig("main", "speculative", readRepoStackConfig("b16t4-w2048")["dflash-sglang:speculative"]);
   let output = "";
   let killed = 0;
+  let stepUnits = "";
   let killing: Promise<void> | undefined;
   const first = (await ws.stack("main")).up({
     onOutput: (s) => {
       output += s;
-      if (!killing && /waiting for GPU memory to be released/.test(output)) killing = hosts.dropSessions(host).then((n) => void (killed = n));
+      // The restart is a host step: a transient systemd service, not part of the session.
+      if (!killing && /waiting for GPU memory to be released/.test(output)) killing = sh("systemctl list-units --no-legend --plain 'dflash-step-*'").then((units) => ((stepUnits = units), hosts.dropSessions(host))).then((n) => void (killed = n));
     },
   });
   const firstError = await first.then(
@@ -58,6 +60,8 @@ test("the session of a running restart drops: the host-side transaction finishes
   assert.ok(killed > 0, `no SSH session was open during the restart; up output:\n${output.slice(-3000)}`);
   assert.notEqual(firstError, null, "up fails when its session drops");
   assert.match(output, /if this connection drops, the restart goes on here under the lock, and the next `pulumi up` proves what it left/, "up said what a dropped connection means before it dropped");
+  assert.match(stepUnits, /^dflash-step-sglang-k26-restart-\d+\.service\s+loaded active running dflash-sglang: restart of sglang-k26 for stack main$/m, "the restart ran as a transient unit");
+  assert.match(output, /on the host, as dflash-step-sglang-k26-restart-\d+: if this connection drops/);
 
   // Right away, another stack wants the host: it must wait for (and name) the first stack,
   // and give up after its lockWaitSeconds without touching anything.

@@ -1,0 +1,452 @@
+// The fault campaign's runner: one sequence of steps (bench/campaign/plan.ts) on a fresh
+// simulated host (or a two-node group), through the real engine, with the invariants checked
+// after every step (and a settle period, for what comes back by itself):
+//   - the host serves the configuration the last successful `up` proved (or, after a failed
+//     `up` that rolled nothing back, the one it tried); after a finished `destroy` of the
+//     stack that ran it, nothing, and nothing of that stack is left on the host;
+//   - it answers with that configuration's API key and refuses another (or needs none);
+//   - `preview` and `refresh` change nothing on the host (same server process);
+//   - what `preview` said `up` would do (which restart and readiness steps run) is what the
+//     next `up` of the same change did, when that `up` succeeded;
+//   - no request a server accepted was cut (client traffic during every up and destroy; the
+//     stacks keep drainPolicy "fail");
+//   - no API key of the sequence, in any encoding, in Pulumi state, the stack files, the
+//     step's output, or a `*.dflash-new` secret file left on the host after the step;
+//   - every step returned within its deadlines' sum plus a stated margin (stepBoundSeconds).
+// Shared by the campaign (bench/campaign.ts) and the regression cases (test/campaign/).
+import * as fs from "node:fs";
+import * as path from "node:path";
+import type { EngineEvent } from "@pulumi/pulumi/automation";
+import * as hosts from "../../simhost/hosts";
+import { projectConfig, readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../lib/workspace";
+import { allowedAfter, FaultKind, Proven, secretForms, Serving, servingOf, StackName, Step, STACKS } from "./plan";
+
+export const UNIT = "sglang-k26";
+const RENAMED = `${UNIT}-renamed`;
+/** A second sshd port of the host: "another name of the same machine" (host.port). */
+const OTHER_PORT = 2222;
+/** A flag no SGLang has: preflight refuses it before anything is stopped. */
+const BAD_FLAG = "--speculative-dflash-no-such-flag";
+type Speculative = { budget?: number; draftWindowSize?: number | "none" };
+const SETTLE_MS = 90_000;
+
+/** The deadlines every stack of a sequence runs with (small, so that a step is fast). */
+export const DEADLINES = { readySeconds: 30, pollMs: 250, gpuReleaseSeconds: 8, drainSeconds: 30, stopSeconds: 20 };
+export const SAFETY = { stableSeconds: 1, lockWaitSeconds: 60 };
+/**
+ * The most a step may take: the engine (start, program, plugins) within 90 s, a wait for the
+ * host's lock, then a restart and a rollback, each within drain + stop + GPU release + ready +
+ * stable, then the settle period's reads.
+ */
+export const STEP_MARGIN_SECONDS = 90;
+export function stepBoundSeconds(): number {
+  const restart = DEADLINES.drainSeconds + DEADLINES.stopSeconds + DEADLINES.gpuReleaseSeconds + DEADLINES.readySeconds + SAFETY.stableSeconds;
+  return STEP_MARGIN_SECONDS + SAFETY.lockWaitSeconds + 2 * restart;
+}
+
+/** What happened to one client request sent while a step ran. */
+export type RequestOutcome = "completed" | "refused" | "cut";
+
+export interface StepRecord {
+  step: Step;
+  ok: boolean;
+  /** For an up: whether its fault was armed (see SequenceRunner.up). */
+  armed?: boolean;
+  seconds: number;
+  cause?: string;
+  requests: RequestOutcome[];
+  violations: string[];
+}
+
+export interface SequenceResult {
+  label: string;
+  group: boolean;
+  steps: StepRecord[];
+  violations: string[];
+  seconds: number;
+}
+
+/** How a sequence gets its hosts: the campaign's owned hosts, or a test's. */
+export type StartHost = (name: string, opts: Parameters<typeof hosts.start>[1]) => Promise<hosts.HostInfo>;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * The fault specs of the simulator for a kind, scoped to the new configuration (its budget and
+ * draft window: b8t4-w2048 and b8t4-wnone share a budget), so the previous one can come back.
+ */
+function simFault(kind: FaultKind, serving: Serving): Record<string, unknown> | undefined {
+  const match = { match: { speculative_ddtree_budget: serving.budget, speculative_draft_window_size: serving.window } };
+  switch (kind) {
+    case "crash-oom":
+    case "sessions-dropped-rollback":
+      return { crashDuringLoad: "oom", ...match };
+    case "crash-unbalanced":
+      return { crashDuringLoad: "unbalanced", ...match };
+    case "hang":
+      return { hangDuringLoad: true, ...match };
+    case "crash-after-ready":
+      return { crashAfterReadySeconds: 0.5, ...match };
+    case "corrupt-output":
+      return { corruptOutput: true, ...match };
+    case "gpu-late":
+      return { gpuReleaseDelaySeconds: 14 };
+    default:
+      return undefined;
+  }
+}
+
+/** The restart and readiness steps an operation runs, from the engine's events ("name op", sorted). */
+function rolloutOps(events: EngineEvent[]): string[] {
+  const ops = new Set<string>();
+  for (const e of events) {
+    const m = e.resourcePreEvent?.metadata;
+    if (!m) continue;
+    const name = m.urn.split("::").pop() ?? "";
+    if (/^sglang-(restart(-node\d+)?|ready)$/.test(name) && m.op !== "same" && m.op !== "read") ops.add(`${name} ${m.op}`);
+  }
+  return [...ops].sort();
+}
+
+function allFiles(dir: string): string {
+  if (!fs.existsSync(dir)) return "";
+  return fs
+    .readdirSync(dir, { withFileTypes: true })
+    .map((e) => (e.isDirectory() ? allFiles(path.join(dir, e.name)) : fs.readFileSync(path.join(dir, e.name), "utf8")))
+    .join("\n");
+}
+
+interface StackState {
+  config: string;
+  key: string | null;
+  renamed: boolean;
+  otherPort: boolean;
+}
+
+export class SequenceRunner {
+  private proven: Proven | null = null;
+  private readonly stacks: Record<StackName, StackState> = {
+    a: { config: "b8t4-w2048", key: null, renamed: false, otherPort: false },
+    b: { config: "b4t4-w2048", key: null, renamed: false, otherPort: false },
+  };
+  private readonly secrets: string[] = [];
+  private keyCount = 0;
+  private otherPortReady = false;
+
+  constructor(
+    private readonly host: hosts.HostInfo,
+    private readonly node1: hosts.HostInfo | undefined,
+    private readonly ws: SimWorkspace,
+    private readonly tag: string,
+  ) {}
+
+  /** The stack config of a sequence's stack before its first step. */
+  static baseConfig(host: hosts.HostInfo, node1: hosts.HostInfo | undefined, config: string): Record<string, unknown> {
+    const project = readRepoStackConfig(config);
+    return {
+      ...project,
+      ...simHostConfig(host, UNIT),
+      ...(node1 ? { "dflash-sglang:nodes": [simHostConfig(node1)["dflash-sglang:host"]] } : {}),
+      ...(node1 ? { "dflash-sglang:model": { path: "/models/Kimi-K2.6", drafterPath: "/models/Kimi-K2.6-DFlash", tpSize: 16, quantization: "compressed-tensors", trustRemoteCode: true } } : {}),
+      "dflash-sglang:safety": SAFETY,
+      "dflash-sglang:timeouts": DEADLINES,
+      "dflash-sglang:benchmark": { enabled: false },
+    };
+  }
+
+  private async sh(cmd: string): Promise<{ code: number; stdout: string }> {
+    const r = await hosts.ssh(this.host, cmd, { timeoutMs: 20_000 });
+    return { code: r.code, stdout: r.stdout.trim() };
+  }
+
+  /** The main PIDs of every unit of ours on the host (read-only steps must not change them). */
+  private async pids(): Promise<string> {
+    return (await this.sh(`for u in ${UNIT} ${RENAMED}; do systemctl show -p MainPID --value $u.service; done`)).stdout;
+  }
+
+  private newKey(): string {
+    const key = `sk-campaign-${this.tag}-${++this.keyCount}`;
+    this.secrets.push(key);
+    return key;
+  }
+
+  private url(): string {
+    return `http://${this.host.address}:${this.host.sglangPort}`;
+  }
+
+  /** What the host serves now: configuration, unit and owning stack, and which key it takes. */
+  private async observe(keys: (string | null)[]): Promise<{ serving: Serving; unit: string; stack: string; open: boolean; takes: (key: string) => Promise<boolean> } | undefined> {
+    const unit = (await this.sh(`systemctl list-units --state=active --no-legend --plain '${UNIT}*.service' | cut -d' ' -f1 | head -n 1`)).stdout.replace(/\.service$/, "");
+    const stack = unit ? (await this.sh(`sed -n 's/^X-DFlash-Stack=//p' /etc/systemd/system/${unit}.service 2>/dev/null`)).stdout : "";
+    const status = async (key: string) => (await this.sh(`curl -s -m 3 -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer ${key}' ${this.url()}/v1/models`)).stdout === "200";
+    // /server_info needs the key the server runs with: try each one it may have (-f: a 401
+    // answer is JSON too, and is no server info).
+    for (const key of [...new Set([null, ...keys])]) {
+      const info = await this.sh(`curl -sf -m 3 ${key ? `-H 'Authorization: Bearer ${key}' ` : ""}${this.url()}/server_info`);
+      if (info.code !== 0 || !info.stdout.startsWith("{")) continue;
+      const parsed = JSON.parse(info.stdout) as { speculative_ddtree_budget?: number; speculative_draft_window_size?: number | null };
+      // Asked once the server answers: a server still starting refuses every connection.
+      const open = (await this.sh(`curl -s -m 3 -o /dev/null -w '%{http_code}' ${this.url()}/v1/models`)).stdout === "200";
+      return { serving: { budget: parsed.speculative_ddtree_budget ?? null, window: parsed.speculative_draft_window_size ?? null }, unit, stack, open, takes: status };
+    }
+    return undefined;
+  }
+
+  /** What node 1 of a group runs: "active <budget>" from its unit file, or what systemd says. */
+  private async node1Runs(): Promise<string> {
+    const r = await hosts.ssh(this.node1!, `for u in ${UNIT} ${RENAMED}; do if [ "$(systemctl is-active $u.service)" = active ]; then echo "active $(grep -o -- '--speculative-ddtree-budget [0-9]*' /etc/systemd/system/$u.service | cut -d' ' -f2)"; exit 0; fi; done; echo inactive`, { timeoutMs: 20_000 });
+    return r.stdout.trim();
+  }
+
+  /** Streams through the OpenAI endpoint, started before a step; each resolves to its outcome. */
+  private traffic(count: number): Promise<RequestOutcome>[] {
+    const key = this.proven?.key;
+    return Array.from({ length: count }, async () => {
+      let accepted = false;
+      try {
+        const res = await fetch(`${this.url()}/v1/chat/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json", ...(key ? { authorization: `Bearer ${key}` } : {}) },
+          body: JSON.stringify({ messages: [{ role: "user", content: "campaign" }], max_tokens: 400, stream: true }),
+          signal: AbortSignal.timeout(120_000),
+        });
+        if (res.status !== 200) return "refused";
+        accepted = true;
+        let text = "";
+        for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) text += Buffer.from(chunk).toString("utf8");
+        return text.includes("data: [DONE]") ? "completed" : "cut";
+      } catch {
+        return accepted ? "cut" : "refused";
+      }
+    });
+  }
+
+  /** The invariants after a step, waiting up to SETTLE_MS for what comes back by itself. */
+  private async check(allowed: Proven[], output: string, pidsBefore?: string): Promise<string[]> {
+    const violations: string[] = [];
+    const deadline = Date.now() + SETTLE_MS;
+    if (allowed.length > 0) {
+      let last = "nothing serves";
+      for (;;) {
+        const now = await this.observe(allowed.map((p) => p.key)).catch(() => undefined);
+        const match = now && allowed.find((p) => p.stack === now.stack && p.serving.budget === now.serving.budget && p.serving.window === now.serving.window);
+        if (now) last = `stack ${now.stack || "(none)"} as ${now.unit || "(no unit)"} serving budget ${now.serving.budget}, window ${now.serving.window}`;
+        // A group serves only when every node runs the same configuration (node 1 its rank 1).
+        const node1 = match && now && this.node1 ? await this.node1Runs() : undefined;
+        if (node1 !== undefined && node1 !== `active ${match!.serving.budget}`) {
+          last += `, node 1: ${node1 || "nothing"}`;
+          if (Date.now() > deadline) {
+            violations.push(`after ${SETTLE_MS / 1000} s the group disagrees: node 0 serves ${last}`);
+            break;
+          }
+          await sleep(1000);
+          continue;
+        }
+        if (match && now) {
+          if (match.key) {
+            if (!(await now.takes(match.key))) violations.push(`serves ${last} but refuses its own API key`);
+            if (now.open) violations.push(`serves ${last} without asking for its API key`);
+          } else if (!now.open) {
+            violations.push(`serves ${last}, which should need no API key, but refuses a request without one`);
+          }
+          this.proven = { ...match, unit: now.unit };
+          break;
+        }
+        if (Date.now() > deadline) {
+          violations.push(`after ${SETTLE_MS / 1000} s the host serves ${last}; allowed: ${allowed.map((p) => `stack ${p.stack} budget ${p.serving.budget} window ${p.serving.window}`).join(" or ")}`);
+          break;
+        }
+        await sleep(1000);
+      }
+    } else {
+      this.proven = null;
+    }
+    if (pidsBefore !== undefined && (await this.pids()) !== pidsBefore) violations.push("a read-only step (preview or refresh) restarted or stopped a server");
+    const left = (await this.sh("find /etc/dflash-sglang /var/lib/dflash-sglang -name '*.dflash-new' 2>/dev/null")).stdout;
+    if (left) violations.push(`secret copies left on the host after the step: ${left.split("\n").join(", ")}`);
+    const places: Record<string, string> = { "Pulumi state": allFiles(path.join(this.ws.dir, "state")), "stack files": allFiles(path.join(this.ws.dir, "stacks")), "the step's output": output };
+    for (const secret of this.secrets) {
+      for (const [where, text] of Object.entries(places)) {
+        const forms = secretForms(text, secret);
+        if (forms.length) violations.push(`API key ${secret} in ${where} (${forms.join(", ")})`);
+      }
+    }
+    return violations;
+  }
+
+  async baseline(): Promise<string[]> {
+    await (await this.ws.stack("a")).up();
+    const serving = servingOf(readRepoStackConfig(this.stacks.a.config)["dflash-sglang:speculative"] as Speculative);
+    return this.check([{ stack: "a", unit: UNIT, serving, key: null }], "");
+  }
+
+  async run(step: Step): Promise<StepRecord> {
+    const started = Date.now();
+    const record = await (step.op === "up" ? this.up(step) : step.op === "destroy" ? this.destroy(step) : this.readOnly(step));
+    const seconds = (Date.now() - started) / 1000;
+    if (seconds > stepBoundSeconds() + SETTLE_MS / 1000) record.violations.push(`took ${seconds.toFixed(0)} s, past its bound of ${stepBoundSeconds()} s (deadlines and margin) plus the ${SETTLE_MS / 1000} s settle period`);
+    return { ...record, seconds };
+  }
+
+  private async readOnly(step: Extract<Step, { op: "preview" | "refresh" }>): Promise<Omit<StepRecord, "seconds">> {
+    const stack = await this.ws.stack(step.stack);
+    let output = "";
+    const onOutput = (s: string) => (output += s);
+    const pids = await this.pids();
+    const r = await (step.op === "preview" ? stack.preview({ onOutput }) : stack.refresh({ onOutput })).then(
+      () => ({ ok: true, cause: undefined }),
+      (e: Error) => ({ ok: false, cause: e.message.split("\n").find((l) => /error:/.test(l)) ?? e.message.slice(0, 200) }),
+    );
+    const violations = await this.check(this.proven ? [this.proven] : [], output, pids);
+    return { step, ok: r.ok, cause: r.cause, requests: [], violations };
+  }
+
+  private async destroy(step: Extract<Step, { op: "destroy" }>): Promise<Omit<StepRecord, "seconds">> {
+    const stack = await this.ws.stack(step.stack);
+    let output = "";
+    const requests = this.traffic(2);
+    const r = await stack.destroy({ onOutput: (s) => (output += s), runProgram: true }).then(
+      () => ({ ok: true, message: "" }),
+      (e: Error) => ({ ok: false, message: e.message }),
+    );
+    const outcomes = await Promise.all(requests);
+    const owned = this.proven?.stack === step.stack;
+    const violations = await this.check(r.ok && owned ? [] : this.proven ? [this.proven] : [], output);
+    if (r.ok && owned) {
+      const left = (await this.sh(`ls /etc/systemd/system/${UNIT}.service /etc/systemd/system/${RENAMED}.service 2>/dev/null; systemctl list-units --state=active --no-legend --plain '${UNIT}*.service'`)).stdout;
+      if (left) violations.push(`destroy of stack ${step.stack} (which ran the unit) left: ${left.split("\n").join(", ")}`);
+      const key = this.stacks[step.stack].key;
+      if (key && (await this.sh(`grep -rlF -- '${key}' /etc/dflash-sglang /var/lib/dflash-sglang /etc/systemd/system 2>/dev/null`)).stdout) violations.push(`destroy of stack ${step.stack} left its API key on the host`);
+    }
+    if (outcomes.includes("cut")) violations.push(`a request the server had accepted was cut during destroy (${outcomes.join(", ")})`);
+    // A destroyed stack starts again from the repo's defaults, without a key.
+    if (r.ok) this.stacks[step.stack] = { ...this.stacks[step.stack], key: null };
+    const cause = r.ok ? undefined : (r.message.split("\n").find((l) => /error: (?!update failed)/.test(l)) ?? r.message.slice(0, 200)).trim().slice(0, 240);
+    return { step, ok: r.ok, cause, requests: outcomes, violations };
+  }
+
+  private async up(step: Extract<Step, { op: "up" }>): Promise<Omit<StepRecord, "seconds">> {
+    const s = this.stacks[step.stack];
+    const stack = await this.ws.stack(step.stack);
+    // The change: speculative settings, the key, where the unit lives, a flag the host lacks.
+    s.config = step.config;
+    const speculative = readRepoStackConfig(step.config)["dflash-sglang:speculative"] as Speculative;
+    this.ws.setStackConfig(step.stack, "speculative", speculative);
+    if (step.key === "set" || step.key === "rotate") {
+      s.key = this.newKey();
+      await stack.setConfig("dflash-sglang:apiKey", { value: s.key, secret: true });
+    } else if (step.key === "remove" && s.key !== null) {
+      s.key = null;
+      await stack.removeConfig("dflash-sglang:apiKey");
+    }
+    if (step.rename) s.renamed = !s.renamed;
+    const service = simHostConfig(this.host, s.renamed ? RENAMED : UNIT)["dflash-sglang:service"];
+    this.ws.setStackConfig(step.stack, "service", service);
+    if (step.otherPort) {
+      if (!this.otherPortReady) await hosts.addSshPort(this.host, OTHER_PORT);
+      this.otherPortReady = true;
+      s.otherPort = !s.otherPort;
+    }
+    this.ws.setStackConfig(step.stack, "host", { ...(simHostConfig(this.host)["dflash-sglang:host"] as object), ...(s.otherPort ? { port: OTHER_PORT } : {}) });
+    const model = (this.ws.stackConfig(step.stack)["dflash-sglang:model"] ?? projectConfig().model) as Record<string, unknown>;
+    this.ws.setStackConfig(step.stack, "model", { ...model, extraArgs: step.badFlag ? [BAD_FLAG] : [] });
+    const attempted: Proven = { stack: step.stack, unit: s.renamed ? RENAMED : UNIT, serving: servingOf(speculative), key: s.key };
+
+    // What preview says this up will do.
+    let previewed: string[] | undefined;
+    let previewOutput = "";
+    if (step.previewFirst) {
+      const events: EngineEvent[] = [];
+      await stack.preview({ onEvent: (e) => events.push(e), onOutput: (o) => (previewOutput += o) }).then(
+        () => (previewed = rolloutOps(events)),
+        () => undefined,
+      );
+    }
+
+    // A fault scoped to a configuration would hit the previous one too when both serve the
+    // same settings (the other stack's unit, say): then it is not armed, and counted so.
+    const same = this.proven !== null && this.proven.serving.budget === attempted.serving.budget && this.proven.serving.window === attempted.serving.window;
+    const armed = step.fault !== "none" && !(same && step.fault !== "gpu-late" && step.fault !== "ssh-outage-loading");
+    const sim = armed ? simFault(step.fault, attempted.serving) : undefined;
+    const faulted = step.fault === "gpu-late" && this.node1 ? this.node1 : this.host;
+    if (sim) hosts.fault(faulted.name, JSON.stringify(sim));
+    const requests = this.traffic(2);
+    let output = previewOutput;
+    let during: Promise<unknown> | undefined;
+    const events: EngineEvent[] = [];
+    const watch = (o: string) => {
+      output += o;
+      if (during || !armed) return;
+      if (step.fault === "ssh-outage-loading" && /loading weights/.test(output)) during = hosts.sshOutage(this.host, 5).catch(() => undefined);
+      // A session cut during a rollback needs one: the new configuration crashes (above).
+      if (step.fault === "sessions-dropped-rollback" && /rolling back/.test(output)) during = hosts.dropSessions(this.host).catch(() => undefined);
+    };
+    const r = await stack.up({ onOutput: watch, onEvent: (e) => events.push(e) }).then(
+      () => ({ ok: true, message: "" }),
+      (e: Error) => ({ ok: false, message: e.message }),
+    );
+    await during;
+    hosts.fault(faulted.name, "{}");
+    const outcomes = await Promise.all(requests);
+    const violations = await this.check(allowedAfter(this.proven, attempted, r.ok, r.message), output);
+    if (outcomes.includes("cut")) violations.push(`a request the server had accepted was cut (${outcomes.join(", ")}); the stacks keep drainPolicy "fail"`);
+    const did = rolloutOps(events);
+    if (previewed && r.ok && previewed.join(", ") !== did.join(", ")) violations.push(`preview said up would run [${previewed.join(", ") || "nothing"}], up ran [${did.join(", ") || "nothing"}]`);
+    const cause = r.ok ? undefined : (r.message.split("\n").find((l) => /(FAILED|error: (?!update failed))/.test(l)) ?? r.message.slice(0, 200)).trim().slice(0, 240);
+    return { step, ok: r.ok, armed, cause, requests: outcomes, violations };
+  }
+}
+
+export function describe(s: Step): string {
+  if (s.op !== "up") return `${s.op} ${s.stack}`;
+  const extras = [s.rename && "renamed unit", s.badFlag && "unknown flag", s.otherPort && "other ssh port", s.previewFirst && "preview first"].filter(Boolean);
+  return `up ${s.stack} -> ${s.config}, key ${s.key}, fault ${s.fault}${extras.length ? ` (${extras.join(", ")})` : ""}`;
+}
+
+/**
+ * One sequence on fresh hosts (node 1 too for a group), from a baseline `up` of stack a;
+ * stops at its first violated step. `projectRoot` runs another checkout's program (to show a
+ * regression case failing before its fix).
+ */
+export async function runSequence(start: StartHost, stop: (name: string) => Promise<void>, label: string, group: boolean, steps: Step[], say: (l: string) => void, projectRoot?: string): Promise<SequenceResult> {
+  const started = Date.now();
+  const name = `campaign-${process.pid}-${label.replace(/[^A-Za-z0-9-]/g, "-")}`.slice(0, 60);
+  const names = group ? [name, `${name}-n1`] : [name];
+  const sim = { sglang: { profile: "ddtree-fork" as const, loadSeconds: 2, warmupSeconds: 0.3 } };
+  const [host, node1] = await Promise.all(names.map((n) => start(n, sim)));
+  const ws = simWorkspace(Object.fromEntries(STACKS.map((s) => [s, SequenceRunner.baseConfig(host, node1, s === "a" ? "b8t4-w2048" : "b4t4-w2048")])), { projectRoot });
+  const result: SequenceResult = { label, group, steps: [], violations: [], seconds: 0 };
+  try {
+    const seq = new SequenceRunner(host, node1, ws, label.replace(/[^A-Za-z0-9]/g, ""));
+    result.violations.push(...(await seq.baseline()).map((v) => `baseline: ${v}`));
+    for (const [i, step] of steps.entries()) {
+      if (result.violations.length) break;
+      const rec = await seq.run(step);
+      result.steps.push(rec);
+      say(`  [${label}.${i + 1}] ${describe(step)}: ${rec.ok ? "ok" : `failed (${rec.cause})`} in ${rec.seconds.toFixed(1)} s${rec.requests.length ? `, requests ${rec.requests.join("/")}` : ""}${rec.violations.length ? `; VIOLATED: ${rec.violations.join("; ")}` : ""}`);
+      result.violations.push(...rec.violations.map((v) => `step ${i + 1} (${describe(step)}): ${v}`));
+    }
+  } finally {
+    ws.cleanup();
+    await Promise.all(names.map((n) => stop(n)));
+  }
+  result.seconds = (Date.now() - started) / 1000;
+  return result;
+}
+
+/** A regression case: a sequence that once broke an invariant, kept in test/campaign/cases/. */
+export interface RegressionCase {
+  name: string;
+  /** Where it comes from (an issue's sequence, or the campaign's seed and index). */
+  source: string;
+  group: boolean;
+  steps: Step[];
+  /** What it broke before its fix (and at which revision), for the reader. */
+  brokeBefore?: { revision: string; violations: string[] };
+}
+
+/** The regression cases of a file or folder (test/campaign/cases), by file name. */
+export function readCases(where: string): { file: string; case: RegressionCase }[] {
+  const files = fs.statSync(where).isDirectory() ? fs.readdirSync(where).filter((f) => f.endsWith(".json")).sort().map((f) => path.join(where, f)) : [where];
+  return files.map((file) => ({ file, case: JSON.parse(fs.readFileSync(file, "utf8")) as RegressionCase }));
+}
