@@ -145,6 +145,7 @@ function renderMarkdown(seed: number, results: SequenceResult[], plans: Step[][]
     "",
     `Steps by kind: ${list(count(steps.map((s) => s.step.op)))}.`,
     `Faults armed for an up: ${list(count(armed.map((u) => u.step.fault)))} (of ${FAULTS.length - 1} kinds; not armed where the previous configuration has the same settings: ${ups.filter((u) => u.step.fault !== "none" && !u.armed).length}).`,
+    `Faults that act at a moment of the rollout whose moment never came (the rollout ended before it): ${ups.filter((u) => u.fired === false).length}.`,
     `Key changes: ${list(count(ups.map((u) => u.step.key)))}. Other changes: ${list(count(extras))}.`,
     `Outcomes of up: ${ups.filter((s) => s.ok).length} succeeded, ${ups.filter((s) => !s.ok).length} failed (a fault, or a change the host refuses), each then checked.`,
     `Step time bound: ${stepBoundSeconds()} s (the stacks' deadlines, lock wait, a restart and a rollback, plus ${STEP_MARGIN_SECONDS} s for the engine), longest step ${Math.max(0, ...steps.map((s) => s.seconds)).toFixed(0)} s.`,

@@ -148,11 +148,24 @@ export function simWorkspace(stacks: Record<string, Record<string, unknown>>, op
     fs.writeFileSync(path.join(bin, "pulumi"), renderOwnSessionEngine(pinned.command), { mode: 0o755 });
     return PulumiCommand.get({ root: path.dirname(bin), skipVersionCheck: true });
   };
+  const selectedStacks = new Map<string, Promise<Stack>>();
   return {
     dir,
     env,
     async stack(name: string) {
-      const stack = await LocalWorkspace.createOrSelectStack({ stackName: name, workDir: dir }, { envVars: env, pulumiCommand: await engine() });
+      // Selected once per workspace (a CLI run of its own, about a second): every operation
+      // of a Stack names its stack explicitly and reads the stack file afresh.
+      // Only for a file:// backend, where a stack removed behind the cache's back (by
+      // stack.workspace.removeStack) shows as its state file gone.
+      const stateFile = env.PULUMI_BACKEND_URL.startsWith("file://") ? path.join(env.PULUMI_BACKEND_URL.slice("file://".length), ".pulumi", "stacks", project.name, name) : undefined;
+      if (!stateFile || !(fs.existsSync(`${stateFile}.json`) || fs.existsSync(`${stateFile}.json.gz`))) selectedStacks.delete(name);
+      let selected = selectedStacks.get(name);
+      if (!selected) {
+        selected = LocalWorkspace.createOrSelectStack({ stackName: name, workDir: dir }, { envVars: env, pulumiCommand: await engine() });
+        selectedStacks.set(name, selected);
+        selected.catch(() => selectedStacks.delete(name));
+      }
+      const stack = await selected;
       // A killed `up` leaves the stack locked; `pulumi cancel` is Pulumi's remedy.
       if (staleLocks(env.PULUMI_BACKEND_URL, project.name).stale.some((l) => l.stack === name)) await stack.cancel();
       return stack;
@@ -163,6 +176,7 @@ export function simWorkspace(stacks: Record<string, Record<string, unknown>>, op
     async removeStack(name: string) {
       const stack = await this.stack(name);
       await stack.workspace.removeStack(name, { force: true });
+      selectedStacks.delete(name);
       fs.rmSync(stackFile(name), { force: true });
     },
     setStackConfig(name: string, key: string, value: unknown) {

@@ -643,7 +643,8 @@ export async function dropSessions(host: HostInfo): Promise<number> {
  */
 export async function sshOutage(host: HostInfo, seconds: number): Promise<void> {
   const script = [
-    `systemd-run --quiet --collect --unit=dflash-sim-ssh-back-$$ --on-active=${Math.max(1, Math.round(seconds))} systemctl start ssh.service`,
+    // AccuracySec: a timer may fire up to its accuracy (1 min by default) late.
+    `systemd-run --quiet --collect --unit=dflash-sim-ssh-back-$$ --on-active=${Math.max(1, Math.round(seconds))} --timer-property=AccuracySec=100ms systemctl start ssh.service`,
     "systemctl stop ssh.service",
     // This session's sshd is our shell's parent; the others are cut.
     'ps -eo pid=,args= | while read -r pid args; do case "$args" in "sshd: "*@*|"sshd-session: "*@*) [ "$pid" != "$PPID" ] && kill -KILL "$pid";; esac; done',
