@@ -130,3 +130,43 @@ test("the session of a rollback drops: the rollback finishes on the host, and th
     ws.setStackConfig("main", "speculative", readRepoStackConfig("b16t4-w2048")["dflash-sglang:speculative"]);
   }
 });
+
+// Issue 19, Done means: a dropped session during remove. The destroy's remove is a host step:
+// with a request in flight (the drain takes a while), every session drops; the remove still
+// drains, stops and removes the unit on the host, the request completes, and the next destroy
+// finds nothing left to do. Runs last: it removes the stack's unit.
+test("the session of a destroy's remove drops: the remove finishes on the host, the request in flight completes, the next destroy changes nothing", async () => {
+  // ~180 tok/s: 1500 tokens keep the drain busy for about 8 s.
+  const inFlight = fetch(`http://${host.address}:${host.sglangPort}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ messages: [{ role: "user", content: "hello" }], max_tokens: 1500, stream: true }),
+  }).then(async (res) => {
+    let text = "";
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) text += Buffer.from(chunk).toString("utf8");
+    return text.includes("data: [DONE]");
+  });
+  let output = "";
+  let killed = 0;
+  let killing: Promise<void> | undefined;
+  const stack = await ws.stack("main");
+  await stack.destroy({
+    onOutput: (s) => {
+      output += s;
+      if (!killing && /SGLang is draining \(1 request still in flight\)/.test(output)) killing = hosts.dropSessions(host).then((n) => void (killed = n));
+    },
+  }).catch(() => undefined);
+  await killing;
+  assert.ok(killed > 0, `no SSH session was open during the remove; destroy output:\n${output.slice(-3000)}`);
+  assert.equal(await inFlight, true, "the request in flight when the session dropped completed");
+  // The remove goes on on the host: the unit and its secret files go.
+  const deadline = Date.now() + 60_000;
+  while ((await hosts.ssh(host, `test -e /etc/systemd/system/${UNIT}.service || systemctl list-units --state=active --no-legend 'dflash-step-*' | grep -q .`)).code === 0) {
+    assert.ok(Date.now() < deadline, "the remove did not finish on the host after its session dropped");
+    await new Promise((res) => setTimeout(res, 250));
+  }
+  assert.equal(await sh(`systemctl is-active ${UNIT}.service; ls /etc/dflash-sglang 2>/dev/null; true`), "inactive");
+  const again = await stack.destroy({ runProgram: true });
+  assert.equal(again.summary.result, "succeeded");
+  assert.equal(await sh(`systemctl is-active ${UNIT}.service; ls /etc/dflash-sglang /etc/systemd/system/${UNIT}.service 2>/dev/null; true`), "inactive", "the second destroy left the host as the first one's remove did");
+});
