@@ -84,6 +84,17 @@ function allFiles(dir: string): string {
     .join("\n");
 }
 
+/** The change of the rename rows: the new budget under the unit's new name. */
+async function renamedWithNewBudget(c: Context): Promise<void> {
+  c.ws.setStackConfig(STACK, "speculative", readRepoStackConfig(NEW)["dflash-sglang:speculative"]);
+  c.ws.setStackConfig(STACK, "service", simHostConfig(c.host, `${UNIT}-renamed`)["dflash-sglang:service"]);
+}
+
+/** The budget the host's server reports now (undefined when nothing answers). */
+async function servingBudget(c: Context): Promise<unknown> {
+  return JSON.parse((await c.sh(`curl -s -m 2 http://${c.host.address}:${c.host.sglangPort}/server_info`)) || "{}").speculative_ddtree_budget;
+}
+
 const SCENARIOS: Scenario[] = [
   { name: "none (baseline reconfiguration)", faults: {}, scoped: false },
   { name: "GPU memory released 8 s after exit", faults: { gpuReleaseDelaySeconds: 8 }, scoped: false },
@@ -173,7 +184,7 @@ const SCENARIOS: Scenario[] = [
       const deadline = Date.now() + 60_000;
       let budget: unknown;
       while (Date.now() < deadline && budget !== NEW_BUDGET) {
-        budget = JSON.parse((await c.sh(`curl -s -m 2 http://${c.host.address}:${c.host.sglangPort}/server_info`)) || "{}").speculative_ddtree_budget;
+        budget = await servingBudget(c);
         if (budget !== NEW_BUDGET) await new Promise((res) => setTimeout(res, 500));
       }
       return r.error && budget === NEW_BUDGET ? "up failed (connection lost); the host finished the restart under its lock: new config serving" : `UNEXPECTED: serving ${budget}; ${r.error.split("\n")[0] || "up succeeded"}`;
@@ -183,20 +194,14 @@ const SCENARIOS: Scenario[] = [
     name: "unit renamed (service.unitName)",
     faults: {},
     scoped: false,
-    change: async (c) => {
-      c.ws.setStackConfig(STACK, "speculative", readRepoStackConfig(NEW)["dflash-sglang:speculative"]);
-      c.ws.setStackConfig(STACK, "service", simHostConfig(c.host, `${UNIT}-renamed`)["dflash-sglang:service"]);
-    },
+    change: renamedWithNewBudget,
     after: async (c) => void c.notes.push(`old unit file left: ${(await hosts.ssh(c.host, `test -e /etc/systemd/system/${UNIT}.service`)).code === 0 ? "yes" : "no"}`),
   },
   {
     name: "unit renamed, and the new configuration crashes during load (torch CUDA OOM)",
     faults: { crashDuringLoad: "oom" },
     scoped: true,
-    change: async (c) => {
-      c.ws.setStackConfig(STACK, "speculative", readRepoStackConfig(NEW)["dflash-sglang:speculative"]);
-      c.ws.setStackConfig(STACK, "service", simHostConfig(c.host, `${UNIT}-renamed`)["dflash-sglang:service"]);
-    },
+    change: renamedWithNewBudget,
     after: async (c) => void c.notes.push(`serving under: ${(await c.sh(`systemctl list-units --state=active --no-legend --plain '${UNIT}*.service' | cut -d' ' -f1`)) || "nothing"}`),
   },
   {
@@ -225,7 +230,7 @@ const SCENARIOS: Scenario[] = [
       const deadline = returned + 90_000;
       let budget: unknown;
       while (Date.now() < deadline && budget === undefined) {
-        budget = JSON.parse((await c.sh(`curl -s -m 2 http://${c.host.address}:${c.host.sglangPort}/server_info`)) || "{}").speculative_ddtree_budget;
+        budget = await servingBudget(c);
         if (budget === undefined) await new Promise((res) => setTimeout(res, 500));
       }
       return r.error && /RECOVERING:/.test(r.error) && budget !== undefined ? `old config back by itself (budget ${budget}) ${((Date.now() - returned) / 1000).toFixed(1)} s after up returned` : `UNEXPECTED: serving ${budget}; ${r.error.split("\n")[0]}`;
@@ -252,14 +257,11 @@ const SCENARIOS: Scenario[] = [
     name: "unit renamed, plus a flag unknown to the host's SGLang",
     faults: {},
     scoped: false,
-    change: async (c) => {
-      c.ws.setStackConfig(STACK, "speculative", readRepoStackConfig(NEW)["dflash-sglang:speculative"]);
-      c.ws.setStackConfig(STACK, "service", simHostConfig(c.host, `${UNIT}-renamed`)["dflash-sglang:service"]);
-    },
+    change: renamedWithNewBudget,
     extraArgs: ["--speculative-dflash-enable-ddtree"],
     judge: async (c, r) => {
       const active = (await c.sh(`systemctl list-units --state=active --no-legend --plain '${UNIT}*.service' | cut -d' ' -f1`)) || "nothing";
-      const budget = JSON.parse((await c.sh(`curl -s -m 2 http://${c.host.address}:${c.host.sglangPort}/server_info`)) || "{}").speculative_ddtree_budget;
+      const budget = await servingBudget(c);
       return /Preflight failed/.test(r.error) && active === `${UNIT}.service` && budget === 8 ? `clear failure before any change: ${UNIT} (budget 8) still serving, never stopped` : `UNEXPECTED: active ${active}, budget ${budget}; ${r.error.split("\n")[0]}`;
     },
   },
@@ -273,7 +275,7 @@ const SCENARIOS: Scenario[] = [
       const deadline = Date.now() + 60_000;
       let budget: unknown;
       while (Date.now() < deadline && budget !== 8) {
-        budget = JSON.parse((await c.sh(`curl -s -m 2 http://${c.host.address}:${c.host.sglangPort}/server_info`)) || "{}").speculative_ddtree_budget;
+        budget = await servingBudget(c);
         if (budget !== 8) await new Promise((res) => setTimeout(res, 500));
       }
       return r.error && budget === 8 ? "up failed (connection lost); the rollback finished on the host: old config serving" : `UNEXPECTED: serving ${budget}; ${r.error.split("\n")[0] || "up succeeded"}`;
@@ -301,7 +303,7 @@ const SCENARIOS: Scenario[] = [
       let budget: unknown;
       let node1 = "";
       while (Date.now() < deadline) {
-        budget = JSON.parse((await c.sh(`curl -s -m 2 http://${c.host.address}:${c.host.sglangPort}/server_info`)) || "{}").speculative_ddtree_budget;
+        budget = await servingBudget(c);
         node1 = (await hosts.ssh(c.node1, `systemctl is-active ${UNIT}.service && grep -o -- '--speculative-ddtree-budget [0-9]*' /etc/systemd/system/${UNIT}.service`)).stdout.trim().replace(/\n/g, ", ");
         if (budget === 8 && node1 === "active, --speculative-ddtree-budget 8") break;
         await new Promise((res) => setTimeout(res, 500));

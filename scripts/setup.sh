@@ -28,26 +28,22 @@ cd "$root"
 # empties node_modules, so the link is made after it, every time).
 ln -sfn ../../scripts/pulumi.sh node_modules/.bin/pulumi
 ./toolchain/ensure.sh >/dev/null
+# A Debian package a part of the project needs, installed with apt-get when missing (as root);
+# without it, only that part fails, saying so. ensure_package COMMAND PACKAGE WHAT-NEEDS-IT WITHOUT-IT
+ensure_package() {
+  command -v "$1" >/dev/null 2>&1 && return 0
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing $2 with apt-get ($3)" >&2
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2") >&2 ||
+      echo "setup: could not install $2; $4 until it is (apt-get install $2)" >&2
+  else
+    echo "setup: $2 is not installed; $4 until it is (Debian: apt-get install $2)" >&2
+  fi
+}
 # The benchmark's coding check runs model-written code only inside a bubblewrap sandbox.
-if ! command -v bwrap >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "setup: installing bubblewrap with apt-get (the coding check's sandbox)" >&2
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap) >&2 ||
-      echo "setup: could not install bubblewrap; the coding check will refuse to run model code until it is (apt-get install bubblewrap)" >&2
-  else
-    echo "setup: bubblewrap is not installed; the coding check will refuse to run model code until it is (Debian: apt-get install bubblewrap)" >&2
-  fi
-fi
-# npm test checks every host script with shellcheck (Debian's package).
-if ! command -v shellcheck >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "setup: installing shellcheck with apt-get (npm test checks every host script with it)" >&2
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck) >&2 ||
-      echo "setup: could not install shellcheck; the shellcheck tests will fail until it is (apt-get install shellcheck)" >&2
-  else
-    echo "setup: shellcheck is not installed; the shellcheck tests will fail until it is (Debian: apt-get install shellcheck)" >&2
-  fi
-fi
+ensure_package bwrap bubblewrap "the coding check's sandbox" "the coding check will refuse to run model code"
+# npm test checks every host script with shellcheck.
+ensure_package shellcheck shellcheck "npm test checks every host script with it" "the shellcheck tests will fail"
 # PostgreSQL's server programs (initdb, pg_ctl), on PATH or where Debian puts them.
 have_postgres() {
   { command -v initdb && command -v pg_ctl; } >/dev/null 2>&1 && return 0
