@@ -153,7 +153,7 @@ test("the session of a destroy's remove drops: the remove finishes on the host, 
   await stack.destroy({
     onOutput: (s) => {
       output += s;
-      if (!killing && /SGLang is draining \(1 request still in flight\)/.test(output)) killing = hosts.dropSessions(host).then((n) => void (killed = n));
+      if (!killing && /SGLang is draining/.test(output)) killing = hosts.dropSessions(host).then((n) => void (killed = n));
     },
   }).catch(() => undefined);
   await killing;

@@ -177,13 +177,18 @@ test("two stacks racing for one host: the second waits for the lock, or fails na
   const main = await ws.stack("main");
   const other = await ws.stack("other");
   // A slow load keeps `main` busy long enough for `other` to queue behind it.
-  hosts.configure(HOST, JSON.stringify({ loadSeconds: 8 }));
+  // (14 s: longer than the other stack's engine takes to reach the host, even on a busy machine.)
+  hosts.configure(HOST, JSON.stringify({ loadSeconds: 14 }));
   // Start `main`, and once it holds the lock (it is stopping the server), start `other`.
   let holding!: () => void;
   const locked = new Promise<void>((r) => (holding = r));
   const first = main.up({ onOutput: (s) => /waiting for the old server|waiting for GPU|loading weights/.test(s) && holding() });
   await locked;
-  await assert.rejects(other.up(), /is being reconfigured by stack "main" \(unit sglang-k26, from .*, since .*\); waited 2 s/);
+  const refused = await other.up().then(
+    (r) => `other's up succeeded while main's was still running:\n${r.stdout.slice(-2500)}`,
+    (e: Error) => e.message,
+  );
+  assert.match(refused, /is being reconfigured by stack "main" \(unit sglang-k26, from .*, since .*\); waited 2 s/);
   assert.equal((await first).summary.result, "succeeded");
   // With a longer wait, the second one goes after the first.
   ws.setStackConfig("other", "safety", { stableSeconds: 1, lockWaitSeconds: 120 });

@@ -289,7 +289,7 @@ restart)
   want=${2:?usage: restart HASH}
   [ "$(hash_of "$stage/unit.service")" = "$want" ] || { echo "FAILED: the unit staged for stack $stack is not $want (restaged by another run of this stack?); nothing was changed. Run \`pulumi up\` again." >&2; exit 1; }
   lock
-  say "holding $host's lock (on the host: if this connection drops, the restart goes on here under the lock, and the next \`pulumi up\` proves what it left)"
+  say "holding $host's lock (on the host, as ${DFLASH_HOST_STEP:-this session}: if this connection drops, the restart goes on here under the lock, and the next \`pulumi up\` proves what it left)"
   before_pid=$(show MainPID)
   # In a group, the readiness step reads why a node failed from this command's output.
   [ "$group_size" -gt 1 ] && exec 2>&1
@@ -400,5 +400,21 @@ remove)
 esac
 }
 
-# Run, unless sourced (the tests source it to check single functions).
-if [ "${BASH_SOURCE[0]}" = "$0" ]; then main "$@"; fi
+# Run, unless sourced (the tests source it to check single functions). A step started over
+# SSH runs as a transient systemd service (a host step, not part of the login session): its
+# stdin, output and exit status are the SSH command's (--pipe --wait), and when the session
+# drops (a second Ctrl-C, a CI timeout, a killed engine) the step goes on to its end on the
+# host, under the host's lock; the next `pulumi up` or `refresh` reads what it left.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  case "${1:-}" in
+  restart|rollback|good|release|remove)
+    if [ -z "${DFLASH_HOST_STEP:-}" ] && command -v systemd-run >/dev/null 2>&1; then
+      step_unit="dflash-step-${unit%.service}-$1-$(date +%s%N)"
+      exec systemd-run --unit "$step_unit" --description "dflash-sglang: $1 of ${unit%.service} for stack $stack" \
+        --pipe --wait --collect --quiet --setenv=DFLASH_HOST_STEP="$step_unit" --setenv=SSH_CLIENT="${SSH_CLIENT:-}" \
+        bash "$0" "$@"
+    fi
+    ;;
+  esac
+  main "$@"
+fi
