@@ -148,14 +148,19 @@ test("the session of a destroy's remove drops: the remove finishes on the host, 
   });
   let output = "";
   let killed = 0;
-  let killing: Promise<void> | undefined;
+  let destroying = true;
   const stack = await ws.stack("main");
-  await stack.destroy({
-    onOutput: (s) => {
-      output += s;
-      if (!killing && /SGLang is draining/.test(output)) killing = hosts.dropSessions(host).then((n) => void (killed = n));
-    },
-  }).catch(() => undefined);
+  // The engine shows progress lines late: the host says when the remove runs (its host step).
+  const killing = (async () => {
+    while (destroying) {
+      if (await sh("systemctl list-units --state=active --no-legend --plain 'dflash-step-sglang-k26-remove-*'")) {
+        killed = await hosts.dropSessions(host);
+        return;
+      }
+      await new Promise((res) => setTimeout(res, 100));
+    }
+  })();
+  await stack.destroy({ onOutput: (s) => (output += s) }).catch(() => undefined).finally(() => (destroying = false));
   await killing;
   assert.ok(killed > 0, `no SSH session was open during the remove; destroy output:\n${output.slice(-3000)}`);
   assert.equal(await inFlight, true, "the request in flight when the session dropped completed");
