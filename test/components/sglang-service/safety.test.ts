@@ -316,7 +316,9 @@ for (const k of KILL_PHASES) {
     hosts.fault(HOST, JSON.stringify(k.faults));
     ws.setStackConfig("other", "speculative", spec(k.config));
     // ~180 tok/s: a 1500-token stream keeps the server busy through the kill.
-    const inFlight = k.phase === "draining" ? streamChat(1500) : Promise.resolve(true);
+    // (3000 tokens, about 16 s: still running at SGLang's second 5 s drain check, whose count of 1
+    // in flight is the moment of the kill; with 1500 the stream could end before a count was logged.)
+    const inFlight = k.phase === "draining" ? streamChat(3000) : Promise.resolve(true);
     await killUpWhen("other", k.when);
     hosts.fault(HOST, "{}");
     // Our tooling sees the stack lock of the killed process and runs `pulumi cancel`.
