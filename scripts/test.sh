@@ -10,5 +10,6 @@ node --import tsx simhost/cli.ts reclaim
 echo "test: type check" >&2
 npx tsc --noEmit -p tsconfig.json
 mapfile -t files < <(find test -name '*.test.ts' -not -path '*/fixtures/*' | sort)
-# One file at a time: integration tests share the machine's 2 cores with the hosts.
-exec node --import tsx --test --test-concurrency=1 "${files[@]}"
+# Two files at a time: the integration tests wait on simulated loads, drains and SSH far more
+# than on the 2 cores, and every timing-sensitive test waits on a condition, not a timer.
+exec node --import tsx --test --test-concurrency=2 "${files[@]}"

@@ -12,7 +12,7 @@ export interface Faults {
    * enough memory", "memory capacity is unbalanced") or another load error.
    */
   crashDuringLoad: (typeof CRASH_KINDS)[number] | null;
-  /** Hang while loading: the port never opens. */
+  /** Hang while loading: the port never opens while this stays set; cleared, the load goes on. */
   hangDuringLoad: boolean;
   /** Multiplies the load time. */
   loadSlowdown: number;

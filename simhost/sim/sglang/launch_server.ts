@@ -446,9 +446,10 @@ async function main(): Promise<void> {
   }
   if (faults.hangDuringLoad) {
     log("Loading safetensors checkpoint shards:  37% Completed | 23/62", 0);
-    // Stuck for good, like a hung NCCL init: the process lives on, the port never opens.
-    setInterval(() => undefined, 1 << 30);
-    await new Promise(() => undefined);
+    // Stuck like a hung NCCL init: the process lives on, the port never opens, for as long
+    // as the fault stays set. Clearing it lets the load finish (a test holds a rollout at
+    // this point, then lets it go, instead of racing a timer).
+    while (faultsFor(readFaults(), args).hangDuringLoad) await sleep(0.2);
   }
   if (faults.crashDuringLoad) {
     await sleep(loadSeconds / 2);

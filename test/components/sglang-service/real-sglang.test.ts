@@ -102,8 +102,9 @@ test("stale gauges after traffic stopped: the stop is SGLang's drain, over withi
 });
 
 test("a long streaming generation in flight when `up` starts completes; the drain waits for exactly that", async () => {
-  // ~180 tok/s: 2500 tokens keep the stream busy for about 14 s.
-  const { done: stream } = await streamInFlight(2500);
+  // ~180 tok/s: 4000 tokens keep the stream busy for about 22 s, well past the moment the
+  // drain starts even when the engine is slow to get there (a busy machine: 10 s and more).
+  const { done: stream } = await streamInFlight(4000);
   const { outputs } = await upWith({ speculative: spec("b8t4-w2048") });
   assert.equal(await stream, true, "the stream finished with [DONE]");
   assert.ok(outputs.restartTimings.value.drainSeconds >= 5, JSON.stringify(outputs.restartTimings.value));

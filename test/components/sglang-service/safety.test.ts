@@ -176,34 +176,49 @@ test("two stacks racing for one host: the second waits for the lock, or fails na
   }
   const main = await ws.stack("main");
   const other = await ws.stack("other");
-  // A slow load keeps `main` busy long enough for `other` to queue behind it.
-  // (14 s: longer than the other stack's engine takes to reach the host, even on a busy machine.)
-  hosts.configure(HOST, JSON.stringify({ loadSeconds: 14 }));
-  // Start `main`, and once it holds the lock (it is stopping the server), start `other`.
-  let holding!: () => void;
-  const locked = new Promise<void>((r) => (holding = r));
-  const first = main.up({ onOutput: (s) => /waiting for the old server|waiting for GPU|loading weights/.test(s) && holding() });
-  await locked;
-  const refused = await other.up().then(
-    (r) => `other's up succeeded while main's was still running:\n${r.stdout.slice(-2500)}`,
-    (e: Error) => e.message,
-  );
-  assert.match(refused, /is being reconfigured by stack "main" \(unit sglang-k26, from .*, since .*\); waited 2 s/);
-  assert.equal((await first).summary.result, "succeeded");
-  // With a longer wait, the second one goes after the first.
-  ws.setStackConfig("other", "safety", { stableSeconds: 1, lockWaitSeconds: 120 });
-  ws.setStackConfig("main", "speculative", spec("b8t4-w2048"));
-  let holdingAgain!: () => void;
-  const lockedAgain = new Promise<void>((r) => (holdingAgain = r));
-  const again = main.up({ onOutput: (s) => /waiting for the old server|waiting for GPU|loading weights/.test(s) && holdingAgain() });
-  await lockedAgain;
-  let waitedFor = "";
-  const second = other.up({ onOutput: (s) => (waitedFor ||= /waiting for (stack "main"[^)]*\))/.exec(s)?.[1] ?? "") });
-  const [a, b] = await Promise.all([again, second]);
-  assert.equal(a.summary.result, "succeeded");
-  assert.equal(b.summary.result, "succeeded");
-  assert.match(waitedFor, /^stack "main" \(unit sglang-k26/, "the waiting stack said whom it waited for");
-  hosts.configure(HOST, JSON.stringify({ loadSeconds: 2 }));
+  // `main`'s new server holds its load (the hang fault, matched to its budget) until `other`
+  // has done what is tested, then is let go: no race between a load time and how fast the
+  // other engine reaches the host.
+  const hold = (budget: number) => hosts.fault(HOST, JSON.stringify({ hangDuringLoad: true, match: { speculative_ddtree_budget: budget } }));
+  const release = () => hosts.fault(HOST, "{}");
+  ws.setStackConfig("main", "timeouts", { readySeconds: 180, pollMs: 250 });
+  try {
+    hold(4);
+    let holding!: () => void;
+    const locked = new Promise<void>((r) => (holding = r));
+    const first = main.up({ onOutput: (s) => /loading weights/.test(s) && holding() });
+    await locked;
+    const refused = await other.up().then(
+      (r) => `other's up succeeded while main's was still running:\n${r.stdout.slice(-2500)}`,
+      (e: Error) => e.message,
+    );
+    release();
+    assert.match(refused, /is being reconfigured by stack "main" \(unit sglang-k26, from .*, since .*\); waited 2 s/);
+    assert.equal((await first).summary.result, "succeeded");
+    // With a longer wait, the second one goes after the first.
+    ws.setStackConfig("other", "safety", { stableSeconds: 1, lockWaitSeconds: 120 });
+    ws.setStackConfig("main", "speculative", spec("b8t4-w2048"));
+    hold(8);
+    let holdingAgain!: () => void;
+    const lockedAgain = new Promise<void>((r) => (holdingAgain = r));
+    const again = main.up({ onOutput: (s) => /loading weights/.test(s) && holdingAgain() });
+    await lockedAgain;
+    let waitedFor = "";
+    const second = other.up({
+      onOutput: (s) => {
+        if (waitedFor) return;
+        waitedFor = /waiting for (stack "main"[^)]*\))/.exec(s)?.[1] ?? "";
+        if (waitedFor) release();
+      },
+    });
+    const [a, b] = await Promise.all([again, second]);
+    assert.equal(a.summary.result, "succeeded");
+    assert.equal(b.summary.result, "succeeded");
+    assert.match(waitedFor, /^stack "main" \(unit sglang-k26/, "the waiting stack said whom it waited for");
+  } finally {
+    release();
+    ws.setStackConfig("main", "timeouts", { readySeconds: 20, pollMs: 250 });
+  }
   assert.equal((await serving()).speculative_ddtree_budget, 12, "the stack that waited ran last");
 });
 
@@ -261,12 +276,16 @@ function descendants(pid: number): number[] {
   return out;
 }
 
-async function killUpWhen(stackName: string, when: RegExp): Promise<string> {
+async function killUpWhen(stackName: string, when: RegExp, before?: { when: RegExp; run: () => void }): Promise<string> {
   const child = spawn("pulumi", ["up", "--yes", "--skip-preview", "--non-interactive", "--stack", stackName], { cwd: ws.dir, env: ws.env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   return new Promise((resolve, reject) => {
     const onData = (d: Buffer) => {
       out += d;
+      if (before && before.when.test(out)) {
+        before.run();
+        before = undefined;
+      }
       if (when.test(out) && child.exitCode === null) {
         // The engine starts each plugin in a process group of its own, and a plugin whose
         // engine was SIGKILLed keeps running (upstream behaviour): kill those we caused too.
@@ -315,11 +334,12 @@ for (const k of KILL_PHASES) {
   test(`killing pulumi up while ${k.phase}, then up again, converges without manual steps`, async () => {
     hosts.fault(HOST, JSON.stringify(k.faults));
     ws.setStackConfig("other", "speculative", spec(k.config));
-    // ~180 tok/s: a 1500-token stream keeps the server busy through the kill.
-    // (3000 tokens, about 16 s: still running at SGLang's second 5 s drain check, whose count of 1
-    // in flight is the moment of the kill; with 1500 the stream could end before a count was logged.)
-    const inFlight = k.phase === "draining" ? streamChat(3000) : Promise.resolve(true);
-    await killUpWhen("other", k.when);
+    // ~180 tok/s: 3000 tokens, about 16 s, started once preflight has passed (the stop comes
+    // next), so the stream is in flight when SGLang's drain counts its requests, however long
+    // the engine took to get there; that count of 1 is the moment of the kill.
+    let inFlight: Promise<boolean> = Promise.resolve(true);
+    const startStream = k.phase === "draining" ? { when: /preflight passed/, run: () => (inFlight = streamChat(3000)) } : undefined;
+    await killUpWhen("other", k.when, startStream);
     hosts.fault(HOST, "{}");
     // Our tooling sees the stack lock of the killed process and runs `pulumi cancel`.
     const up = await (await ws.stack("other")).up();

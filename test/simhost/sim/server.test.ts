@@ -169,6 +169,26 @@ test("SIGTERM while idle ends within the watchdog's 5 s period; while loading, a
   }
 });
 
+// The hang fault (not SGLang's behaviour but a stuck NCCL init's): the port stays closed while
+// the fault is set; cleared, the load goes on. Tests hold a rollout there instead of racing a timer.
+test("a load held by hangDuringLoad never opens the port; once the fault is cleared it finishes", async () => {
+  const sb = sandbox({}, { hangDuringLoad: true });
+  const port = await freePort();
+  const server = launch(sb.env, baseArgs(sb.dir, port));
+  try {
+    await until("the hang", async () => (/37% Completed/.test(server.log()) ? true : undefined));
+    await new Promise((r) => setTimeout(r, 1_000)); // longer than the whole unheld load (0.3 s + 0.3 s)
+    assert.equal(await status(port, "/health"), "refused");
+    fs.writeFileSync(path.join(sb.dir, "faults.json"), "{}");
+    await ready(port);
+    assert.match(server.log(), /Load weight end/);
+  } finally {
+    server.child.kill("SIGKILL");
+    await server.exited;
+    sb.cleanup();
+  }
+});
+
 // srt/model_executor/model_runner.py: weights that do not fit are torch's own OOM; the
 // memory of an exited process stays in use until the driver frees it.
 test("a new process started before the old one's memory is released dies with CUDA OOM", async () => {
