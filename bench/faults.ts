@@ -3,7 +3,8 @@
 // requests in flight when `pulumi up` starts. For each: outcome, time to detect (process
 // exit -> first FAILED line), time to recover (FAILED line -> old config serving again,
 // i.e. `up` returned), requests lost, and notes. Writes bench/results/faults.{json,md}.
-// Run: npx tsx bench/faults.ts (it takes no options)
+// Run: npx tsx bench/faults.ts [--line release|main|both] (both by default: every row against
+// the last release of SGLang and against main, simhost/sim/sglang/lines.ts).
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { execFileSync } from "node:child_process";
@@ -13,12 +14,16 @@ import { runWithHosts, type OwnedHosts } from "../simhost/owned-hosts";
 import { REPO_ROOT } from "../lib/pulumi-env";
 import { readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../lib/workspace";
 import { failureCause } from "../components/sweep/sweep";
-import { parseCommandOrExit } from "../lib/cli";
+import { oneOf, option, parseCommandOrExit } from "../lib/cli";
+import { SGLANG_LINES, SglangLine } from "../simhost/sim/sglang/lines";
 
-parseCommandOrExit("npx tsx bench/faults.ts", {
+const { options } = parseCommandOrExit("npx tsx bench/faults.ts", {
   summary: "The fault table: each fault injected into the new configuration of a reconfiguration on a simulated host,\nwith requests in flight; outcome, time to detect, time to recover, requests lost. Writes bench/results/faults.{json,md}.",
-  options: {},
+  options: {
+    line: option({ type: oneOf(["release", "main", "both"] as const), placeholder: "LINE", description: "the SGLang the hosts run: its last release, main, or every row against each", default: "both" }),
+  },
 });
+const LINES_RUN: readonly SglangLine[] = options.line === "both" ? SGLANG_LINES : [options.line];
 
 const HOST = `faults-${process.pid}`;
 const NODE1 = `faults-node1-${process.pid}`;
@@ -101,7 +106,10 @@ const SCENARIOS: Scenario[] = [
   { name: "crash during load: torch CUDA OOM", faults: { crashDuringLoad: "oom" }, scoped: true },
   { name: "crash during load: Not enough memory (KV cache)", faults: { crashDuringLoad: "not-enough-memory" }, scoped: true },
   { name: "crash during load: memory capacity unbalanced", faults: { crashDuringLoad: "unbalanced" }, scoped: true },
+  { name: "crash during load: CUDA graph capture failed", faults: { crashDuringLoad: "cuda-graph" }, scoped: true },
   { name: "crash during load: other error", faults: { crashDuringLoad: "error" }, scoped: true },
+  // Main gives its schedulers up to 15 s after the drain (release: no wait); an idle stop must not read as a kill.
+  { name: "schedulers take 15 s to exit after the drain (main's ShutdownReq wait)", faults: {}, scoped: false, inFlight: { streams: 0, tokens: 0 }, sglang: { schedulerExitSeconds: 30 } },
   { name: "hang during load (port never opens)", faults: { hangDuringLoad: true }, scoped: true, readySeconds: 12 },
   { name: "slow load (3x)", faults: { loadSlowdown: 3 }, scoped: true },
   { name: "crash 1 s after ready", faults: { crashAfterReadySeconds: 1 }, scoped: true, stableSeconds: 5 },
@@ -153,7 +161,7 @@ const SCENARIOS: Scenario[] = [
       };
       const found = Object.keys(places).filter((k) => places[k].includes(SENTINEL));
       const clean = Object.keys(places).filter((k) => !places[k].includes(SENTINEL));
-      const why = found.includes("host journal") && /server_args=ServerArgs\(.*api_key='/.test(places["host journal"]) ? " (SGLang's own start-up line server_args=..., sgl-project/sglang#37457)" : "";
+      const why = found.includes("host journal") && /server_args=(ServerArgs\(.*api_key='|\{.*'api_key': ')/.test(places["host journal"]) ? " (SGLang's own start-up line server_args=..., sgl-project/sglang#37457)" : "";
       c.notes.push(`found in: ${found.join(", ") || "nowhere"}${why}; not in: ${clean.join(", ")}`);
     },
   },
@@ -356,11 +364,15 @@ async function main(owned: OwnedHosts): Promise<void> {
   try {
     const stack = await ws.stack(STACK);
     const model = YAML.parse(fs.readFileSync(path.join(REPO_ROOT, "Pulumi.yaml"), "utf8")).config["dflash-sglang:model"].value as Record<string, unknown>;
+    for (const line of LINES_RUN) {
+    // Every row of a line starts from a server of that line: the one it drains is of it too.
+    for (const h of [HOST, NODE1]) hosts.configure(h, JSON.stringify({ line }));
+    await stack.destroy();
     await stack.up();
     for (const sc of SCENARIOS) {
       // Baseline: the good configuration serves, with no fault and no secret.
       hosts.fault(HOST, "{}");
-      hosts.configure(HOST, JSON.stringify({ removedEndpoints: [] }));
+      hosts.configure(HOST, JSON.stringify({ removedEndpoints: [], schedulerExitSeconds: 0.5 }));
       await stack.removeConfig("dflash-sglang:apiKey").catch(() => undefined);
       ws.setStackConfig(STACK, "speculative", readRepoStackConfig(GOOD)["dflash-sglang:speculative"]);
       ws.setStackConfig(STACK, "safety", { stableSeconds: 2 });
@@ -441,15 +453,16 @@ async function main(owned: OwnedHosts): Promise<void> {
           thenFixed = `UNEXPECTED: ${failureCause((e as Error).message).slice(0, 100)}`;
         }
       }
-      const row = { fault: sc.name, outcome, cause: cause.trim(), detectSeconds: detect, recoverSeconds: failedAt ? ((ended - failedAt) / 1000).toFixed(1) : "-", upSeconds: ((ended - started) / 1000).toFixed(1), requestsInFlight: inFlight.length, requestsLost: inFlight.length - completed, thenFixed, notes: ctx.notes.join("; ") };
+      const row = { sglang: line, fault: sc.name, outcome, cause: cause.trim(), detectSeconds: detect, recoverSeconds: failedAt ? ((ended - failedAt) / 1000).toFixed(1) : "-", upSeconds: ((ended - started) / 1000).toFixed(1), requestsInFlight: inFlight.length, requestsLost: inFlight.length - completed, thenFixed, notes: ctx.notes.join("; ") };
       rows.push(row);
       process.stderr.write(`${JSON.stringify(row)}\n`);
+    }
     }
   } finally {
     await Promise.all([hosts.stop(HOST), hosts.stop(NODE1)]);
     ws.cleanup();
   }
-  const out = { command: "npx tsx bench/faults.ts", date: new Date().toISOString(), machine: "2 cores, 24 GB", loadSeconds: 3, rows };
+  const out = { command: `npx tsx bench/faults.ts --line ${options.line}`, date: new Date().toISOString(), machine: "2 cores, 24 GB", loadSeconds: 3, rows };
   const dir = path.join(REPO_ROOT, "bench/results");
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, "faults.json"), JSON.stringify(out, null, 2) + "\n");
@@ -471,9 +484,13 @@ async function main(owned: OwnedHosts): Promise<void> {
     "lacks, sessions dropped mid-rollback, a two-node group whose node 1 frees its GPUs late (node 1: a second simulated",
     "host), SSH unreachable while weights load, a destroy) and say their outcome in words where the usual columns do not.",
     "",
-    "| fault | outcome | cause reported | detect s | recover s | up s | in flight | lost | then, fixed | notes |",
-    "|---|---|---|---:|---:|---:|---:|---:|---|---|",
-    ...rows.map((r) => `| ${r.fault} | ${r.outcome} | ${String(r.cause || "-").replace(/\|/g, "\\|")} | ${r.detectSeconds} | ${r.recoverSeconds} | ${r.upSeconds} | ${r.requestsInFlight} | ${r.requestsLost} | ${r.thenFixed} | ${r.notes || "-"} |`),
+    "The SGLang column says which the host ran: its last release or main (simhost/sim/sglang/lines.ts: the start-up",
+    "line's form, raw or resolved /server_info, main's wait of up to 15 s for its schedulers after the drain, \"unbalanced\"",
+    "fatal by default on main, the window flag's deprecated alias only in the release).",
+    "",
+    "| SGLang | fault | outcome | cause reported | detect s | recover s | up s | in flight | lost | then, fixed | notes |",
+    "|---|---|---|---|---:|---:|---:|---:|---:|---|---|",
+    ...rows.map((r) => `| ${r.sglang} | ${r.fault} | ${r.outcome} | ${String(r.cause || "-").replace(/\|/g, "\\|")} | ${r.detectSeconds} | ${r.recoverSeconds} | ${r.upSeconds} | ${r.requestsInFlight} | ${r.requestsLost} | ${r.thenFixed} | ${r.notes || "-"} |`),
     "",
   ].join("\n");
   fs.writeFileSync(path.join(dir, "faults.md"), md);

@@ -86,6 +86,15 @@ export function failureCause(journal: string): string | undefined {
   if (pool) return `out of GPU memory: no room left for the KV cache after the weights (SGLang: "Not enough memory. Please try to increase --mem-fraction-static"${pool[1].trim() ? `; ${pool[1].trim()}` : ""}); check nvidia-smi for other processes holding GPU memory, or raise model.memFractionStatic`;
   const unbalanced = find(/memory capacity is unbalanced\. Some GPUs may be occupied by other processes\.?\s*(.*)$/);
   if (unbalanced) return `out of GPU memory: some GPUs have much less free memory than others, probably held by other processes (SGLang: "The memory capacity is unbalanced"${unbalanced[1] ? `; ${unbalanced[1]}` : ""})`;
+  // cuda_graph_runner.py: the capture needs memory beyond the weights and KV cache.
+  const graph = find(/Capture cuda graph failed: (.*)$/);
+  if (graph) return `CUDA graph capture failed (${graph[1].trim()}); lower model.memFractionStatic or add --cuda-graph-max-bs with a smaller batch to model.extraArgs`;
+  // spec_info.py: KeyError in releases, ValueError on main.
+  const algorithm = find(/Unknown speculative algorithm name:? *'?([\w-]*)'?/);
+  if (algorithm) return `the installed SGLang does not know the speculative algorithm ${algorithm[1]}: check speculative.algorithm and sglangBuild`;
+  // server_args_config_parser.py (sgl-project/sglang#36326): a --config key with a deprecated alias.
+  const configOption = find(/Unsupported config option '([^']+)' with action/);
+  if (configOption) return `SGLang refused the key ${configOption[1]} in its --config file (a field with a deprecated alias: sgl-project/sglang#36326); pass it as a flag in model.extraArgs instead`;
   // argparse of `sglang serve` (older builds: launch_server.py): exit 2 before anything loads.
   const unrecognized = find(/error: unrecognized arguments: (.*)$/);
   if (unrecognized) return `the installed SGLang does not accept: ${unrecognized[1]}`;

@@ -318,6 +318,10 @@ drained_time() { grep -iE 'remaining number of requests 0([^0-9]|$)' | head -n 1
 
 # Stops the server the way SGLang expects: SIGTERM is its drain (requests in flight finish;
 # then it SIGKILLs itself). Bounded by the drain deadline, after which it is killed.
+# Once SGLang has logged a count of 0, its drain is over and nothing can be cut: what
+# follows is its own exit (SGLang main waits up to 15 s for its schedulers, after a poll of
+# up to 5 s), which is not killed at the drain deadline, and a kill by systemd's
+# TimeoutStopSec then is no cut (killed stays 0).
 # Sets drain_seconds, stop_seconds, killed and cut.
 stop_server() {
   drain_seconds=0 stop_seconds=0 killed=0 cut=0
@@ -334,7 +338,7 @@ stop_server() {
   while running || { [ "$pid" -gt 0 ] && kill -0 "$pid" 2>/dev/null; }; do
     line=$(journalctl -u "$unit" "_SYSTEMD_INVOCATION_ID=$inv" --since "@\${t0%.*}" -o cat --no-pager 2>/dev/null | drain_remaining)
     [ -n "$line" ] && remaining=$line
-    if [ "$killed" = 0 ] && past "$t0" "$drain_deadline"; then
+    if [ "$killed" = 0 ] && [ "$remaining" != 0 ] && past "$t0" "$drain_deadline"; then
       killed=1 cut=\${remaining:-null}
       say "the drain did not end within $drain_s s (timeouts.drainSeconds); killing the old server, cutting $(in_flight "$remaining")"
       systemctl kill --signal=SIGKILL "$unit"
@@ -345,13 +349,20 @@ stop_server() {
     fi
     local status="SGLang is draining (SIGTERM sent; it checks every 5 s)"
     [ -n "$remaining" ] && status="SGLang is draining ($(in_flight "$remaining"))"
+    [ "$remaining" = 0 ] && status="SGLang is draining (0 requests still in flight): the drain is over, SGLang is ending its processes"
     if [ "$status" != "$last" ] || past "$t0" "$shown"; then
       say "stopping: $status ($(since "$t0") s, deadline $drain_deadline s)"
       last=$status shown=$(awk -v s="$(since "$t0")" 'BEGIN { print s + 5 }')
     fi
     sleep "$poll"
   done
-  [ "$(show Result)" = timeout ] && [ "$killed" = 0 ] && killed=1 cut=\${remaining:-null}
+  if [ "$(show Result)" = timeout ] && [ "$killed" = 0 ]; then
+    if [ "$remaining" = 0 ]; then
+      say "SGLang had drained every request; systemd's stop timeout (TimeoutStopSec) ended its own exit, which cut nothing"
+    else
+      killed=1 cut=\${remaining:-null}
+    fi
+  fi
   local total
   total=$(since "$t0")
   drained_at=$(journalctl -u "$unit" "_SYSTEMD_INVOCATION_ID=$inv" --since "@\${t0%.*}" -o short-unix --no-pager 2>/dev/null | drained_time)

@@ -2,14 +2,15 @@
 // `npm run simhost -- fault NAME SPEC` can change them between runs.
 import * as fs from "node:fs";
 
-export const CRASH_KINDS = ["oom", "not-enough-memory", "unbalanced", "error"] as const;
+export const CRASH_KINDS = ["oom", "not-enough-memory", "unbalanced", "cuda-graph", "error"] as const;
 
 export interface Faults {
   /** Seconds between a GPU process exiting and its memory being free (real drivers: seconds). */
   gpuReleaseDelaySeconds: number;
   /**
    * Crash while loading, with one of SGLang's memory failures (torch's CUDA OOM, "Not
-   * enough memory", "memory capacity is unbalanced") or another load error.
+   * enough memory", "memory capacity is unbalanced"), a CUDA graph capture failure, or
+   * another load error.
    */
   crashDuringLoad: (typeof CRASH_KINDS)[number] | null;
   /** Hang while loading: the port never opens while this stays set; cleared, the load goes on. */

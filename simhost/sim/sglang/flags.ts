@@ -25,6 +25,8 @@ export interface FlagSpec {
   help: string;
 }
 
+import { LINES, SglangLine } from "./lines";
+
 export type BuildProfile = "upstream" | "ddtree-fork";
 export const BUILD_PROFILES: BuildProfile[] = ["upstream", "ddtree-fork"];
 
@@ -59,7 +61,6 @@ const COMMON: FlagSpec[] = [
   { name: "--speculative-num-draft-tokens", dest: "speculative_num_draft_tokens", kind: "int", default: null, help: "Draft tokens per verification step." },
   // Its own field (speculative_dflash_block_size), not an alias of --speculative-num-draft-tokens.
   { name: "--speculative-dflash-block-size", dest: "speculative_dflash_block_size", kind: "int", default: null, help: "DFLASH block size (default: from the draft model's config)." },
-  { name: "--speculative-draft-window-size", dest: "speculative_draft_window_size", kind: "int", hiddenAliases: ["--speculative-dflash-draft-window-size"], default: null, help: "Drafter keeps only the last N target tokens in its KV cache." },
   { name: "--speculative-draft-kv-cache-dtype", dest: "speculative_draft_kv_cache_dtype", kind: "str", default: null, help: "Drafter KV cache dtype." },
   { name: "--speculative-draft-attention-backend", dest: "speculative_draft_attention_backend", kind: "str", default: null, help: "Drafter attention backend." },
 ];
@@ -75,13 +76,22 @@ const DDTREE_FORK: FlagSpec[] = [
   { name: "--speculative-dflash-compact-cache", dest: "speculative_dflash_compact_cache", kind: "bool", default: false, help: "Compact the drafter's windowed KV cache." },
 ];
 
-export function flagTable(profile: BuildProfile): FlagSpec[] {
+/** The flags of a build (profile) of an SGLang line (see ./lines.ts). */
+export function flagTable(profile: BuildProfile, line: SglangLine = "main"): FlagSpec[] {
   const algorithm: FlagSpec = { name: "--speculative-algorithm", dest: "speculative_algorithm", kind: "str", default: null, help: "Speculative decoding algorithm." };
+  const window: FlagSpec = {
+    name: "--speculative-draft-window-size",
+    dest: "speculative_draft_window_size",
+    kind: "int",
+    ...(LINES[line].windowAlias ? { hiddenAliases: ["--speculative-dflash-draft-window-size"] } : {}),
+    default: null,
+    help: "Drafter keeps only the last N target tokens in its KV cache.",
+  };
   switch (profile) {
     case "upstream":
-      return [...COMMON, algorithm];
+      return [...COMMON, window, algorithm];
     case "ddtree-fork":
-      return [...COMMON, algorithm, ...DDTREE_FORK];
+      return [...COMMON, window, algorithm, ...DDTREE_FORK];
     default: {
       const never: never = profile;
       throw new Error(`unknown SGLang build profile ${String(never)}`);
@@ -113,8 +123,11 @@ export function helpText(table: FlagSpec[]): string {
   return lines.join("\n") + "\n";
 }
 
-/** Pure: parses argv (without the program name) against a flag table. */
-export function parseArgs(argv: string[], table: FlagSpec[]): ParseResult {
+/**
+ * Pure: parses argv (without the program name) against a flag table. `requireModelPath`:
+ * argparse itself refuses a missing --model-path (releases); main checks it later.
+ */
+export function parseArgs(argv: string[], table: FlagSpec[], requireModelPath = true): ParseResult {
   const byName = new Map<string, FlagSpec>();
   for (const f of table) for (const n of [f.name, ...(f.aliases ?? []), ...(f.hiddenAliases ?? [])]) byName.set(n, f);
   const args: ServerArgs = {};
@@ -166,7 +179,7 @@ export function parseArgs(argv: string[], table: FlagSpec[]): ParseResult {
     }
   }
   if (unrecognized.length) return fail(`unrecognized arguments: ${unrecognized.join(" ")}`);
-  if (args.model_path === null) return fail("the following arguments are required: --model-path");
+  if (requireModelPath && args.model_path === null) return fail("the following arguments are required: --model-path");
   return { kind: "ok", args };
 }
 
@@ -198,6 +211,9 @@ export function mergeConfigFile(argv: string[], table: FlagSpec[], readFile: (pa
     if (!m) return fail("Config file must contain a dictionary at root level");
     const value = m[2].startsWith('"') ? String(JSON.parse(m[2])) : m[2].replace(/^'(.*)'$/, "$1");
     const spec = table.find((f) => f.name === `--${m[1]}`);
+    // A field that also has a deprecated alias: the merger finds the alias's action first and
+    // refuses it (sgl-project/sglang issue #36326, open).
+    if (spec?.hiddenAliases?.length) return fail(`Unsupported config option '${m[1]}' with action 'DeprecatedAliasStoreAction'`);
     if (spec?.kind === "bool" && (value === "true" || value === "false")) {
       if (value === "true") fromFile.push(`--${m[1]}`);
     } else {

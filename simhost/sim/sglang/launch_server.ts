@@ -12,8 +12,9 @@
 //   (srt/entrypoints/http_server.py, health_generate).
 // - /get_server_info logs a deprecation warning per call; /server_info and it return
 //   every server argument including api_key (http_server.py, server_info; issue #37457).
-// - start-up logs `server_args=ServerArgs(...)` with the api key in clear
-//   (srt/entrypoints/engine.py, _launch_subprocesses).
+// - start-up logs the server args with the api key in clear, in the form of the host's
+//   SGLang line (srt/entrypoints/engine.py, _launch_subprocesses; see ./lines.ts).
+// - what differs between the last release and main is in ./lines.ts, one trait each.
 // - /metrics gauges are refreshed at prefill, every 40 decode steps
 //   (--decode-log-interval) and every 30 s when idle, not on every scrape
 //   (srt/managers/scheduler_metrics_mixin.py, srt/metrics/collector.py).
@@ -29,16 +30,25 @@ import { GpuStore } from "../gpu";
 import { faultsFor, readFaults } from "../faults";
 import { SpecSettings, batchSlowdown, countTokens, perfAt, specSettings, timeToFirstToken } from "./perf";
 import { completionText } from "./text";
+import { LINES, LineTraits, SGLANG_LINES, SglangLine, boolEnv, startupArgsLine } from "./lines";
 
 interface SimConfig {
   profile: BuildProfile;
+  /** The last release or main (./lines.ts). */
+  line: SglangLine;
   /** Fixed load time; when absent it scales with model size. */
   loadSeconds?: number;
   loadSecondsPerGiB: number;
   warmupSeconds: number;
+  /**
+   * How long the schedulers take to exit once main's drain sends them ShutdownReq; the
+   * tokenizer waits for them up to the line's limit (15 s), then kills the tree anyway.
+   */
+  schedulerExitSeconds: number;
   /** Multiplies every speed of the performance model (benchmarks of the client itself). */
   speedScale: number;
-  version: string;
+  /** Reported by /server_info; the line's own when absent. */
+  version?: string;
   /** How long nodes of a multi-node start wait for each other. */
   rendezvousSeconds: number;
   /**
@@ -51,7 +61,7 @@ interface SimConfig {
 const CONFIG_FILE = process.env.DFLASH_SIM_SGLANG_CONFIG ?? "/etc/dflash-sim/sglang.json";
 
 function readConfig(): SimConfig {
-  const defaults: SimConfig = { profile: "upstream", loadSecondsPerGiB: 0.005, warmupSeconds: 0.5, speedScale: 1, version: "0.5.6-sim", rendezvousSeconds: 120, removedEndpoints: [] };
+  const defaults: SimConfig = { profile: "upstream", line: "main", loadSecondsPerGiB: 0.005, warmupSeconds: 0.5, schedulerExitSeconds: 0.5, speedScale: 1, rendezvousSeconds: 120, removedEndpoints: [] };
   let raw: Partial<SimConfig> = {};
   try {
     raw = JSON.parse(fs.readFileSync(CONFIG_FILE, "utf8"));
@@ -60,13 +70,12 @@ function readConfig(): SimConfig {
   }
   const cfg = { ...defaults, ...raw };
   if (!BUILD_PROFILES.includes(cfg.profile)) throw new Error(`${CONFIG_FILE}: unknown profile ${cfg.profile}`);
+  if (!SGLANG_LINES.includes(cfg.line)) throw new Error(`${CONFIG_FILE}: unknown SGLang line ${cfg.line} (${SGLANG_LINES.join(" or ")})`);
   return cfg;
 }
 
 const stamp = (rank?: number) => `[${new Date().toISOString().replace("T", " ").slice(0, 19)}${rank === undefined ? "" : ` TP${rank}`}]`;
 const log = (msg: string, rank?: number) => process.stdout.write(`${stamp(rank)} ${msg}\n`);
-/** Python's repr of a value in a dataclass repr. */
-const pyRepr = (v: unknown) => (typeof v === "string" ? `'${v}'` : v === null ? "None" : v === true ? "True" : v === false ? "False" : String(v));
 /** tokenizer_manager.py: the watchdog's period, before and during the drain. */
 const WATCHDOG_SECONDS = 5;
 /** scheduler: --decode-log-interval (default 40) and the idle refresh of 30 s. */
@@ -93,11 +102,17 @@ function traceback(where: string, error: string): string {
 }
 
 /** Checks SGLang does after parsing (server_args.__post_init__ and friends). */
-function validate(args: ServerArgs, gpus: number, profile: BuildProfile): string | undefined {
+function validate(args: ServerArgs, gpus: number, profile: BuildProfile, traits: LineTraits): string | undefined {
   const alg = args.speculative_algorithm;
   // No argparse choices: an unknown name fails when the algorithm is looked up
   // (srt/speculative/spec_info.py, SpeculativeAlgorithm.from_string).
-  if (typeof alg === "string" && !knownAlgorithms(profile).includes(alg.toUpperCase())) return `KeyError: '${alg.toUpperCase()}'`;
+  if (typeof alg === "string" && !knownAlgorithms(profile).includes(alg.toUpperCase())) return traits.unknownAlgorithm(alg.toUpperCase());
+  // srt/arg_groups/speculative_hook.py (main): the block size stands for the draft tokens.
+  const block = args.speculative_dflash_block_size;
+  const drafts = args.speculative_num_draft_tokens;
+  if (traits.blockSizeIsDraftTokens && block !== null && drafts !== null && block !== drafts) {
+    return "ValueError: Both --speculative-num-draft-tokens and --speculative-dflash-block-size are set but they differ";
+  }
   const nnodes = args.nnodes as number;
   if ((args.tp_size as number) % nnodes !== 0) return `ValueError: tp_size ${args.tp_size} must be divisible by nnodes ${nnodes}`;
   if ((args.tp_size as number) / nnodes > gpus) return `RuntimeError: tp_size ${args.tp_size} over ${nnodes} node(s) needs ${(args.tp_size as number) / nnodes} GPUs per node; ${gpus} visible`;
@@ -109,6 +124,28 @@ function validate(args: ServerArgs, gpus: number, profile: BuildProfile): string
   const draft = (args.speculative_num_draft_tokens as number | null) ?? 16;
   if (typeof window === "number" && window < draft) return `ValueError: speculative_draft_window_size (${window}) must be >= speculative_num_draft_tokens (${draft})`;
   return undefined;
+}
+
+/**
+ * ServerArgs.resolved_dict() on main: the values SGLang resolved, not the ones given. Those
+ * the tool can meet: the DFlash block size copied into speculative_num_draft_tokens
+ * (srt/arg_groups/speculative_hook.py; else the drafter's own, 16) and served_model_name
+ * filled in with the model path.
+ */
+function resolvedArgs(args: ServerArgs, traits: LineTraits): ServerArgs {
+  const out: ServerArgs = { ...args };
+  const alg = args.speculative_algorithm;
+  if (traits.blockSizeIsDraftTokens && (alg === "DFLASH" || alg === "DDTREE")) {
+    out.speculative_num_draft_tokens = args.speculative_num_draft_tokens ?? args.speculative_dflash_block_size ?? 16;
+    out.speculative_dflash_block_size = out.speculative_num_draft_tokens;
+  }
+  out.served_model_name ??= args.model_path;
+  return out;
+}
+
+/** prometheus_client prints every sample as a Python float: 0 -> "0.0", 3 -> "3.0". */
+function promFloat(v: number): string {
+  return Number.isInteger(v) ? v.toFixed(1) : String(v);
 }
 
 type Phase = "loading" | "warmup" | "ready" | "exiting";
@@ -132,8 +169,13 @@ class Server {
   gaugesAt = Date.now();
   forwardCtDecode = 0;
 
+  /** The schedulers' health check failed (a stuck scheduler): the drain force-exits. */
+  healthCheckFailed = false;
+
   constructor(
     readonly args: ServerArgs,
+    /** What /server_info reports: the args as given (release) or resolved (main). */
+    readonly reported: ServerArgs,
     readonly spec: SpecSettings,
     readonly config: SimConfig,
   ) {}
@@ -142,9 +184,9 @@ class Server {
     return (this.args.served_model_name as string | null) ?? (this.args.model_path as string);
   }
 
-  /** Every server argument, secrets included, as dataclasses.asdict(server_args) gives them. */
+  /** Every server argument, secrets included: asdict(server_args) or resolved_dict() (./lines.ts). */
   serverInfo(): Record<string, unknown> {
-    const info: Record<string, unknown> = { ...this.args, version: this.config.version };
+    const info: Record<string, unknown> = { ...this.reported, version: this.config.version ?? LINES[this.config.line].version };
     if (this.spec.algorithm === "DDTREE") info.speculative_ddtree_topk = this.spec.topk;
     info.internal_states = [{ avg_spec_accept_length: perfAt(this.spec, 0).acceptLength, last_gen_throughput: this.lastThroughput }];
     return info;
@@ -173,21 +215,24 @@ class Server {
   }
 
   metrics(): string {
-    // One series per label set; only the first attention-TP rank's scheduler reports.
-    const labels = `model_name=${JSON.stringify(this.modelId())},engine_type="unified",tp_rank="0",pp_rank="0",moe_ep_rank="0"`;
+    // One series per label set; only the first attention-TP rank's scheduler reports. The
+    // gauges carry the rank labels, the token counters only model_name and engine_type
+    // (srt/observability/metrics_collector.py).
+    const model = `model_name=${JSON.stringify(this.modelId())},engine_type="unified"`;
+    const ranked = `${model},tp_rank="0",pp_rank="0",moe_ep_rank="0"`;
     const lines = [
-      ["sglang:num_running_reqs", "gauge", this.gauges.running],
-      ["sglang:num_queue_reqs", "gauge", this.gauges.queued],
-      ["sglang:token_usage", "gauge", this.running.size ? 0.01 * this.running.size : 0],
-      ["sglang:gen_throughput", "gauge", this.lastThroughput],
-      ["sglang:spec_accept_length", "gauge", perfAt(this.spec, 0).acceptLength],
-      ["sglang:prompt_tokens_total", "counter", this.promptTokensTotal],
-      ["sglang:generation_tokens_total", "counter", this.generationTokensTotal],
-      ["sglang:num_requests_total", "counter", this.requestsTotal],
+      ["sglang:num_running_reqs", "gauge", this.gauges.running, ranked],
+      ["sglang:num_queue_reqs", "gauge", this.gauges.queued, ranked],
+      ["sglang:token_usage", "gauge", this.running.size ? 0.01 * this.running.size : 0, ranked],
+      ["sglang:gen_throughput", "gauge", this.lastThroughput, ranked],
+      ["sglang:spec_accept_length", "gauge", perfAt(this.spec, 0).acceptLength, ranked],
+      ["sglang:prompt_tokens_total", "counter", this.promptTokensTotal, model],
+      ["sglang:generation_tokens_total", "counter", this.generationTokensTotal, model],
+      ["sglang:num_requests_total", "counter", this.requestsTotal, model],
     ] as const;
     const out: string[] = [];
-    for (const [metric, type, value] of lines) {
-      out.push(`# HELP ${metric} ${metric.slice(7).replace(/_/g, " ")}.`, `# TYPE ${metric} ${type}`, `${metric}{${labels}} ${value}`);
+    for (const [metric, type, value, labels] of lines) {
+      out.push(`# HELP ${metric} ${metric.slice(7).replace(/_/g, " ")}.`, `# TYPE ${metric} ${type}`, `${metric}{${labels}} ${promFloat(value)}`);
     }
     return out.join("\n") + "\n";
   }
@@ -216,13 +261,19 @@ class Server {
         // http_server.py health_generate: a one-token generation, given up after
         // SGLANG_HEALTH_CHECK_TIMEOUT (20 s) with 503, e.g. when the scheduler is stuck.
         if (route === "GET /health_generate" && this.phase === "ready" && !this.gracefullyExit && faultsFor(readFaults(), this.args).hangGenerations) {
-          return void setTimeout(() => res.writeHead(503).end(), HEALTH_CHECK_TIMEOUT_SECONDS * 1000);
+          return void setTimeout(() => {
+            this.healthCheckFailed = true;
+            res.writeHead(503).end();
+          }, HEALTH_CHECK_TIMEOUT_SECONDS * 1000);
         }
         if (this.gracefullyExit) {
           log("Health check request received during shutdown. Returning 503.");
           return void res.writeHead(503).end();
         }
-        return this.phase === "ready" ? void res.writeHead(200).end() : void res.writeHead(503).end();
+        if (this.phase !== "ready") return void res.writeHead(503).end();
+        // SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION (default on): a 1 s sleep, then a one-token
+        // generation; a health check takes at least a second.
+        return void setTimeout(() => void res.writeHead(this.gracefullyExit ? 503 : 200).end(), 1_000 + perfAt(this.spec, 0, this.config.speedScale).stepSeconds * 1000);
       case "GET /v1/models":
         return json(200, { object: "list", data: [{ id: this.modelId(), object: "model", created: 0, owned_by: "sglang", root: this.args.model_path, max_model_len: this.args.context_length ?? 262144 }] });
       case "GET /get_server_info":
@@ -276,11 +327,12 @@ class Server {
    * batch of tokens as they are accepted; `onDone` runs once all are out.
    */
   generate(res: http.ServerResponse, promptTokens: number, text: string[], onPiece: (piece: string, first: boolean) => void, onDone: () => void): void {
+    // The gauges are set when a prefill batch runs (log_prefill_stats), from the running
+    // batch without the requests this prefill just admitted.
+    this.publishGauges();
     this.running.add(res);
     this.requestsTotal++;
     this.promptTokensTotal += promptTokens;
-    // The gauges are set when a prefill batch runs (log_prefill_stats).
-    this.publishGauges();
     res.on("close", () => this.running.delete(res));
     const firstTokenAt = Date.now() + timeToFirstToken(promptTokens, this.spec, this.config.speedScale) * 1000;
     let emitted = 0;
@@ -316,9 +368,19 @@ class Server {
     tick();
   }
 
+  /**
+   * A request the stuck scheduler never answers: it stays in rid_to_state, counted by the
+   * drain, until its client goes away (the tokenizer aborts a disconnected request).
+   */
+  hang(res: http.ServerResponse): void {
+    this.running.add(res);
+    this.requestsTotal++;
+    res.on("close", () => this.running.delete(res));
+  }
+
   chat(body: Record<string, unknown>, res: http.ServerResponse): void {
     if (this.notReady(res)) return;
-    if (faultsFor(readFaults(), this.args).hangGenerations) return; // accepted, never answered
+    if (faultsFor(readFaults(), this.args).hangGenerations) return this.hang(res);
     const messages = Array.isArray(body.messages) ? (body.messages as { content?: unknown }[]) : [];
     const prompt = messages.map((m) => (typeof m.content === "string" ? m.content : "")).join("\n");
     const promptTokens = countTokens(prompt);
@@ -353,7 +415,7 @@ class Server {
   /** SGLang's native API: meta_info carries spec_verify_ct, the verification steps of this request. */
   nativeGenerate(body: Record<string, unknown>, res: http.ServerResponse): void {
     if (this.notReady(res)) return;
-    if (faultsFor(readFaults(), this.args).hangGenerations) return; // accepted, never answered
+    if (faultsFor(readFaults(), this.args).hangGenerations) return this.hang(res);
     const prompt = typeof body.text === "string" ? body.text : "";
     const params = (body.sampling_params ?? {}) as { max_new_tokens?: number };
     const maxTokens = typeof params.max_new_tokens === "number" ? params.max_new_tokens : 128;
@@ -383,7 +445,8 @@ class Server {
 
 async function main(): Promise<void> {
   const config = readConfig();
-  const table = flagTable(config.profile);
+  const traits = LINES[config.line];
+  const table = flagTable(config.profile, config.line);
   // srt/server_args.py prepare_server_args: `--config FILE` is merged into argv first.
   const merged = mergeConfigFile(process.argv.slice(2), table, (file) => {
     try {
@@ -393,23 +456,26 @@ async function main(): Promise<void> {
     }
   });
   if (merged.kind === "error") die(1, merged.traceback);
-  const parsed = parseArgs(merged.argv, table);
+  const parsed = parseArgs(merged.argv, table, traits.modelPathRequiredByArgparse);
   if (parsed.kind === "help") {
     process.stdout.write(parsed.text);
     return;
   }
   if (parsed.kind === "error") die(parsed.status, parsed.stderr);
   const args = parsed.args;
+  // sglang/cli/utils.py get_model_path (main): checked after parsing, an exception, exit 1.
+  if (args.model_path === null) die(1, traceback("sglang/cli/utils.py, in get_model_path", "Exception: Error: --model-path is required. Please provide the path to the model."));
+  const reported = traits.resolvedServerInfo ? resolvedArgs(args, traits) : args;
   const faults = faultsFor(readFaults(), args);
   const gpus = new GpuStore();
   const gpuConfig = gpus.config();
-  const spec = specSettings(args, process.env);
-  const server = new Server(args, spec, config);
+  const spec = specSettings(reported, process.env);
+  const server = new Server(args, reported, spec, config);
   const releaseDelayMs = faults.gpuReleaseDelaySeconds * 1000;
 
-  const invalid = validate(args, gpuConfig.count, config.profile);
+  const invalid = validate(args, gpuConfig.count, config.profile, traits);
   if (invalid) die(1, traceback("sglang/srt/server_args.py, in __post_init__", invalid));
-  log(`server_args=ServerArgs(${Object.entries(args).map(([k, v]) => `${k}=${pyRepr(v)}`).join(", ")})`);
+  log(startupArgsLine(config.line, traits.resolvedServerInfo ? server.reported : args));
 
   const tp = args.tp_size as number;
   const nnodes = args.nnodes as number;
@@ -429,7 +495,7 @@ async function main(): Promise<void> {
       weightsPerRankMiB,
       memFractionStatic: args.mem_fraction_static as number,
       tpSize: tp,
-      strictBalance: process.env.SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK === "1" || process.env.SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK === "true",
+      strictBalance: boolEnv(process.env.SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK, traits.imbalanceFatalByDefault),
     });
     for (const w of plan.warnings) log(`WARNING ${w}`, 0);
     if (plan.kind === "fail") return { failure: plan };
@@ -461,6 +527,10 @@ async function main(): Promise<void> {
         die(1, traceback("sglang/srt/model_executor/model_runner.py, in init_memory_pool", `RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=${args.mem_fraction_static}`));
       case "unbalanced":
         die(1, traceback("sglang/srt/model_executor/model_runner.py, in init_torch_distributed", `RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by other processes. pre_model_load_memory=41.20, local_gpu_memory=94.50, local_gpu_memory * 0.9=85.05`));
+      case "cuda-graph":
+        // srt/model_executor/cuda_graph_runner.py: the capture error, then SGLang's advice
+        // (CUDA_GRAPH_CAPTURE_FAILED_MSG), here in short.
+        die(1, traceback("sglang/srt/model_executor/cuda_graph_runner.py, in __init__", `Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 2.00 GiB.\nPossible solutions: a smaller --mem-fraction-static, a smaller --cuda-graph-max-bs, or --disable-cuda-graph (slower).`));
       case "error":
         die(1, traceback("sglang/srt/model_loader/loader.py, in load_model", "RuntimeError: Error(s) in loading state_dict: size mismatch for model.layers.3.mlp.experts.w13_weight"));
     }
@@ -516,7 +586,14 @@ async function sigtermWatchdog(server: Server, args: ServerArgs): Promise<void> 
   while (!server.gracefullyExit) await sleep(WATCHDOG_SECONDS);
   for (;;) {
     const remaining = server.running.size + server.queued;
-    if (process.env.SGL_FORCE_SHUTDOWN === "1" || process.env.SGL_FORCE_SHUTDOWN === "true") {
+    // A failed health check (a stuck scheduler) ends the wait at once: the requests it holds
+    // would never finish.
+    if (server.healthCheckFailed) {
+      log(`Signal SIGTERM received while health check failed. Force exiting. Remaining number of requests ${remaining}.`);
+      break;
+    }
+    // get_bool_env_var: "true"/"1" in any case.
+    if (boolEnv(process.env.SGL_FORCE_SHUTDOWN, false)) {
       log("Signal SIGTERM received while force shutdown flag set. Force exiting.");
       break;
     }
@@ -524,6 +601,14 @@ async function sigtermWatchdog(server: Server, args: ServerArgs): Promise<void> 
     log(`Gracefully exiting... Remaining number of requests ${remaining}. Remaining requests remaining_rids=[${rids}].`);
     if (remaining === 0) break;
     await sleep(WATCHDOG_SECONDS);
+  }
+  // Main: the schedulers get a ShutdownReq and up to 15 s to exit before the tree is killed.
+  const limit = LINES[server.config.line].schedulerShutdownWaitSeconds;
+  if (limit !== null) {
+    log(`Sending ShutdownReq to the schedulers; waiting up to ${limit} s for them to exit.`);
+    const took = Math.min(server.config.schedulerExitSeconds, limit);
+    await sleep(took);
+    if (server.config.schedulerExitSeconds > limit) log(`The schedulers did not exit within ${limit} s; killing the process tree.`);
   }
   // staleSeconds: a process whose listener lingers after the drain (read-only routes only).
   const stale = faultsFor(readFaults(), args).staleSeconds;

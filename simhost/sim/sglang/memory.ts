@@ -3,9 +3,10 @@
 // host (sgl-project/sglang python/sglang/srt/model_executor/model_runner.py and the
 // memory pool set-up, model_runner_kv_cache_mixin.py / pool_configurator.py in newer
 // trees):
-// - init_torch_distributed reads the available memory of every rank; with tp_size > 1,
-//   a rank with less than 0.9x this rank's is "unbalanced": a warning in recent trees, a
-//   RuntimeError with SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK (a ValueError in older ones);
+// - init_torch_distributed: each rank compares the minimum free memory across ranks with
+//   its own; less than 0.9x its own is "unbalanced". A RuntimeError while
+//   SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK is true (main's default), else a warning (the
+//   release's default; see ./lines.ts). The rank with the most free memory raises first;
 // - the weights are loaded next: more than a GPU has free is torch's own
 //   `torch.OutOfMemoryError: CUDA out of memory. Tried to allocate ...`;
 // - the KV cache gets what is left above (1 - mem_fraction_static) of the memory that
@@ -31,7 +32,8 @@ const gib = (mib: number) => (mib / 1024).toFixed(2);
 
 export function planMemory(p: MemoryPlanInput): MemoryPlan {
   const free = p.ranks.map((r) => r.totalMiB - r.usedMiB);
-  const local = free[0];
+  // Every rank checks; the one with the most free memory is the first to see the gap.
+  const local = Math.max(...free);
   const minFree = Math.min(...free);
   const warnings: string[] = [];
   if (p.tpSize > 1 && minFree < local * 0.9) {

@@ -198,3 +198,14 @@ test("secrets are masked in SGLang main's dict start-up line, in JSON and in a l
   assert.equal(redactSecrets('{"api_key": "sk-json", "hf_token": null, "port": 1}'), '{"api_key": "<redacted>", "hf_token": null, "port": 1}');
 });
 
+
+// Wordings of SGLang main (issue 20): srt/model_executor/cuda_graph_runner.py (capture
+// failure), srt/speculative/spec_info.py (unknown algorithm), server_args_config_parser.py
+// (a --config key with a deprecated alias, sgl-project/sglang#36326).
+test("failure cause: a CUDA graph capture failure, an unknown algorithm on main, a refused --config key", () => {
+  const graph = failureCause("Traceback (most recent call last):\nException: Capture cuda graph failed: CUDA out of memory. Tried to allocate 2.00 GiB.\nPossible solutions: a smaller --mem-fraction-static") ?? "";
+  assert.match(graph, /^CUDA graph capture failed \(CUDA out of memory\. Tried to allocate 2\.00 GiB\.\); lower model\.memFractionStatic/);
+  assert.equal(failureCause("ValueError: Unknown speculative algorithm name: DDTREE"), "the installed SGLang does not know the speculative algorithm DDTREE: check speculative.algorithm and sglangBuild");
+  assert.equal(failureCause("KeyError: 'DDTREE'"), "KeyError: 'DDTREE'", "the release's enum lookup: the exception as it is");
+  assert.match(failureCause("ValueError: Unsupported config option 'speculative-draft-window-size' with action 'DeprecatedAliasStoreAction'") ?? "", /^SGLang refused the key speculative-draft-window-size in its --config file/);
+});

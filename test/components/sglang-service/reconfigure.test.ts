@@ -47,7 +47,8 @@ async function streamChat(maxTokens: number): Promise<{ done: boolean; tokens: n
 }
 
 before(async () => {
-  host = await hosts.start(HOST, { sglang: { profile: "ddtree-fork", loadSeconds: 2, warmupSeconds: 0.5 } });
+  // The last release of SGLang (simhost/sim/sglang/lines.ts); the other suites' hosts run main.
+  host = await hosts.start(HOST, { sglang: { profile: "ddtree-fork", line: "release", loadSeconds: 2, warmupSeconds: 0.5 } });
   ws = simWorkspace({ "b8t4-w2048": stackConfig("b8t4-w2048") });
 });
 

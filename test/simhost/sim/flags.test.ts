@@ -2,9 +2,10 @@
 // (prepare_server_args: prog "sglang serve"; add_cli_args: fields and deprecated aliases).
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { flagTable, parseArgs } from "../../../simhost/sim/sglang/flags";
+import { flagTable, mergeConfigFile, parseArgs } from "../../../simhost/sim/sglang/flags";
 
 const upstream = flagTable("upstream");
+const upstreamRelease = flagTable("upstream", "release");
 const fork = flagTable("ddtree-fork");
 
 test("parses --flag value, --flag=value, store_true and aliases like argparse", () => {
@@ -45,15 +46,30 @@ test("a bad choice or value is `sglang serve: error: argument ...`, exit 2", () 
   }
 });
 
-test("the deprecated --speculative-dflash-draft-window-size is accepted but hidden from --help", () => {
-  const r = parseArgs(["--model-path", "/m", "--speculative-dflash-draft-window-size", "1024"], upstream);
+test("the deprecated --speculative-dflash-draft-window-size: accepted but hidden from --help in the release, gone on main", () => {
+  // srt/server_args.py (release): DeprecatedAliasStoreAction, help=argparse.SUPPRESS.
+  const r = parseArgs(["--model-path", "/m", "--speculative-dflash-draft-window-size", "1024"], upstreamRelease);
   assert.equal(r.kind === "ok" && r.args.speculative_draft_window_size, 1024, "stored in the canonical field");
-  const help = parseArgs(["--help"], upstream);
+  const help = parseArgs(["--help"], upstreamRelease);
   assert.equal(help.kind, "help");
   if (help.kind === "help") {
     assert.ok(help.text.includes("--speculative-draft-window-size"));
     assert.equal(help.text.includes("--speculative-dflash-draft-window-size"), false, "help=argparse.SUPPRESS");
   }
+  // srt/arg_groups/ (main): the alias is not registered.
+  const onMain = parseArgs(["--model-path", "/m", "--speculative-dflash-draft-window-size", "1024"], upstream);
+  assert.equal(onMain.kind === "error" && onMain.status, 2);
+  assert.match(onMain.kind === "error" ? onMain.stderr : "", /unrecognized arguments: --speculative-dflash-draft-window-size 1024/);
+  assert.equal(parseArgs(["--model-path", "/m", "--speculative-draft-window-size", "1024"], upstream).kind, "ok", "the canonical spelling works on both");
+});
+
+test("--config: a key whose field has a deprecated alias is refused in the release (issue #36326), accepted on main", () => {
+  const yaml = "speculative-draft-window-size: 1024\n";
+  const release = mergeConfigFile(["--config", "/c.yaml"], upstreamRelease, () => yaml);
+  assert.equal(release.kind, "error");
+  assert.match(release.kind === "error" ? release.traceback : "", /ValueError: Unsupported config option 'speculative-draft-window-size' with action 'DeprecatedAliasStoreAction'$/);
+  const main = mergeConfigFile(["--config", "/c.yaml"], upstream, () => yaml);
+  assert.deepEqual(main, { kind: "ok", argv: ["--speculative-draft-window-size", "1024"] });
 });
 
 test("unambiguous prefixes are accepted, ambiguous ones rejected", () => {
@@ -69,8 +85,10 @@ test("type errors and missing values are reported per argument", () => {
   assert.equal(bad.kind === "error" && bad.stderr.includes("argument --tp-size: invalid int value: 'eight'"), true);
   const missing = parseArgs(["--model-path"], upstream);
   assert.equal(missing.kind === "error" && missing.stderr.includes("argument --model-path: expected one argument"), true);
-  const required = parseArgs([], upstream);
+  // The release's argparse requires --model-path; main checks it after parsing (exit 1, see server.test.ts).
+  const required = parseArgs([], upstreamRelease);
   assert.equal(required.kind === "error" && required.stderr.includes("the following arguments are required: --model-path"), true);
+  assert.equal(parseArgs([], upstream, false).kind, "ok");
 });
 
 test("--help lists every accepted flag of the profile", () => {

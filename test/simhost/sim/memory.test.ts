@@ -36,3 +36,9 @@ test("one GPU busier than the others: unbalanced (a warning, an error when the c
   assert.equal(strict.kind === "fail" && strict.stage, "balance");
   if (strict.kind === "fail") assert.match(strict.error, /^RuntimeError: The memory capacity is unbalanced\./);
 });
+
+test("GPU 0 itself the busy one: the other ranks see the gap (each rank compares the minimum with its own)", () => {
+  const p = planMemory({ ...base, weightsPerRankMiB: 40_000, ranks: gpus([20_000, 0, 0, 0, 0, 0, 0, 0]), strictBalance: true });
+  assert.equal(p.kind === "fail" && p.stage, "balance");
+  if (p.kind === "fail") assert.match(p.error, /pre_model_load_memory=76\.06, local_gpu_memory=95\.59/);
+});

@@ -1,0 +1,236 @@
+// The two SGLangs the simulator follows (simhost/sim/sglang/lines.ts): the last release and
+// main, where they differ, and the behaviours both share that the simulator once got wrong.
+// Every test names the file of sgl-project/sglang (under python/sglang/) it follows.
+import { test } from "node:test";
+import * as assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { freePort, launch, sandbox, status, until } from "../../support/localSim";
+import { SGLANG_LINES, SglangLine, boolEnv, startupArgsLine } from "../../../simhost/sim/sglang/lines";
+
+const baseArgs = (dir: string, port: number) => ["--model-path", path.join(dir, "model"), "--tp-size", "8", "--port", String(port), "--host", "127.0.0.1", "--enable-metrics",
+  "--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", path.join(dir, "drafter")];
+const ready = (port: number) => until("ready", async () => ((await status(port, "/health")) === 200 ? true : undefined));
+
+/** Runs `fn` against a serving simulator of `line`, then kills it and removes its sandbox. */
+async function serving(line: SglangLine, sglang: object, extraArgs: string[], fn: (s: { port: number; log: () => string; child: ReturnType<typeof launch> }) => Promise<void>, env: Record<string, string> = {}, faults: object = {}): Promise<void> {
+  const sb = sandbox({ line, ...sglang }, faults);
+  const port = await freePort();
+  const server = launch({ ...sb.env, ...env }, [...baseArgs(sb.dir, port), ...extraArgs]);
+  try {
+    await ready(port);
+    await fn({ port, log: server.log, child: server });
+  } finally {
+    server.child.kill("SIGKILL");
+    await server.exited;
+    sb.cleanup();
+  }
+}
+
+/** Whether a streamed chat finished with [DONE] (false when cut, or never answered). */
+async function streamChat(port: number, maxTokens: number): Promise<boolean> {
+  const res = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ messages: [{ role: "user", content: "hello" }], max_tokens: maxTokens, stream: true }),
+  }).catch(() => undefined);
+  if (!res) return false;
+  let text = "";
+  try {
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) text += Buffer.from(chunk).toString("utf8");
+  } catch {
+    return false;
+  }
+  return text.includes("data: [DONE]");
+}
+
+const inFlight = async (port: number) => ((await (await fetch(`http://127.0.0.1:${port}/get_load`)).json()) as { num_reqs: number }[])[0].num_reqs;
+
+test("the two start-up line forms (srt/entrypoints/engine.py): a dataclass repr in the release, a dict on main, the key in clear in both", () => {
+  const args = { model_path: "/m", api_key: "sk-it's", tp_size: 8, enable_metrics: true, context_length: null };
+  assert.equal(startupArgsLine("release", args), "server_args=ServerArgs(model_path='/m', api_key='sk-it\\'s', tp_size=8, enable_metrics=True, context_length=None)");
+  assert.equal(startupArgsLine("main", args), "server_args={'model_path': '/m', 'api_key': 'sk-it\\'s', 'tp_size': 8, 'enable_metrics': True, 'context_length': None}");
+});
+
+test("SGL_FORCE_SHUTDOWN and friends are read as SGLang's get_bool_env_var reads them (srt/utils/common.py)", () => {
+  for (const v of ["1", "true", "True", "TRUE"]) assert.equal(boolEnv(v, false), true, v);
+  for (const v of ["0", "false", "False", "yes", ""]) assert.equal(boolEnv(v, true), false, v);
+  assert.equal(boolEnv(undefined, true), true);
+  assert.equal(boolEnv(undefined, false), false);
+});
+
+// http_server.py server_info: asdict(server_args) in the release, resolved_dict() on main;
+// srt/arg_groups/speculative_hook.py: the DFlash block size stands for the draft tokens on main.
+for (const line of SGLANG_LINES) {
+  test(`${line}: the start-up line, /server_info (${line === "main" ? "resolved" : "raw"} values) and the DFlash block size`, async () => {
+    await serving(line, {}, ["--speculative-dflash-block-size", "8", "--api-key", "sk-line"], async ({ port, log }) => {
+      const info = (await (await fetch(`http://127.0.0.1:${port}/server_info`, { headers: { authorization: "Bearer sk-line" } })).json()) as Record<string, unknown>;
+      assert.equal(info.speculative_dflash_block_size, 8);
+      if (line === "main") {
+        assert.match(log(), /server_args=\{'model_path': '[^']*', .*'api_key': 'sk-line'/);
+        assert.equal(info.speculative_num_draft_tokens, 8, "the block size copied in");
+        assert.equal(info.served_model_name, info.model_path, "filled in");
+        assert.match(String(info.version), /dev/);
+      } else {
+        assert.match(log(), /server_args=ServerArgs\(model_path='[^']*', .*api_key='sk-line'/);
+        assert.equal(info.speculative_num_draft_tokens, null, "as given");
+        assert.equal(info.served_model_name, null, "as given");
+      }
+      // /health runs a one-token generation after a 1 s sleep (http_server.py, health_generate).
+      const t0 = Date.now();
+      assert.equal(await status(port, "/health"), 200);
+      assert.ok(Date.now() - t0 >= 1_000, `a health check took ${Date.now() - t0} ms`);
+    });
+  });
+}
+
+test("main: --speculative-num-draft-tokens and --speculative-dflash-block-size both set and different is an error; the release keeps both", async () => {
+  const both = ["--speculative-num-draft-tokens", "16", "--speculative-dflash-block-size", "8"];
+  const sb = sandbox({ line: "main" });
+  try {
+    const r = await launch(sb.env, [...baseArgs(sb.dir, await freePort()), ...both]).exited;
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /ValueError: Both --speculative-num-draft-tokens and --speculative-dflash-block-size are set but they differ/);
+  } finally {
+    sb.cleanup();
+  }
+  await serving("release", {}, both, async ({ port }) => {
+    const info = (await (await fetch(`http://127.0.0.1:${port}/server_info`)).json()) as Record<string, unknown>;
+    assert.deepEqual([info.speculative_num_draft_tokens, info.speculative_dflash_block_size], [16, 8]);
+  });
+});
+
+// srt/speculative/spec_info.py: the lookup of an unknown name; sglang/cli/utils.py
+// get_model_path (main) and argparse's required --model-path (release).
+test("an unknown algorithm and a missing --model-path, as each line reports them", async () => {
+  for (const line of SGLANG_LINES) {
+    const sb = sandbox({ line, profile: "upstream" });
+    try {
+      const unknown = await launch(sb.env, baseArgs(sb.dir, 1).map((a) => (a === "DFLASH" ? "DDTREE" : a))).exited;
+      assert.equal(unknown.code, 1);
+      assert.match(unknown.stderr, line === "main" ? /^ValueError: Unknown speculative algorithm name: DDTREE$/m : /^KeyError: 'DDTREE'$/m);
+      const noModel = await launch(sb.env, ["--port", "1"]).exited;
+      assert.equal(noModel.code, line === "main" ? 1 : 2);
+      assert.match(noModel.stderr, line === "main" ? /Exception: Error: --model-path is required\./ : /sglang serve: error: the following arguments are required: --model-path/);
+    } finally {
+      sb.cleanup();
+    }
+  }
+});
+
+// tokenizer_manager.py sigterm_watchdog (main): after the last count of 0, a ShutdownReq to
+// the schedulers and a wait of up to 15 s for them before kill_process_tree.
+test("main: after the drain the schedulers get up to 15 s to exit; the release kills at once", async () => {
+  for (const [line, schedulerExitSeconds] of [["release", 30], ["main", 2], ["main", 30]] as const) {
+    await serving(line, { schedulerExitSeconds }, [], async ({ log, child }) => {
+      child.child.kill("SIGTERM");
+      await until("the drain's last count", async () => (/Remaining number of requests 0\./.test(log()) ? true : undefined), 10_000);
+      const drainedAt = Date.now();
+      const exit = await child.exited;
+      const took = (Date.now() - drainedAt) / 1000;
+      assert.equal(exit.signal, "SIGKILL");
+      if (line === "release") {
+        assert.ok(took < 1, `the release killed the tree ${took} s after the drain`);
+        assert.doesNotMatch(log(), /ShutdownReq/);
+      } else if (schedulerExitSeconds === 2) {
+        assert.ok(took >= 1.9 && took < 4, `main exited ${took} s after the drain, its schedulers taking 2 s`);
+        assert.match(log(), /Sending ShutdownReq to the schedulers; waiting up to 15 s/);
+      } else {
+        assert.ok(took >= 14.9 && took < 17, `main gave its schedulers ${took} s`);
+        assert.match(log(), /The schedulers did not exit within 15 s; killing the process tree\./);
+      }
+    });
+  }
+});
+
+// tokenizer_manager.py sigterm_watchdog: hung requests stay in rid_to_state, so the drain
+// counts them and never ends by itself; a failed health check forces the exit. SGL_FORCE_SHUTDOWN
+// (get_bool_env_var) skips the drain.
+test("a stuck scheduler: its hung requests are counted by the drain, which ends only if a health check had failed", async () => {
+  const env = { SGLANG_HEALTH_CHECK_TIMEOUT: "1" };
+  await serving("main", { schedulerExitSeconds: 0 }, [], async ({ port, log, child }) => {
+    void streamChat(port, 10);
+    await until("the hung request", async () => ((await inFlight(port)) === 1 ? true : undefined));
+    child.child.kill("SIGTERM");
+    await until("two counts of 1", async () => ((log().match(/Remaining number of requests 1\./g) ?? []).length >= 2 ? true : undefined), 15_000);
+    assert.equal(child.child.exitCode, null, "still draining: the hung request never finishes");
+    assert.doesNotMatch(log(), /Remaining number of requests 0\./);
+  }, env, { hangGenerations: true });
+  await serving("main", { schedulerExitSeconds: 0 }, [], async ({ port, log, child }) => {
+    void streamChat(port, 10);
+    await until("the hung request", async () => ((await inFlight(port)) === 1 ? true : undefined));
+    // health_generate gives up after SGLANG_HEALTH_CHECK_TIMEOUT (1 s here) with 503.
+    assert.equal(await status(port, "/health_generate"), 503);
+    child.child.kill("SIGTERM");
+    const exit = await child.exited;
+    assert.equal(exit.signal, "SIGKILL");
+    assert.match(log(), /Signal SIGTERM received while health check failed\. Force exiting\./);
+  }, env, { hangGenerations: true });
+});
+
+test("SGL_FORCE_SHUTDOWN=True skips the drain of a request in flight", async () => {
+  await serving("main", { schedulerExitSeconds: 0, speedScale: 0.2 }, [], async ({ port, log, child }) => {
+    const stream = streamChat(port, 5_000);
+    await until("the request", async () => ((await inFlight(port)) === 1 ? true : undefined));
+    child.child.kill("SIGTERM");
+    const exit = await child.exited;
+    assert.equal(exit.signal, "SIGKILL");
+    assert.match(log(), /Signal SIGTERM received while force shutdown flag set\. Force exiting\./);
+    assert.equal(await stream, false, "the request was cut");
+  }, { SGL_FORCE_SHUTDOWN: "True" });
+});
+
+// srt/observability/metrics_collector.py and the scheduler's log_prefill_stats: gauges carry
+// rank labels, counters only model_name and engine_type; every sample prints as a float; the
+// gauge set at a prefill leaves out the requests that prefill admitted.
+test("metrics: floats, the counters' two labels, and a gauge that misses the request just admitted", async () => {
+  await serving("main", {}, [], async ({ port }) => {
+    const scrape = async () => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    let text = await scrape();
+    assert.match(text, /^sglang:num_running_reqs\{model_name="[^"]*",engine_type="unified",tp_rank="0",pp_rank="0",moe_ep_rank="0"\} 0\.0$/m);
+    assert.match(text, /^sglang:generation_tokens_total\{model_name="[^"]*",engine_type="unified"\} 0\.0$/m);
+    assert.equal(await streamChat(port, 8), true);
+    text = await scrape();
+    assert.match(text, /^sglang:num_running_reqs\{.*\} 0\.0$/m, "the only request ran without ever being counted");
+    assert.match(text, /^sglang:generation_tokens_total\{.*\} 8\.0$/m);
+  });
+});
+
+// srt/model_executor/model_runner.py init_torch_distributed: each rank compares the minimum
+// free memory across ranks with its own; SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK defaults to
+// true on main (fatal), a warning in the release.
+test("GPUs 0-3 held by another server: \"unbalanced\" is fatal on main, a warning in the release (then torch's OOM)", async () => {
+  for (const line of SGLANG_LINES) {
+    const sb = sandbox({ line });
+    fs.mkdirSync(path.join(sb.dir, "small"));
+    fs.writeFileSync(path.join(sb.dir, "small", "config.json"), JSON.stringify({ sim_size_gib: 100 }));
+    const port = await freePort();
+    const holder = launch(sb.env, ["--model-path", path.join(sb.dir, "small"), "--tp-size", "4", "--port", String(port), "--host", "127.0.0.1"]);
+    try {
+      await ready(port);
+      const r = await launch(sb.env, baseArgs(sb.dir, await freePort())).exited;
+      assert.equal(r.code, 1);
+      if (line === "main") {
+        assert.match(r.stderr, /^RuntimeError: The memory capacity is unbalanced\. Some GPUs may be occupied by other processes\./m);
+      } else {
+        assert.match(r.stderr, /^torch\.OutOfMemoryError: CUDA out of memory\./m, r.stderr);
+      }
+    } finally {
+      holder.child.kill("SIGKILL");
+      await holder.exited;
+      sb.cleanup();
+    }
+  }
+});
+
+// srt/model_executor/cuda_graph_runner.py: a failed capture ends the load.
+test("a CUDA graph capture failure ends the load with SGLang's wording", async () => {
+  const sb = sandbox({}, { crashDuringLoad: "cuda-graph" });
+  try {
+    const r = await launch(sb.env, baseArgs(sb.dir, await freePort())).exited;
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^Exception: Capture cuda graph failed: /m);
+  } finally {
+    sb.cleanup();
+  }
+});
