@@ -9,6 +9,7 @@
 //            changes, that runs the staged transaction (lock, drain, stop, wait for the
 //            old process and the GPUs, install, start; rollback on failure);
 //   ready    `<name>-ready`: a dynamic resource that proves the new configuration serves.
+import { inspect } from "node:util";
 import * as pulumi from "@pulumi/pulumi";
 import * as command from "@pulumi/command";
 import { Deployment } from "./schema";
@@ -55,6 +56,19 @@ export function connectionOf(d: Deployment, privateKey: pulumi.Input<string>, ho
 /** The same connection for @pulumi/command: host key pinned, a bounded number of dial attempts. */
 function commandConnection(privateKey: pulumi.Input<string>, host: Deployment["host"]): pulumi.Output<command.types.input.remote.ConnectionArgs> {
   return pulumi.secret(pulumi.output(privateKey).apply((key) => ({ host: host.address, port: host.port, user: host.user, hostKey: host.hostKey, privateKey: key, dialErrorLimit: 3, perDialTimeout: 15 })));
+}
+
+/**
+ * An error that stops the program with its message alone (a RunError: the engine shows no
+ * stack; the SSH refusal says what to do). Every resource input derived from the failed read
+ * rethrows this object, and the SDK attaches its promise to it and renders it with
+ * util.inspect for its trace events, once per input: rendering the promise graph took ~40 s
+ * of CPU (garbage collection) on a wrong host key. It renders as its message instead.
+ */
+class ProgramError extends pulumi.RunError {
+  [inspect.custom](): string {
+    return `RunError: ${this.message}`;
+  }
 }
 
 /** URN of a dynamic resource child of a component, for progress lines attached to it. */
@@ -109,8 +123,7 @@ export class SglangService extends pulumi.ComponentResource {
     // here, before anything has changed what a host runs.
     const hostReads = pulumi.all(planned.map((n) => n.conn)).apply((conns) =>
       Promise.all(conns.map((c) => readLiveUnit(c, d.service.unitName))).catch((e: Error) => {
-        // A RunError: the engine reports its message alone (the SSH refusal says what to do).
-        throw new pulumi.RunError(e.message);
+        throw new ProgramError(e.message);
       }),
     );
     const hostView = hostReads.apply(async (views) => {
@@ -124,7 +137,10 @@ export class SglangService extends pulumi.ComponentResource {
 
     const nodes = planned.map((n) => {
       const transaction = renderTransaction(transactionInput(d, stack, n.label, n.rank, n.host.address, presence));
-      const connection = commandConnection(n.key, n.host);
+      // Nothing runs on a node before the read above proved its host key (and that it
+      // answers): a host that is not the pinned one fails the run at once, where
+      // @pulumi/command would retry its dial (dialErrorLimit x perDialTimeout, 45 s).
+      const connection = pulumi.all([hostReads, commandConnection(n.key, n.host)]).apply(([, c]) => c);
       const checked = { label: n.label, host: n.host.address, stack, unitName: d.service.unitName, python: d.service.python, flags: launchFlags(d, presence), paths, tpSize: gpusPerNode(d) };
       // Check before you stop: the new configuration's preflight runs on its node (reads
       // only) before this stack's presence below, whose replacement (a unit that moves)

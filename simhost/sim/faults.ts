@@ -21,7 +21,10 @@ export interface Faults {
   crashAfterReadySeconds: number | null;
   /** Generations return garbage instead of text. */
   corruptOutput: boolean;
-  /** Generations are accepted and never answered (a stuck scheduler); server info still answers. */
+  /**
+   * Generations are accepted and not answered while this is set (a stuck scheduler; server
+   * info still answers); they stay in flight, and run once it is cleared.
+   */
   hangGenerations: boolean;
   /** On SIGTERM, notice it this much later (the drain starts late). */
   ignoreSigtermSeconds: number;

@@ -3,12 +3,16 @@
 // another invariant of bench/campaign/runner.ts. Each is replayed on fresh simulated hosts
 // through the real engine, with every invariant checked after every step. Two run at once
 // (each on its own hosts): the cases wait on simulated loads far more than on the CPU.
-// New seeds are the campaign's job (`npm run campaign`, a benchmark), not npm test's.
+// Plus a short seeded campaign (two steps); new seeds and long runs are `npm run campaign`'s.
 import { describe, test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as path from "node:path";
 import * as hosts from "../../simhost/hosts";
 import { describe as describeStep, readCases, runSequence } from "../../bench/campaign/runner";
+import { planCampaignSequence } from "../../bench/campaign/plan";
+
+/** A seed whose first sequence sets an API key, then rotates it while the GPUs free late. */
+const SHORT_CAMPAIGN = { seed: 2, steps: 2 };
 
 const CASES = readCases(path.join(__dirname, "cases"));
 
@@ -28,4 +32,13 @@ describe("regression cases", { concurrency: 2 }, () => {
       assert.equal(r.steps.length, c.steps.length);
     });
   }
+  // The same sequence on every run; a failure says how to shrink it into a case.
+  const { seed, steps } = SHORT_CAMPAIGN;
+  test(`a short seeded campaign: seed ${seed}, one sequence of ${steps} steps`, async () => {
+    const plan = planCampaignSequence(seed, 0, steps);
+    const log: string[] = [];
+    const r = await runSequence(hosts.start, hosts.stop, `seed${seed}`, plan.group, plan.steps, (l) => log.push(l));
+    assert.deepEqual(r.violations, [], `npm run campaign -- --seed ${seed} --sequences 1 --steps ${steps} --shrink reproduces it\n${log.join("\n")}`);
+    assert.equal(r.steps.length, steps);
+  });
 });

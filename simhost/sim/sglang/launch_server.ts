@@ -369,18 +369,28 @@ class Server {
   }
 
   /**
-   * A request the stuck scheduler never answers: it stays in rid_to_state, counted by the
-   * drain, until its client goes away (the tokenizer aborts a disconnected request).
+   * A request the stuck scheduler does not answer: it stays in rid_to_state, counted by the
+   * drain, until its client goes away (the tokenizer aborts a disconnected request). Once the
+   * fault is cleared (the scheduler unstuck) it runs as usual: `resume`.
    */
-  hang(res: http.ServerResponse): void {
+  hang(res: http.ServerResponse, resume: () => void): void {
     this.running.add(res);
-    this.requestsTotal++;
-    res.on("close", () => this.running.delete(res));
+    const poll = setInterval(() => {
+      if (res.destroyed) return void clearInterval(poll);
+      if (faultsFor(readFaults(), this.args).hangGenerations) return;
+      clearInterval(poll);
+      this.running.delete(res);
+      resume();
+    }, 200);
+    res.on("close", () => {
+      clearInterval(poll);
+      this.running.delete(res);
+    });
   }
 
   chat(body: Record<string, unknown>, res: http.ServerResponse): void {
     if (this.notReady(res)) return;
-    if (faultsFor(readFaults(), this.args).hangGenerations) return this.hang(res);
+    if (faultsFor(readFaults(), this.args).hangGenerations) return this.hang(res, () => this.chat(body, res));
     const messages = Array.isArray(body.messages) ? (body.messages as { content?: unknown }[]) : [];
     const prompt = messages.map((m) => (typeof m.content === "string" ? m.content : "")).join("\n");
     const promptTokens = countTokens(prompt);
@@ -415,7 +425,7 @@ class Server {
   /** SGLang's native API: meta_info carries spec_verify_ct, the verification steps of this request. */
   nativeGenerate(body: Record<string, unknown>, res: http.ServerResponse): void {
     if (this.notReady(res)) return;
-    if (faultsFor(readFaults(), this.args).hangGenerations) return this.hang(res);
+    if (faultsFor(readFaults(), this.args).hangGenerations) return this.hang(res, () => this.nativeGenerate(body, res));
     const prompt = typeof body.text === "string" ? body.text : "";
     const params = (body.sampling_params ?? {}) as { max_new_tokens?: number };
     const maxTokens = typeof params.max_new_tokens === "number" ? params.max_new_tokens : 128;

@@ -123,32 +123,8 @@ test("a reconfiguration waits out the GPU release delay and the new config serve
   hosts.fault(HOST, "{}");
 });
 
-// Issue 18, sequence 6: the host runs another stack's unit and this stack is unchanged.
-// Preview said `up` would put this stack's unit back; `up` did nothing, and this stack's
-// outputs described a configuration that was not running. A stack is declarative.
-test("another stack took the host: preview of this unchanged stack says up puts its unit back, up does, and the next up changes nothing", async () => {
-  for (const [k, v] of Object.entries(stackConfig("b4t4-w2048"))) ws.setStackConfig("b4t4-w2048", k.replace("dflash-sglang:", ""), v);
-  const other = await ws.stack("b4t4-w2048");
-  try {
-    assert.equal((await other.up()).summary.result, "succeeded");
-    assert.equal(JSON.parse(await sh(`curl -s http://${host.address}:${host.sglangPort}/server_info`)).speculative_ddtree_budget, 4);
-    const stack = await ws.stack("b8t4-w2048");
-    const preview = await stack.preview({ diff: true });
-    assert.match(preview.stdout + preview.stderr, /runs the unit of stack b4t4-w2048 \([0-9a-f]{12}\); `up` replaces it with stack b8t4-w2048's unit/);
-    assert.ok((preview.changeSummary.update ?? 0) >= 1, `preview says up changes something: ${JSON.stringify(preview.changeSummary)}`);
-    const up = await stack.up();
-    assert.equal(up.summary.result, "succeeded");
-    assert.equal(JSON.parse(await sh(`curl -s http://${host.address}:${host.sglangPort}/server_info`)).speculative_ddtree_budget, deploymentOf("b8t4-w2048").speculative.budget);
-    assert.match(await sh(`grep '^X-DFlash-Stack=' /etc/systemd/system/${UNIT}.service`), /=b8t4-w2048$/);
-    const pid = await mainPid();
-    const again = await stack.up();
-    assert.deepEqual(again.summary.resourceChanges, { same: 9 }, "back on its own unit, nothing to do");
-    assert.equal(await mainPid(), pid);
-  } finally {
-    // Only from the workspace's state: what it deployed was replaced above.
-    await other.workspace.removeStack("b4t4-w2048", { force: true });
-  }
-});
+// Issue 18, sequence 6, preview of an unchanged stack whose host runs another stack's unit: replayed with every invariant of the fault campaign by test/campaign/cases/issue-18-seq6-preview-says-what-up-does.json
+// (test/campaign/cases.test.ts), so it is not also a scenario here.
 
 test("streaming requests in flight during a reconfiguration all complete", async () => {
   // ~180 tok/s: 1500 tokens keep each stream busy for about 8 s, long past the start of `up`.

@@ -102,7 +102,10 @@ test("a second stack's up while the first is mid-rollout changes nothing the fir
 // new configuration dies of CUDA OOM. The rollback started the previous unit, whose --config
 // named the secret file the new configuration had deleted (ROLLBACK FAILED, host down), or
 // brought it back with the new key. The known-good record now keeps the secrets it ran with.
-for (const change of ["removed", "rotated"] as const) {
+// The key removed is also the regression case test/campaign/cases/issue-18-seq1-key-removed-and-crash.json,
+// replayed with every invariant of the campaign; only the rotation is a scenario here.
+const CHANGES: readonly ("removed" | "rotated")[] = ["rotated"];
+for (const change of CHANGES) {
   test(`the API key ${change} with a new budget whose server dies of CUDA OOM: the previous configuration comes back with its own key, and no copy of a secret is left`, async () => {
     const stack = await ws.stack("main");
     const keyA = `sk-a-${process.pid}`;
