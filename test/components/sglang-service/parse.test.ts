@@ -1,6 +1,7 @@
 // Parsers of what GPU hosts print, fed recorded-looking output.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
+import { SGLANG_LINES, startupArgsLine } from "../../../simhost/sim/sglang/lines";
 import {
   failureCause,
   listenerPids,
@@ -208,4 +209,15 @@ test("failure cause: a CUDA graph capture failure, an unknown algorithm on main,
   assert.equal(failureCause("ValueError: Unknown speculative algorithm name: DDTREE"), "the installed SGLang does not know the speculative algorithm DDTREE: check speculative.algorithm and sglangBuild");
   assert.equal(failureCause("KeyError: 'DDTREE'"), "KeyError: 'DDTREE'", "the release's enum lookup: the exception as it is");
   assert.match(failureCause("ValueError: Unsupported config option 'speculative-draft-window-size' with action 'DeprecatedAliasStoreAction'") ?? "", /^SGLang refused the key speculative-draft-window-size in its --config file/);
+});
+
+// The start-up line as each SGLang the simulator follows prints it (simhost/sim/sglang/lines.ts:
+// srt/entrypoints/engine.py, a dataclass repr in the release, resolved_dict() on main).
+test("masking: the start-up line of the release and of main, with every secret argument SGLang logs", () => {
+  const args = { model_path: "/models/Kimi-K2.6", api_key: "sk-live-0123", admin_api_key: "adm-4567", ssl_keyfile_password: "pw-89", tp_size: 8, launch_command: "python3 -m sglang.launch_server --api-key sk-live-0123 --port 30001" };
+  for (const line of SGLANG_LINES) {
+    const out = redactSecrets(`[2026-12-01 10:00:00] ${startupArgsLine(line, args)}`);
+    for (const secret of ["sk-live-0123", "adm-4567", "pw-89"]) assert.equal(out.includes(secret), false, `${line}: ${out}`);
+    assert.match(out, /model_path.*Kimi-K2\.6/, "the rest stays readable");
+  }
 });
