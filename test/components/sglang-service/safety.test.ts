@@ -10,6 +10,7 @@ import * as hosts from "../../../simhost/hosts";
 import { readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../../lib/workspace";
 import { hostShell } from "../../support/hostShell";
 import { until } from "../../support/localSim";
+import { streamChat as streamAt } from "../../support/streamChat";
 import { secretForms } from "../../../lib/secret-forms";
 
 const HOST = `safety-${process.pid}`;
@@ -304,20 +305,7 @@ async function killUpWhen(stackName: string, when: RegExp): Promise<string> {
 }
 
 /** A streaming request straight to the server; resolves with whether it finished. */
-async function streamChat(maxTokens: number): Promise<boolean> {
-  const res = await fetch(`http://${host.address}:${host.sglangPort}/v1/chat/completions`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ messages: [{ role: "user", content: "hello" }], max_tokens: maxTokens, stream: true }),
-  });
-  let text = "";
-  try {
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) text += Buffer.from(chunk).toString("utf8");
-  } catch {
-    return false;
-  }
-  return text.includes("data: [DONE]");
-}
+const streamChat = (maxTokens: number) => streamAt(`http://${host.address}:${host.sglangPort}`, maxTokens);
 
 const KILL_PHASES = [
   // SGLang's drain goes on without `up` (the stop job is systemd's), so the stream still ends.

@@ -6,6 +6,7 @@ import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { freePort, launch, sandbox, status, until } from "../../support/localSim";
+import { streamChat as streamAt } from "../../support/streamChat";
 import { SGLANG_LINES, SglangLine, boolEnv, startupArgsLine } from "../../../simhost/sim/sglang/lines";
 
 const baseArgs = (dir: string, port: number) => ["--model-path", path.join(dir, "model"), "--tp-size", "8", "--port", String(port), "--host", "127.0.0.1", "--enable-metrics",
@@ -27,23 +28,7 @@ async function serving(line: SglangLine, sglang: object, extraArgs: string[], fn
   }
 }
 
-/** Whether a streamed chat finished with [DONE] (false when cut, or never answered). */
-async function streamChat(port: number, maxTokens: number): Promise<boolean> {
-  const res = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ messages: [{ role: "user", content: "hello" }], max_tokens: maxTokens, stream: true }),
-  }).catch(() => undefined);
-  if (!res) return false;
-  let text = "";
-  try {
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) text += Buffer.from(chunk).toString("utf8");
-  } catch {
-    return false;
-  }
-  return text.includes("data: [DONE]");
-}
-
+const streamChat = (port: number, maxTokens: number) => streamAt(`http://127.0.0.1:${port}`, maxTokens);
 const inFlight = async (port: number) => ((await (await fetch(`http://127.0.0.1:${port}/get_load`)).json()) as { num_reqs: number }[])[0].num_reqs;
 
 test("the two start-up line forms (srt/entrypoints/engine.py): a dataclass repr in the release, a dict on main, the key in clear in both", () => {
