@@ -74,9 +74,13 @@ export type PreflightInput = Pick<StageInput, "label" | "host" | "stack" | "unit
  * configuration. Shared by the staging script and the stand-alone preflight.
  */
 function preflightLines(s: PreflightInput): string[] {
+  // A canonical flag that older releases spell otherwise (the spelling they hide from --help):
+  // when the host lacks it, the problem names the older spelling a flag map can use.
+  const olderSpelling = new Map(Object.entries(HIDDEN_FLAG_ALIASES).map(([alias, canonical]) => [canonical, alias]));
   const flagChecks = s.flags.map((f) => {
     const alias = HIDDEN_FLAG_ALIASES[f];
-    return alias ? `check_flag ${shellQuote(f)} ${shellQuote(alias)}` : `check_flag ${shellQuote(f)}`;
+    const older = olderSpelling.get(f);
+    return alias ? `check_flag ${shellQuote(f)} ${shellQuote(alias)}` : older ? `check_flag ${shellQuote(f)} '' ${shellQuote(older)}` : `check_flag ${shellQuote(f)}`;
   });
   return [
     "problems=()",
@@ -86,12 +90,13 @@ function preflightLines(s: PreflightInput): string[] {
     "  unknown=()",
     "  # A here-string, not `printf | grep -q`: grep -q exits at its match, and with pipefail the",
     "  # printf still writing (bash writes line by line) would die of SIGPIPE and fail the test.",
-    "  check_flag() { # FLAG [CANONICAL: FLAG is a hidden alias of it]",
+    "  check_flag() { # FLAG [CANONICAL: FLAG is a hidden alias of it] [OLDER: a hidden spelling of FLAG]",
     '    if grep -qxF -- "$1" <<< "$listed"; then return 0; fi',
     '    if [ -n "${2:-}" ] && grep -qxF -- "$2" <<< "$listed"; then',
     '      echo "note: $1 is a deprecated spelling of $2 that SGLang accepts but hides from --help; prefer $2"',
     "      return 0",
     "    fi",
+    '    if [ -n "${3:-}" ]; then unknown+=("$1 (older SGLang releases spell it $3 and hide it from --help; a flag map can name that)"); return 0; fi',
     '    unknown+=("$1")',
     "  }",
     ...flagChecks.map((c) => `  ${c}`),

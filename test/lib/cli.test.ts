@@ -157,7 +157,7 @@ test("the benchmarks and the pulumi guard read their command lines the same way"
     ["bench/reconfigure.ts", ["--loads LIST", "--runs N", "--release S", "--stable S", "--baseline REV"]],
     ["bench/sweep-throughput.ts", ["--configs N", "--load S", "--hosts LIST"]],
     ["bench/client-overhead.ts", ["--runs N", "--tokens N"]],
-    ["bench/faults.ts", []],
+    ["bench/faults.ts", ["--line LINE"]],
     ["scripts/pulumi-guard.ts", ["--allow-empty-passphrase", "--clear-stale-locks"]],
   ] as const) {
     const invocation = script.startsWith("bench/") ? `npx tsx ${script}` : script;
@@ -167,6 +167,7 @@ test("the benchmarks and the pulumi guard read their command lines the same way"
     assertRefused(runScript(script, "--rnus", "3"), "unknown option --rnus", `${invocation} --help`);
   }
   assertRefused(runScript("bench/sweep-throughput.ts", "--configs", "17"), '--configs must be a whole number from 1 to 16, got "17"', "npx tsx bench/sweep-throughput.ts --help");
+  assertRefused(runScript("bench/faults.ts", "--line", "nightly"), /--line must be one of "release", "main", "both", got "nightly"/, "npx tsx bench/faults.ts --help");
   assertRefused(runScript("bench/reconfigure.ts", "--loads", "10,x"), '--loads must be a comma-separated list, each a positive number, got "10,x"', "npx tsx bench/reconfigure.ts --help");
 });
 

@@ -33,11 +33,15 @@ after(async () => {
 });
 
 test("single-stream decode tokens/s is within 3% of the simulator's ground truth, short and long context", async () => {
+  // The median of three streams: a client delayed by a busy machine (npm test runs two files
+  // at once) sees a late first token, which reads as a faster decode for that one stream.
   for (const tokens of [128, 8192]) {
-    const r = await streamChat(ep(), promptOfTokens(tokens, "t"), 400);
-    const want = generationDecodeRate(SPEC, r.promptTokens, 400);
-    assert.equal(r.outputTokens, 400);
-    assert.ok(Math.abs(r.decodeTokensPerSecond / want - 1) <= 0.03, `${tokens} tokens: measured ${r.decodeTokensPerSecond.toFixed(1)} vs ${want}`);
+    const runs = [];
+    for (let i = 0; i < 3; i++) runs.push(await streamChat(ep(), promptOfTokens(tokens, "t"), 400));
+    const want = generationDecodeRate(SPEC, runs[0].promptTokens, 400);
+    for (const r of runs) assert.equal(r.outputTokens, 400);
+    const rates = runs.map((r) => r.decodeTokensPerSecond).sort((a, b) => a - b);
+    assert.ok(Math.abs(rates[1] / want - 1) <= 0.03, `${tokens} tokens: measured ${rates.map((x) => x.toFixed(1)).join(", ")} (median ${rates[1].toFixed(1)}) vs ${want}`);
   }
 });
 

@@ -181,3 +181,21 @@ test("removing a stack's staging leaves other stacks' folders and the shared hel
   }
 });
 
+
+// srt/server_args.py: releases accept --speculative-dflash-draft-window-size, a deprecated
+// alias hidden from --help; main has only --speculative-draft-window-size. The tool renders
+// the canonical spelling; a host whose SGLang lacks it is told the older one.
+test("preflight: a host without the canonical window flag is refused, naming the older spelling a flag map can use", () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-preflight-"));
+  try {
+    const python = path.join(dir, "python3");
+    fs.writeFileSync(python, `#!/bin/bash\nprintf '%s\\n' 'usage: sglang serve [-h]' '  --model-path MODEL_PATH' '  --speculative-algorithm SPECULATIVE_ALGORITHM'\n`, { mode: 0o755 });
+    const script = renderPreflightScript({ label: "l", host: "h", stack: "s", unitName: "u", python, flags: ["--model-path", "--speculative-draft-window-size"], paths: [{ what: "model.path", path: dir }], tpSize: 0 });
+    const r = spawnSync("bash", ["-c", script], { encoding: "utf8", env: { ...process.env, PATH: `${dir}:${process.env.PATH}` } });
+    assert.equal(r.status, 1, r.stdout + r.stderr);
+    assert.match(r.stdout + r.stderr, /does not accept --speculative-draft-window-size \(older SGLang releases spell it --speculative-dflash-draft-window-size and hide it from --help; a flag map can name that\)/);
+    assert.doesNotMatch(r.stdout + r.stderr, /--model-path \(/, "a flag the host has is not named");
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -106,8 +106,9 @@ test("an unknown algorithm and a missing --model-path, as each line reports them
 // tokenizer_manager.py sigterm_watchdog (main): after the last count of 0, a ShutdownReq to
 // the schedulers and a wait of up to 15 s for them before kill_process_tree.
 test("main: after the drain the schedulers get up to 15 s to exit; the release kills at once", async () => {
-  for (const [line, schedulerExitSeconds] of [["release", 30], ["main", 2], ["main", 30]] as const) {
-    await serving(line, { schedulerExitSeconds }, [], async ({ log, child }) => {
+  // The three at once, each in its own sandbox.
+  await Promise.all(([["release", 30], ["main", 2], ["main", 30]] as const).map(([line, schedulerExitSeconds]) =>
+    serving(line, { schedulerExitSeconds }, [], async ({ log, child }) => {
       child.child.kill("SIGTERM");
       await until("the drain's last count", async () => (/Remaining number of requests 0\./.test(log()) ? true : undefined), 10_000);
       const drainedAt = Date.now();
@@ -124,8 +125,8 @@ test("main: after the drain the schedulers get up to 15 s to exit; the release k
         assert.ok(took >= 14.9 && took < 17, `main gave its schedulers ${took} s`);
         assert.match(log(), /The schedulers did not exit within 15 s; killing the process tree\./);
       }
-    });
-  }
+    }),
+  ));
 });
 
 // tokenizer_manager.py sigterm_watchdog: hung requests stay in rid_to_state, so the drain
