@@ -91,8 +91,45 @@ test("the session of a running restart drops: the host-side transaction finishes
   assert.equal((await serving()).speculative_ddtree_budget, 16);
 });
 
-// Issue 18, sequence 3, every SSH session dropped while a rollback runs: replayed with every invariant of the fault campaign by test/campaign/cases/issue-18-seq3-sessions-dropped-in-rollback.json
-// (test/campaign/cases.test.ts), so it is not also a scenario here.
+// Issue 18, sequence 3: only the restart mode shielded itself from a dropped session. A
+// rollback whose session dropped died on its next line of output (SIGPIPE) after it had
+// stopped the failed server and before it started the previous one: nothing served.
+test("the session of a rollback drops: the rollback finishes on the host, and the previous configuration serves by itself", async () => {
+  const previous = (await serving()).speculative_ddtree_budget;
+  // The failed server's GPUs free slowly: the rollback is inside its GPU wait, whose progress lines
+  // (every 5 s) are its output after the session drops.
+  hosts.fault(HOST, JSON.stringify({ crashDuringLoad: "oom", match: { speculative_ddtree_budget: 12 }, gpuReleaseDelaySeconds: 12 }));
+  ws.setStackConfig("main", "speculative", readRepoStackConfig("b12t6-w2048")["dflash-sglang:speculative"]);
+  let output = "";
+  let killed = 0;
+  let killing: Promise<void> | undefined;
+  try {
+    const error = await (await ws.stack("main")).up({
+      onOutput: (s) => {
+        output += s;
+        if (!killing && /rolling back/.test(output)) killing = hosts.dropSessions(host).then((n) => void (killed = n));
+      },
+    }).then(
+      () => null,
+      (e: Error) => e.message,
+    );
+    await killing;
+    assert.notEqual(error, null, "the new configuration died of OOM");
+    assert.ok(killed > 0, `no SSH session was open during the rollback; up output:\n${output.slice(-3000)}`);
+    // The rollback goes on on the host: the previous configuration comes back by itself.
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const r = await hosts.ssh(host, `curl -s -m 2 http://${host.address}:${host.sglangPort}/server_info`);
+      const budget = r.code === 0 && r.stdout.startsWith("{") ? JSON.parse(r.stdout).speculative_ddtree_budget : undefined;
+      if (budget === previous) break;
+      assert.ok(Date.now() < deadline, `the previous configuration (budget ${previous}) did not come back after the rollback's session dropped (serving: ${budget ?? "nothing"}; unit ${(await hosts.ssh(host, `systemctl is-active ${UNIT}.service`)).stdout.trim()})`);
+      await new Promise((res) => setTimeout(res, 250));
+    }
+  } finally {
+    hosts.fault(HOST, "{}");
+    ws.setStackConfig("main", "speculative", readRepoStackConfig("b16t4-w2048")["dflash-sglang:speculative"]);
+  }
+});
 
 // Issue 19, Done means: a dropped session during remove. The destroy's remove is a host step:
 // with a request in flight (the drain takes a while), every session drops; the remove still

@@ -4,6 +4,7 @@ import { after, before, test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as hosts from "../../../simhost/hosts";
 import { readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../../lib/workspace";
+import { failedUp } from "../../support/failedUp";
 
 const NAMES = [`node0-${process.pid}`, `node1-${process.pid}`];
 const UNIT = "sglang-k26";
@@ -79,8 +80,33 @@ test("when one node fails, the whole group rolls back to the previous configurat
   assert.equal((await hosts.ssh(h1, `systemctl is-active ${UNIT}.service`)).stdout.trim(), "active");
 });
 
-// Issue 18, sequence 4, a two-node group whose node 1 frees its GPUs past timeouts.gpuReleaseSeconds: replayed with every invariant of the fault campaign by test/campaign/cases/issue-18-seq4-group-late-gpus.json
-// (test/campaign/cases.test.ts), so it is not also a scenario here.
+// Issue 12, scenario 9: drift is looked for on every node, and a unit stopped by hand is drift.
+// Issue 18, sequence 4: node 1 frees its GPUs past timeouts.gpuReleaseSeconds. Node 0 started
+// the new rank 0 while node 1 recovered the old rank 1 on its own: the ranks disagreed and the
+// group was down. A group restarts as one: the readiness step puts every node back.
+test("node 1 frees its GPUs past their deadline: the whole group goes back to the previous configuration, which serves", async () => {
+  hosts.fault(NAMES[1], JSON.stringify({ gpuReleaseDelaySeconds: 8 }));
+  ws.setStackConfig("pair", "speculative", spec("b12t6-w2048"));
+  ws.setStackConfig("pair", "timeouts", { gpuReleaseSeconds: 3, readySeconds: 60, pollMs: 250 });
+  let message = "";
+  try {
+    message = await failedUp(await ws.stack("pair"), "node 1's GPUs stayed busy past their deadline");
+  } finally {
+    hosts.fault(NAMES[1], "{}");
+    ws.setStackConfig("pair", "timeouts", { gpuReleaseSeconds: 60, readySeconds: 60, pollMs: 250 });
+  }
+  assert.match(message, /node 1 \(127\.0\.0\.\d+\): FAILED: GPU memory on 127\.0\.0\.\d+ was not released within 3 s/);
+  // Both nodes end on the previous configuration (node 1 starts its old rank once its GPUs are free).
+  const deadline = Date.now() + 90_000;
+  for (;;) {
+    const budget = await serving().then((i) => i.speculative_ddtree_budget, () => undefined);
+    const node1 = (await hosts.ssh(h1, `systemctl is-active ${UNIT}.service`)).stdout.trim();
+    if (budget === 16 && node1 === "active" && /--speculative-ddtree-budget 16/.test(await unitOn(h1))) break;
+    assert.ok(Date.now() < deadline, `the group did not come back on the previous configuration (node 0 serves budget ${budget ?? "nothing"}, node 1 ${node1}); up said:\n${message.slice(-2000)}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  assert.match(await unitOn(h0), /--speculative-ddtree-budget 16/);
+});
 
 test("a unit edited by hand on node 1: refresh shows the drift, up puts the desired unit back on it", async () => {
   // The stack wants what the group runs now (the rollback above left the failed config in it).
