@@ -10,6 +10,7 @@ import * as hosts from "../../../simhost/hosts";
 import { projectConfig, readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../../lib/workspace";
 import { BUILD_PRESETS } from "../../../components/sglang-service/schema";
 import { hostShell } from "../../support/hostShell";
+import { until } from "../../support/localSim";
 
 const HOST = `real-${process.pid}`;
 const UNIT = "sglang-k26";
@@ -55,10 +56,10 @@ async function streamInFlight(maxTokens: number): Promise<{ done: Promise<boolea
 }
 
 /** Runs `up` for the stack with a new speculative block (and more), returning its output. */
-async function upWith(config: Record<string, unknown>): Promise<{ output: string; outputs: Record<string, { value: any }> }> {
+async function upWith(config: Record<string, unknown>, onOutput: (all: string) => void = () => undefined): Promise<{ output: string; outputs: Record<string, { value: any }> }> {
   for (const [k, v] of Object.entries(config)) ws.setStackConfig(STACK, k, v);
   let output = "";
-  const up = await (await ws.stack(STACK)).up({ onOutput: (s) => (output += s) });
+  const up = await (await ws.stack(STACK)).up({ onOutput: (s) => onOutput((output += s)) });
   assert.equal(up.summary.result, "succeeded");
   return { output, outputs: up.outputs };
 }
@@ -105,11 +106,27 @@ test("stale gauges after traffic stopped: the stop is SGLang's drain, over withi
   assert.doesNotMatch(journal, /Failed with result/);
 });
 
-test("a long streaming generation in flight when `up` starts completes; the drain waits for exactly that", async () => {
-  // ~180 tok/s: 4000 tokens keep the stream busy for about 22 s, well past the moment the
-  // drain starts even when the engine is slow to get there (a busy machine: 10 s and more).
-  const { done: stream } = await streamInFlight(4000);
-  const { outputs } = await upWith({ speculative: spec("b8t4-w2048") });
+test("a generation in flight when `up` starts completes; the drain waits for exactly that", async () => {
+  // The old server's scheduler holds the request (the hang fault, matched to the old server)
+  // until SGLang's drain has counted it, whenever the engine gets there; then it runs to its
+  // end, and the drain, which checks every 5 s, waits for it.
+  const old = (await serving()).speculative_ddtree_budget;
+  hosts.fault(HOST, JSON.stringify({ hangGenerations: true, match: { speculative_ddtree_budget: old } }));
+  let outputs: Record<string, { value: any }>;
+  let stream: Promise<boolean>;
+  try {
+    stream = streamChat(400);
+    await until("the held request", async () => (((await (await fetch(`${base()}/get_load`)).json()) as { num_reqs: number }[])[0].num_reqs === 1 ? true : undefined));
+    let released = false;
+    ({ outputs } = await upWith({ speculative: spec("b8t4-w2048") }, (all) => {
+      if (!released && /SGLang is draining \(1 request still in flight\)/.test(all)) {
+        released = true;
+        hosts.fault(HOST, "{}");
+      }
+    }));
+  } finally {
+    hosts.fault(HOST, "{}");
+  }
   assert.equal(await stream, true, "the stream finished with [DONE]");
   assert.ok(outputs.restartTimings.value.drainSeconds >= 5, JSON.stringify(outputs.restartTimings.value));
   assert.equal(outputs.restartTimings.value.drainSeconds + outputs.restartTimings.value.stopSeconds <= 30, true);
