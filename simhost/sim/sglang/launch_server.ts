@@ -41,8 +41,8 @@ interface SimConfig {
   loadSecondsPerGiB: number;
   warmupSeconds: number;
   /**
-   * How long the schedulers take to exit once main's drain sends them ShutdownReq; the
-   * tokenizer waits for them up to the line's limit (15 s), then kills the tree anyway.
+   * How long the schedulers take to exit once main's drain sends them ShutdownReq (read at
+   * shutdown); the tokenizer waits for them up to the line's limit (15 s), then kills the tree.
    */
   schedulerExitSeconds: number;
   /** Multiplies every speed of the performance model (benchmarks of the client itself). */
@@ -615,10 +615,11 @@ async function sigtermWatchdog(server: Server, args: ServerArgs): Promise<void> 
   // Main: the schedulers get a ShutdownReq and up to 15 s to exit before the tree is killed.
   const limit = LINES[server.config.line].schedulerShutdownWaitSeconds;
   if (limit !== null) {
+    // How long the schedulers take is read now, like a fault: a host condition at shutdown.
+    const exitSeconds = readConfig().schedulerExitSeconds;
     log(`Sending ShutdownReq to the schedulers; waiting up to ${limit} s for them to exit.`);
-    const took = Math.min(server.config.schedulerExitSeconds, limit);
-    await sleep(took);
-    if (server.config.schedulerExitSeconds > limit) log(`The schedulers did not exit within ${limit} s; killing the process tree.`);
+    await sleep(Math.min(exitSeconds, limit));
+    if (exitSeconds > limit) log(`The schedulers did not exit within ${limit} s; killing the process tree.`);
   }
   // staleSeconds: a process whose listener lingers after the drain (read-only routes only).
   const stale = faultsFor(readFaults(), args).staleSeconds;
