@@ -192,6 +192,9 @@ test("a deprecated flag the release hides from --help passes preflight with a no
 // the schedulers. With a short drain deadline an idle server can outlive it; what ends it then
 // cuts nothing, and drainPolicy "fail" must not call that a failure.
 test("SGLang main whose schedulers take the full 15 s after an idle drain: no kill reported, no cut, the new configuration serves", async () => {
+  // The server to be stopped must be one of main (the test above started a release's).
+  await upWith({ speculative: spec("b8t4-w2048") });
+  assert.match(String((await serving()).version), /dev/, "SGLang main serves");
   hosts.configure(HOST, JSON.stringify({ schedulerExitSeconds: 30 }));
   try {
     const { output, outputs } = await upWith({ speculative: spec("b16t4-w2048"), timeouts: { ...TIMEOUTS, drainSeconds: 1, drainPolicy: "fail" } });
