@@ -136,7 +136,11 @@ test("the session of a rollback drops: the rollback finishes on the host, and th
 // drains, stops and removes the unit on the host, the request completes, and the next destroy
 // finds nothing left to do. Runs last: it removes the stack's unit.
 test("the session of a destroy's remove drops: the remove finishes on the host, the request in flight completes, the next destroy changes nothing", async () => {
-  // ~180 tok/s: 1500 tokens keep the drain busy for about 8 s.
+  // The server's scheduler holds the request (the hang fault, matched to this server) until the
+  // sessions were dropped: the remove's drain waits for it however slow the machine, and its
+  // host step is still running when looked for. Let go, the request runs to its end.
+  const budget = JSON.parse(await sh(`curl -s http://${host.address}:${host.sglangPort}/server_info`)).speculative_ddtree_budget;
+  hosts.fault(HOST, JSON.stringify({ hangGenerations: true, match: { speculative_ddtree_budget: budget } }));
   const inFlight = fetch(`http://${host.address}:${host.sglangPort}/v1/chat/completions`, {
     method: "POST",
     headers: { "content-type": "application/json" },
@@ -155,6 +159,7 @@ test("the session of a destroy's remove drops: the remove finishes on the host, 
     while (destroying) {
       if (await sh("systemctl list-units --state=active --no-legend --plain 'dflash-step-sglang-k26-remove-*'")) {
         killed = await hosts.dropSessions(host);
+        hosts.fault(HOST, "{}");
         return;
       }
       await new Promise((res) => setTimeout(res, 100));
@@ -162,6 +167,7 @@ test("the session of a destroy's remove drops: the remove finishes on the host, 
   })();
   await stack.destroy({ onOutput: (s) => (output += s) }).catch(() => undefined).finally(() => (destroying = false));
   await killing;
+  hosts.fault(HOST, "{}");
   assert.ok(killed > 0, `no SSH session was open during the remove; destroy output:\n${output.slice(-3000)}`);
   assert.equal(await inFlight, true, "the request in flight when the session dropped completed");
   // The remove goes on on the host: the unit and its secret files go.
