@@ -15,7 +15,8 @@ import { runWithHosts, type OwnedHosts } from "../simhost/owned-hosts";
 import { REPO_ROOT } from "../lib/pulumi-env";
 import { checkoutRevision } from "../lib/checkout";
 import { flag, integerBetween, option, parseCommandOrExit, positiveInteger, setUp, text } from "../lib/cli";
-import { FAULTS, planCampaignSequence, shorter, Step } from "./campaign/plan";
+import { planCampaignSequence, shorter } from "./campaign/plan";
+import { CampaignRun, renderCampaign } from "./campaign/report";
 import { describe, readCases, RegressionCase, runSequence, SequenceResult, stepBoundSeconds, STEP_MARGIN_SECONDS } from "./campaign/runner";
 
 const { options } = parseCommandOrExit("npm run campaign --", {
@@ -117,45 +118,19 @@ async function main(owned: OwnedHosts): Promise<number> {
   }
   const wall = (Date.now() - started) / 1000;
   const command = `npm run campaign -- --seed ${seed} --sequences ${sequences} --steps ${steps}${parallel > 1 ? ` --parallel ${parallel}` : ""}${rev ? ` --rev ${rev}` : ""}${options.shrink ? " --shrink" : ""}`;
-  const md = renderMarkdown(seed, results, plans.map((p) => p.steps), command, wall);
   const out = path.join(REPO_ROOT, "bench", "results");
   fs.mkdirSync(out, { recursive: true });
+  const run: CampaignRun = { format: 2, seed, sequences, steps, parallel, rev: rev || null, command, date: new Date().toISOString(), wallSeconds: wall, results };
+  const bound = `Step time bound: ${stepBoundSeconds()} s (the stacks' deadlines, lock wait, a restart and a rollback, plus ${STEP_MARGIN_SECONDS} s for the engine)`;
+  const md = renderCampaign(`Fault campaign, seed ${seed}`, [run], 1, bound);
   fs.writeFileSync(path.join(out, `campaign-${seed}.md`), md);
-  fs.writeFileSync(path.join(out, `campaign-${seed}.json`), `${JSON.stringify({ seed, sequences, steps, parallel, rev: rev || null, command, wallSeconds: wall, results }, null, 2)}\n`);
-  say(`\n${md}\nwrote bench/results/campaign-${seed}.{md,json}`);
+  fs.writeFileSync(path.join(out, `campaign-${seed}.json`), `${JSON.stringify(run, null, 2)}\n`);
+  // Every run of this runner adds up in one table (issue 18 asks for 100 sequences and each
+  // fault and operator step 20 times, over as many runs as that takes).
+  const all = fs.readdirSync(out).filter((f) => /^campaign-\d+\.json$/.test(f)).map((f) => JSON.parse(fs.readFileSync(path.join(out, f), "utf8")) as CampaignRun).filter((r) => r.format === 2).sort((a, b) => a.date.localeCompare(b.date));
+  fs.writeFileSync(path.join(out, "campaign.md"), renderCampaign("Fault campaign: every run so far", all, 20, bound));
+  say(`\n${md}\nwrote bench/results/campaign-${seed}.{md,json} and bench/results/campaign.md (${all.length} runs)`);
   return results.some((r) => r.violations.length) ? 1 : 0;
-}
-
-const count = <T extends string>(xs: T[]) => Object.entries(xs.reduce<Record<string, number>>((m, x) => ((m[x] = (m[x] ?? 0) + 1), m), {})).sort();
-const list = (xs: [string, number][]) => xs.map(([k, n]) => `${k} ${n}`).join(", ") || "none";
-
-function renderMarkdown(seed: number, results: SequenceResult[], plans: Step[][], command: string, wall: number): string {
-  const steps = results.flatMap((r) => r.steps);
-  const ups = steps.filter((s) => s.step.op === "up").map((s) => ({ ...s, step: s.step as Extract<Step, { op: "up" }> }));
-  const armed = ups.filter((u) => u.armed);
-  const extras = ups.flatMap((u) => (["rename", "badFlag", "otherPort", "previewFirst"] as const).filter((k) => u.step[k]));
-  const lines = [
-    `# Fault campaign, seed ${seed}`,
-    "",
-    `Command: \`${command}\` (${new Date().toISOString()}, this machine: 2 cores).`,
-    "",
-    "| sequences (two-node) | steps run (planned) | invariant violations | client requests: completed / refused / cut | wall time |",
-    "|---|---|---|---|---|",
-    `| ${results.length} (${results.filter((r) => r.group).length}) | ${steps.length} (${plans.flat().length}) | ${results.reduce((n, r) => n + r.violations.length, 0)} | ${["completed", "refused", "cut"].map((o) => steps.flatMap((s) => s.requests).filter((x) => x === o).length).join(" / ")} | ${(wall / 60).toFixed(1)} min |`,
-    "",
-    `Steps by kind: ${list(count(steps.map((s) => s.step.op)))}.`,
-    `Faults armed for an up: ${list(count(armed.map((u) => u.step.fault)))} (of ${FAULTS.length - 1} kinds; not armed where the previous configuration has the same settings: ${ups.filter((u) => u.step.fault !== "none" && !u.armed).length}).`,
-    `Faults that act at a moment of the rollout whose moment never came (the rollout ended before it): ${ups.filter((u) => u.fired === false).length}.`,
-    `Key changes: ${list(count(ups.map((u) => u.step.key)))}. Other changes: ${list(count(extras))}.`,
-    `Outcomes of up: ${ups.filter((s) => s.ok).length} succeeded, ${ups.filter((s) => !s.ok).length} failed (a fault, or a change the host refuses), each then checked.`,
-    `Step time bound: ${stepBoundSeconds()} s (the stacks' deadlines, lock wait, a restart and a rollback, plus ${STEP_MARGIN_SECONDS} s for the engine), longest step ${Math.max(0, ...steps.map((s) => s.seconds)).toFixed(0)} s.`,
-    "",
-    "## Violations",
-    "",
-    ...(results.some((r) => r.violations.length) ? results.flatMap((r) => r.violations.map((v) => `- sequence ${r.label}: ${v}`)) : ["None."]),
-    "",
-  ];
-  return lines.join("\n");
 }
 
 void runWithHosts(main, { name: "campaign" });

@@ -14,21 +14,57 @@ export type StackName = (typeof STACKS)[number];
 
 /**
  * Faults armed for one `up`: the simulator's (scoped to the new configuration's budget, so the
- * previous one can come back), the GPUs freed late, and SSH cut at a moment of the rollout.
+ * previous one can come back): a crash during load in each of SGLang's wordings, a hang, a slow
+ * load, a crash soon after ready, garbage output; the old server's SIGTERM noticed late, the old
+ * server answering after its drain, the GPUs freed late; and the rollout's own trouble: sshd
+ * unreachable for 5 s while weights load, every SSH session into the host dropped at a random
+ * moment (or while a rollback runs), the `pulumi` process SIGKILLed at a random moment.
  */
-export const FAULTS = ["none", "crash-oom", "crash-unbalanced", "hang", "crash-after-ready", "corrupt-output", "gpu-late", "ssh-outage-loading", "sessions-dropped-rollback"] as const;
+export const FAULTS = [
+  "none",
+  "crash-oom",
+  "crash-not-enough-memory",
+  "crash-unbalanced",
+  "crash-cuda-graph",
+  "crash-error",
+  "hang",
+  "slow-load",
+  "crash-after-ready",
+  "corrupt-output",
+  "late-sigterm",
+  "stale-server",
+  "gpu-late",
+  "ssh-outage-loading",
+  "sessions-dropped",
+  "sessions-dropped-rollback",
+  "pulumi-killed",
+] as const;
 export type FaultKind = (typeof FAULTS)[number];
+
+/** Faults that act at a moment of the operation rather than on a server: they may hit a destroy too. */
+export const TIMED_FAULTS = ["sessions-dropped", "pulumi-killed"] as const;
+export type TimedFault = (typeof TIMED_FAULTS)[number];
 
 export type KeyChange = "keep" | "set" | "rotate" | "remove";
 
-/** Where a change moves the stack's unit: none, or the unit's name / the SSH port toggled. */
+/** What else an `up` changes, besides the speculative settings and the API key. */
 export interface UpChange {
+  /** The Hugging Face token (hfToken) set, rotated or removed; absent: kept. */
+  token?: Exclude<KeyChange, "keep">;
   /** Toggle service.unitName between the shared name and `<name>-renamed`. */
   rename?: boolean;
   /** Add a flag the host's SGLang lacks to model.extraArgs (preflight refuses it). */
   badFlag?: boolean;
+  /** A model.tpSize twice what the host (or group) holds (preflight refuses it). */
+  badTp?: boolean;
   /** Toggle host.port between sshd's port and a second sshd port of the same host. */
   otherPort?: boolean;
+  /** Toggle service.port between the host's server port and the next one. */
+  servicePort?: boolean;
+  /** Toggle timeouts.drainPolicy between "fail" and "proceed" (which may cut requests). */
+  proceed?: boolean;
+  /** For a timed fault: seconds after the operation starts. */
+  atSeconds?: number;
   /** Run `preview` of the change first and compare what it said with what `up` did. */
   previewFirst?: boolean;
 }
@@ -37,7 +73,7 @@ export type Step =
   | ({ op: "up"; stack: StackName; config: Config; key: KeyChange; fault: FaultKind } & UpChange)
   | { op: "preview"; stack: StackName }
   | { op: "refresh"; stack: StackName }
-  | { op: "destroy"; stack: StackName };
+  | { op: "destroy"; stack: StackName; fault?: TimedFault; atSeconds?: number };
 
 /** A sequence: its steps, on one host or a two-node group. */
 export interface Sequence {
@@ -62,17 +98,37 @@ export function mix(seed: number, index: number): number {
 export function planSequence(seed: number, index: number, steps: number): Step[] {
   const rand = prng(mix(seed, index));
   const out: Step[] = [];
+  // A moment within the first 30 s of an operation: staging, drain, GPU release, load,
+  // readiness, rollback or removal, whichever that step is in then.
+  const moment = () => Math.round(rand() * 300) / 10;
   for (let i = 0; i < steps; i++) {
     const r = rand();
     const stack: StackName = rand() < 0.75 ? "a" : "b";
-    if (r < 0.66) {
-      const up: Step = { op: "up", stack, config: pick(rand, CONFIGS), key: pick(rand, ["keep", "keep", "set", "rotate", "remove"] as const), fault: rand() < 0.3 ? "none" : pick(rand, FAULTS.slice(1)) };
+    if (r < 0.7) {
+      const up: Step = { op: "up", stack, config: pick(rand, CONFIGS), key: pick(rand, ["keep", "keep", "set", "rotate", "remove"] as const), fault: rand() < 0.2 ? "none" : pick(rand, FAULTS.slice(1)) };
       // Drawn one after the other whatever they give, so that adding one keeps the others.
-      const [rename, badFlag, otherPort, previewFirst] = [rand() < 0.12, rand() < 0.08, rand() < 0.1, rand() < 0.3];
-      out.push({ ...up, ...(rename ? { rename } : {}), ...(badFlag ? { badFlag } : {}), ...(otherPort ? { otherPort } : {}), ...(previewFirst ? { previewFirst } : {}) });
-    } else if (r < 0.78) out.push({ op: "preview", stack });
-    else if (r < 0.92) out.push({ op: "refresh", stack });
-    else out.push({ op: "destroy", stack });
+      const [rename, badFlag, otherPort, previewFirst, badTp, servicePort, proceed] = [rand() < 0.1, rand() < 0.06, rand() < 0.1, rand() < 0.25, rand() < 0.05, rand() < 0.1, rand() < 0.1];
+      const token = rand() < 0.2 ? pick(rand, ["set", "rotate", "remove"] as const) : undefined;
+      const at = moment();
+      out.push({
+        ...up,
+        ...(token ? { token } : {}),
+        ...(rename ? { rename } : {}),
+        ...(badFlag ? { badFlag } : {}),
+        ...(badTp ? { badTp } : {}),
+        ...(otherPort ? { otherPort } : {}),
+        ...(servicePort ? { servicePort } : {}),
+        ...(proceed ? { proceed } : {}),
+        ...(previewFirst ? { previewFirst } : {}),
+        ...((TIMED_FAULTS as readonly string[]).includes(up.fault) ? { atSeconds: at } : {}),
+      });
+    } else if (r < 0.8) out.push({ op: "preview", stack });
+    else if (r < 0.9) out.push({ op: "refresh", stack });
+    else {
+      const f = rand();
+      const at = moment();
+      out.push(f < 0.5 ? { op: "destroy", stack } : { op: "destroy", stack, fault: f < 0.75 ? "sessions-dropped" : "pulumi-killed", atSeconds: at });
+    }
   }
   return out;
 }
@@ -98,6 +154,8 @@ export interface Proven {
   stack: StackName;
   /** The unit it runs as. */
   unit: string;
+  /** The port it listens on (service.port), when not the host's usual one. */
+  port?: number;
   serving: Serving;
   /** The API key it runs with, or null. */
   key: string | null;

@@ -16,10 +16,12 @@
 // Shared by the campaign (bench/campaign.ts) and the regression cases (test/campaign/).
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { spawn } from "node:child_process";
 import type { EngineEvent } from "@pulumi/pulumi/automation";
+import { killEngine } from "../../lib/engine-process";
 import * as hosts from "../../simhost/hosts";
 import { projectConfig, readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../lib/workspace";
-import { allowedAfter, FaultKind, Proven, secretForms, Serving, servingOf, StackName, Step, STACKS } from "./plan";
+import { allowedAfter, FaultKind, Proven, secretForms, Serving, servingOf, StackName, Step, STACKS, TimedFault, TIMED_FAULTS } from "./plan";
 
 export const UNIT = "sglang-k26";
 const RENAMED = `${UNIT}-renamed`;
@@ -54,6 +56,8 @@ export interface StepRecord {
   armed?: boolean;
   /** For a fault that acts at a moment of the rollout (SSH cut, sessions dropped): whether that moment came. */
   fired?: boolean;
+  /** For a timed fault that fired: the phase of the operation it landed in (its last progress line). */
+  phase?: string;
   seconds: number;
   cause?: string;
   requests: RequestOutcome[];
@@ -75,13 +79,21 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * The fault specs of the simulator for a kind, scoped to the new configuration (its budget and
- * draft window: b8t4-w2048 and b8t4-wnone share a budget), so the previous one can come back.
+ * draft window: b8t4-w2048 and b8t4-wnone share a budget), so the previous one can come back;
+ * a late SIGTERM and a stale server are the old server's, scoped to the previous configuration.
  */
-function simFault(kind: FaultKind, serving: Serving): Record<string, unknown> | undefined {
+function simFault(kind: FaultKind, serving: Serving, previous: Serving | null): Record<string, unknown> | undefined {
   const match = { match: { speculative_ddtree_budget: serving.budget, speculative_draft_window_size: serving.window } };
+  const old = previous ? { match: { speculative_ddtree_budget: previous.budget, speculative_draft_window_size: previous.window } } : {};
   switch (kind) {
     case "crash-oom":
       return { crashDuringLoad: "oom", ...match };
+    case "crash-not-enough-memory":
+      return { crashDuringLoad: "not-enough-memory", ...match };
+    case "crash-cuda-graph":
+      return { crashDuringLoad: "cuda-graph", ...match };
+    case "crash-error":
+      return { crashDuringLoad: "error", ...match };
     case "sessions-dropped-rollback":
       // The GPUs of the crashed start free 7 s late (within the 8 s deadline): the rollback
       // waits, the drop lands in that wait, and its progress line at 5 s is output after it.
@@ -90,15 +102,54 @@ function simFault(kind: FaultKind, serving: Serving): Record<string, unknown> | 
       return { crashDuringLoad: "unbalanced", ...match };
     case "hang":
       return { hangDuringLoad: true, ...match };
+    case "slow-load":
+      // Four times the 2 s load: still well within readySeconds.
+      return { loadSlowdown: 4, ...match };
     case "crash-after-ready":
       return { crashAfterReadySeconds: 0.5, ...match };
     case "corrupt-output":
       return { corruptOutput: true, ...match };
+    case "late-sigterm":
+      return { ignoreSigtermSeconds: 5, ...old };
+    case "stale-server":
+      return { staleSeconds: 4, ...old };
     case "gpu-late":
       return { gpuReleaseDelaySeconds: 14 };
     default:
       return undefined;
   }
+}
+
+/** Faults of the old server: armed only when one runs. */
+const OLD_SERVER_FAULTS: FaultKind[] = ["late-sigterm", "stale-server"];
+/** Faults of the rollout, not of a server: armed whatever serves. */
+const ROLLOUT_FAULTS: FaultKind[] = ["gpu-late", "ssh-outage-loading", ...TIMED_FAULTS];
+
+/** Progress lines of an operation and the phase each begins (the last one seen is where it is). */
+const PHASES: [RegExp, string][] = [
+  [/sglang-unit(-node\d+)? (updating|creating)/, "staging"],
+  [/sglang-restart(-node\d+)? (updating|creating|replacing)|holding \S+'s lock/, "restart"],
+  [/stopping: |draining/, "drain"],
+  [/waiting for GPU memory/, "GPU release"],
+  [/started the new unit|sglang-ready (updating|creating)/, "load and readiness"],
+  [/rolling back|rolls back|restoring the previous/, "rollback"],
+  [/ (deleting|removing)/, "remove"],
+];
+
+/** Pure: the phase an operation is in, from its output so far. */
+export function phaseOf(output: string): string {
+  let at = -1;
+  let phase = "engine start and reads";
+  for (const [re, name] of PHASES) {
+    const g = new RegExp(re.source, `${re.flags.replace("g", "")}g`);
+    for (let m = g.exec(output); m; m = g.exec(output)) {
+      if (m.index >= at) {
+        at = m.index;
+        phase = name;
+      }
+    }
+  }
+  return phase;
 }
 
 /** The restart and readiness steps an operation runs, from the engine's events ("name op", sorted). */
@@ -124,15 +175,20 @@ function allFiles(dir: string): string {
 interface StackState {
   config: string;
   key: string | null;
+  token: string | null;
   renamed: boolean;
   otherPort: boolean;
+  servicePort: boolean;
+  proceed: boolean;
 }
+
+const FRESH = { key: null, token: null, renamed: false, otherPort: false, servicePort: false, proceed: false };
 
 export class SequenceRunner {
   private proven: Proven | null = null;
   private readonly stacks: Record<StackName, StackState> = {
-    a: { config: "b8t4-w2048", key: null, renamed: false, otherPort: false },
-    b: { config: "b4t4-w2048", key: null, renamed: false, otherPort: false },
+    a: { config: "b8t4-w2048", ...FRESH },
+    b: { config: "b4t4-w2048", ...FRESH },
   };
   private readonly secrets: string[] = [];
   private keyCount = 0;
@@ -169,30 +225,48 @@ export class SequenceRunner {
     return (await this.sh(`for u in ${UNIT} ${RENAMED}; do systemctl show -p MainPID --value $u.service; done`)).stdout;
   }
 
-  private newKey(): string {
-    const key = `sk-campaign-${this.tag}-${++this.keyCount}`;
+  private newKey(kind = "sk-campaign"): string {
+    const key = `${kind}-${this.tag}-${++this.keyCount}`;
     this.secrets.push(key);
     return key;
   }
 
-  private url(): string {
-    return `http://${this.host.address}:${this.host.sglangPort}`;
+  /** The server's port for a stack whose service.port is toggled (or not). */
+  private port(toggled: boolean): number {
+    return this.host.sglangPort + (toggled ? 1 : 0);
+  }
+
+  private url(port = this.proven?.port ?? this.host.sglangPort): string {
+    return `http://${this.host.address}:${port}`;
+  }
+
+  /**
+   * Waits (within the settle period) until no host step of ours runs on the host (or node 1):
+   * a step whose session dropped, or whose engine was killed, goes on as a transient unit, and
+   * a recovery waits for the GPUs; what the host serves is judged once they have ended.
+   */
+  private async quiet(deadline: number): Promise<void> {
+    const busy = async (h: hosts.HostInfo) => (await hosts.ssh(h, "systemctl list-units --state=active,activating --no-legend --plain 'dflash-step-*' 'dflash-recover-*' | wc -l", { timeoutMs: 20_000 }).catch(() => ({ stdout: "1" }))).stdout.trim() !== "0";
+    for (const h of [this.host, ...(this.node1 ? [this.node1] : [])]) while (Date.now() < deadline && (await busy(h))) await sleep(1000);
   }
 
   /** What the host serves now: configuration, unit and owning stack, and which key it takes. */
-  private async observe(keys: (string | null)[]): Promise<{ serving: Serving; unit: string; stack: string; open: boolean; takes: (key: string) => Promise<boolean> } | undefined> {
+  private async observe(keys: (string | null)[]): Promise<{ serving: Serving; port: number; unit: string; stack: string; open: boolean; takes: (key: string) => Promise<boolean> } | undefined> {
     const unit = (await this.sh(`systemctl list-units --state=active --no-legend --plain '${UNIT}*.service' | cut -d' ' -f1 | head -n 1`)).stdout.replace(/\.service$/, "");
     const stack = unit ? (await this.sh(`sed -n 's/^X-DFlash-Stack=//p' /etc/systemd/system/${unit}.service 2>/dev/null`)).stdout : "";
-    const status = async (key: string) => (await this.sh(`curl -s -m 3 -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer ${key}' ${this.url()}/v1/models`)).stdout === "200";
     // /server_info needs the key the server runs with: try each one it may have (-f: a 401
-    // answer is JSON too, and is no server info).
-    for (const key of [...new Set([null, ...keys])]) {
-      const info = await this.sh(`curl -sf -m 3 ${key ? `-H 'Authorization: Bearer ${key}' ` : ""}${this.url()}/server_info`);
-      if (info.code !== 0 || !info.stdout.startsWith("{")) continue;
-      const parsed = JSON.parse(info.stdout) as { speculative_ddtree_budget?: number; speculative_draft_window_size?: number | null };
-      // Asked once the server answers: a server still starting refuses every connection.
-      const open = (await this.sh(`curl -s -m 3 -o /dev/null -w '%{http_code}' ${this.url()}/v1/models`)).stdout === "200";
-      return { serving: { budget: parsed.speculative_ddtree_budget ?? null, window: parsed.speculative_draft_window_size ?? null }, unit, stack, open, takes: status };
+    // answer is JSON too, and is no server info), on each port a stack may have given it.
+    for (const port of [this.port(false), this.port(true)]) {
+      const url = this.url(port);
+      const status = async (key: string) => (await this.sh(`curl -s -m 3 -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer ${key}' ${url}/v1/models`)).stdout === "200";
+      for (const key of [...new Set([null, ...keys])]) {
+        const info = await this.sh(`curl -sf -m 3 ${key ? `-H 'Authorization: Bearer ${key}' ` : ""}${url}/server_info`);
+        if (info.code !== 0 || !info.stdout.startsWith("{")) continue;
+        const parsed = JSON.parse(info.stdout) as { speculative_ddtree_budget?: number; speculative_draft_window_size?: number | null };
+        // Asked once the server answers: a server still starting refuses every connection.
+        const open = (await this.sh(`curl -s -m 3 -o /dev/null -w '%{http_code}' ${url}/v1/models`)).stdout === "200";
+        return { serving: { budget: parsed.speculative_ddtree_budget ?? null, window: parsed.speculative_draft_window_size ?? null }, port, unit, stack, open, takes: status };
+      }
     }
     return undefined;
   }
@@ -227,15 +301,18 @@ export class SequenceRunner {
   }
 
   /** The invariants after a step, waiting up to SETTLE_MS for what comes back by itself. */
-  private async check(allowed: Proven[], output: string, pidsBefore?: string): Promise<string[]> {
+  private async check(allowed: Proven[], output: string, pidsBefore?: string, mayBeEmpty = false): Promise<string[]> {
     const violations: string[] = [];
     const deadline = Date.now() + SETTLE_MS;
-    if (allowed.length > 0) {
+    await this.quiet(deadline);
+    // After a destroy that failed or was killed, its host step may have removed the unit.
+    const empty = mayBeEmpty && (await this.sh(`{ ls /etc/systemd/system/${UNIT}*.service 2>/dev/null; systemctl list-units --state=active,activating --no-legend --plain '${UNIT}*.service'; } | wc -l`)).stdout === "0";
+    if (allowed.length > 0 && !empty) {
       let last = "nothing serves";
       for (;;) {
         const now = await this.observe(allowed.map((p) => p.key)).catch(() => undefined);
-        const match = now && allowed.find((p) => p.stack === now.stack && p.serving.budget === now.serving.budget && p.serving.window === now.serving.window);
-        if (now) last = `the host serves stack ${now.stack || "(none)"} as ${now.unit || "(no unit)"}, budget ${now.serving.budget}, window ${now.serving.window}`;
+        const match = now && allowed.find((p) => p.stack === now.stack && p.serving.budget === now.serving.budget && p.serving.window === now.serving.window && (p.port ?? this.port(false)) === now.port);
+        if (now) last = `the host serves stack ${now.stack || "(none)"} as ${now.unit || "(no unit)"}, budget ${now.serving.budget}, window ${now.serving.window}, port ${now.port}`;
         // A group serves only when every node runs the same configuration (node 1 its rank 1).
         const node1 = match && now && this.node1 ? await this.node1Runs() : undefined;
         if (node1 !== undefined && node1 !== `active ${match!.serving.budget}`) {
@@ -254,11 +331,11 @@ export class SequenceRunner {
           } else if (!now.open) {
             violations.push(`serves ${last}, which should need no API key, but refuses a request without one`);
           }
-          this.proven = { ...match, unit: now.unit };
+          this.proven = { ...match, unit: now.unit, port: now.port };
           break;
         }
         if (Date.now() > deadline) {
-          violations.push(`after ${SETTLE_MS / 1000} s: ${last}; allowed: ${allowed.map((p) => `stack ${p.stack} budget ${p.serving.budget} window ${p.serving.window}`).join(" or ")}`);
+          violations.push(`after ${SETTLE_MS / 1000} s: ${last}; allowed: ${allowed.map((p) => `stack ${p.stack} budget ${p.serving.budget} window ${p.serving.window} port ${p.port ?? this.port(false)}`).join(" or ")}${mayBeEmpty ? " or nothing" : ""}`);
           break;
         }
         await sleep(1000);
@@ -306,34 +383,86 @@ export class SequenceRunner {
     return { step, ok: r.ok, cause: r.cause, requests: [], violations };
   }
 
-  private async destroy(step: Extract<Step, { op: "destroy" }>): Promise<Omit<StepRecord, "seconds">> {
-    const stack = await this.ws.stack(step.stack);
+  /**
+   * Runs `up` or `destroy` of a stack, with a timed fault: every SSH session into the host
+   * dropped, or the `pulumi` process SIGKILLed (with its plugins, as a crash or an OOM kill
+   * would), `atSeconds` after it starts. A killed engine runs as a CLI process of its own.
+   */
+  private async operate(op: "up" | "destroy", name: StackName, timed: { fault: TimedFault; atSeconds: number } | undefined, onOutput: (o: string) => void, events: EngineEvent[]): Promise<{ ok: boolean; message: string; fired?: boolean; phase?: string }> {
     let output = "";
-    const requests = this.traffic(2);
-    const r = await stack.destroy({ onOutput: (s) => (output += s), runProgram: true }).then(
+    const watch = (o: string) => {
+      output += o;
+      onOutput(o);
+    };
+    if (timed?.fault === "pulumi-killed") {
+      await this.ws.stack(name); // selects it, and cancels a lock a killed engine left
+      const args = op === "up" ? ["up", "--yes", "--skip-preview", "--non-interactive", "--stack", name] : ["destroy", "--yes", "--skip-preview", "--non-interactive", "--run-program", "--stack", name];
+      const child = spawn("pulumi", args, { cwd: this.ws.dir, env: this.ws.env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+      child.stdout.on("data", (d: Buffer) => watch(d.toString()));
+      child.stderr.on("data", (d: Buffer) => watch(d.toString()));
+      let fired = false;
+      let phase: string | undefined;
+      const timer = setTimeout(() => {
+        if (child.exitCode !== null) return;
+        fired = true;
+        phase = phaseOf(output);
+        killEngine(child.pid!);
+      }, timed.atSeconds * 1000);
+      const code = await new Promise<number | null>((resolve) => child.on("close", (c) => resolve(c)));
+      clearTimeout(timer);
+      return { ok: !fired && code === 0, message: fired ? "" : output, fired, ...(phase ? { phase } : {}) };
+    }
+    const stack = await this.ws.stack(name);
+    let fired: boolean | undefined;
+    let phase: string | undefined;
+    let dropping: Promise<unknown> | undefined;
+    const timer =
+      timed &&
+      setTimeout(() => {
+        fired = true;
+        phase = phaseOf(output);
+        dropping = hosts.dropSessions(this.host).catch(() => undefined);
+      }, timed.atSeconds * 1000);
+    if (timed) fired = false;
+    const onEvent = (e: EngineEvent) => events.push(e);
+    const r = await (op === "up" ? stack.up({ onOutput: watch, onEvent }) : stack.destroy({ onOutput: watch, onEvent, runProgram: true })).then(
       () => ({ ok: true, message: "" }),
       (e: Error) => ({ ok: false, message: e.message }),
     );
+    if (timer) clearTimeout(timer);
+    await dropping;
+    return { ...r, ...(fired !== undefined ? { fired } : {}), ...(phase ? { phase } : {}) };
+  }
+
+  private async destroy(step: Extract<Step, { op: "destroy" }>): Promise<Omit<StepRecord, "seconds">> {
+    let output = "";
+    const requests = this.traffic(2);
+    const timed = step.fault && step.atSeconds !== undefined ? { fault: step.fault, atSeconds: step.atSeconds } : undefined;
+    const r = await this.operate("destroy", step.stack, timed, (o) => (output += o), []);
     const outcomes = await Promise.all(requests);
     const owned = this.proven?.stack === step.stack;
-    const violations = await this.check(r.ok && owned ? [] : this.proven ? [this.proven] : [], output);
-    if (r.ok && owned) {
+    // A destroy that failed (its session dropped, its engine killed) may still have removed
+    // the unit on the host (the host step goes on): then nothing, or else what ran before.
+    const violations = await this.check(r.ok && owned ? [] : this.proven ? [this.proven] : [], output, undefined, !r.ok && owned);
+    const gone = owned && (r.ok || this.proven === null);
+    if (gone) {
       const left = (await this.sh(`ls /etc/systemd/system/${UNIT}.service /etc/systemd/system/${RENAMED}.service 2>/dev/null; systemctl list-units --state=active --no-legend --plain '${UNIT}*.service'`)).stdout;
-      if (left) violations.push(`destroy of stack ${step.stack} (which ran the unit) left: ${left.split("\n").join(", ")}`);
-      const key = this.stacks[step.stack].key;
-      if (key && (await this.sh(`grep -rlF -- '${key}' /etc/dflash-sglang /var/lib/dflash-sglang /etc/systemd/system 2>/dev/null`)).stdout) violations.push(`destroy of stack ${step.stack} left its API key on the host`);
+      if (r.ok && left) violations.push(`destroy of stack ${step.stack} (which ran the unit) left: ${left.split("\n").join(", ")}`);
+      for (const secret of [this.stacks[step.stack].key, this.stacks[step.stack].token]) {
+        if (secret && (await this.sh(`grep -rlF -- '${secret}' /etc/dflash-sglang /var/lib/dflash-sglang /etc/systemd/system 2>/dev/null`)).stdout) violations.push(`destroy of stack ${step.stack} left its secret ${secret} on the host`);
+      }
     }
-    if (outcomes.includes("cut")) violations.push(`a request the server had accepted was cut during destroy (${outcomes.join(", ")})`);
-    // A destroyed stack starts again from the repo's defaults, without a key.
-    if (r.ok) this.stacks[step.stack] = { ...this.stacks[step.stack], key: null };
-    const cause = r.ok ? undefined : (r.message.split("\n").find((l) => /error: (?!update failed)/.test(l)) ?? r.message.slice(0, 200)).trim().slice(0, 240);
-    return { step, ok: r.ok, cause, requests: outcomes, violations };
+    if (outcomes.includes("cut") && !this.stacks[step.stack].proceed) violations.push(`a request the server had accepted was cut during destroy (${outcomes.join(", ")}); drainPolicy is "fail"`);
+    // A destroyed stack starts again from the repo's defaults, without secrets.
+    if (r.ok) this.stacks[step.stack] = { ...this.stacks[step.stack], key: null, token: null };
+    const cause = r.ok ? undefined : r.fired && step.fault === "pulumi-killed" ? `pulumi SIGKILLed at ${step.atSeconds} s` : (r.message.split("\n").find((l) => /error: (?!update failed)/.test(l)) ?? r.message.slice(0, 200)).trim().slice(0, 240);
+    return { step, ok: r.ok, ...(r.fired !== undefined ? { fired: r.fired } : {}), ...(r.phase ? { phase: r.phase } : {}), cause, requests: outcomes, violations };
   }
 
   private async up(step: Extract<Step, { op: "up" }>): Promise<Omit<StepRecord, "seconds">> {
     const s = this.stacks[step.stack];
     const stack = await this.ws.stack(step.stack);
-    // The change: speculative settings, the key, where the unit lives, a flag the host lacks.
+    // The change: speculative settings, the secrets, where the unit lives, what the host lacks.
     s.config = step.config;
     const speculative = readRepoStackConfig(step.config)["dflash-sglang:speculative"] as Speculative;
     this.ws.setStackConfig(step.stack, "speculative", speculative);
@@ -344,9 +473,19 @@ export class SequenceRunner {
       s.key = null;
       await stack.removeConfig("dflash-sglang:apiKey");
     }
+    if (step.token === "set" || step.token === "rotate") {
+      s.token = this.newKey("hf-campaign");
+      await stack.setConfig("dflash-sglang:hfToken", { value: s.token, secret: true });
+    } else if (step.token === "remove" && s.token !== null) {
+      s.token = null;
+      await stack.removeConfig("dflash-sglang:hfToken");
+    }
     if (step.rename) s.renamed = !s.renamed;
-    const service = simHostConfig(this.host, s.renamed ? RENAMED : UNIT)["dflash-sglang:service"];
-    this.ws.setStackConfig(step.stack, "service", service);
+    if (step.servicePort) s.servicePort = !s.servicePort;
+    if (step.proceed) s.proceed = !s.proceed;
+    const service = simHostConfig(this.host, s.renamed ? RENAMED : UNIT)["dflash-sglang:service"] as Record<string, unknown>;
+    this.ws.setStackConfig(step.stack, "service", { ...service, port: this.port(s.servicePort) });
+    this.ws.setStackConfig(step.stack, "timeouts", { ...DEADLINES, drainPolicy: s.proceed ? "proceed" : "fail" });
     if (step.otherPort) {
       if (!this.otherPortReady) await hosts.addSshPort(this.host, OTHER_PORT);
       this.otherPortReady = true;
@@ -354,8 +493,10 @@ export class SequenceRunner {
     }
     this.ws.setStackConfig(step.stack, "host", { ...(simHostConfig(this.host)["dflash-sglang:host"] as object), ...(s.otherPort ? { port: OTHER_PORT } : {}) });
     const model = (this.ws.stackConfig(step.stack)["dflash-sglang:model"] ?? projectConfig().model) as Record<string, unknown>;
-    this.ws.setStackConfig(step.stack, "model", { ...model, extraArgs: step.badFlag ? [BAD_FLAG] : [] });
-    const attempted: Proven = { stack: step.stack, unit: s.renamed ? RENAMED : UNIT, serving: servingOf(speculative), key: s.key };
+    // The host (or group) holds 8 GPUs per node: twice that is refused before anything stops.
+    const tpSize = this.node1 ? 16 : 8;
+    this.ws.setStackConfig(step.stack, "model", { ...model, tpSize: step.badTp ? 2 * tpSize : tpSize, extraArgs: step.badFlag ? [BAD_FLAG] : [] });
+    const attempted: Proven = { stack: step.stack, unit: s.renamed ? RENAMED : UNIT, port: this.port(s.servicePort), serving: servingOf(speculative), key: s.key };
 
     // What preview says this up will do.
     let previewed: string[] | undefined;
@@ -369,10 +510,11 @@ export class SequenceRunner {
     }
 
     // A fault scoped to a configuration would hit the previous one too when both serve the
-    // same settings (the other stack's unit, say): then it is not armed, and counted so.
+    // same settings (the other stack's unit, say): then it is not armed, and counted so. A
+    // fault of the old server needs one.
     const same = this.proven !== null && this.proven.serving.budget === attempted.serving.budget && this.proven.serving.window === attempted.serving.window;
-    const armed = step.fault !== "none" && !(same && step.fault !== "gpu-late" && step.fault !== "ssh-outage-loading");
-    const sim = armed ? simFault(step.fault, attempted.serving) : undefined;
+    const armed = step.fault !== "none" && (OLD_SERVER_FAULTS.includes(step.fault) ? this.proven !== null : ROLLOUT_FAULTS.includes(step.fault) || step.fault === "sessions-dropped-rollback" ? !(same && step.fault === "sessions-dropped-rollback") : !same);
+    const sim = armed ? simFault(step.fault, attempted.serving, this.proven?.serving ?? null) : undefined;
     const faulted = step.fault === "gpu-late" && this.node1 ? this.node1 : this.host;
     if (sim) hosts.fault(faulted.name, JSON.stringify(sim));
     const requests = this.traffic(2);
@@ -386,32 +528,34 @@ export class SequenceRunner {
       // A session cut during a rollback needs one: the new configuration crashes (above).
       if (step.fault === "sessions-dropped-rollback" && /rolling back/.test(output)) during = hosts.dropSessions(this.host).catch(() => undefined);
     };
-    const r = await stack.up({ onOutput: watch, onEvent: (e) => events.push(e) }).then(
-      () => ({ ok: true, message: "" }),
-      (e: Error) => ({ ok: false, message: e.message }),
-    );
+    const timed = armed && (TIMED_FAULTS as readonly string[]).includes(step.fault) && step.atSeconds !== undefined ? { fault: step.fault as TimedFault, atSeconds: step.atSeconds } : undefined;
+    const r = await this.operate("up", step.stack, timed, watch, events);
     await during;
     hosts.fault(faulted.name, "{}");
     const outcomes = await Promise.all(requests);
     const violations = await this.check(allowedAfter(this.proven, attempted, r.ok, r.message), output);
-    if (outcomes.includes("cut")) violations.push(`a request the server had accepted was cut (${outcomes.join(", ")}); the stacks keep drainPolicy "fail"`);
-    // Observing is not deciding: an up whose only trouble is one the rollout rides out (none, or
-    // sshd unreachable for a few seconds while weights load) succeeds, unless its change is one
-    // the host refuses (a flag it lacks) or the two stacks' units (renamed apart) compete for the GPUs.
-    const ridesOut = step.fault === "none" || step.fault === "ssh-outage-loading";
-    if (!r.ok && ridesOut && !step.badFlag && this.stacks.a.renamed === this.stacks.b.renamed) violations.push(`up failed although nothing but ${step.fault === "none" ? "the change" : "a 5 s SSH outage"} happened: ${r.message.split("\n").find((l) => /FAILED|error: (?!update failed)/.test(l))?.trim().slice(0, 300) ?? r.message.slice(0, 300)}`);
+    if (outcomes.includes("cut") && !s.proceed) violations.push(`a request the server had accepted was cut (${outcomes.join(", ")}); drainPolicy is "fail"`);
+    // Observing is not deciding: an up whose only trouble is one the rollout rides out (none,
+    // sshd unreachable for a few seconds while weights load, a slow load, a late SIGTERM, a
+    // stale old server, sessions dropped before or after the restart) succeeds, unless its
+    // change is one the host refuses (a flag it lacks, a tpSize it cannot hold) or the two
+    // stacks' units (renamed apart) compete for the GPUs.
+    const ridesOut = ["none", "ssh-outage-loading", "slow-load", "late-sigterm", "stale-server"].includes(step.fault) || !armed;
+    if (!r.ok && ridesOut && !step.badFlag && !step.badTp && this.stacks.a.renamed === this.stacks.b.renamed) violations.push(`up failed although nothing but ${step.fault === "none" || !armed ? "the change" : `the fault ${step.fault}`} happened: ${r.message.split("\n").find((l) => /FAILED|error: (?!update failed)/.test(l))?.trim().slice(0, 300) ?? r.message.slice(0, 300)}`);
     const did = rolloutOps(events);
     if (previewed && r.ok && previewed.join(", ") !== did.join(", ")) violations.push(`preview said up would run [${previewed.join(", ") || "nothing"}], up ran [${did.join(", ") || "nothing"}]`);
-    const cause = r.ok ? undefined : (r.message.split("\n").find((l) => /(FAILED|error: (?!update failed))/.test(l)) ?? r.message.slice(0, 200)).trim().slice(0, 240);
-    const timed = step.fault === "ssh-outage-loading" || step.fault === "sessions-dropped-rollback";
-    return { step, ok: r.ok, armed, ...(armed && timed ? { fired: during !== undefined } : {}), cause, requests: outcomes, violations };
+    const cause = r.ok ? undefined : r.fired && step.fault === "pulumi-killed" ? `pulumi SIGKILLed at ${step.atSeconds} s` : (r.message.split("\n").find((l) => /(FAILED|error: (?!update failed))/.test(l)) ?? r.message.slice(0, 200)).trim().slice(0, 240);
+    const moment = step.fault === "ssh-outage-loading" || step.fault === "sessions-dropped-rollback";
+    const fired = timed ? r.fired : armed && moment ? during !== undefined : undefined;
+    return { step, ok: r.ok, armed, ...(fired !== undefined ? { fired } : {}), ...(r.phase ? { phase: r.phase } : {}), cause, requests: outcomes, violations };
   }
 }
 
 export function describe(s: Step): string {
+  if (s.op === "destroy" && s.fault) return `destroy ${s.stack}, fault ${s.fault} at ${s.atSeconds} s`;
   if (s.op !== "up") return `${s.op} ${s.stack}`;
-  const extras = [s.rename && "renamed unit", s.badFlag && "unknown flag", s.otherPort && "other ssh port", s.previewFirst && "preview first"].filter(Boolean);
-  return `up ${s.stack} -> ${s.config}, key ${s.key}, fault ${s.fault}${extras.length ? ` (${extras.join(", ")})` : ""}`;
+  const extras = [s.token && `hfToken ${s.token}`, s.rename && "renamed unit", s.badFlag && "unknown flag", s.badTp && "tpSize too large", s.otherPort && "other ssh port", s.servicePort && "service port toggled", s.proceed && "drainPolicy toggled", s.previewFirst && "preview first"].filter(Boolean);
+  return `up ${s.stack} -> ${s.config}, key ${s.key}, fault ${s.fault}${s.atSeconds !== undefined ? ` at ${s.atSeconds} s` : ""}${extras.length ? ` (${extras.join(", ")})` : ""}`;
 }
 
 /**

@@ -2,7 +2,8 @@
 // step kind and fault kind is drawn; the model allows what a failed `up` may leave.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { allowedAfter, FAULTS, mix, planCampaignSequence, planSequence, shorter } from "../../bench/campaign/plan";
+import { allowedAfter, FAULTS, mix, planCampaignSequence, planSequence, shorter, TIMED_FAULTS } from "../../bench/campaign/plan";
+import { phaseOf } from "../../bench/campaign/runner";
 
 test("a plan is a function of its seed and index; other seeds give other plans", () => {
   assert.deepEqual(planSequence(7, 3, 12), planSequence(7, 3, 12));
@@ -17,7 +18,16 @@ test("over many sequences every operation, key change and fault kind is drawn", 
   const ups = steps.filter((s) => s.op === "up");
   assert.deepEqual(new Set(ups.map((s) => s.fault)), new Set(FAULTS));
   assert.deepEqual(new Set(ups.map((s) => s.key)), new Set(["keep", "set", "rotate", "remove"]));
-  for (const change of ["rename", "badFlag", "otherPort", "previewFirst"] as const) assert.ok(ups.some((u) => u.op === "up" && u[change]), change);
+  assert.deepEqual(new Set(ups.map((s) => s.op === "up" && s.token).filter(Boolean)), new Set(["set", "rotate", "remove"]));
+  for (const change of ["rename", "badFlag", "badTp", "otherPort", "servicePort", "proceed", "previewFirst"] as const) assert.ok(ups.some((u) => u.op === "up" && u[change]), change);
+  const destroys = steps.filter((s) => s.op === "destroy");
+  assert.deepEqual(new Set(destroys.map((s) => s.fault ?? "none")), new Set(["none", ...TIMED_FAULTS]));
+  // A timed fault has its moment, within the first 30 s; no other step has one.
+  for (const s of [...ups, ...destroys]) {
+    const timed = (TIMED_FAULTS as readonly string[]).includes(s.fault ?? "none");
+    assert.equal("atSeconds" in s, timed, JSON.stringify(s));
+    if (timed) assert.ok(s.atSeconds! >= 0 && s.atSeconds! <= 30, JSON.stringify(s));
+  }
 });
 
 test("one sequence in four runs on a two-node group; neighbouring seeds draw unrelated first steps", () => {
@@ -42,3 +52,19 @@ test("shrinking tries the sequence with each step left out", () => {
   assert.deepEqual(shorter(steps).map((s) => s.length), [3, 3, 3, 3]);
   assert.deepEqual(shorter(steps)[1], [steps[0], steps[2], steps[3]]);
 });
+
+test("a timed fault's phase is the last progress line before it", () => {
+  // Lines as a non-interactive `pulumi up` prints them.
+  const lines = [
+    " ~  command:remote:Command sglang-unit updating (0s) [diff: ~stdin]",
+    " ~  command:remote:Command sglang-restart updating (0s) [diff: ~create]; sglang-k26 (stack a): holding 127.0.0.12's lock",
+    " ~  command:remote:Command sglang-restart updating (1s) [diff: ~create]; sglang-k26 (stack a): stopping: SGLang is draining (SIGTERM sent; it checks every 5 s)",
+    " ~  command:remote:Command sglang-restart updating (6s) [diff: ~create]; sglang-k26 (stack a): waiting for GPU memory to be released: 2 GPUs busy",
+    " ~  command:remote:Command sglang-restart updating (6s) [diff: ~create]; sglang-k26 (stack a): old server (pid 249) drained in 1.9 s and gone 0.8 s later, GPUs free in 0.2 s; started the new unit",
+    " ~  pulumi-nodejs:dynamic:Resource sglang-ready updating (0s) [diff: ~expectedArgs]",
+  ];
+  assert.equal(phaseOf("Updating (a):"), "engine start and reads");
+  assert.deepEqual(lines.map((_, i) => phaseOf(lines.slice(0, i + 1).join("\n"))), ["staging", "restart", "drain", "GPU release", "load and readiness", "load and readiness"]);
+  assert.equal(phaseOf(`${lines.join("\n")}\nsglang-k26: FAILED; rolling back`), "rollback");
+  assert.equal(phaseOf(" -  command:remote:Command sglang-restart deleting (0s)"), "remove");
+})

@@ -12,6 +12,7 @@ import { hostShell } from "../../support/hostShell";
 import { until } from "../../support/localSim";
 import { streamChat as streamAt } from "../../support/streamChat";
 import { secretForms } from "../../../lib/secret-forms";
+import { killEngine } from "../../../lib/engine-process";
 
 const HOST = `safety-${process.pid}`;
 const UNIT = "sglang-k26";
@@ -262,49 +263,14 @@ function allFiles(dir: string): string {
     .join("\n");
 }
 
-/** Runs `pulumi up` for a stack as its own process group and kills the group once `when` shows up. */
-/** PIDs of every process below `pid` (from /proc), deepest last. */
-function descendants(pid: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const e of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(e)) continue;
-    try {
-      const ppid = Number(fs.readFileSync(`/proc/${e}/stat`, "utf8").replace(/^.*\) /s, "").split(" ")[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(e)]);
-    } catch {
-      // exited meanwhile
-    }
-  }
-  const out: number[] = [];
-  const walk = (p: number) => {
-    for (const c of children.get(p) ?? []) {
-      out.push(c);
-      walk(c);
-    }
-  };
-  walk(pid);
-  return out;
-}
-
+/** Runs `pulumi up` for a stack as its own process group and kills it (and its plugins) once `when` shows up. */
 async function killUpWhen(stackName: string, when: RegExp): Promise<string> {
   const child = spawn("pulumi", ["up", "--yes", "--skip-preview", "--non-interactive", "--stack", stackName], { cwd: ws.dir, env: ws.env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   return new Promise((resolve, reject) => {
     const onData = (d: Buffer) => {
       out += d;
-      if (when.test(out) && child.exitCode === null) {
-        // The engine starts each plugin in a process group of its own, and a plugin whose
-        // engine was SIGKILLed keeps running (upstream behaviour): kill those we caused too.
-        const plugins = descendants(child.pid!);
-        process.kill(-child.pid!, "SIGKILL");
-        for (const pid of plugins) {
-          try {
-            process.kill(pid, "SIGKILL");
-          } catch {
-            // already gone
-          }
-        }
-      }
+      if (when.test(out) && child.exitCode === null) killEngine(child.pid!);
     };
     child.stdout.on("data", onData);
     child.stderr.on("data", onData);
