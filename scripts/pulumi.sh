@@ -30,4 +30,21 @@ case "$words" in
   *" up "*|*" update "*|*" preview "*|*" refresh "*|*" destroy "*) guard+=(--clear-stale-locks) ;;
 esac
 "$root/node_modules/.bin/tsx" "$root/scripts/pulumi-guard.ts" "${guard[@]}"
+# `pulumi stack rm` deletes the stack's settings file too (stacks/Pulumi.<stack>.yaml: a
+# committed configuration), and Pulumi's own hint after a destroy suggests running it. Here it
+# keeps the file (--preserve-config) unless asked with --remove-config, and says so.
+case "$words" in
+  *" stack rm "*|*" stack remove "*)
+    args=()
+    remove_config=false
+    for a in "$@"; do
+      if [ "$a" = "--remove-config" ]; then remove_config=true; else args+=("$a"); fi
+    done
+    set -- "${args[@]}"
+    if ! $remove_config && [[ " $* " != *" --preserve-config "* ]]; then
+      set -- "$@" --preserve-config
+      echo "note: keeping the stack's settings file in stacks/ (it may be committed): pulumi stack rm runs with --preserve-config here; pass --remove-config to delete it as well" >&2
+    fi
+    ;;
+esac
 exec pulumi "$@"

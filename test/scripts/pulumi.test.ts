@@ -82,3 +82,33 @@ test("after set-up, `npx pulumi` in the project folder is the wrapper", { skip: 
   assert.equal(r.code, 0, r.stderr);
   assert.equal(r.stdout.trim(), PINNED);
 });
+
+test("`stack rm` through the wrapper keeps the stack's settings file unless asked with --remove-config, and says so", async () => {
+  const { dir, env } = npxLikePath();
+  // A project of its own (the repo's stacks/ stays untouched), with its own file backend.
+  const project = fs.mkdtempSync(path.join(os.tmpdir(), "pulumi-rm-"));
+  try {
+    fs.writeFileSync(path.join(project, "Pulumi.yaml"), "name: rm-check\nruntime: nodejs\nstackConfigDir: stacks\n");
+    fs.mkdirSync(path.join(project, "state"));
+    const e = { ...env, PULUMI_BACKEND_URL: `file://${path.join(project, "state")}`, PULUMI_CONFIG_PASSPHRASE: "rm-check" };
+    const file = path.join(project, "stacks", "Pulumi.dev.yaml");
+    const pulumi = async (...args: string[]) => {
+      const r = await run("pulumi", args, { cwd: project, env: e });
+      assert.equal(r.code, 0, `pulumi ${args.join(" ")}: ${r.stderr}`);
+      return r;
+    };
+    await pulumi("stack", "init", "dev");
+    assert.ok(fs.existsSync(file), "stack init wrote the settings file");
+    const kept = await pulumi("stack", "rm", "--yes", "--stack", "dev");
+    assert.match(kept.stderr, /keeping the stack's settings file .* --preserve-config .* --remove-config/);
+    assert.ok(fs.existsSync(file), "the settings file is still there");
+    assert.doesNotMatch((await pulumi("stack", "ls", "--json")).stdout, /"dev"/, "the stack itself is gone");
+    await pulumi("stack", "init", "dev");
+    const removed = await pulumi("stack", "rm", "--yes", "--remove-config", "--stack", "dev");
+    assert.doesNotMatch(removed.stderr, /keeping/);
+    assert.ok(!fs.existsSync(file), "asked to, it removes the file too");
+  } finally {
+    fs.rmSync(dir, { recursive: true });
+    fs.rmSync(project, { recursive: true, force: true });
+  }
+});
