@@ -575,7 +575,8 @@ restart)
   fi
   # Other stacks stay off this host until readiness has proven (or rolled back) this restart.
   echo "$stack $unit $(( $(date +%s) + prove_s )) $(whoami_note)" > "$run/rollout"
-  say "old server (pid $before_pid) drained in $drain_seconds s and gone $stop_seconds s later, GPUs free in $gpu_seconds s; started the new unit"
+  if [ "$before_pid" = 0 ]; then say "no server ran before (a first install); GPUs free in $gpu_seconds s; started the new unit"
+  else say "old server (pid $before_pid) drained in $drain_seconds s and gone $stop_seconds s later, GPUs free in $gpu_seconds s; started the new unit"; fi
   echo "@@result {\\"applied\\":true,\\"drainSeconds\\":$drain_seconds,\\"stopSeconds\\":$stop_seconds,\\"requestsCut\\":$cut,\\"gpuReleaseSeconds\\":$gpu_seconds,\\"previousMainPid\\":$before_pid,\\"at\\":$(date +%s)}"
   ;;
 rollback)
