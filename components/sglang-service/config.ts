@@ -104,7 +104,7 @@ function deploymentFromConfig(get: (key: string) => string | undefined, stack: s
 }
 
 const noKeyMessage = (stack: string) =>
-  `Stack "${stack}": no SSH key. Set ${CONFIG_NAMESPACE}:host.privateKeyPath to a key file, or the secret ${CONFIG_NAMESPACE}:sshPrivateKey (\`npm run pulumi -- config set --secret --stack ${stack} sshPrivateKey < key\`).`;
+  `Stack "${stack}": no SSH key. Set ${CONFIG_NAMESPACE}:host.privateKeyPath to a key file, or the secret ${CONFIG_NAMESPACE}:sshPrivateKey (\`npx pulumi config set --secret --stack ${stack} sshPrivateKey < key\`).`;
 
 /** A private key file's text; the error names the stack, the key and the file. */
 function keyFileText(file: string, key: string, stack: string): string {

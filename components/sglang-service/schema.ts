@@ -27,7 +27,7 @@ function hostSchemaAt(key: string) {
   return section(key, {
     /** Address of the GPU host. */
     address: address(`${key}.address`).refine((a) => !/\.invalid$/i.test(a), {
-      error: `${key}.address is still the documented placeholder: set it to your GPU host (\`npm run pulumi -- config set --path ${key}.address <addr>\`)`,
+      error: `${key}.address is still the documented placeholder: set it to your GPU host (\`npx pulumi config set --path ${key}.address <addr>\`)`,
     }),
     /** SSH port. Defaults to 22. */
     port: port(`${key}.port`).default(22),
@@ -235,7 +235,7 @@ function plainSecrets(c: Partial<z.output<typeof deploymentShape>>, issue: Issue
     issue(
       ["model", "extraArgs", i],
       `model.extraArgs must not carry ${flag}: its value would be in the unit file, the stack file and state in clear. ` +
-        (instead ? `Set the secret ${instead} instead (npm run pulumi -- config set --secret ${instead} ...)` : `This tool has no secret setting for it yet; leave it out`),
+        (instead ? `Set the secret ${instead} instead (npx pulumi config set --secret ${instead} ...)` : `This tool has no secret setting for it yet; leave it out`),
     );
   });
   const service = typeof c.service === "object" && c.service !== null ? c.service : undefined;
@@ -244,7 +244,7 @@ function plainSecrets(c: Partial<z.output<typeof deploymentShape>>, issue: Issue
     issue(
       ["service", "environment", name],
       `service.environment.${name} looks like a secret: it would be in the unit file, the stack file and state in clear. ` +
-        (name === "HF_TOKEN" || name === "HUGGING_FACE_HUB_TOKEN" ? "Set the secret hfToken instead (npm run pulumi -- config set --secret hfToken ...)" : "This tool passes only hfToken and apiKey as secrets; leave it out"),
+        (name === "HF_TOKEN" || name === "HUGGING_FACE_HUB_TOKEN" ? "Set the secret hfToken instead (npx pulumi config set --secret hfToken ...)" : "This tool passes only hfToken and apiKey as secrets; leave it out"),
     );
   }
 }
@@ -354,6 +354,6 @@ function explained(issue: z.core.$ZodIssue, prefix: PropertyKey[]): Explained[] 
 export function failConfig(stack: string, lines: string[]): never {
   throw new ConfigError(
     `Invalid configuration for stack "${stack}" (nothing was changed on any host):\n${lines.join("\n")}\n` +
-      `Fix it in stacks/Pulumi.${stack}.yaml (or the project config in Pulumi.yaml), e.g. \`npm run pulumi -- config set --path --stack ${stack} <key> <value>\`.`,
+      `Fix it in stacks/Pulumi.${stack}.yaml (or the project config in Pulumi.yaml), e.g. \`npx pulumi config set --path --stack ${stack} <key> <value>\`.`,
   );
 }

@@ -288,7 +288,7 @@ export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessR
       if ((answer.status === 401 || answer.status === 403) && pids.includes(state.mainPid)) {
         throw new Error(
           `${r.label} on ${ssh.conn.host} serves, but refuses the tool's probes (${answer.status} on ${infoPath}): it demands ${r.curlAuth ? "an API key other than" : "an API key, and the stack sets none in"} the secret apiKey. ` +
-            "Set the server's key only through apiKey (npm run pulumi -- config set --secret apiKey ...), never in model.extraArgs, service.environment or the host's SGLang defaults",
+            "Set the server's key only through apiKey (npx pulumi config set --secret apiKey ...), never in model.extraArgs, service.environment or the host's SGLang defaults",
         );
       }
       if (answer.status === 404 && pids.includes(state.mainPid)) {

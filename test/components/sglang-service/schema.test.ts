@@ -47,7 +47,7 @@ test("the whole message names the stack, says nothing changed, and how to fix it
     [
       'Invalid configuration for stack "b16t4-w2048" (nothing was changed on any host):',
       "  - dflash-sglang:model.path: is required",
-      "Fix it in stacks/Pulumi.b16t4-w2048.yaml (or the project config in Pulumi.yaml), e.g. `npm run pulumi -- config set --path --stack b16t4-w2048 <key> <value>`.",
+      "Fix it in stacks/Pulumi.b16t4-w2048.yaml (or the project config in Pulumi.yaml), e.g. `npx pulumi config set --path --stack b16t4-w2048 <key> <value>`.",
     ].join("\n"),
   );
 });
@@ -104,7 +104,7 @@ test("the committed placeholder address is rejected with the command that sets i
   const raw: Raw = { ...projectConfig(), speculative: DDTREE };
   assert.match(String(raw.host.address), /\.invalid$/, "Pulumi.yaml still ships the placeholder");
   assert.deepEqual(problemLines(raw), [
-    "  - dflash-sglang:host.address: host.address is still the documented placeholder: set it to your GPU host (`npm run pulumi -- config set --path host.address <addr>`)",
+    "  - dflash-sglang:host.address: host.address is still the documented placeholder: set it to your GPU host (`npx pulumi config set --path host.address <addr>`)",
   ]);
   raw.host = { ...raw.host, address: "GPU-HOST.INVALID" };
   assert.equal(problemLines(raw).length, 1, "the check ignores case");
@@ -380,9 +380,9 @@ test("a secret in model.extraArgs or service.environment is refused, naming the 
   raw.model = { ...raw.model, extraArgs: ["--cuda-graph-max-bs", "8", "--api-key", "sk-1", "--admin-api-key=adm"] };
   raw.service = { ...(raw.service ?? {}), environment: { HF_TOKEN: "hf_x", WANDB_API_KEY: "w", SGLANG_LOG_LEVEL: "info" } };
   assert.deepEqual(problemLines(raw), [
-    "  - dflash-sglang:model.extraArgs.2: model.extraArgs must not carry --api-key: its value would be in the unit file, the stack file and state in clear. Set the secret apiKey instead (npm run pulumi -- config set --secret apiKey ...)",
+    "  - dflash-sglang:model.extraArgs.2: model.extraArgs must not carry --api-key: its value would be in the unit file, the stack file and state in clear. Set the secret apiKey instead (npx pulumi config set --secret apiKey ...)",
     "  - dflash-sglang:model.extraArgs.4: model.extraArgs must not carry --admin-api-key: its value would be in the unit file, the stack file and state in clear. This tool has no secret setting for it yet; leave it out",
-    "  - dflash-sglang:service.environment.HF_TOKEN: service.environment.HF_TOKEN looks like a secret: it would be in the unit file, the stack file and state in clear. Set the secret hfToken instead (npm run pulumi -- config set --secret hfToken ...)",
+    "  - dflash-sglang:service.environment.HF_TOKEN: service.environment.HF_TOKEN looks like a secret: it would be in the unit file, the stack file and state in clear. Set the secret hfToken instead (npx pulumi config set --secret hfToken ...)",
     "  - dflash-sglang:service.environment.WANDB_API_KEY: service.environment.WANDB_API_KEY looks like a secret: it would be in the unit file, the stack file and state in clear. This tool passes only hfToken and apiKey as secrets; leave it out",
   ]);
 });
