@@ -18,4 +18,4 @@ files=("${longest[@]}")
 for f in "${all[@]}"; do [[ " ${longest[*]} " == *" $f "* ]] || files+=("$f"); done
 # Two files at a time: the integration tests wait on simulated loads, drains and SSH far more
 # than on the 2 cores, and every timing-sensitive test waits on a condition, not a timer.
-exec node --import tsx --test --test-concurrency=${DFLASH_TEST_CONCURRENCY:-2} "${files[@]}"
+exec node --import tsx --test "--test-concurrency=${DFLASH_TEST_CONCURRENCY:-2}" "${files[@]}"

@@ -199,3 +199,19 @@ test("preflight: a host without the canonical window flag is refused, naming the
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+// Issue 26: after a destroy, /run/dflash-sglang/host.lock.note still named a stack and looked
+// like a held lock. The note names the holder while the lock is held, and goes with it.
+test("the host lock's note names the holder while held and is gone once the step exits; EXIT hooks run in order", () => {
+  const run = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-lock-"));
+  try {
+    const r = inBash(transaction, `export SSH_CLIENT="10.0.0.5 40000 22"; run=${run}; lock_wait=1; lock; cat "$run/host.lock.note"; at_exit second; second() { echo "second hook ran; note: $(cat "$run/host.lock.note" 2>/dev/null || echo gone)"; }; exit 0`);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^stack "b16t4-w2048" \(unit sglang-k26, from 10\.0\.0\.5, since \d{4}-/m);
+    assert.match(r.stdout, /second hook ran; note: gone/, "the note's hook ran first, then the second");
+    assert.ok(!fs.existsSync(path.join(run, "host.lock.note")), "no note left behind");
+    assert.ok(fs.existsSync(path.join(run, "host.lock")), "the lock file itself stays (flock needs it; it holds nothing)");
+  } finally {
+    fs.rmSync(run, { recursive: true, force: true });
+  }
+});

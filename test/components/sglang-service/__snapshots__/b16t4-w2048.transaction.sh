@@ -66,7 +66,14 @@ lock() {
     sleep 1
   done
   printf '%s\n' "$(whoami_note)" > "$run/host.lock.note"
+  # The note names the holder while the lock is held; gone with it (a SIGKILLed holder's note
+  # stays, but is read only while someone holds the lock, and the next holder replaces it).
+  at_exit release_note
 }
+release_note() { rm -f "$run/host.lock.note"; }
+# EXIT hooks, run in order (one trap: a second `trap ... EXIT` would replace the first).
+exit_hooks=()
+at_exit() { exit_hooks+=("$1"); trap 'for h in "${exit_hooks[@]}"; do "$h"; done' EXIT; }
 # Says who we are to a stack that has to wait: stack, unit, the operator's address, since when.
 whoami_note() { echo "stack \"$stack\" (unit ${unit%.service}, from ${SSH_CLIENT%% *}, since $(date -u +%FT%TZ))"; }
 # Prints who holds the host while their restart is proven (nothing if nobody else does).
@@ -305,7 +312,7 @@ restart)
   # In a group, the readiness step reads why a node failed from this command's output.
   [ "$group_size" -gt 1 ] && exec 2>&1
   rm -f "$state/group-failed"
-  trap drop_new_secrets EXIT
+  at_exit drop_new_secrets
   read_secrets || { echo "FAILED: could not read the secret files of $unit from stdin; nothing was stopped." >&2; exit 1; }
   if [ "${3:-}" != force ] && [ "$(hash_of "$live")" = "$want" ] && running && ! secrets_changed; then
     # Already live with these secrets (e.g. a retry, or an upgrade of this tool): nothing to
@@ -347,7 +354,8 @@ restart)
   fi
   # Other stacks stay off this host until readiness has proven (or rolled back) this restart.
   echo "$stack $unit $(( $(date +%s) + prove_s )) $(whoami_note)" > "$run/rollout"
-  say "old server (pid $before_pid) drained in $drain_seconds s and gone $stop_seconds s later, GPUs free in $gpu_seconds s; started the new unit"
+  if [ "$before_pid" = 0 ]; then say "no server ran before (a first install); GPUs free in $gpu_seconds s; started the new unit"
+  else say "old server (pid $before_pid) drained in $drain_seconds s and gone $stop_seconds s later, GPUs free in $gpu_seconds s; started the new unit"; fi
   echo "@@result {\"applied\":true,\"drainSeconds\":$drain_seconds,\"stopSeconds\":$stop_seconds,\"requestsCut\":$cut,\"gpuReleaseSeconds\":$gpu_seconds,\"previousMainPid\":$before_pid,\"at\":$(date +%s)}"
   ;;
 rollback)
