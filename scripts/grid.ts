@@ -4,7 +4,9 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { either, flag, inProjectFolder, listOf, oneOf, option, outputDirectory, parseCommandOrExit, positiveInteger } from "../lib/cli";
+import * as YAML from "yaml";
 import { gridStacks } from "../components/sweep/grid";
+import { REPO_ROOT } from "../lib/pulumi-env";
 
 const INVOCATION = "npm run grid --";
 const COMMAND = {
@@ -23,9 +25,14 @@ const COMMAND = {
   notes: "Example: npm run grid -- --budgets 4,8,12,16 --topks 4,6 --windows 2048,none",
 };
 
-function main(): void {
+function main(): number {
   const { options } = parseCommandOrExit(INVOCATION, COMMAND);
   const { stacks, skipped } = gridStacks({ budgets: options.budgets, topks: options.topks, windows: options.windows, compactCache: options["compact-cache"] });
+  for (const s of skipped) process.stdout.write(`skipped  ${s.name}: ${s.reason}\n`);
+  if (stacks.length === 0) {
+    process.stderr.write(`grid: every combination was skipped (above); nothing was written. Change --budgets, --topks or --windows (${INVOCATION} --help).\n`);
+    return 1;
+  }
   fs.mkdirSync(options.out, { recursive: true });
   for (const s of stacks) {
     const file = path.join(options.out, `Pulumi.${s.name}.yaml`);
@@ -36,7 +43,12 @@ function main(): void {
     fs.writeFileSync(file, s.yaml);
     process.stdout.write(`wrote    ${file}\n`);
   }
-  for (const s of skipped) process.stdout.write(`skipped  ${s.name}: ${s.reason}\n`);
+  // Pulumi reads stack files only from Pulumi.yaml's stackConfigDir.
+  const stacksDir = path.resolve(REPO_ROOT, (YAML.parse(fs.readFileSync(path.join(REPO_ROOT, "Pulumi.yaml"), "utf8")) as { stackConfigDir?: string }).stackConfigDir ?? ".");
+  if (path.resolve(options.out) !== stacksDir) {
+    process.stdout.write(`note: npx pulumi and npm run sweep read stack files from ${path.relative(REPO_ROOT, stacksDir) || "."}/ (stackConfigDir in Pulumi.yaml), not from ${options.out}: move the ones you want there.\n`);
+  }
+  return 0;
 }
 
-main();
+process.exitCode = main();

@@ -147,6 +147,14 @@ test("grid needs no set-up: it writes its stack files", () => {
     assert.equal(r.status, 0, r.stderr);
     assert.deepEqual(fs.readdirSync(out), ["Pulumi.b8t6-wnone.yaml"]);
     assert.match(r.stdout, /skipped {2}b4t6-wnone: topk 6 > budget 4/);
+    // Pulumi reads stacks/ only: a file written elsewhere is said to be unread there.
+    assert.match(r.stdout, /note: npx pulumi and npm run sweep read stack files from stacks\/ \(stackConfigDir in Pulumi\.yaml\), not from .*grid-.*: move the ones you want there/);
+    // Every combination skipped: an error, and no folder made.
+    const none = path.join(out, "none");
+    const skippedAll = runScript("scripts/grid.ts", "--budgets", "4", "--topks", "6", "--windows", "none", "--out", none);
+    assert.equal(skippedAll.status, 1);
+    assert.match(skippedAll.stderr, /grid: every combination was skipped \(above\); nothing was written\. Change --budgets, --topks or --windows/);
+    assert.ok(!fs.existsSync(none), "no empty folder");
   } finally {
     fs.rmSync(out, { recursive: true });
   }
