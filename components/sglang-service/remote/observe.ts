@@ -41,7 +41,8 @@ export function hostRunsOf(view: NodeView, want: string): string {
 /** One paragraph per node: what it runs and which lines this stack's unit changes. */
 export function describeHostChange(unitName: string, stack: string, view: NodeView, want: string, node: string): string {
   const where = `${unitName} on ${view.host}${node}`;
-  if (view.live === null) return `${where}: not installed yet; \`up\` installs this stack's unit (${sha256(want).slice(0, 12)}).`;
+  // A first install: the whole unit, as a reviewer would read it (secrets never are in it).
+  if (view.live === null) return `${where}: not installed yet; \`up\` installs this stack's unit (${sha256(want).slice(0, 12)}):\n${want.trimEnd().split("\n").map((l) => `    + ${redactSecrets(l)}`).join("\n")}`;
   const owner = unitStack(view.live);
   const runs = `runs the unit of ${owner === stack ? "this stack" : owner ? `stack ${owner}` : "no dflash-sglang stack (written by hand?)"} (${sha256(view.live).slice(0, 12)})`;
   if (view.live === want) return `${where} ${runs}; \`up\` changes nothing there.`;

@@ -594,7 +594,11 @@ test("describeHostChange names the stack whose unit the host runs and the flags 
   assert.match(text, /^sglang-k26 on 10\.0\.0\.5 runs the unit of stack b8t4-w2048 \([0-9a-f]{12}\); `up` replaces it with stack b16t4-w2048's unit/);
   assert.match(text, /\n {4}- {5}--speculative-ddtree-budget 8 \\\n {4}\+ {5}--speculative-ddtree-budget 16 \\/);
   assert.match(describeHostChange("sglang-k26", "b16t4-w2048", { host: "h", live: want }, want, ""), /runs the unit of this stack \([0-9a-f]{12}\); `up` changes nothing there\.$/);
-  assert.match(describeHostChange("sglang-k26", "b16t4-w2048", { host: "h", live: null }, want, " (node 1)"), /^sglang-k26 on h \(node 1\): not installed yet/);
+  const first = describeHostChange("sglang-k26", "b16t4-w2048", { host: "h", live: null }, want, " (node 1)");
+  assert.match(first, /^sglang-k26 on h \(node 1\): not installed yet; `up` installs this stack's unit \([0-9a-f]{12}\):\n/);
+  // The unit that will be installed, every line of it.
+  assert.deepEqual(first.split("\n").slice(1), want.trimEnd().split("\n").map((l) => `    + ${l}`));
+  assert.match(first, /\n {4}\+ {5}--speculative-ddtree-budget 16 \\/);
   assert.match(describeHostChange("sglang-k26", "s", { host: "h", live: "[Service]\nExecStart=/bin/true\n" }, want, ""), /runs the unit of no dflash-sglang stack \(written by hand\?\)/);
   const byHand = describeHostChange("sglang-k26", "s", { host: "h", live: "[Service]\nExecStart=/usr/bin/python3 -m sglang.launch_server --api-key sk-by-hand\nEnvironment=HF_TOKEN=hf_abcdefghijklmn\n" }, want, "");
   assert.match(byHand, /- ExecStart=\/usr\/bin\/python3 -m sglang\.launch_server --api-key <redacted>/);
