@@ -2,10 +2,11 @@
 // Thin wiring over simhost/hosts.ts: reads the command line (simhost/command-line.ts) before
 // anything else, prints JSON lines on stdout, progress and errors on stderr.
 import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
 import * as path from "node:path";
 import { argument, command, flag, json, option, parseProgramOrExit, positiveInteger, positiveNumber, UsageError, type ValueType } from "./command-line";
 import { parseFaults } from "./sim/faults";
-import { configure, fault, reclaimOrphans, start, START_DEFAULTS, status, stop, stopAll, validateHostName, type ModelSpec } from "./hosts";
+import { configure, fault, projectBuildProfile, reclaimOrphans, start, START_DEFAULTS, status, stop, stopAll, validateHostName, type ModelSpec } from "./hosts";
 
 const hostName: ValueType<string> = {
   expects: "a host name: 1-63 lower-case letters, digits and '-', starting with a letter or digit",
@@ -97,11 +98,14 @@ async function main(): Promise<void> {
       const { options, args } = parsed;
       await reclaimOrphans();
       prepare();
+      // The SGLang build the project's stacks are written for, unless --sglang names one.
+      const profile = projectBuildProfile(fs.readFileSync(path.join(__dirname, "..", "Pulumi.yaml"), "utf8"));
+      if (profile && !("profile" in options.sglang)) console.error(`simhost: SGLang build ${profile}, as Pulumi.yaml's sglangBuild says (--sglang '{"profile":"upstream"}' or '{"profile":"ddtree-fork"}' to choose; \`configure ${args.NAME} '{"profile":...}'\` changes it later)`);
       const host = await start(args.NAME, {
         keep: true,
         gpus: options.gpus,
         gpuMemoryMiB: options["gpu-memory-mib"],
-        sglang: options.sglang,
+        sglang: { ...(profile ? { profile } : {}), ...options.sglang },
         models: options.models,
         bootTimeoutMs: options["boot-timeout"] * 1000,
         onProgress: (message) => console.error(`simhost: ${message}`),

@@ -16,6 +16,7 @@ import { execFileSync, spawn } from "node:child_process";
 import * as crypto from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
+import * as YAML from "yaml";
 import { parseFaults } from "./sim/faults";
 
 /** The repository root (simhost/ lives directly under it). */
@@ -122,6 +123,17 @@ export interface ReclaimOutcome {
 
 // ---------------------------------------------------------------------------------
 // Pure parts: names, listeners, and the files a host gets before it boots.
+
+/**
+ * Pure: the simulator's build profile for the project's `sglangBuild` (Pulumi.yaml's text), so
+ * that `simhost start` boots the SGLang build the stacks are written for; undefined where the
+ * build is a flag map of another build (the simulator has the two builds only).
+ */
+export function projectBuildProfile(pulumiYaml: string): "upstream" | "ddtree-fork" | undefined {
+  const build = (YAML.parse(pulumiYaml) as { config?: Record<string, unknown> } | null)?.config?.["dflash-sglang:sglangBuild"];
+  const value = typeof build === "object" && build !== null && "value" in build ? (build as { value: unknown }).value : build;
+  return value === "upstream" || value === "ddtree-fork" ? value : undefined;
+}
 
 /** Pure: a host name doubles as machine name, hostname and cgroup dir, so keep it plain. */
 export function validateHostName(name: string): string {

@@ -63,3 +63,14 @@ test("an accepted start goes on to prepare the host image (so the checks above c
   assert.match(r.stderr, /simhost: preparing the host image failed \(bash .*simhost\/prepare\.sh ended with 3\)/);
   assert.ok(!simulatedHosts().has(NAME));
 });
+
+test("simhost start boots the SGLang build Pulumi.yaml's sglangBuild names (a flag map: the simulator's default)", async () => {
+  const { projectBuildProfile } = await import("../../simhost/hosts");
+  const fs = await import("node:fs");
+  const path = await import("node:path");
+  assert.equal(projectBuildProfile(fs.readFileSync(path.join(__dirname, "..", "..", "Pulumi.yaml"), "utf8")), "ddtree-fork", "the project's own");
+  assert.equal(projectBuildProfile("config:\n  dflash-sglang:sglangBuild: upstream\n"), "upstream");
+  assert.equal(projectBuildProfile("config:\n  dflash-sglang:sglangBuild:\n    value: upstream\n"), "upstream", "the long form");
+  assert.equal(projectBuildProfile("config:\n  dflash-sglang:sglangBuild:\n    flags: {budget: --x}\n"), undefined);
+  assert.equal(projectBuildProfile("name: p\n"), undefined);
+});

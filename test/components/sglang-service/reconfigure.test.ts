@@ -148,6 +148,8 @@ test("a flag the host's SGLang does not know fails preflight; the old server kee
   await assert.rejects(stack.up(), (e: Error) => {
     assert.match(e.message, /Preflight failed for sglang-k26 \(stack b8t4-w2048\).*nothing was stopped or changed/s);
     assert.match(e.message, /the installed SGLang does not accept --speculative-dflash-enable-ddtree/);
+    // On a simulated host, preflight says how to change its build.
+    assert.match(e.message, new RegExp(`this is a simulated host: \`npm run simhost -- configure ${HOST} '\\{"profile":"ddtree-fork"\\}'\` gives it the DDTree build`));
     return true;
   });
   assert.equal(await mainPid(), pid);

@@ -151,11 +151,19 @@ test("preflight: a hidden deprecated alias passes with a note when its flag is l
       assert.equal(r.status, 1, r.stdout + r.stderr);
       assert.match(r.stdout, /note: --speculative-dflash-draft-window-size is a deprecated spelling of --speculative-draft-window-size that SGLang accepts but hides from --help/);
       assert.match(r.stderr, /^Preflight failed for u \(stack s\) on 127\.0\.0\.10; nothing was stopped or changed, the current server is untouched:$/m);
-      assert.match(r.stderr, /^ {2}- the installed SGLang does not accept --speculative-ddtree-budget \(checked against its --help\)/m);
+      // A build without DDTree: the advice is to install one, not to name another build.
+      assert.match(r.stderr, /^ {2}- the installed SGLang has no DDTree: its --help lists no DDTree flag, and this configuration needs --speculative-ddtree-budget\. Install the DDTree build of SGLang on the host, or deploy a configuration without DDTree; no sglangBuild setting makes up for a missing algorithm\.$/m);
+      assert.doesNotMatch(r.stderr, /Set sglangBuild|simulated host/, "not a simulated host");
       assert.match(r.stderr, /^ {2}- model\.path \/.*\/no-such-model does not exist on the host\.$/m);
       assert.doesNotMatch(r.stderr, /--tp-size|GPUs/);
       assert.equal(fs.existsSync(stageDir("u", stack)), false, "nothing staged");
     }
+    // A flag of a build that has DDTree: a flag map can name the host's spelling.
+    const ddtreeHelp = `${help} [--speculative-ddtree-budget N]`;
+    fs.writeFileSync(path.join(dir, "python"), `#!/bin/bash\n[ "$*" = "-m sglang.launch_server --help" ] && echo ${JSON.stringify(ddtreeHelp)}\n`, { mode: 0o755 });
+    const mapped = spawnSync("bash", ["-s"], { input: renderPreflightScript({ ...checked, flags: ["--speculative-ddtree-topk"], paths: [] }), encoding: "utf8", env: { ...process.env, PATH: `${dir}:${process.env.PATH}` } });
+    assert.match(mapped.stderr, /^ {2}- the installed SGLang does not accept --speculative-ddtree-topk \(checked against its --help\)\. Set sglangBuild to the build installed on the host/m);
+    fs.writeFileSync(path.join(dir, "python"), `#!/bin/bash\n[ "$*" = "-m sglang.launch_server --help" ] && echo ${JSON.stringify(help)}\n`, { mode: 0o755 });
     const passing = spawnSync("bash", ["-s"], { input: renderPreflightScript({ ...checked, flags: ["--tp-size"], paths: [] }), encoding: "utf8", env: { ...process.env, PATH: `${dir}:${process.env.PATH}` } });
     assert.equal(passing.status, 0, passing.stderr);
     assert.equal(passing.stdout, "preflight passed for u (stack s) on 127.0.0.10\n");
