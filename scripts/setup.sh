@@ -23,10 +23,9 @@ for arg in "$@"; do
 done
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
+# npm dependencies, and `npx pulumi` in this folder linked to the pinned CLI with the
+# project's defaults (scripts/pulumi.sh).
 ./scripts/npm-deps.sh
-# `npx pulumi ...` in this folder: the pinned CLI with the project's defaults (npm ci
-# empties node_modules, so the link is made after it, every time).
-ln -sfn ../../scripts/pulumi.sh node_modules/.bin/pulumi
 ./toolchain/ensure.sh >/dev/null
 # A Debian package a part of the project needs, installed with apt-get when missing (as root);
 # without it, only that part fails, saying so. ensure_package COMMAND PACKAGE WHAT-NEEDS-IT WITHOUT-IT

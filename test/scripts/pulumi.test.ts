@@ -3,7 +3,7 @@
 // commands that read run here (version, whoami).
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -110,5 +110,26 @@ test("`stack rm` through the wrapper keeps the stack's settings file unless aske
   } finally {
     fs.rmSync(dir, { recursive: true });
     fs.rmSync(project, { recursive: true, force: true });
+  }
+});
+
+test("every project command's npm step links `npx pulumi` to the wrapper, also when the dependencies are already installed", () => {
+  // A copy of the project's npm step in a folder of its own, dependencies already there.
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "npm-deps-"));
+  try {
+    fs.mkdirSync(path.join(root, "scripts"));
+    fs.copyFileSync(path.join(REPO_ROOT, "scripts/npm-deps.sh"), path.join(root, "scripts/npm-deps.sh"));
+    fs.copyFileSync(path.join(REPO_ROOT, "package-lock.json"), path.join(root, "package-lock.json"));
+    fs.mkdirSync(path.join(root, "node_modules/.bin"), { recursive: true });
+    fs.copyFileSync(path.join(root, "package-lock.json"), path.join(root, "node_modules/.dflash-lock-stamp"));
+    for (const args of [["--if-missing"], []]) {
+      fs.rmSync(path.join(root, "node_modules/.bin/pulumi"), { force: true });
+      const r = spawnSync("bash", [path.join(root, "scripts/npm-deps.sh"), ...args], { encoding: "utf8" });
+      assert.equal(r.status, 0, r.stderr);
+      assert.doesNotMatch(r.stderr, /npm ci/, "installed already: no npm ci");
+      assert.equal(fs.readlinkSync(path.join(root, "node_modules/.bin/pulumi")), "../../scripts/pulumi.sh", `npm-deps.sh ${args.join(" ")}`);
+    }
+  } finally {
+    fs.rmSync(root, { recursive: true, force: true });
   }
 });
