@@ -24,6 +24,7 @@ let host: hosts.HostInfo;
 let ws: SimWorkspace;
 
 const { sh } = hostShell(() => host);
+const mainPid = async (unit: string) => (await hosts.ssh(host, `systemctl show -p MainPID --value ${unit}.service`)).stdout.trim();
 const isActive = async (unit: string) => (await hosts.ssh(host, `systemctl is-active ${unit}.service`)).stdout.trim();
 const exists = async (p: string) => (await hosts.ssh(host, `test -e ${p}`)).code === 0;
 const serving = async () => JSON.parse(await sh(`curl -s http://${host.address}:${host.sglangPort}/server_info`));
@@ -64,9 +65,15 @@ test("another name of the same machine (a second sshd port): up ends with the un
   await hosts.addSshPort(host, ALIAS_PORT);
   const hostConfig = simHostConfig(host, FIRST)["dflash-sglang:host"] as Record<string, unknown>;
   ws.setStackConfig("main", "host", { ...hostConfig, port: ALIAS_PORT });
+  const pid = await mainPid(FIRST);
   const up = await (await ws.stack("main")).up();
   assert.equal(up.summary.result, "succeeded");
   assert.equal(await isActive(FIRST), "active", "the unit is serving after up");
+  // Only the way to the machine changed: the old resource's delete leaves the unit running,
+  // and the restart finds it already running this unit (an engine killed between the two
+  // used to leave the unit stopped with nothing started: fault campaign, seed 3001).
+  assert.equal(await mainPid(FIRST), pid, "the server was neither stopped nor restarted");
+  assert.match(up.stdout, new RegExp(`${FIRST} on ${host.address.replace(/\./g, "\\.")} is now reached by another address or port: left running|now reached by another address or port, and left it running`));
   assert.equal((await serving()).speculative_ddtree_budget, 8);
   assert.equal(await exists(`/etc/systemd/system/${FIRST}.service`), true);
   // And the stack is at rest: nothing more to do.

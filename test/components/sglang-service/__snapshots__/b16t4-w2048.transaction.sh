@@ -392,25 +392,28 @@ remove)
   # Owned by the stack its unit names (after a rollback that may be another stack's).
   owner=$(sed -n 's/^X-DFlash-Stack=//p' "$live")
   if [ "$owner" != "$stack" ]; then echo "${unit%.service} on $host now runs another configuration (stack ${owner:-none}, unit ${installed:0:12}), not this stack's; left the host alone"; exit 0; fi
+  # The same unit on this same machine, now reached by another address or port: nothing
+  # moves, so nothing stops here. The restart that follows (under this lock) replaces it, or
+  # finds it already running, and a failure rolls back to its known-good; an engine killed
+  # between the two leaves it serving, never stopped with nothing started.
+  if [ "$carry" = "${unit%.service}" ]; then
+    if [ -f "$state/last-good.service" ]; then echo "kept the previous configuration ($(known_good)) as the known-good of ${unit%.service}, now reached by another address or port, and left it running: the restart that follows replaces it"
+    else echo "${unit%.service} on $host is now reached by another address or port: left running; the restart that follows replaces it"; fi
+    exit 0
+  fi
   stop_server drain || exit 1
   systemctl disable "$unit" 2>/dev/null
-  keep=no
-  if [ "$carry" = "${unit%.service}" ] && [ -f "$state/last-good.service" ]; then
-    keep=yes
-    echo "kept the previous configuration ($(known_good)) as the known-good of ${unit%.service}, now reached by another address or port: a new configuration that fails rolls back to it"
-  elif [ -n "$carry" ]; then
-    carry_known_good "$carry"
-  fi
+  # Half of a rename on this machine: the known-good record goes to the new unit name.
+  [ -n "$carry" ] && carry_known_good "$carry"
   rm -f "$live" /etc/dflash-sglang/sglang-k26.secrets.yaml /etc/dflash-sglang/sglang-k26.curl-headers /etc/dflash-sglang/sglang-k26.env
   drop_new_secrets
   rm -f "$state/group-failed"
-  [ "$keep" = yes ] || rm -rf "$state/last-good.service" "$state/last-good.json" "$state/last-good.secrets" "$state/rollbacks"
+  rm -rf "$state/last-good.service" "$state/last-good.json" "$state/last-good.secrets" "$state/rollbacks"
   rmdir /etc/dflash-sglang 2>/dev/null
   systemctl daemon-reload
   systemctl reset-failed "$unit" 2>/dev/null
   end_rollout
-  if [ "$keep" = yes ]; then echo "${unit%.service} drained, stopped and removed from $host, with its secret files"
-  else echo "${unit%.service} drained, stopped and removed from $host, with its secret files and known-good record"; fi
+  echo "${unit%.service} drained, stopped and removed from $host, with its secret files and known-good record"
   ;;
 *)
   echo "usage: $0 restart HASH | rollback HASH | good HASH | release | remove [UNIT [MACHINE-ID]]" >&2
