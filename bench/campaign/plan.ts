@@ -163,14 +163,20 @@ export interface Proven {
 
 /**
  * Pure: after a step, what the host may serve. A successful `up` proves its configuration;
- * a failed one must leave the previous proven configuration (rolled back, or recovered by
- * itself within the settle period), or, where it failed after its new configuration was
- * proven (a session cut after readiness), that new one.
+ * a failed one must leave what served before it (nothing was stopped), the host's known-good
+ * configuration (the last one an `up` proved: where a rollback goes, which differs from what
+ * served when a step whose session dropped or whose engine was killed left its new
+ * configuration running unproven), or, where it failed after its new configuration was
+ * started and nothing rolled back, that new one.
  */
-export function allowedAfter(proven: Proven | null, attempted: Proven | null, ok: boolean, message: string): Proven[] {
+export function allowedAfter(proven: Proven | null, attempted: Proven | null, ok: boolean, message: string, knownGood: Proven | null = proven): Proven[] {
   if (ok) return attempted ? [attempted] : proven ? [proven] : [];
   const rolledBack = /Rolled back|RECOVERING|Preflight failed|Invalid configuration|is being reconfigured by|nothing was decided or changed/.test(message);
-  return [proven, rolledBack ? null : attempted].filter((p): p is Proven => p !== null);
+  const out: Proven[] = [];
+  for (const p of [proven, knownGood, rolledBack ? null : attempted]) {
+    if (p && !out.some((o) => o.stack === p.stack && o.serving.budget === p.serving.budget && o.serving.window === p.serving.window && o.port === p.port)) out.push(p);
+  }
+  return out;
 }
 
 export { secretForms } from "../../lib/secret-forms";

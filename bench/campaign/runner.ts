@@ -185,7 +185,14 @@ interface StackState {
 const FRESH = { key: null, token: null, renamed: false, otherPort: false, servicePort: false, proceed: false };
 
 export class SequenceRunner {
+  /** What the host serves, as last checked. */
   private proven: Proven | null = null;
+  /**
+   * The host's known-good: the configuration the last successful `up` proved, where a
+   * rollback goes. It differs from `proven` after a step whose session dropped, or whose engine
+   * was killed, left its new configuration running without readiness proving it.
+   */
+  private knownGood: Proven | null = null;
   private readonly stacks: Record<StackName, StackState> = {
     a: { config: "b8t4-w2048", ...FRESH },
     b: { config: "b4t4-w2048", ...FRESH },
@@ -301,12 +308,15 @@ export class SequenceRunner {
   }
 
   /** The invariants after a step, waiting up to SETTLE_MS for what comes back by itself. */
-  private async check(allowed: Proven[], output: string, pidsBefore?: string, mayBeEmpty = false): Promise<string[]> {
+  private async check(allowed: Proven[], output: string, pidsBefore?: string, mayBeEmpty = false, nothingMayServe = false): Promise<string[]> {
     const violations: string[] = [];
     const deadline = Date.now() + SETTLE_MS;
     await this.quiet(deadline);
-    // After a destroy that failed or was killed, its host step may have removed the unit.
-    const empty = mayBeEmpty && (await this.sh(`{ ls /etc/systemd/system/${UNIT}*.service 2>/dev/null; systemctl list-units --state=active,activating --no-legend --plain '${UNIT}*.service'; } | wc -l`)).stdout === "0";
+    // After a destroy that failed or was killed, its host step may have removed the unit; after
+    // a failed first install (no known-good to roll back to), no unit of ours may be running.
+    const empty =
+      (mayBeEmpty && (await this.sh(`{ ls /etc/systemd/system/${UNIT}*.service 2>/dev/null; systemctl list-units --state=active,activating --no-legend --plain '${UNIT}*.service'; } | wc -l`)).stdout === "0") ||
+      (nothingMayServe && (await this.sh(`systemctl list-units --state=active,activating --no-legend --plain '${UNIT}*.service' | wc -l`)).stdout === "0");
     if (allowed.length > 0 && !empty) {
       let last = "nothing serves";
       for (;;) {
@@ -359,7 +369,9 @@ export class SequenceRunner {
   async baseline(): Promise<string[]> {
     await (await this.ws.stack("a")).up();
     const serving = servingOf(readRepoStackConfig(this.stacks.a.config)["dflash-sglang:speculative"] as Speculative);
-    return this.check([{ stack: "a", unit: UNIT, serving, key: null }], "");
+    const violations = await this.check([{ stack: "a", unit: UNIT, serving, key: null }], "");
+    this.knownGood = this.proven;
+    return violations;
   }
 
   async run(step: Step): Promise<StepRecord> {
@@ -453,8 +465,10 @@ export class SequenceRunner {
       }
     }
     if (outcomes.includes("cut") && !this.stacks[step.stack].proceed) violations.push(`a request the server had accepted was cut during destroy (${outcomes.join(", ")}); drainPolicy is "fail"`);
-    // A destroyed stack starts again from the repo's defaults, without secrets.
+    // A destroyed stack starts again from the repo's defaults, without secrets; the unit's
+    // known-good went with it.
     if (r.ok) this.stacks[step.stack] = { ...this.stacks[step.stack], key: null, token: null };
+    if (owned && this.proven === null) this.knownGood = null;
     const cause = r.ok ? undefined : r.fired && step.fault === "pulumi-killed" ? `pulumi SIGKILLed at ${step.atSeconds} s` : (r.message.split("\n").find((l) => /error: (?!update failed)/.test(l)) ?? r.message.slice(0, 200)).trim().slice(0, 240);
     return { step, ok: r.ok, ...(r.fired !== undefined ? { fired: r.fired } : {}), ...(r.phase ? { phase: r.phase } : {}), cause, requests: outcomes, violations };
   }
@@ -512,7 +526,9 @@ export class SequenceRunner {
     // A fault scoped to a configuration would hit the previous one too when both serve the
     // same settings (the other stack's unit, say): then it is not armed, and counted so. A
     // fault of the old server needs one.
-    const same = this.proven !== null && this.proven.serving.budget === attempted.serving.budget && this.proven.serving.window === attempted.serving.window;
+    const sameAs = (p: Proven | null) => p !== null && p.serving.budget === attempted.serving.budget && p.serving.window === attempted.serving.window;
+    // The known-good too: a rollback starts it, and a fault of the new settings would hit it.
+    const same = sameAs(this.proven) || sameAs(this.knownGood);
     const armed = step.fault !== "none" && (OLD_SERVER_FAULTS.includes(step.fault) ? this.proven !== null : ROLLOUT_FAULTS.includes(step.fault) || step.fault === "sessions-dropped-rollback" ? !(same && step.fault === "sessions-dropped-rollback") : !same);
     const sim = armed ? simFault(step.fault, attempted.serving, this.proven?.serving ?? null) : undefined;
     const faulted = step.fault === "gpu-late" && this.node1 ? this.node1 : this.host;
@@ -533,7 +549,9 @@ export class SequenceRunner {
     await during;
     hosts.fault(faulted.name, "{}");
     const outcomes = await Promise.all(requests);
-    const violations = await this.check(allowedAfter(this.proven, attempted, r.ok, r.message), output);
+    // A failed first install (nothing proven to roll back to) may leave nothing serving.
+    const violations = await this.check(allowedAfter(this.proven, attempted, r.ok, r.message, this.knownGood), output, undefined, false, !r.ok && this.knownGood === null && this.proven === null);
+    if (r.ok) this.knownGood = this.proven;
     if (outcomes.includes("cut") && !s.proceed) violations.push(`a request the server had accepted was cut (${outcomes.join(", ")}); drainPolicy is "fail"`);
     // Observing is not deciding: an up whose only trouble is one the rollout rides out (none,
     // sshd unreachable for a few seconds while weights load, a slow load, a late SIGTERM, a

@@ -45,6 +45,11 @@ test("after a step: a successful up proves its configuration; a failed one leave
   assert.deepEqual(allowedAfter(old, attempted, false, "... Rolled back: the previous configuration ..."), [old]);
   assert.deepEqual(allowedAfter(old, attempted, false, "command on 127.0.0.10 did not finish"), [old, attempted]);
   assert.deepEqual(allowedAfter(old, null, true, ""), [old], "a preview or refresh changes nothing");
+  // What served was started by a step whose engine died before readiness proved it: a
+  // rollback goes to the host's known-good, the last configuration an up proved.
+  const unproven = { ...attempted, serving: { budget: 12, window: 2048 } };
+  assert.deepEqual(allowedAfter(unproven, attempted, false, "... Rolled back ...", old), [unproven, old]);
+  assert.deepEqual(allowedAfter(unproven, attempted, false, "killed", old), [unproven, old, attempted]);
 });
 
 test("shrinking tries the sequence with each step left out", () => {
