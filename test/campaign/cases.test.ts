@@ -11,7 +11,7 @@ import * as hosts from "../../simhost/hosts";
 import { describe as describeStep, readCases, runSequence } from "../../bench/campaign/runner";
 import { planCampaignSequence } from "../../bench/campaign/plan";
 
-/** A seed whose first sequence sets an API key, then rotates it while the GPUs free late. */
+/** A seed whose first sequence sets an API key, then rotates it with every SSH session dropped 3.1 s into the up. */
 const SHORT_CAMPAIGN = { seed: 2, steps: 2 };
 
 const CASES = readCases(path.join(__dirname, "cases"));
