@@ -2,6 +2,7 @@
 // input fails `preview`/`up` with a clear message and touches no host.
 import * as fs from "node:fs";
 import * as pulumi from "@pulumi/pulumi";
+import * as YAML from "yaml";
 import { CONFIG_NAMESPACE, Deployment, failConfig, parseDeployment } from "./schema";
 import { closest } from "../../simhost/command-line";
 
@@ -100,7 +101,25 @@ export function nodesFromConfig(get: (key: string) => string | undefined, stack:
 function deploymentFromConfig(get: (key: string) => string | undefined, stack: string): Deployment {
   const raw: Record<string, unknown> = {};
   for (const key of KEYS) raw[key] = configValue(get(key));
-  return parseDeployment(raw, stack);
+  return parseDeployment(raw, stack, projectSettings());
+}
+
+/**
+ * Pulumi.yaml's settings of our namespace (keys without it), read from the program's folder,
+ * only to explain an error (a stack's section replacing the project's whole); {} if unreadable.
+ */
+function projectSettings(): Record<string, unknown> {
+  try {
+    const doc = YAML.parse(fs.readFileSync("Pulumi.yaml", "utf8")) as { config?: Record<string, unknown> } | null;
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(doc?.config ?? {})) {
+      if (!k.startsWith(`${CONFIG_NAMESPACE}:`)) continue;
+      out[k.slice(CONFIG_NAMESPACE.length + 1)] = typeof v === "object" && v !== null && !Array.isArray(v) && "value" in v ? (v as { value: unknown }).value : v;
+    }
+    return out;
+  } catch {
+    return {};
+  }
 }
 
 const noKeyMessage = (stack: string) =>

@@ -316,16 +316,29 @@ export class ConfigError extends Error {}
  * resolved deployment, or throws one ConfigError listing every problem with the stack,
  * the config key and what to do.
  */
-export function parseDeployment(raw: Record<string, unknown>, stack: string): Deployment {
+export function parseDeployment(raw: Record<string, unknown>, stack: string, project: Record<string, unknown> = {}): Deployment {
   const present = Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined));
   // reportInput: an issue of a key that is absent has `input: undefined`.
   const r = deploymentSchema.safeParse(present, { reportInput: true });
   if (r.success) return r.data;
   const lines = r.error.issues.flatMap((i) => explained(i, [])).map(({ path, message, input }) => {
     const key = path.length ? `${CONFIG_NAMESPACE}:${path.map(String).join(".")}` : CONFIG_NAMESPACE;
-    return `  - ${key}: ${input === undefined ? "is required" : message}`;
+    return `  - ${key}: ${input === undefined ? `is required${replacedObjectNote(path, project, stack)}` : message}`;
   });
   return failConfig(stack, lines);
+}
+
+/**
+ * Pure: why a key Pulumi.yaml sets is missing: the stack file sets the section itself, and a
+ * stack's value of a key replaces the project's whole (Pulumi merges no objects). `project` is
+ * Pulumi.yaml's config of our namespace, keys without it; "" where that does not explain it.
+ */
+export function replacedObjectNote(path: PropertyKey[], project: Record<string, unknown>, stack: string): string {
+  if (path.length !== 2) return "";
+  const [section, key] = path.map(String);
+  const given = project[section];
+  if (typeof given !== "object" || given === null || Array.isArray(given) || (given as Record<string, unknown>)[key] === undefined) return "";
+  return ` (Pulumi.yaml sets ${section}.${key}, but stacks/Pulumi.${stack}.yaml sets ${CONFIG_NAMESPACE}:${section} itself, which replaces Pulumi.yaml's whole ${section}: Pulumi merges no objects. Set it in the stack too: \`npx pulumi config set --path --stack ${stack} ${section}.${key} <value>\`)`;
 }
 
 interface Explained {

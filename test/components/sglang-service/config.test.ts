@@ -32,3 +32,16 @@ test("preview of a stack with a misspelt section fails naming the stack and the 
     ws.cleanup();
   }
 });
+
+test("preview of a stack that sets only host.address says the stack's host replaced Pulumi.yaml's whole host", async () => {
+  const ws = simWorkspace({ partial: { "dflash-sglang:host": { address: "127.0.0.99" } } });
+  try {
+    const err = await (await ws.stack("partial")).preview().then(
+      () => assert.fail("preview succeeded without a host key"),
+      (e: Error) => e,
+    );
+    assert.match(err.message, /dflash-sglang:host\.hostKey: is required \(Pulumi\.yaml sets host\.hostKey, but stacks\/Pulumi\.partial\.yaml sets dflash-sglang:host itself, which replaces Pulumi\.yaml's whole host/);
+  } finally {
+    ws.cleanup();
+  }
+});

@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { z } from "zod";
-import { BUILD_PRESETS, ConfigError, deploymentSchema, parseDeployment } from "../../../components/sglang-service/schema";
+import { BUILD_PRESETS, ConfigError, deploymentSchema, parseDeployment, replacedObjectNote } from "../../../components/sglang-service/schema";
 import { projectConfig, stackConfig, stackNames, withTestAddress } from "./stackConfig";
 
 const STACK = "b8t4-w2048";
@@ -385,4 +385,22 @@ test("a secret in model.extraArgs or service.environment is refused, naming the 
     "  - dflash-sglang:service.environment.HF_TOKEN: service.environment.HF_TOKEN looks like a secret: it would be in the unit file, the stack file and state in clear. Set the secret hfToken instead (npx pulumi config set --secret hfToken ...)",
     "  - dflash-sglang:service.environment.WANDB_API_KEY: service.environment.WANDB_API_KEY looks like a secret: it would be in the unit file, the stack file and state in clear. This tool passes only hfToken and apiKey as secrets; leave it out",
   ]);
+});
+
+// Issue 26, item 4: setting only host.address per stack dropped Pulumi.yaml's whole host
+// ("host.hostKey is required") without saying why.
+test("a key Pulumi.yaml sets but the stack's own section lacks: the message says the section replaced the project's whole", () => {
+  const raw = validRaw();
+  raw.host = { address: "10.0.0.5" };
+  const project = { host: { address: "gpu-host.example.invalid", user: "root", privateKeyPath: "/root/.ssh/id_ed25519", hostKey: "ssh-ed25519 AAAA" } };
+  let message = "";
+  try {
+    parseDeployment(raw, "b16t4-w2048", project);
+  } catch (e) {
+    message = (e as Error).message;
+  }
+  assert.match(message, /^ {2}- dflash-sglang:host\.hostKey: is required \(Pulumi\.yaml sets host\.hostKey, but stacks\/Pulumi\.b16t4-w2048\.yaml sets dflash-sglang:host itself, which replaces Pulumi\.yaml's whole host: Pulumi merges no objects\. Set it in the stack too: `npx pulumi config set --path --stack b16t4-w2048 host\.hostKey <value>`\)$/m);
+  // A key the project does not set either: no such note.
+  assert.equal(replacedObjectNote(["model", "path"], project, "s"), "");
+  assert.equal(replacedObjectNote(["host"], project, "s"), "", "a whole section");
 });
