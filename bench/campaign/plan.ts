@@ -65,6 +65,8 @@ export interface UpChange {
   proceed?: boolean;
   /** For a timed fault: seconds after the operation starts. */
   atSeconds?: number;
+  /** For a timed fault in a regression case: at the first output line matching this (a regular expression), instead of a time. */
+  atOutput?: string;
   /** Run `preview` of the change first and compare what it said with what `up` did. */
   previewFirst?: boolean;
 }
