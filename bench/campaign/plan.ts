@@ -96,24 +96,40 @@ export function mix(seed: number, index: number): number {
   return h >>> 0;
 }
 
-/** Pure: the steps of sequence `index` of a campaign with seed `seed`. */
+/**
+ * Pure: the steps of sequence `index` of a campaign with seed `seed`. The rates are set so that
+ * every fault kind and operator step comes up about equally often over a hundred sequences: a
+ * change preflight refuses (a flag the host lacks, too large a tpSize) arms no fault (it would
+ * never act), and a stack moves to speculative settings other than its own last ones (a fault
+ * scoped to settings that already serve is not armed).
+ */
 export function planSequence(seed: number, index: number, steps: number): Step[] {
   const rand = prng(mix(seed, index));
   const out: Step[] = [];
   // A moment within the first 30 s of an operation: staging, drain, GPU release, load,
   // readiness, rollback or removal, whichever that step is in then.
   const moment = () => Math.round(rand() * 300) / 10;
+  // Each stack's speculative settings as this plan last set them (the baseline's to start).
+  const last: Record<StackName, Config> = { a: "b8t4-w2048", b: "b4t4-w2048" };
   for (let i = 0; i < steps; i++) {
     const r = rand();
-    const stack: StackName = rand() < 0.75 ? "a" : "b";
-    if (r < 0.7) {
-      const up: Step = { op: "up", stack, config: pick(rand, CONFIGS), key: pick(rand, ["keep", "keep", "set", "rotate", "remove"] as const), fault: rand() < 0.2 ? "none" : pick(rand, FAULTS.slice(1)) };
+    const stack: StackName = rand() < 0.7 ? "a" : "b";
+    if (r < 0.72) {
+      const config = pick(rand, CONFIGS.filter((c) => c !== last[stack]));
+      last[stack] = config;
+      const drawn = rand() < 0.1 ? "none" : pick(rand, FAULTS.slice(1));
       // Drawn one after the other whatever they give, so that adding one keeps the others.
-      const [rename, badFlag, otherPort, previewFirst, badTp, servicePort, proceed] = [rand() < 0.1, rand() < 0.06, rand() < 0.1, rand() < 0.25, rand() < 0.05, rand() < 0.1, rand() < 0.1];
-      const token = rand() < 0.2 ? pick(rand, ["set", "rotate", "remove"] as const) : undefined;
+      const [rename, badFlag, otherPort, previewFirst, badTp, servicePort, proceed] = [rand() < 0.13, rand() < 0.09, rand() < 0.12, rand() < 0.25, rand() < 0.08, rand() < 0.12, rand() < 0.12];
+      const token = rand() < 0.36 ? pick(rand, ["set", "rotate", "remove"] as const) : undefined;
       const at = moment();
+      const key = pick(rand, ["keep", "keep", "set", "rotate", "remove"] as const);
+      const fault: FaultKind = badFlag || badTp ? "none" : drawn;
       out.push({
-        ...up,
+        op: "up",
+        stack,
+        config,
+        key,
+        fault,
         ...(token ? { token } : {}),
         ...(rename ? { rename } : {}),
         ...(badFlag ? { badFlag } : {}),
@@ -122,14 +138,14 @@ export function planSequence(seed: number, index: number, steps: number): Step[]
         ...(servicePort ? { servicePort } : {}),
         ...(proceed ? { proceed } : {}),
         ...(previewFirst ? { previewFirst } : {}),
-        ...((TIMED_FAULTS as readonly string[]).includes(up.fault) ? { atSeconds: at } : {}),
+        ...((TIMED_FAULTS as readonly string[]).includes(fault) ? { atSeconds: at } : {}),
       });
-    } else if (r < 0.8) out.push({ op: "preview", stack });
-    else if (r < 0.9) out.push({ op: "refresh", stack });
+    } else if (r < 0.79) out.push({ op: "preview", stack });
+    else if (r < 0.86) out.push({ op: "refresh", stack });
     else {
       const f = rand();
       const at = moment();
-      out.push(f < 0.5 ? { op: "destroy", stack } : { op: "destroy", stack, fault: f < 0.75 ? "sessions-dropped" : "pulumi-killed", atSeconds: at });
+      out.push(f < 0.12 ? { op: "destroy", stack } : { op: "destroy", stack, fault: f < 0.56 ? "sessions-dropped" : "pulumi-killed", atSeconds: at });
     }
   }
   return out;

@@ -23,7 +23,8 @@ export interface CampaignRun {
 export function operatorSteps(step: Step): string[] {
   if (step.op !== "up") return [step.op];
   const out = ["up"];
-  if (step.fault === "none") out.push("fault-free up");
+  // A change preflight refuses is no fault-free up of a configuration the host can run.
+  if (step.fault === "none" && !step.badFlag && !step.badTp) out.push("fault-free up");
   if (step.key !== "keep") out.push(`apiKey ${step.key}`);
   if (step.token) out.push(`hfToken ${step.token}`);
   const changes: [keyof typeof step, string][] = [["rename", "service.unitName"], ["servicePort", "service.port"], ["otherPort", "host.port"], ["badFlag", "model.extraArgs (a flag the host lacks)"], ["badTp", "model.tpSize (more than the host holds)"], ["proceed", "timeouts.drainPolicy"], ["previewFirst", "preview, compared with the up"]];
@@ -31,9 +32,14 @@ export function operatorSteps(step: Step): string[] {
   return out;
 }
 
-/** Pure: the fault a step record injected, if it was armed (a destroy's timed fault always is). */
+/**
+ * Pure: the fault a step record injected: armed, and not a timed fault whose moment never came
+ * (the operation ended first), nor a fault of an up whose change preflight refused (runs of the
+ * first plan drew both), which never acts.
+ */
 export function faultOf(r: StepRecord): string | undefined {
-  if (r.step.op === "up") return r.step.fault !== "none" && r.armed ? r.step.fault : undefined;
+  if (r.fired === false) return undefined;
+  if (r.step.op === "up") return r.step.fault !== "none" && r.armed && !r.step.badFlag && !r.step.badTp ? r.step.fault : undefined;
   if (r.step.op === "destroy" && r.step.fault) return `${r.step.fault} (destroy)`;
   return undefined;
 }

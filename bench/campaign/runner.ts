@@ -70,6 +70,8 @@ export interface SequenceResult {
   steps: StepRecord[];
   violations: string[];
   seconds: number;
+  /** Where the hosts' journals were saved after a violation (bench/out/campaign/, not committed). */
+  journal?: string;
 }
 
 /** How a sequence gets its hosts: the campaign's owned hosts, or a test's. */
@@ -608,11 +610,31 @@ export async function runSequence(start: StartHost, stop: (name: string) => Prom
       result.violations.push(...rec.violations.map((v) => `step ${i + 1} (${describe(step)}): ${v}`));
     }
   } finally {
+    if (result.violations.length) result.journal = await journals([host, ...(node1 ? [node1] : [])]);
     ws.cleanup();
     await Promise.all(names.map((n) => stop(n)));
   }
   result.seconds = (Date.now() - started) / 1000;
   return result;
+}
+
+/**
+ * What the hosts' journals say about our units and host steps, saved beside a violated
+ * sequence's record (bench/out/campaign/) so that a finding can be read without a replay.
+ */
+async function journals(nodes: hosts.HostInfo[]): Promise<string | undefined> {
+  const dir = path.join(process.cwd(), "bench", "out", "campaign");
+  const parts: string[] = [];
+  for (const [i, h] of nodes.entries()) {
+    const r = await hosts
+      .ssh(h, `systemctl list-units --all --no-legend --plain '${UNIT}*' 'dflash-*'; echo; journalctl --no-pager -o short-precise -u '${UNIT}*' -u 'dflash-*' | tail -n 2000`, { timeoutMs: 30_000 })
+      .catch((e: Error) => ({ stdout: `(could not read: ${e.message})` }));
+    parts.push(`==== node ${i} (${h.name}, ${h.address}) ====\n${r.stdout}`);
+  }
+  fs.mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, `${nodes[0].name}.journal.txt`);
+  fs.writeFileSync(file, parts.join("\n"));
+  return path.relative(process.cwd(), file);
 }
 
 /** A regression case: a sequence that once broke an invariant, kept in test/campaign/cases/. */

@@ -73,3 +73,30 @@ test("a timed fault's phase is the last progress line before it", () => {
   assert.equal(phaseOf(`${lines.join("\n")}\nsglang-k26: FAILED; rolling back`), "rollback");
   assert.equal(phaseOf(" -  command:remote:Command sglang-restart deleting (0s)"), "remove");
 })
+
+test("a change preflight refuses arms no fault, and a stack moves to settings other than its last ones", () => {
+  const plans = Array.from({ length: 60 }, (_, i) => planSequence(5, i, 8));
+  const ups = plans.flat().filter((s) => s.op === "up");
+  for (const u of ups) if (u.op === "up" && (u.badFlag || u.badTp)) assert.equal(u.fault, "none", JSON.stringify(u));
+  for (const steps of plans) {
+    const last = { a: "b8t4-w2048", b: "b4t4-w2048" };
+    for (const s of steps) {
+      if (s.op !== "up") continue;
+      assert.notEqual(s.config, last[s.stack], JSON.stringify(steps));
+      last[s.stack] = s.config;
+    }
+  }
+});
+
+test("the tables count a fault only where it acted, and a fault-free up only of a change the host accepts", async () => {
+  const { faultOf, operatorSteps } = await import("../../bench/campaign/report");
+  const up = { op: "up" as const, stack: "a" as const, config: "b8t4-w2048" as const, key: "keep" as const };
+  const rec = (step: object, extra: object = {}) => ({ step, ok: false, armed: true, requests: [], violations: [], seconds: 1, ...extra }) as never;
+  assert.equal(faultOf(rec({ ...up, fault: "hang" })), "hang");
+  assert.equal(faultOf(rec({ ...up, fault: "hang" }, { armed: false })), undefined);
+  assert.equal(faultOf(rec({ ...up, fault: "hang", badTp: true })), undefined);
+  assert.equal(faultOf(rec({ ...up, fault: "pulumi-killed", atSeconds: 3 }, { fired: false })), undefined);
+  assert.equal(faultOf(rec({ op: "destroy", stack: "a", fault: "pulumi-killed", atSeconds: 3 }, { fired: true })), "pulumi-killed (destroy)");
+  assert.ok(operatorSteps({ ...up, fault: "none" }).includes("fault-free up"));
+  assert.ok(!operatorSteps({ ...up, fault: "none", badFlag: true }).includes("fault-free up"));
+});

@@ -171,7 +171,8 @@ export async function applyReady(i: ReadyInputs): Promise<ReadyOutputs> {
       // A group restarts as a whole: one node cannot rejoin a group that is already up.
       const again = await Promise.all(i.nodes.map((n, k) => transaction(sshs[k], n, `restart ${n.unitHash}${i.nodes.length > 1 ? " force" : ""}`, i.secretStdin)));
       const failed = again.find((r) => r.code !== 0);
-      if (failed) throw new Error(failed.out);
+      // What failed first, then the progress lines that led to it.
+      if (failed) throw new Error([...failed.out.split("\n").filter((l) => /FAILED|HOST DOWN|RECOVERING/.test(l)), ...failed.out.split("\n").filter((l) => !/FAILED|HOST DOWN|RECOVERING/.test(l))].join("\n"));
       const relive = await Promise.all(nodes.map((n) => nodeState(n.ssh, t.unitName)));
       await failGroupIf(groupFailures(again.map((r) => r.out), relive, i.nodes.map((n) => n.unitHash)), nodes, i);
       again.forEach((r, k) => (results[k] = parseRestartResult(r.out)));

@@ -2,21 +2,27 @@
 // reviewer sees what `up` will change on the host, whichever stack put the live unit
 // there, even for a stack that has never been deployed. Reads only.
 import { Connection, Ssh } from "./ssh";
-import { sha256, shellQuote, unitLineChanges, unitPath, unitStack } from "../render";
+import { sha256, shellQuote, STATE_DIR, unitLineChanges, unitPath, unitStack } from "../render";
 import { redactSecrets } from "../parse";
 
 export interface NodeView {
   host: string;
   /** The installed unit's text, or null when the unit is not installed. */
   live: string | null;
+  /** When the transaction last removed the unit (seconds since the epoch), if it is not installed and was removed by us. */
+  removedAt?: number;
   /** When the unit file was written (seconds since the epoch), if it is installed. */
   installedAt?: number;
 }
 
 export async function readLiveUnit(conn: Connection, unitName: string): Promise<NodeView> {
   const unit = shellQuote(unitPath(unitName));
-  const r = await Ssh.once(conn, `stat -c %Y ${unit} 2>/dev/null && cat ${unit}`);
-  if (r.code !== 0) return { host: conn.host, live: null };
+  const removed = shellQuote(`${STATE_DIR}/${unitName}/removed-at`);
+  const r = await Ssh.once(conn, `stat -c %Y ${unit} 2>/dev/null && cat ${unit} || { cat ${removed} 2>/dev/null; exit 3; }`);
+  if (r.code !== 0) {
+    const at = Number(r.stdout.trim());
+    return { host: conn.host, live: null, ...(r.code === 3 && r.stdout.trim() && Number.isInteger(at) ? { removedAt: at } : {}) };
+  }
   const eol = r.stdout.indexOf("\n");
   return { host: conn.host, live: r.stdout.slice(eol + 1), installedAt: Number(r.stdout.slice(0, eol)) };
 }
@@ -32,7 +38,9 @@ export const RUNS_THIS_UNIT = "this stack's unit";
  */
 export function hostRunsOf(view: NodeView, want: string): string {
   if (view.live === want) return RUNS_THIS_UNIT;
-  if (view.live === null) return "no unit";
+  // Removed since (by another stack's teardown, or a rename): a reading of its own, never the
+  // "no unit" a first install records, so that the stack's next `up` puts its unit back.
+  if (view.live === null) return view.removedAt === undefined ? "no unit" : `no unit (removed at ${view.removedAt})`;
   const owner = unitStack(view.live);
   // When it was installed: a second takeover by the same unit is a new reading too.
   return `${owner ? `stack ${owner}'s unit` : "a unit of no stack"} (${sha256(view.live).slice(0, 12)}, installed at ${view.installedAt ?? "?"})`;
@@ -42,7 +50,7 @@ export function hostRunsOf(view: NodeView, want: string): string {
 export function describeHostChange(unitName: string, stack: string, view: NodeView, want: string, node: string): string {
   const where = `${unitName} on ${view.host}${node}`;
   // A first install: the whole unit, as a reviewer would read it (secrets never are in it).
-  if (view.live === null) return `${where}: not installed yet; \`up\` installs this stack's unit (${sha256(want).slice(0, 12)}):\n${want.trimEnd().split("\n").map((l) => `    + ${redactSecrets(l)}`).join("\n")}`;
+  if (view.live === null) return `${where}: ${view.removedAt === undefined ? "not installed yet" : `not installed (removed at ${new Date(view.removedAt * 1000).toISOString()})`}; \`up\` installs this stack's unit (${sha256(want).slice(0, 12)}):\n${want.trimEnd().split("\n").map((l) => `    + ${redactSecrets(l)}`).join("\n")}`;
   const owner = unitStack(view.live);
   const runs = `runs the unit of ${owner === stack ? "this stack" : owner ? `stack ${owner}` : "no dflash-sglang stack (written by hand?)"} (${sha256(view.live).slice(0, 12)})`;
   if (view.live === want) return `${where} ${runs}; \`up\` changes nothing there.`;

@@ -14,6 +14,9 @@ test("what a node runs, as the program hands it to the readiness resource", () =
   assert.equal(hostRunsOf({ host: "h", live: UNIT_A }, UNIT_A), RUNS_THIS_UNIT);
   assert.match(hostRunsOf({ host: "h", live: UNIT_B, installedAt: 1764600000 }, UNIT_A), /^stack b's unit \([0-9a-f]{12}, installed at 1764600000\)$/);
   assert.equal(hostRunsOf({ host: "h", live: null }, UNIT_A), "no unit");
+  // Removed by a teardown since: not the reading of a first install.
+  assert.equal(hostRunsOf({ host: "h", live: null, removedAt: 1764600300 }, UNIT_A), "no unit (removed at 1764600300)");
+  assert.equal(hostTakenOver({ hostRuns: ["no unit"] }, { hostRuns: ["no unit (removed at 1764600300)"] }), true, "first install recorded, unit removed since");
   assert.match(hostRunsOf({ host: "h", live: "[Service]\nExecStart=/bin/true\n" }, UNIT_A), /^a unit of no stack \([0-9a-f]{12}, installed at \?\)$/);
 });
 

@@ -223,3 +223,23 @@ test("the host lock's note names the holder while held and is gone once the step
     fs.rmSync(run, { recursive: true, force: true });
   }
 });
+
+// Check before you stop: a server of ours under another unit name holds the GPUs from GPU 0.
+test("another server of ours active on the node is found by its unit file, named with its stack; this unit, a unit of no stack and a stopped one are not", () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-units-"));
+  try {
+    fs.writeFileSync(path.join(dir, "sglang-k26.service"), "[Unit]\nX-DFlash-Stack=a\n");
+    fs.writeFileSync(path.join(dir, "sglang-k26-renamed.service"), "[Unit]\nX-DFlash-Stack=b\n");
+    fs.writeFileSync(path.join(dir, "sglang-other.service"), "[Unit]\nX-DFlash-Stack=c\n");
+    fs.writeFileSync(path.join(dir, "nginx.service"), "[Unit]\nDescription=web\n");
+    // A systemctl that says "active" for the renamed unit and nginx, "inactive" for the others.
+    const systemctl = `case "$2" in sglang-k26-renamed.service|nginx.service) echo active;; *) echo inactive;; esac`;
+    const body = (extra: string) => `live=${dir}/sglang-k26.service unit=sglang-k26.service; systemctl() { ${systemctl}; }; ${extra}`;
+    const found = inBash(transaction, body(`other_server && other_stack "$(other_server)"`));
+    assert.equal(found.stdout, "sglang-k26-renamed (stack b)\nb\n");
+    fs.rmSync(path.join(dir, "sglang-k26-renamed.service"));
+    assert.equal(inBash(transaction, body("other_server")).code, 1, "nginx names no stack; sglang-other is stopped");
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

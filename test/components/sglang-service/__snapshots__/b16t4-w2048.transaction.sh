@@ -247,6 +247,21 @@ restore_known_good_secrets() {
   done
 }
 
+# "NAME (stack S)" of a server of ours other than $unit that is active or starting on this
+# node (a unit file that names its stack); fails when there is none.
+other_server() {
+  local f n
+  for f in "${live%/*}"/*.service; do
+    n=${f##*/}
+    if [ "$n" = "$unit" ] || [ ! -f "$f" ] || ! grep -q '^X-DFlash-Stack=' "$f"; then continue; fi
+    case "$(systemctl is-active "$n" 2>/dev/null)" in
+    active|activating|reloading) echo "${n%.service} (stack $(sed -n 's/^X-DFlash-Stack=//p' "$f"))"; return 0 ;;
+    esac
+  done
+  return 1
+}
+other_stack() { local s=${1##*(stack }; echo "${s%)}"; }
+
 # "stack S, unit H" of the last configuration that passed readiness.
 known_good() { echo "stack $(sed -nE 's/.*"stack":"([^"]*)".*/\1/p' "$state/last-good.json" 2>/dev/null), unit $(hash_of "$state/last-good.service" | cut -c1-12)"; }
 
@@ -313,6 +328,13 @@ restart)
   [ "$group_size" -gt 1 ] && exec 2>&1
   rm -f "$state/group-failed"
   at_exit drop_new_secrets
+  # Check before you stop: another server of ours on this node holds the GPUs this unit needs
+  # (every unit of ours uses the node's GPUs from GPU 0), and it is not the unit this restart
+  # replaces. Started beside it, the new unit would wait for GPUs that are never freed.
+  if other=$(other_server); then
+    echo "FAILED: $other runs on $host and holds the GPUs that ${unit%.service} (stack $stack) needs; nothing was stopped. Remove it first (\`npx pulumi destroy --stack $(other_stack "$other")\`), or give stack $stack the same service.unitName so that \`up\` replaces it." >&2
+    exit 1
+  fi
   read_secrets || { echo "FAILED: could not read the secret files of $unit from stdin; nothing was stopped." >&2; exit 1; }
   if [ "${3:-}" != force ] && [ "$(hash_of "$live")" = "$want" ] && running && ! secrets_changed; then
     # Already live with these secrets (e.g. a retry, or an upgrade of this tool): nothing to
@@ -409,6 +431,9 @@ remove)
   drop_new_secrets
   rm -f "$state/group-failed"
   rm -rf "$state/last-good.service" "$state/last-good.json" "$state/last-good.secrets" "$state/rollbacks"
+  # When it was removed: a stack whose unit this was reads "removed at T" (observe.ts), not
+  # the "no unit" of its first install, so its next `up` puts its unit back.
+  mkdir -p "$state" && date +%s > "$state/removed-at"
   rmdir /etc/dflash-sglang 2>/dev/null
   systemctl daemon-reload
   systemctl reset-failed "$unit" 2>/dev/null
