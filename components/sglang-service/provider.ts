@@ -94,6 +94,10 @@ function makeProvider(): pulumi.dynamic.ResourceProvider {
     async read(id: string, props: any) {
       return { id, props: props ? await load().readReady(props, stackConfig()) : props };
     },
+    // A destroy: what an interrupted rename left serving (the presences remove the rest).
+    async delete(_id: string, outs: any) {
+      await load().removeInterruptedRenames(outs, stackConfig());
+    },
   };
 }
 

@@ -318,6 +318,34 @@ export async function readReady(o: ReadyOutputs, config?: ConfigGetter): Promise
   return { ...o, nodes: nodes.map((n, k) => ({ ...n, unitHash: live[k] })) };
 }
 
+/**
+ * The readiness resource's delete (a `destroy`): on each node, a unit of this stack that a
+ * rename left serving for a restart that never ran (its engine killed between the old unit's
+ * teardown and the new one's presence) is removed by the old unit's own transaction, kept
+ * beside the rename's marker (script.ts, `remove` with a new name). The presences' deletes,
+ * which come after, remove the rest.
+ */
+export async function removeInterruptedRenames(o: ReadyOutputs, config?: ConfigGetter): Promise<void> {
+  const configured = configuredNodes(config, o.target.stack).connections;
+  const stackLine = `stack=${shellQuote(o.target.stack)}`;
+  const script = [
+    `for m in ${STATE_DIR}/*/replaces; do`,
+    '  [ -f "$m" ] || continue',
+    '  t="${m%/replaces}/replaced.transaction.sh"',
+    `  [ -f "$t" ] && grep -qxF ${shellQuote(stackLine)} "$t" || continue`,
+    '  bash "$t" remove || exit $?',
+    '  rm -f "$m" "$t"',
+    "done",
+  ].join("\n");
+  for (const [rank, n] of o.nodes.entries()) {
+    const connection = currentConnection(n.connection, configured[rank]);
+    const r = await Ssh.once(connection, script, 30 * 60_000).catch((e) => Promise.reject(withRotationHint(e)));
+    const out = `${r.stdout}${r.stderr}`.trim();
+    if (out) await progress(o.target.urn, out, false);
+    if (r.code !== 0) throw new Error(`removing what an interrupted rename of ${o.target.unitName} (stack ${o.target.stack}) left on ${connection.host} failed (exit ${r.code}): ${out || "no output"}`);
+  }
+}
+
 /** What this stack has on one node: deleting it drains, stops and removes all of it. */
 export interface PresenceInputs {
   connection: Connection;

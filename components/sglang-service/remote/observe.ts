@@ -2,7 +2,8 @@
 // reviewer sees what `up` will change on the host, whichever stack put the live unit
 // there, even for a stack that has never been deployed. Reads only.
 import { Connection, Ssh } from "./ssh";
-import { sha256, shellQuote, STATE_DIR, unitLineChanges, unitPath, unitStack } from "../render";
+import { sha256, shellQuote, unitLineChanges, unitPath, unitStack } from "../render";
+import { RUN_DIR } from "../script";
 import { redactSecrets } from "../parse";
 
 export interface NodeView {
@@ -17,7 +18,8 @@ export interface NodeView {
 
 export async function readLiveUnit(conn: Connection, unitName: string): Promise<NodeView> {
   const unit = shellQuote(unitPath(unitName));
-  const removed = shellQuote(`${STATE_DIR}/${unitName}/removed-at`);
+  // The transaction's mark of its last removal of this unit (script.ts mark_removed).
+  const removed = shellQuote(`${RUN_DIR}/removed/${unitName}`);
   const r = await Ssh.once(conn, `stat -c %Y ${unit} 2>/dev/null && cat ${unit} || { cat ${removed} 2>/dev/null; exit 3; }`);
   if (r.code !== 0) {
     const at = Number(r.stdout.trim());

@@ -28,6 +28,7 @@ prove_s=2230
 rollback_on=yes
 recover_s=3600
 gpus_busy=0
+replaced=""
 
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
@@ -247,13 +248,57 @@ restore_known_good_secrets() {
   done
 }
 
+# Removes the secret files of unit NAME (render.ts secretPaths): named, never globbed (a
+# unit's name may be another's with a dot and more after it).
+rm_secret_files() { rm -f "$secrets_dir/$1.secrets.yaml" "$secrets_dir/$1.curl-headers" "$secrets_dir/$1.env"; }
+
+# When $unit was removed, in /run (so nothing of ours is left in /var/lib after a destroy; a
+# reboot forgets it): a stack whose unit this was reads "removed at T" (observe.ts), not the
+# "no unit" of its first install, so its next `up` puts its unit back.
+mark_removed() { mkdir -p "$run/removed" && date +%s > "$run/removed/${unit%.service}"; }
+
+# The unit a rename of this stack's unit on this machine left serving for this restart to
+# replace (remove's marker in $state/replaces), if it is still installed and this stack's.
+replaced_unit() {
+  local r f
+  [ -f "$state/replaces" ] || return 1
+  r=$(cat "$state/replaces") f="${live%/*}/$(cat "$state/replaces").service"
+  if [ -n "$r" ] && [ "$r.service" != "$unit" ] && [ -f "$f" ] && [ "$(sed -n 's/^X-DFlash-Stack=//p' "$f")" = "$stack" ]; then echo "$r"; return 0; fi
+  rm -f "$state/replaces" "$state/replaced.transaction.sh"
+  return 1
+}
+
+# Drains and stops the server this restart replaces: this unit's, or the one a rename left
+# serving, which is then removed (its configuration is this unit's known-good now). Sets what
+# stop_server sets.
+stop_old() {
+  if [ -z "$replaced" ] || running; then stop_server drain; return; fi
+  local u=$unit l=$label r=0
+  unit=$replaced.service label="$replaced (stack $stack)"
+  stop_server drain || r=1
+  if ! running; then
+    systemctl disable "$unit" 2>/dev/null
+    rm -f "${live%/*}/$unit"
+    rm_secret_files "$replaced"
+    rm -rf "$state_root/$replaced/last-good.service" "$state_root/$replaced/last-good.json" "$state_root/$replaced/last-good.secrets" "$state_root/$replaced/rollbacks" "$state_root/$replaced/group-failed"
+    rmdir "$state_root/$replaced" 2>/dev/null
+    mark_removed
+    systemctl daemon-reload
+    systemctl reset-failed "$unit" 2>/dev/null
+    rm -f "$state/replaces" "$state/replaced.transaction.sh"
+    say "removed $replaced, which ${u%.service} replaces"
+  fi
+  unit=$u label=$l
+  return $r
+}
+
 # "NAME (stack S)" of a server of ours other than $unit that is active or starting on this
 # node (a unit file that names its stack); fails when there is none.
 other_server() {
   local f n
   for f in "${live%/*}"/*.service; do
     n=${f##*/}
-    if [ "$n" = "$unit" ] || [ ! -f "$f" ] || ! grep -q '^X-DFlash-Stack=' "$f"; then continue; fi
+    if [ "$n" = "$unit" ] || [ "$n" = "$replaced.service" ] || [ ! -f "$f" ] || ! grep -q '^X-DFlash-Stack=' "$f"; then continue; fi
     case "$(systemctl is-active "$n" 2>/dev/null)" in
     active|activating|reloading) echo "${n%.service} (stack $(sed -n 's/^X-DFlash-Stack=//p' "$f"))"; return 0 ;;
     esac
@@ -323,7 +368,12 @@ restart)
   [ "$(hash_of "$stage/unit.service")" = "$want" ] || { echo "FAILED: the unit staged for stack $stack is not $want (restaged by another run of this stack?); nothing was changed. Run \`pulumi up\` again." >&2; exit 1; }
   lock
   say "holding $host's lock (on the host, as ${DFLASH_HOST_STEP:-this session}: if this connection drops, the restart goes on here under the lock, and the next \`pulumi up\` proves what it left)"
+  replaced=$(replaced_unit) || replaced=""
   before_pid=$(show MainPID)
+  if [ -n "$replaced" ] && [ "$before_pid" = 0 ]; then
+    before_pid=$(systemctl show "$replaced.service" -p MainPID --value 2>/dev/null)
+    say "$replaced, which this unit replaces (a rename), still serves: it is this restart's old server"
+  fi
   # In a group, the readiness step reads why a node failed from this command's output.
   [ "$group_size" -gt 1 ] && exec 2>&1
   rm -f "$state/group-failed"
@@ -345,7 +395,7 @@ restart)
     echo "@@result {\"applied\":false,\"drainSeconds\":0,\"stopSeconds\":0,\"requestsCut\":0,\"gpuReleaseSeconds\":0,\"previousMainPid\":$before_pid,\"at\":$(date +%s)}"
     exit 0
   fi
-  if stop_server drain; then
+  if stop_old; then
     if [ "$killed" = 1 ] && [ "$drain_policy" = fail ] && [ "$rank" = 0 ]; then
       echo "FAILED: the drain deadline (timeouts.drainSeconds = $drain_s s) ended the old server, cutting $(in_flight "$cut"); timeouts.drainPolicy is \"fail\", so the new configuration is not started. Retry when traffic is lower, raise timeouts.drainSeconds, or set timeouts.drainPolicy to \"proceed\"." >&2
       failed=1
@@ -410,6 +460,14 @@ remove)
   carry=${2:-}
   if [ -n "$carry" ] && [ -n "${3:-}" ] && [ "$3" != "$(cat /etc/machine-id 2>/dev/null)" ]; then carry=""; fi
   installed=$(hash_of "$live")
+  marker=""
+  if [ -z "$installed" ] && replaced=$(replaced_unit); then
+    # A rename whose restart never ran (its engine killed between the two): the unit it
+    # replaces still serves, and is this stack's; that is what there is to remove.
+    marker="$state/replaces"
+    unit=$replaced.service live="${live%/*}/$replaced.service" state="$state_root/$replaced" label="$replaced (stack $stack)"
+    installed=$(hash_of "$live")
+  fi
   if [ -z "$installed" ]; then echo "${unit%.service} is not installed on $host; nothing to remove"; exit 0; fi
   # Owned by the stack its unit names (after a rollback that may be another stack's).
   owner=$(sed -n 's/^X-DFlash-Stack=//p' "$live")
@@ -423,17 +481,27 @@ remove)
     else echo "${unit%.service} on $host is now reached by another address or port: left running; the restart that follows replaces it"; fi
     exit 0
   fi
+  # Half of a rename on this machine: the known-good record goes to the new unit name, and
+  # the old unit goes on serving; the restart of the new name that follows (under this lock)
+  # drains, stops and removes it, in the same host step that starts the new one. An engine
+  # killed between the two leaves it serving, never nothing.
+  if [ -n "$carry" ]; then
+    carry_known_good "$carry" || { echo "FAILED: could not keep the known-good record of ${unit%.service} for $carry on $host; nothing was stopped." >&2; exit 1; }
+    # This script, kept beside the marker: the stage folder it lives in goes with the old
+    # presence, and a destroy before the new restart runs it (`remove`) from there.
+    mkdir -p "$state_root/$carry" && cp -f "$0" "$state_root/$carry/replaced.transaction.sh" && echo "${unit%.service}" > "$state_root/$carry/replaces" || exit 1
+    echo "left ${unit%.service} serving on $host: the restart of $carry that follows drains, stops and removes it, in the host step that starts $carry"
+    exit 0
+  fi
   stop_server drain || exit 1
   systemctl disable "$unit" 2>/dev/null
-  # Half of a rename on this machine: the known-good record goes to the new unit name.
-  [ -n "$carry" ] && carry_known_good "$carry"
   rm -f "$live" /etc/dflash-sglang/sglang-k26.secrets.yaml /etc/dflash-sglang/sglang-k26.curl-headers /etc/dflash-sglang/sglang-k26.env
+  rm_secret_files "${unit%.service}"
+  [ -n "$marker" ] && rm -f "$marker" "${marker%/*}/replaced.transaction.sh"
   drop_new_secrets
   rm -f "$state/group-failed"
   rm -rf "$state/last-good.service" "$state/last-good.json" "$state/last-good.secrets" "$state/rollbacks"
-  # When it was removed: a stack whose unit this was reads "removed at T" (observe.ts), not
-  # the "no unit" of its first install, so its next `up` puts its unit back.
-  mkdir -p "$state" && date +%s > "$state/removed-at"
+  mark_removed
   rmdir /etc/dflash-sglang 2>/dev/null
   systemctl daemon-reload
   systemctl reset-failed "$unit" 2>/dev/null
