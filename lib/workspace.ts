@@ -11,6 +11,7 @@ import * as YAML from "yaml";
 import { EngineEvent, LocalWorkspace, PulumiCommand, Stack, SummaryEvent, UpdateSummary } from "@pulumi/pulumi/automation";
 import { REPO_ROOT, pulumiCommand, pulumiEnv } from "./pulumi-env";
 import { staleLocks } from "./stale-locks";
+import { forgetBackend } from "../components/benchmark/history";
 import { shellQuote } from "../components/sglang-service/render";
 import type { HostInfo } from "../simhost/hosts";
 
@@ -237,6 +238,8 @@ export function simWorkspace(stacks: Record<string, Record<string, unknown>>, op
     },
     cleanup() {
       fs.rmSync(dir, { recursive: true, force: true });
+      // The benchmark results this throwaway backend's stacks kept in the project folder.
+      if (!opts.backendUrl) forgetBackend(root, env.PULUMI_BACKEND_URL);
     },
   };
 }

@@ -11,7 +11,8 @@ import { pulumiCommand, pulumiEnv, REPO_ROOT } from "../lib/pulumi-env";
 import { command, existingDirectory, inProjectFolder, oneOf, option, outputDirectory, parseCommandOrExit, setUp, UsageError, ValueType } from "../lib/cli";
 import { KEPT_WORKSPACES, keptWorkspaceDir, workspaceEnv } from "../lib/workspace";
 import { emptyPassphraseRefusal } from "../lib/secrets-passphrase";
-import { globMatcher, renderMarkdown, renderSvg, ReportRow } from "../components/benchmark/report";
+import { globMatcher, renderMarkdown, renderSvg, ReportRow, withHistory } from "../components/benchmark/report";
+import { readHistory } from "../components/benchmark/history";
 
 const SOURCES = ["project", "demo", "sweep"] as const;
 type Source = (typeof SOURCES)[number];
@@ -48,7 +49,19 @@ const COMMAND = command({
   },
 });
 
-export async function collectRows(workDir: string, env: Record<string, string>, glob: string): Promise<ReportRow[]> {
+/**
+ * The rows of every stack of a backend whose name matches `glob`, from their outputs, with what
+ * the project kept of their benchmarks (components/benchmark/history.ts, under `historyRoot`):
+ * a destroyed stack still shows its last numbers, marked as such.
+ */
+export async function collectRows(workDir: string, env: Record<string, string>, glob: string, historyRoot = REPO_ROOT): Promise<ReportRow[]> {
+  const live = await stackRows(workDir, env, glob);
+  const { records, unreadable } = readHistory(historyRoot, env.PULUMI_BACKEND_URL ?? "");
+  if (unreadable.length) process.stderr.write(`report: skipped ${unreadable.length} kept result(s) that do not parse: ${unreadable.join(", ")}\n`);
+  return withHistory(live, records, glob);
+}
+
+async function stackRows(workDir: string, env: Record<string, string>, glob: string): Promise<ReportRow[]> {
   const ws = await LocalWorkspace.create({ workDir, envVars: env, pulumiCommand: await pulumiCommand() });
   const match = globMatcher(glob);
   const names = (await ws.listStacks()).map((s) => s.name).filter(match).sort();

@@ -8,6 +8,7 @@ import { progress } from "../sglang-service/remote/progress";
 import { exitWithEngine } from "../sglang-service/remote/engine-watch";
 import { BenchmarkResult, RawRecord, runBenchmark } from "./run";
 import type { BenchmarkSettings } from "./schema";
+import { backendName, keepResult } from "./history";
 
 exitWithEngine();
 
@@ -66,6 +67,8 @@ export async function measure(i: BenchmarkInputs): Promise<BenchmarkOutputs> {
       const file = path.resolve(i.resultsPath);
       fs.mkdirSync(path.dirname(file), { recursive: true });
       fs.writeFileSync(file, records.join("\n") + "\n");
+      // Kept beside the outputs, which a destroy empties (history.ts).
+      keepResult(process.cwd(), { format: 1, stack: String(i.configuration.stack ?? ""), backend: backendName(process.env.PULUMI_BACKEND_URL), takenAt, unitHash: i.unitHash, host: i.connection.host, configuration: i.configuration, result });
       await progress(i.urn, `${i.label} benchmark: ${result.short.output_throughput} tok/s short context, accept length ${result.accept_length ?? "n/a"}, coding ${result.coding ? `${result.coding.passed}/${result.coding.tasks}` : "off"}`, false);
       return { ...i, result, takenAt };
     } finally {

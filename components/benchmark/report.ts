@@ -1,6 +1,7 @@
 // Pure rendering of the comparison across stacks: a Markdown table and an SVG chart, best
 // row marked.
 import type { BenchmarkResult, LatencyStats } from "./run";
+import type { HistoryRecord } from "./history";
 
 export interface ReportRow {
   stack: string;
@@ -9,11 +10,45 @@ export interface ReportRow {
   takenAt?: string;
   /** Seconds of the last restart (drain + stop + GPU release + load-to-ready). */
   restartSeconds?: number;
+  /**
+   * deployed: the stack's outputs; destroyed: its outputs are gone (or the stack too) and the
+   * numbers are the last ones kept (history.ts); never deployed: a stack with no outputs and
+   * nothing kept. Absent: deployed.
+   */
+  status?: "deployed" | "destroyed" | "never deployed";
+  /** Every kept run of the stack, oldest first (history.ts). */
+  runs?: HistoryRecord[];
+}
+
+/**
+ * Pure: the rows of the stacks read from a backend, with what the project kept of their
+ * benchmarks (`records`, oldest first): a stack without outputs that was measured before is
+ * "destroyed" and shows its last kept numbers; one never measured is "never deployed"; a stack
+ * removed from the backend whose numbers were kept (and whose name matches `glob`) comes back
+ * as "destroyed". Every row carries its kept runs.
+ */
+export function withHistory(rows: ReportRow[], records: HistoryRecord[], glob: string): ReportRow[] {
+  const match = globMatcher(glob);
+  const runsOf = (stack: string) => records.filter((r) => r.stack === stack);
+  const out: ReportRow[] = rows.map((row) => {
+    const runs = runsOf(row.stack);
+    if (Object.keys(row.configuration).length > 0) return { ...row, status: "deployed", runs };
+    const last = runs[runs.length - 1];
+    if (!last) return { ...row, status: "never deployed", runs };
+    return { stack: row.stack, configuration: last.configuration, result: last.result, takenAt: last.takenAt, status: "destroyed", runs };
+  });
+  const gone = [...new Set(records.map((r) => r.stack))].filter((s) => match(s) && !rows.some((r) => r.stack === s));
+  for (const stack of gone) {
+    const runs = runsOf(stack);
+    const last = runs[runs.length - 1];
+    out.push({ stack, configuration: last.configuration, result: last.result, takenAt: last.takenAt, status: "destroyed", runs });
+  }
+  return out.sort((a, b) => a.stack.localeCompare(b.stack));
 }
 
 function describe(c: Record<string, unknown>): string {
   // Every deployed stack's output names at least the stack; none at all: never deployed.
-  if (Object.keys(c).length === 0) return "unknown (no outputs yet)";
+  if (Object.keys(c).length === 0) return "never deployed";
   if (c.algorithm === null || c.algorithm === undefined) return "no speculation";
   const parts = [String(c.algorithm)];
   if (c.budget !== undefined) parts.push(`budget ${c.budget}`);
@@ -39,7 +74,8 @@ export function renderMarkdown(rows: ReportRow[]): string {
   const lines = [`| ${head.join(" | ")} |`, `|${head.map((_, i) => (i < 2 ? "---" : "---:")).join("|")}|`];
   for (const r of rows) {
     const b = r.result;
-    const name = r.stack === best ? `**${r.stack}** (best)` : r.stack;
+    const when = r.status === "destroyed" ? ` (destroyed; measured ${r.takenAt?.slice(0, 16).replace("T", " ") ?? "?"})` : r.status === "never deployed" ? " (never deployed)" : "";
+    const name = `${r.stack === best ? `**${r.stack}** (best)` : r.stack}${when}`;
     if (!b) {
       lines.push(`| ${name} | ${describe(r.configuration)} | no benchmark |${longs.map(() => " - |").join("")} - | - | - | ${fmt(r.restartSeconds)} |`);
       continue;
@@ -47,6 +83,20 @@ export function renderMarkdown(rows: ReportRow[]): string {
     const longCells = longs.map((c) => fmt(b.long.find((l) => l.context_tokens === c)?.output_throughput));
     const coding = b.coding ? `${b.coding.passed}/${b.coding.tasks}${b.coding.extraction_failed ? ` (${b.coding.extraction_failed} unextractable)` : ""}` : "-";
     lines.push(`| ${name} | ${describe(r.configuration)} | ${fmt(b.short.output_throughput)} (${fmt(b.short.output_throughput_min)}-${fmt(b.short.output_throughput_max)}) | ${longCells.join(" | ")}${longs.length ? " | " : ""}${fmt(b.short.median_ttft_ms, 0)} | ${fmt(b.accept_length, 2)} | ${coding} | ${fmt(r.restartSeconds)} |`);
+  }
+  return lines.join("\n") + "\n" + renderHistory(rows);
+}
+
+/** Pure: every run of the stacks measured more than once, oldest first (nothing when none was). */
+export function renderHistory(rows: ReportRow[]): string {
+  const many = rows.filter((r) => (r.runs?.length ?? 0) > 1);
+  if (many.length === 0) return "";
+  const lines = ["", "### Every run of the stacks measured more than once", "", "| stack | taken at | unit | host | configuration | tok/s short | accept length | coding |", "|---|---|---|---|---|---:|---:|---|"];
+  for (const r of many) {
+    for (const run of r.runs!) {
+      const c = run.result.coding;
+      lines.push(`| ${r.stack} | ${run.takenAt.slice(0, 19).replace("T", " ")} | ${run.unitHash.slice(0, 12)} | ${run.host} | ${describe(run.configuration)} | ${fmt(run.result.short.output_throughput)} | ${fmt(run.result.accept_length, 2)} | ${c ? `${c.passed}/${c.tasks}` : "-"} |`);
+    }
   }
   return lines.join("\n") + "\n";
 }

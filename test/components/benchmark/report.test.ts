@@ -33,7 +33,7 @@ test("the table has a row per stack with configuration, tokens/s and spread, and
   assert.match(lines[3], /^\| \*\*b16t4-w2048\*\* \(best\) \| .* \| 181\.7 \(180\.3-183\.1\) \|/);
   assert.match(lines[4], /^\| b8t4-wnone \| DDTREE, budget 8, topk 4, window none \| no benchmark \|/);
   assert.equal(bestStack(ROWS), "b16t4-w2048");
-  assert.match(renderMarkdown([{ stack: "b4t4-w2048", configuration: {}, result: null }]), /\n\| b4t4-w2048 \| unknown \(no outputs yet\) \| no benchmark \|/, "a stack whose first up failed");
+  assert.match(renderMarkdown([{ stack: "b4t4-w2048", configuration: {}, result: null }]), /\n\| b4t4-w2048 \| never deployed \| no benchmark \|/, "a stack whose first up failed");
   assert.match(renderMarkdown([{ stack: "plain", configuration: { stack: "plain", algorithm: null }, result: null }]), /\n\| plain \| no speculation \|/);
 });
 

@@ -77,3 +77,21 @@ test("the report compares two stacks in a table and a chart", async () => {
   assert.equal((svg.match(/<\/title><\/rect>/g) ?? []).length, 2 * 4, "a bar per stack for short and long context, acceptance length and coding");
   assert.deepEqual((await collectRows(ws.dir, ws.env, "b16*")).map((r) => r.stack), ["b16t4-w2048"], "a subset");
 });
+
+test("after a destroy, the report still shows the stack's last numbers, marked destroyed, and every run of a stack measured twice", async () => {
+  const measured = (await (await ws.stack("b16t4-w2048")).outputs()).benchmark.value.short.output_throughput;
+  const destroy = await (await ws.stack("b16t4-w2048")).destroy();
+  assert.equal(destroy.summary.result, "succeeded");
+  const rows = await collectRows(ws.dir, ws.env, "b*");
+  const b16 = rows.find((r) => r.stack === "b16t4-w2048")!;
+  assert.equal(b16.status, "destroyed");
+  assert.equal(b16.result?.short.output_throughput, measured, "its last numbers, kept in bench/history");
+  assert.equal(b16.configuration.budget, 16);
+  const b8 = rows.find((r) => r.stack === "b8t4-w2048")!;
+  assert.equal(b8.status, "deployed");
+  assert.equal(b8.runs?.length, 2, "measured twice (the runId test)");
+  const md = renderMarkdown(rows);
+  assert.match(md, /\| (\*\*)?b16t4-w2048(\*\* \(best\))? \(destroyed; measured \d{4}-\d\d-\d\d \d\d:\d\d\) \|/);
+  assert.match(md, /### Every run of the stacks measured more than once/);
+});
+

@@ -1,0 +1,66 @@
+// Benchmark results that outlive their stack (components/benchmark/history.ts): kept per
+// stack and run, read back per backend, and merged into the report's rows (report.ts
+// withHistory): a destroyed stack shows its last numbers, marked as such, and a stack
+// measured several times shows every run. The provider writing them through the real
+// engine: test/components/benchmark/stack.test.ts.
+import { test } from "node:test";
+import * as assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { backendName, forgetBackend, historyFile, HistoryRecord, keepResult, readHistory } from "../../../components/benchmark/history";
+import { renderMarkdown, ReportRow, withHistory } from "../../../components/benchmark/report";
+import type { BenchmarkResult } from "../../../components/benchmark/run";
+
+const lat = { prompt_tokens: 128, runs: 3, output_throughput: 170, output_throughput_min: 168, output_throughput_max: 172, mean_ttft_ms: 70, median_ttft_ms: 69, p99_ttft_ms: 80, mean_itl_ms: 30, median_itl_ms: 29, p99_itl_ms: 40 };
+const result = (tps: number): BenchmarkResult => ({ short: { ...lat, output_throughput: tps }, long: [], concurrency: [], accept_length: 6.5, accept_length_source: "test", coding: null, completed: 10, total_output_tokens: 1000, duration: 12 });
+const B8 = { stack: "b8t4-w2048", algorithm: "DDTREE", budget: 8, topk: 4, draftWindowSize: 2048 };
+const record = (stack: string, takenAt: string, tps: number, backend = "file:///srv/state"): HistoryRecord => ({ format: 1, stack, backend, takenAt, unitHash: `${tps}`.padEnd(64, "a"), host: "127.0.0.10", configuration: { ...B8, stack }, result: result(tps) });
+
+test("a backend is named without its credentials", () => {
+  assert.equal(backendName("postgres://deploy:s3cret@db.internal:5432/pulumi"), "postgres://db.internal:5432/pulumi");
+  assert.equal(backendName("file:///srv/state"), "file:///srv/state");
+  assert.equal(backendName(undefined), "");
+});
+
+test("records are kept per stack and run, read back oldest first for their backend only, and forgotten with a throwaway backend", () => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-history-"));
+  try {
+    keepResult(root, record("b8t4-w2048", "2026-12-02T10:05:00.000Z", 175));
+    keepResult(root, record("b8t4-w2048", "2026-12-01T09:00:00.000Z", 170));
+    keepResult(root, record("b8t4-w2048", "2026-12-02T11:00:00.000Z", 1, "file:///tmp/dflash-ws-x/state"));
+    assert.equal(historyFile("b8t4-w2048", "2026-12-01T09:00:00.000Z", "ab".repeat(32)), path.join("bench", "history", "b8t4-w2048", "2026-12-01T09-00-00.000Z-abababababab.json"));
+    fs.writeFileSync(path.join(root, "bench", "history", "b8t4-w2048", "broken.json"), "{");
+    const { records, unreadable } = readHistory(root, "file:///srv/state");
+    assert.deepEqual(records.map((r) => r.result.short.output_throughput), [170, 175]);
+    assert.deepEqual(unreadable, [path.join("bench", "history", "b8t4-w2048", "broken.json")]);
+    forgetBackend(root, "file:///tmp/dflash-ws-x/state");
+    assert.equal(readHistory(root, "file:///tmp/dflash-ws-x/state").records.length, 0);
+    assert.equal(readHistory(root, "file:///srv/state").records.length, 2, "the project's records stay");
+  } finally {
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test("after a destroy the report shows the stack's last kept numbers, marked destroyed; a stack never measured says so; runs of a stack measured twice are listed", () => {
+  const live: ReportRow[] = [
+    { stack: "b16t4-w2048", configuration: { ...B8, stack: "b16t4-w2048", budget: 16 }, result: result(181), takenAt: "2026-12-02T12:00:00.000Z" },
+    // Destroyed: the stack is still there, its outputs are empty.
+    { stack: "b8t4-w2048", configuration: {}, result: null },
+    { stack: "b4t4-w2048", configuration: {}, result: null },
+  ];
+  const records = [record("b8t4-w2048", "2026-12-01T09:00:00.000Z", 170), record("b8t4-w2048", "2026-12-02T10:05:00.000Z", 175), record("b12t6-w2048", "2026-11-30T08:00:00.000Z", 160), record("x-other", "2026-11-30T08:00:00.000Z", 1)];
+  const rows = withHistory(live, records, "b*");
+  assert.deepEqual(rows.map((r) => [r.stack, r.status, r.result?.short.output_throughput ?? null]), [
+    ["b12t6-w2048", "destroyed", 160],
+    ["b16t4-w2048", "deployed", 181],
+    ["b4t4-w2048", "never deployed", null],
+    ["b8t4-w2048", "destroyed", 175],
+  ]);
+  const md = renderMarkdown(rows);
+  assert.match(md, /\n\| b8t4-w2048 \(destroyed; measured 2026-12-02 10:05\) \| DDTREE, budget 8, topk 4, window 2048 \| 175\.0 /);
+  assert.match(md, /\n\| b12t6-w2048 \(destroyed; measured 2026-11-30 08:00\) \|/, "a stack removed from the backend too");
+  assert.match(md, /\n\| b4t4-w2048 \(never deployed\) \| never deployed \| no benchmark \|/);
+  assert.match(md, /### Every run of the stacks measured more than once[\s\S]*\| b8t4-w2048 \| 2026-12-01 09:00:00 \| 170aaaaaaaaa \| 127\.0\.0\.10 \|[^\n]*\| 170\.0 \|[\s\S]*\| b8t4-w2048 \| 2026-12-02 10:05:00 \|/);
+  assert.doesNotMatch(md, /x-other/, "outside the pattern");
+});
