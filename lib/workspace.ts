@@ -59,6 +59,22 @@ export function simHostConfig(host: HostInfo, unitName = "sglang-k26"): Record<s
   };
 }
 
+/**
+ * Pure: the `npx pulumi config set` lines that point stack `stack` at a simulated host: every
+ * key of the host block and of the service block (Pulumi.yaml's `service` with this host's
+ * port and listen address), since a stack that sets one key of a section replaces Pulumi.yaml's
+ * whole section (Pulumi merges no objects). `projectConfig` is Pulumi.yaml's `config`.
+ */
+export function simHostConfigLines(host: HostInfo, stack: string, projectConfig: Record<string, unknown>): string[] {
+  const sim = simHostConfig(host);
+  const given = (projectConfig[`${NS}:service`] as { value?: Record<string, unknown> } | undefined)?.value ?? {};
+  const service = { ...given, ...(sim[`${NS}:service`] as Record<string, unknown>), unitName: given.unitName ?? "sglang-k26" };
+  const sections: [string, Record<string, unknown>][] = [["host", sim[`${NS}:host`] as Record<string, unknown>], ["service", service]];
+  return sections.flatMap(([section, values]) =>
+    Object.entries(values).map(([key, value]) => `npx pulumi config set --path --stack ${shellQuote(stack)} ${section}.${key} ${shellQuote(String(value))}`),
+  );
+}
+
 export function readRepoStackConfig(stack: string): Record<string, unknown> {
   const file = path.join(REPO_ROOT, "stacks", `Pulumi.${stack}.yaml`);
   return (YAML.parse(fs.readFileSync(file, "utf8"))?.config ?? {}) as Record<string, unknown>;

@@ -1,4 +1,4 @@
-// npm run simhost -- <command> [options]: start, stop, status, reclaim, fault, configure.
+// npm run simhost -- <command> [options]: start, stop, status, reclaim, fault, stack-config, configure.
 // Thin wiring over simhost/hosts.ts: reads the command line (simhost/command-line.ts) before
 // anything else, prints JSON lines on stdout, progress and errors on stderr.
 import { spawnSync } from "node:child_process";
@@ -6,7 +6,9 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { argument, command, flag, json, option, parseProgramOrExit, positiveInteger, positiveNumber, UsageError, type ValueType } from "./command-line";
 import { parseFaults } from "./sim/faults";
-import { configure, fault, projectBuildProfile, reclaimOrphans, start, START_DEFAULTS, status, stop, stopAll, validateHostName, type ModelSpec } from "./hosts";
+import * as YAML from "yaml";
+import { simHostConfigLines } from "../lib/workspace";
+import { configure, fault, hostInfo, projectBuildProfile, reclaimOrphans, start, START_DEFAULTS, status, stop, stopAll, validateHostName, type ModelSpec } from "./hosts";
 
 const hostName: ValueType<string> = {
   expects: "a host name: 1-63 lower-case letters, digits and '-', starting with a letter or digit",
@@ -39,6 +41,14 @@ const faults = json('a JSON object of faults, e.g. {"gpuReleaseDelaySeconds": 5}
   parseFaults(value);
   return value as Record<string, unknown>;
 });
+
+const stackName: ValueType<string> = {
+  expects: "a stack name: letters, digits, '-', '_' and '.'",
+  parse(name) {
+    if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(name)) throw new Error("");
+    return name;
+  },
+};
 
 const INVOCATION = "npm run simhost --";
 const PROGRAM = {
@@ -74,6 +84,11 @@ const PROGRAM = {
     fault: {
       summary: "replace the host's faults (see simhost/sim/faults.ts), e.g. '{\"gpuReleaseDelaySeconds\":5}'",
       args: { NAME: argument(hostName, "the host"), JSON: argument(faults, "the faults, replacing the host's") },
+      options: {},
+    },
+    "stack-config": {
+      summary: "print the `npx pulumi config set` lines that point STACK at the running host NAME (the whole host and service sections, since a stack's section replaces Pulumi.yaml's); run them yourself after `npx pulumi stack init STACK`",
+      args: { NAME: argument(hostName, "the host (running: see status)"), STACK: argument(stackName, "the stack, e.g. b16t4-w2048") },
       options: {},
     },
     configure: {
@@ -133,6 +148,12 @@ async function main(): Promise<void> {
     case "fault":
       fault(parsed.args.NAME, JSON.stringify(parsed.args.JSON));
       return;
+    case "stack-config": {
+      const host = hostInfo(parsed.args.NAME);
+      const project = YAML.parse(fs.readFileSync(path.join(__dirname, "..", "Pulumi.yaml"), "utf8")) as { config?: Record<string, unknown> };
+      for (const line of simHostConfigLines(host, parsed.args.STACK, project.config ?? {})) console.log(line);
+      return;
+    }
     case "configure":
       console.log(JSON.stringify(configure(parsed.args.NAME, JSON.stringify(parsed.args.JSON))));
       return;

@@ -39,3 +39,26 @@ test("the engine runs in a new session, as the process the Automation API spawne
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+// Issue 26, item 4: a newcomer points a stack at a simulated host with the lines
+// `npm run simhost -- stack-config NAME STACK` prints, run as printed by the real CLI.
+test("the config lines for a simulated host, run by the real CLI, give the stack whole host and service sections", async () => {
+  const { simHostConfigLines, workspaceEnv } = await import("../../lib/workspace");
+  const { execFileSync } = await import("node:child_process");
+  const YAML = await import("yaml");
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "config-lines-"));
+  try {
+    const project = YAML.parse(fs.readFileSync(path.join(__dirname, "..", "..", "Pulumi.yaml"), "utf8"));
+    fs.writeFileSync(path.join(dir, "Pulumi.yaml"), YAML.stringify({ name: project.name, runtime: "nodejs", config: project.config }));
+    fs.mkdirSync(path.join(dir, "state"));
+    const host = { name: "h1", address: "127.0.0.10", port: 22, user: "root" as const, privateKeyPath: "/run/dflash-simhost/h1/id_ed25519", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKey", sglangPort: 30000, gpus: 8, gpuMemoryMiB: 97887, stateDir: "/x", knownHostsLine: "", knownHostsPath: "/x" } as never;
+    const lines = simHostConfigLines(host, "b16t4-w2048", project.config);
+    const env = { ...process.env, ...workspaceEnv(dir) };
+    execFileSync("bash", ["-c", `pulumi stack init b16t4-w2048 >/dev/null && ${lines.map((l) => l.replace(/^npx pulumi /, "pulumi ")).join(" && ")}`], { cwd: dir, env, stdio: ["ignore", "ignore", "inherit"] });
+    const config = YAML.parse(fs.readFileSync(path.join(dir, "Pulumi.b16t4-w2048.yaml"), "utf8")).config;
+    assert.deepEqual(config["dflash-sglang:host"], { address: "127.0.0.10", port: 22, user: "root", privateKeyPath: "/run/dflash-simhost/h1/id_ed25519", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKey" });
+    assert.deepEqual(config["dflash-sglang:service"], { ...project.config["dflash-sglang:service"].value, port: 30000, listenAddress: "127.0.0.10" }, "Pulumi.yaml's service section, with the host's port and address");
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -14,7 +14,7 @@ test("npm run simhost -- --help lists the commands and starts nothing", () => {
   const before = simulatedHosts();
   const r = npmRun("simhost", "--help");
   assertUsage(r, "usage: npm run simhost -- <command> [options]");
-  for (const line of ["start NAME [options]", "stop [NAME] [options]", "status", "reclaim", "fault NAME JSON", "configure NAME JSON"]) {
+  for (const line of ["start NAME [options]", "stop [NAME] [options]", "status", "reclaim", "fault NAME JSON", "stack-config NAME STACK", "configure NAME JSON"]) {
     assert.match(r.stdout, new RegExp(`\\n {2}${line.replace(/[[\]]/g, "\\$&")} `), `overview lists ${line}`);
   }
   assertNothingStarted(r, before, OURS);
@@ -33,7 +33,7 @@ test("mistakes are refused naming what is valid, before any host image is built 
   const before = simulatedHosts();
   const start = "npm run simhost -- start --help";
   const cases: [string[], string, string][] = [
-    [[], "npm run simhost: missing command: one of start, stop, status, reclaim, fault, configure", "npm run simhost -- --help"],
+    [[], "npm run simhost: missing command: one of start, stop, status, reclaim, fault, stack-config, configure", "npm run simhost -- --help"],
     [["strat", NAME], 'unknown command "strat"; did you mean start?', "npm run simhost -- --help"],
     [["start", NAME, "--gpu", "4"], "npm run simhost -- start: unknown option --gpu; did you mean --gpus? (valid: --gpus, --gpu-memory-mib, --sglang, --models, --boot-timeout, --help)", start],
     [["start", NAME, "--gpus"], "--gpus needs a value (N, a positive whole number)", start],
@@ -48,12 +48,21 @@ test("mistakes are refused naming what is valid, before any host image is built 
     [["reclaim", "--all"], "npm run simhost -- reclaim: unknown option --all (valid: --help)", "npm run simhost -- reclaim --help"],
     [["fault", NAME, '{"gpuReleaseDelay":5}'], 'unknown fault "gpuReleaseDelay"', "npm run simhost -- fault --help"],
     [["configure", NAME, "[1]"], "JSON must be a JSON object", "npm run simhost -- configure --help"],
+    [["stack-config", NAME, "b16t4 w2048"], `STACK must be a stack name: letters, digits, '-', '_' and '.', got "b16t4 w2048"`, "npm run simhost -- stack-config --help"],
+    [["stack-config", NAME], "missing STACK: the stack, e.g. b16t4-w2048", "npm run simhost -- stack-config --help"],
   ];
   for (const [args, message, help] of cases) {
     const r = simhost(...args);
     assertRefused(r, message, help);
     assertNothingStarted(r, before, OURS);
   }
+});
+
+test("stack-config of a host that is not running says how to start it, and prints no line", () => {
+  const r = simhost("stack-config", NAME, "b16t4-w2048");
+  assert.equal(r.status, 1);
+  assert.equal(r.stdout, "");
+  assert.match(r.stderr, new RegExp(`host ${NAME} is not running: start it with npm run simhost -- start ${NAME}`));
 });
 
 test("an accepted start goes on to prepare the host image (so the checks above can fail)", () => {
