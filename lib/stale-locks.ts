@@ -53,6 +53,47 @@ export function staleLocks(backendUrl: string, project: string): StaleLocks {
   return { stale: reading.locks.filter((l) => l.hostname === os.hostname() && !alive(l.pid)) };
 }
 
+/**
+ * A file:// backend keeps each object's metadata in a sidecar `<object>.attrs` (gocloud's
+ * fileblob), written in place (create, then encode): a pulumi killed in between leaves it
+ * empty, and every later read of that object fails ("failed to load checkpoint: EOF"), the
+ * stack's checkpoint included. A missing sidecar reads as no metadata, so a torn one is
+ * removed. Returns the files removed (none for other backends). Run where a killed pulumi is
+ * known (a stale lock), before `pulumi cancel`.
+ */
+export function removeTornMetadata(backendUrl: string): string[] {
+  if (!/^file:\/\//i.test(backendUrl)) return [];
+  const root = path.join(backendUrl.slice("file://".length).split("?")[0], ".pulumi");
+  const removed: string[] = [];
+  const walk = (dir: string) => {
+    for (const entry of safeList(dir)) {
+      const file = path.join(dir, entry);
+      let stat: fs.Stats;
+      try {
+        stat = fs.statSync(file);
+      } catch {
+        continue;
+      }
+      if (stat.isDirectory()) walk(file);
+      else if (entry.endsWith(".attrs") && !parsesAsObject(file)) {
+        fs.rmSync(file, { force: true });
+        removed.push(file);
+      }
+    }
+  };
+  walk(root);
+  return removed;
+}
+
+function parsesAsObject(file: string): boolean {
+  try {
+    const v = JSON.parse(fs.readFileSync(file, "utf8"));
+    return typeof v === "object" && v !== null;
+  } catch {
+    return false;
+  }
+}
+
 /** Every stack lock of `project` in a file:// or postgres:// backend. */
 export function stackLocks(backendUrl: string, project: string): LockReading {
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(backendUrl)?.[1].toLowerCase();

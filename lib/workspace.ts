@@ -10,7 +10,7 @@ import * as path from "node:path";
 import * as YAML from "yaml";
 import { EngineEvent, LocalWorkspace, PulumiCommand, Stack, SummaryEvent, UpdateSummary } from "@pulumi/pulumi/automation";
 import { REPO_ROOT, pulumiCommand, pulumiEnv } from "./pulumi-env";
-import { staleLocks } from "./stale-locks";
+import { removeTornMetadata, staleLocks } from "./stale-locks";
 import { forgetBackend } from "../components/benchmark/history";
 import { shellQuote } from "../components/sglang-service/render";
 import type { HostInfo } from "../simhost/hosts";
@@ -227,6 +227,10 @@ export function simWorkspace(stacks: Record<string, Record<string, unknown>>, op
       // stack.workspace.removeStack) shows as its state file gone.
       const stateFile = env.PULUMI_BACKEND_URL.startsWith("file://") ? path.join(env.PULUMI_BACKEND_URL.slice("file://".length), ".pulumi", "stacks", project.name, name) : undefined;
       if (!stateFile || !(fs.existsSync(`${stateFile}.json`) || fs.existsSync(`${stateFile}.json.gz`))) selectedStacks.delete(name);
+      // A killed `up` leaves the stack locked (`pulumi cancel` is Pulumi's remedy), and may
+      // leave a torn metadata file that fails every read of the stack (stale-locks.ts).
+      const killed = staleLocks(env.PULUMI_BACKEND_URL, project.name).stale.some((l) => l.stack === name);
+      if (killed) removeTornMetadata(env.PULUMI_BACKEND_URL);
       let selected = selectedStacks.get(name);
       if (!selected) {
         selected = LocalWorkspace.createOrSelectStack({ stackName: name, workDir: dir }, { envVars: env, pulumiCommand: await engine() });
@@ -234,8 +238,7 @@ export function simWorkspace(stacks: Record<string, Record<string, unknown>>, op
         selected.catch(() => selectedStacks.delete(name));
       }
       const stack = leanStack(await selected);
-      // A killed `up` leaves the stack locked; `pulumi cancel` is Pulumi's remedy.
-      if (staleLocks(env.PULUMI_BACKEND_URL, project.name).stale.some((l) => l.stack === name)) await stack.cancel();
+      if (killed) await stack.cancel();
       return stack;
     },
     stackConfig(name: string) {

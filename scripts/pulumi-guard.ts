@@ -17,7 +17,7 @@ import * as YAML from "yaml";
 import { flag, parseCommandOrExit } from "../lib/cli";
 import { REPO_ROOT } from "../lib/pulumi-env";
 import { emptyPassphraseRefusal, projectOf, renderLeakReport, stacksWithEmptyPassphrase } from "../lib/secrets-passphrase";
-import { staleLocks } from "../lib/stale-locks";
+import { removeTornMetadata, staleLocks } from "../lib/stale-locks";
 
 const { options } = parseCommandOrExit("scripts/pulumi-guard.ts", {
   summary: "Checks the secrets passphrase and the stacks' secrets before a Pulumi command in the project folder; clears stack locks left by killed pulumi processes.",
@@ -42,6 +42,8 @@ if (options["clear-stale-locks"]) {
   if (unreadable) {
     process.stderr.write(`note: no check for stack locks left by a killed pulumi (${unreadable}); if pulumi says the stack is locked by a process that no longer runs, run \`npx pulumi cancel --stack <stack>\`\n`);
   }
+  const torn = stale.length ? removeTornMetadata(process.env.PULUMI_BACKEND_URL ?? "") : [];
+  if (torn.length) process.stderr.write(`note: removed ${torn.length} metadata file(s) of the backend that a killed pulumi left half-written (Pulumi reads a missing one as none; a torn one fails every read with "EOF"): ${torn.join(", ")}\n`);
   for (const lock of stale) {
     process.stderr.write(`note: stack ${lock.stack} was locked by pulumi pid ${lock.pid}, which no longer runs (killed?); running \`pulumi cancel\` for it\n`);
     execFileSync("pulumi", ["cancel", "--yes", "--stack", lock.stack], { stdio: "inherit" });

@@ -405,8 +405,10 @@ export class SequenceRunner {
   private async operate(op: "up" | "destroy", name: StackName, timed: { fault: TimedFault; atSeconds: number; atOutput?: string } | undefined, onOutput: (o: string) => void, events: EngineEvent[]): Promise<{ ok: boolean; message: string; fired?: boolean; phase?: string }> {
     let output = "";
     let act: (() => void) | undefined;
+    let upOutput = "";
     const watch = (o: string) => {
       output += o;
+      upOutput += o;
       onOutput(o);
       if (act && timed?.atOutput && new RegExp(timed.atOutput).test(output)) act();
     };
@@ -544,12 +546,17 @@ export class SequenceRunner {
     let output = previewOutput;
     let during: Promise<unknown> | undefined;
     const events: EngineEvent[] = [];
+    let upOutput = "";
     const watch = (o: string) => {
       output += o;
+      upOutput += o;
       if (during || !armed) return;
-      if (step.fault === "ssh-outage-loading" && /loading weights/.test(output)) during = hosts.sshOutage(this.host, 5).catch(() => undefined);
+      // When the readiness step starts: the new server was started a moment ago and loads its
+      // weights (2 s here). Its progress line "loading weights" comes only on a load longer
+      // than its first report, so it alone never fired on these short loads.
+      if (step.fault === "ssh-outage-loading" && /sglang-ready (updating|creating)|loading weights/.test(upOutput)) during = hosts.sshOutage(this.host, 5).catch(() => undefined);
       // A session cut during a rollback needs one: the new configuration crashes (above).
-      if (step.fault === "sessions-dropped-rollback" && /rolling back/.test(output)) during = hosts.dropSessions(this.host).catch(() => undefined);
+      if (step.fault === "sessions-dropped-rollback" && /rolling back/.test(upOutput)) during = hosts.dropSessions(this.host).catch(() => undefined);
     };
     const timed = armed && (TIMED_FAULTS as readonly string[]).includes(step.fault) && step.atSeconds !== undefined ? { fault: step.fault as TimedFault, atSeconds: step.atSeconds, atOutput: step.atOutput } : undefined;
     const r = await this.operate("up", step.stack, timed, watch, events);

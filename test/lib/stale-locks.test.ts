@@ -6,7 +6,7 @@ import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { parseLock, parseLockRows, stackLocks, staleLocks } from "../../lib/stale-locks";
+import { parseLock, parseLockRows, removeTornMetadata, stackLocks, staleLocks } from "../../lib/stale-locks";
 import { psqlTarget } from "../../lib/postgres";
 
 const PROJECT = "dflash-sglang";
@@ -74,4 +74,25 @@ test("psql reaches a postgres:// backend without Pulumi's table parameter and wi
   });
   assert.deepEqual(psqlTarget("postgres://db.example/"), { uri: "postgres://db.example/", env: {}, table: "pulumi_state", keyPrefix: "" });
   assert.throws(() => psqlTarget("postgresql://db.example/pulumi"), /postgresql:\/\/ is not Pulumi's PostgreSQL backend \(postgres:\/\/\)/);
+});
+
+// A pulumi SIGKILLed while gocloud's fileblob rewrote an object's `.attrs` sidecar left it
+// empty: `pulumi cancel` then failed with "failed to load checkpoint: EOF" (the fault
+// campaign's case rename-and-kill-then-destroy, under load).
+test("a torn metadata sidecar of a file:// backend is removed, a whole one and the objects are kept", () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "torn-attrs-"));
+  try {
+    const stacks = path.join(dir, ".pulumi", "stacks", "dflash-sglang");
+    fs.mkdirSync(stacks, { recursive: true });
+    fs.writeFileSync(path.join(stacks, "a.json"), "{}");
+    fs.writeFileSync(path.join(stacks, "a.json.attrs"), "");
+    fs.writeFileSync(path.join(stacks, "b.json"), "{}");
+    fs.writeFileSync(path.join(stacks, "b.json.attrs"), '{"user.content_type":"application/json"}\n');
+    fs.writeFileSync(path.join(stacks, "c.json.attrs"), '{"user.cont');
+    assert.deepEqual(removeTornMetadata(`file://${dir}`).sort(), [path.join(stacks, "a.json.attrs"), path.join(stacks, "c.json.attrs")]);
+    assert.deepEqual(fs.readdirSync(stacks).sort(), ["a.json", "b.json", "b.json.attrs"]);
+    assert.deepEqual(removeTornMetadata("postgres://db/pulumi"), []);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -151,7 +151,12 @@ export async function applyReady(i: ReadyInputs): Promise<ReadyOutputs> {
   const t = i.target;
   const sshs: Ssh[] = [];
   try {
-    for (const n of i.nodes) sshs.push(await Ssh.open(n.connection));
+    // The restart reached each node a moment ago: a node that refuses the connection now is
+    // having a hiccup, and "could not observe" is never "it died": tried again until the
+    // readiness deadline.
+    for (const n of i.nodes) {
+      sshs.push(await Ssh.open(n.connection, { retryMs: t.timeouts.readySeconds * 1000, onRetry: (why) => void progress(t.urn, `${t.label}: cannot reach ${n.connection.host} over SSH now (${why.split("\n")[0]}); trying again until the readiness deadline (timeouts.readySeconds = ${t.timeouts.readySeconds} s)`, false) }));
+    }
     const nodes: NodeStep[] = i.nodes.map((n, rank) => ({
       ssh: sshs[rank],
       t: rank === 0 ? t : { ...t, label: `${t.label} node ${rank} (${n.connection.host})` },

@@ -48,15 +48,27 @@ export class Ssh {
     return new Error(`cannot reach ${where} over SSH (exit ${r.code}): ${r.stderr.trim() || "no output"}. Check host.address, host.port, host.user and the private key.`);
   }
 
-  /** Opens a connection and proves the host is the pinned one. */
-  static async open(conn: Connection): Promise<Ssh> {
+  /**
+   * Opens a connection and proves the host is the pinned one. With `retryMs`, a connection
+   * refused, reset or timed out (sshd restarting, a network hiccup) is tried again each second
+   * until then, `onRetry` told once; a host key or a key the host refuses never is.
+   */
+  static async open(conn: Connection, opts: { retryMs?: number; onRetry?: (why: string) => void } = {}): Promise<Ssh> {
     const ssh = Ssh.prepare(conn);
-    const r = await ssh.run("true", { timeoutMs: 30_000 });
-    if (r.code !== 0) {
+    const until = Date.now() + (opts.retryMs ?? 0);
+    let told = false;
+    for (;;) {
+      const r = await ssh.run("true", { timeoutMs: 30_000 });
+      if (r.code === 0) return ssh;
+      if (r.code === 255 && transientSshFailure(r.stderr) && Date.now() < until) {
+        if (!told) opts.onRetry?.(r.stderr.trim());
+        told = true;
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        continue;
+      }
       ssh.close();
       throw Ssh.refused(conn, r);
     }
-    return ssh;
   }
 
   /**
@@ -192,4 +204,10 @@ export async function withSsh<T>(conn: Connection, fn: (ssh: Ssh) => Promise<T>)
   } finally {
     ssh.close();
   }
+}
+
+/** Pure: whether ssh's own failure (exit 255) is one of getting through (refused, reset, timed out), not of who the host or we are. */
+export function transientSshFailure(stderr: string): boolean {
+  if (/Host key verification failed|REMOTE HOST IDENTIFICATION|Permission denied|Too many authentication failures/i.test(stderr)) return false;
+  return /Connection refused|Connection reset|Connection closed|Connection timed out|timed out during banner exchange|kex_exchange_identification|Broken pipe|No route to host/i.test(stderr);
 }

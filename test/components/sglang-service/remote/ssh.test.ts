@@ -38,3 +38,13 @@ test("a user or address beginning with '-' is never read as an ssh option: no Pr
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("a connection refused, reset or timed out is a hiccup to try again; a host key or a key refused never is", async () => {
+  const { transientSshFailure } = await import("../../../../components/sglang-service/remote/ssh");
+  assert.equal(transientSshFailure("ssh: connect to host 127.0.0.10 port 22: Connection refused"), true);
+  assert.equal(transientSshFailure("kex_exchange_identification: read: Connection reset by peer"), true);
+  assert.equal(transientSshFailure("ssh: connect to host 10.0.0.5 port 22: Connection timed out"), true);
+  assert.equal(transientSshFailure("root@127.0.0.10: Permission denied (publickey)."), false);
+  assert.equal(transientSshFailure("Host key verification failed."), false);
+  assert.equal(transientSshFailure(""), false, "nothing said: not known to be a hiccup");
+});
