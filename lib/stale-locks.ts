@@ -63,14 +63,15 @@ export function staleLocks(backendUrl: string, project: string): StaleLocks {
  */
 export function removeTornMetadata(backendUrl: string): string[] {
   if (!/^file:\/\//i.test(backendUrl)) return [];
-  const root = path.join(backendUrl.slice("file://".length).split("?")[0], ".pulumi");
+  const base = path.join(backendUrl.slice("file://".length).split("?")[0], ".pulumi");
   const removed: string[] = [];
   const walk = (dir: string) => {
     for (const entry of safeList(dir)) {
       const file = path.join(dir, entry);
       let stat: fs.Stats;
       try {
-        stat = fs.statSync(file);
+        // Links are not followed (no loop, nothing outside the backend).
+        stat = fs.lstatSync(file);
       } catch {
         continue;
       }
@@ -81,7 +82,8 @@ export function removeTornMetadata(backendUrl: string): string[] {
       }
     }
   };
-  walk(root);
+  // Where a stack's reads go: its checkpoint (and backups) and its locks.
+  for (const sub of ["stacks", "locks"]) walk(path.join(base, sub));
   return removed;
 }
 

@@ -147,15 +147,19 @@ const liveHash = (n: NodeState) => (n.hash === null ? "not-installed" : running(
  * resource's state then still describes the last proven configuration, so the next `up`
  * proves (and, if needed, restarts) again.
  */
+/** How long the readiness step tries again to reach nodes that refuse its connection as it starts. */
+export const SSH_HICCUP_SECONDS = 15;
+
 export async function applyReady(i: ReadyInputs): Promise<ReadyOutputs> {
   const t = i.target;
   const sshs: Ssh[] = [];
   try {
     // The restart reached each node a moment ago: a node that refuses the connection now is
-    // having a hiccup, and "could not observe" is never "it died": tried again until the
-    // readiness deadline.
+    // having a hiccup, and "could not observe" is never "it died": tried again for up to
+    // SSH_HICCUP_SECONDS in all (not on top of each node's, nor of the readiness deadline's).
+    const hiccupEnds = Date.now() + SSH_HICCUP_SECONDS * 1000;
     for (const n of i.nodes) {
-      sshs.push(await Ssh.open(n.connection, { retryMs: t.timeouts.readySeconds * 1000, onRetry: (why) => void progress(t.urn, `${t.label}: cannot reach ${n.connection.host} over SSH now (${why.split("\n")[0]}); trying again until the readiness deadline (timeouts.readySeconds = ${t.timeouts.readySeconds} s)`, false) }));
+      sshs.push(await Ssh.open(n.connection, { retryMs: Math.max(0, hiccupEnds - Date.now()), onRetry: (why) => void progress(t.urn, `${t.label}: cannot reach ${n.connection.host} over SSH now (${why.split("\n")[0]}); trying again for up to ${SSH_HICCUP_SECONDS} s`, false) }));
     }
     const nodes: NodeStep[] = i.nodes.map((n, rank) => ({
       ssh: sshs[rank],
@@ -339,7 +343,8 @@ export async function removeInterruptedRenames(o: ReadyOutputs, config?: ConfigG
     '  t="${m%/replaces}/replaced.transaction.sh"',
     `  [ -f "$t" ] && grep -qxF ${shellQuote(stackLine)} "$t" || continue`,
     '  bash "$t" remove || exit $?',
-    '  rm -f "$m" "$t"',
+    // The new name's copy of the known-good record (its secrets too): the rename never ended.
+    '  d=${m%/replaces}; rm -rf "$m" "$t" "$d/last-good.service" "$d/last-good.json" "$d/last-good.secrets"',
     "done",
   ].join("\n");
   for (const [rank, n] of o.nodes.entries()) {

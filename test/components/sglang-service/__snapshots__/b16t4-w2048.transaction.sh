@@ -264,7 +264,9 @@ replaced_unit() {
   [ -f "$state/replaces" ] || return 1
   r=$(cat "$state/replaces") f="${live%/*}/$(cat "$state/replaces").service"
   if [ -n "$r" ] && [ "$r.service" != "$unit" ] && [ -f "$f" ] && [ "$(sed -n 's/^X-DFlash-Stack=//p' "$f")" = "$stack" ]; then echo "$r"; return 0; fi
-  rm -f "$state/replaces" "$state/replaced.transaction.sh"
+  # The folder is the unit name's, which stacks may share: another stack's marker stays for
+  # that stack; only a marker whose unit is gone is dropped.
+  if [ -z "$r" ] || [ ! -f "$f" ]; then rm -f "$state/replaces" "$state/replaced.transaction.sh"; fi
   return 1
 }
 
@@ -272,10 +274,14 @@ replaced_unit() {
 # serving, which is then removed (its configuration is this unit's known-good now). Sets what
 # stop_server sets.
 stop_old() {
-  if [ -z "$replaced" ] || running; then stop_server drain; return; fi
-  local u=$unit l=$label r=0
+  # This unit first, if it runs (another stack's under the same name, or a recovery's).
+  stop_server drain || return 1
+  [ -n "$replaced" ] || return 0
+  local u=$unit l=$label r=0 k=$killed c=$cut
   unit=$replaced.service label="$replaced (stack $stack)"
   stop_server drain || r=1
+  # What either drain cut counts.
+  [ "$k" = 1 ] && [ "$killed" = 0 ] && killed=1 cut=$c
   if ! running; then
     systemctl disable "$unit" 2>/dev/null
     rm -f "${live%/*}/$unit"
@@ -383,6 +389,9 @@ restart)
   # replaces. Started beside it, the new unit would wait for GPUs that are never freed.
   if other=$(other_server); then
     echo "FAILED: $other runs on $host and holds the GPUs that ${unit%.service} (stack $stack) needs; nothing was stopped. Remove it first (\`npx pulumi destroy --stack $(other_stack "$other")\`), or give stack $stack the same service.unitName so that \`up\` replaces it." >&2
+    # In a group the other nodes go on with their restarts: this one fails the way the
+    # group expects (below), so that readiness puts the whole group back.
+    if [ "$group_size" -gt 1 ]; then echo "$want $(date +%s)" > "$state/group-failed"; echo "@@failed"; exit 0; fi
     exit 1
   fi
   read_secrets || { echo "FAILED: could not read the secret files of $unit from stdin; nothing was stopped." >&2; exit 1; }
@@ -460,7 +469,7 @@ remove)
   carry=${2:-}
   if [ -n "$carry" ] && [ -n "${3:-}" ] && [ "$3" != "$(cat /etc/machine-id 2>/dev/null)" ]; then carry=""; fi
   installed=$(hash_of "$live")
-  marker=""
+  marker="" new_state=$state
   if [ -z "$installed" ] && replaced=$(replaced_unit); then
     # A rename whose restart never ran (its engine killed between the two): the unit it
     # replaces still serves, and is this stack's; that is what there is to remove.
@@ -490,6 +499,7 @@ remove)
     # This script, kept beside the marker: the stage folder it lives in goes with the old
     # presence, and a destroy before the new restart runs it (`remove`) from there.
     mkdir -p "$state_root/$carry" && cp -f "$0" "$state_root/$carry/replaced.transaction.sh" && echo "${unit%.service}" > "$state_root/$carry/replaces" || exit 1
+    end_rollout
     echo "left ${unit%.service} serving on $host: the restart of $carry that follows drains, stops and removes it, in the host step that starts $carry"
     exit 0
   fi
@@ -497,7 +507,8 @@ remove)
   systemctl disable "$unit" 2>/dev/null
   rm -f "$live" /etc/dflash-sglang/sglang-k26.secrets.yaml /etc/dflash-sglang/sglang-k26.curl-headers /etc/dflash-sglang/sglang-k26.env
   rm_secret_files "${unit%.service}"
-  [ -n "$marker" ] && rm -f "$marker" "${marker%/*}/replaced.transaction.sh"
+  # After an interrupted rename: the new name's copy of the known-good record (its secrets too).
+  [ -n "$marker" ] && rm -rf "$marker" "${marker%/*}/replaced.transaction.sh" "$new_state/last-good.service" "$new_state/last-good.json" "$new_state/last-good.secrets"
   drop_new_secrets
   rm -f "$state/group-failed"
   rm -rf "$state/last-good.service" "$state/last-good.json" "$state/last-good.secrets" "$state/rollbacks"
