@@ -564,7 +564,10 @@ export class SequenceRunner {
     hosts.fault(faulted.name, "{}");
     const outcomes = await Promise.all(requests);
     // A failed first install (nothing proven to roll back to) may leave nothing serving.
-    const violations = await this.check(allowedAfter(this.proven, attempted, r.ok, r.message, this.knownGood), output, undefined, false, !r.ok && this.knownGood === null && this.proven === null);
+    // With no known-good (nothing proven since the last destroy, or ever) a failed up has
+    // nothing to roll back to: it may leave nothing serving, even where a configuration that
+    // never passed readiness served before it (a failed first install's, left as it was).
+    const violations = await this.check(allowedAfter(this.proven, attempted, r.ok, r.message, this.knownGood), output, undefined, false, !r.ok && this.knownGood === null);
     if (r.ok) this.knownGood = this.proven;
     if (outcomes.includes("cut") && !s.proceed) violations.push(`a request the server had accepted was cut (${outcomes.join(", ")}); drainPolicy is "fail"`);
     // Observing is not deciding: an up whose only trouble is one the rollout rides out (none,
