@@ -26,10 +26,10 @@ export interface HistoryRecord {
   result: BenchmarkResult;
 }
 
-/** Pure: a backend URL as records name it: without a user name or password. */
+/** Pure: a backend URL as records name it: without a user name, a password or the query (which may hold one, `?password=`). */
 export function backendName(url: string | undefined): string {
   if (!url) return "";
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, "$1");
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, "$1").replace(/[?#].*$/, "");
 }
 
 /** Pure: a record's file, relative to the project folder: one per stack and run, named so that they sort by time. */

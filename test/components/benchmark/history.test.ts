@@ -19,6 +19,7 @@ const record = (stack: string, takenAt: string, tps: number, backend = "file:///
 
 test("a backend is named without its credentials", () => {
   assert.equal(backendName("postgres://deploy:s3cret@db.internal:5432/pulumi"), "postgres://db.internal:5432/pulumi");
+  assert.equal(backendName("postgres://db.internal/pulumi?user=deploy&password=s3cret&sslmode=require"), "postgres://db.internal/pulumi");
   assert.equal(backendName("file:///srv/state"), "file:///srv/state");
   assert.equal(backendName(undefined), "");
 });
