@@ -15,8 +15,8 @@ import { runWithHosts, type OwnedHosts } from "../simhost/owned-hosts";
 import { REPO_ROOT } from "../lib/pulumi-env";
 import { checkoutRevision } from "../lib/checkout";
 import { flag, integerBetween, option, parseCommandOrExit, positiveInteger, setUp, text } from "../lib/cli";
-import { planCampaignSequence, shorter } from "./campaign/plan";
-import { CampaignRun, renderCampaign } from "./campaign/report";
+import { FaultWeights, fillWeights, formatWeights, parseWeights, planCampaignSequence, shorter } from "./campaign/plan";
+import { CampaignRun, renderCampaign, tally } from "./campaign/report";
 import { describe, readCases, RegressionCase, runSequence, SequenceResult, stepBoundSeconds, STEP_MARGIN_SECONDS } from "./campaign/runner";
 
 const { options } = parseCommandOrExit("npm run campaign --", {
@@ -31,6 +31,8 @@ const { options } = parseCommandOrExit("npm run campaign --", {
     parallel: option({ type: integerBetween(1, 8), placeholder: "P", description: "sequences run at once, each on its own hosts", default: "1" }),
     rev: option({ type: text, placeholder: "REV", description: "run the program of this git revision (a worktree beside this checkout) instead of this one's" }),
     cases: option({ type: text, placeholder: "PATH", description: "replay the regression cases in this file or folder (test/campaign/cases) instead of seeded sequences; writes bench/results/campaign-cases-<rev or HEAD>.md" }),
+    weights: option({ type: text, placeholder: "KIND=N,...", description: "draw the faults of an up by these weights (a kind not named: 1) instead of evenly; a run's command records them, so it replays" }),
+    fill: option({ type: positiveInteger, placeholder: "N", description: "weights favouring the fault kinds the recorded runs (bench/results/campaign-*.json) used fewer than N times; recorded as --weights" }),
     shrink: flag("shrink a sequence that breaks an invariant to a shorter one that still does, and save it to test/campaign/cases/"),
   },
 });
@@ -70,14 +72,38 @@ async function replay(owned: OwnedHosts, where: string, rev: string | undefined,
   return results.some(({ r }) => r.violations.length) ? 1 : 0;
 }
 
+/** Every run recorded by this runner (bench/results/campaign-<seed>.json), oldest first. */
+function recordedRuns(out: string): CampaignRun[] {
+  if (!fs.existsSync(out)) return [];
+  return fs.readdirSync(out).filter((f) => /^campaign-\d+\.json$/.test(f)).map((f) => JSON.parse(fs.readFileSync(path.join(out, f), "utf8")) as CampaignRun).filter((r) => r.format === 2).sort((a, b) => a.date.localeCompare(b.date));
+}
+
+/** The fault weights the options ask for: none (even), --weights, or --fill's from the recorded runs. */
+function chosenWeights(out: string): FaultWeights | undefined {
+  if (options.weights !== undefined && options.fill !== undefined) {
+    process.stderr.write("npm run campaign: give --weights or --fill, not both\n");
+    process.exit(2);
+  }
+  try {
+    if (options.weights !== undefined) return parseWeights(options.weights);
+  } catch (e) {
+    process.stderr.write(`npm run campaign: ${(e as Error).message}\n`);
+    process.exit(2);
+  }
+  if (options.fill !== undefined) return fillWeights(tally(recordedRuns(out)).faults, options.fill);
+  return undefined;
+}
+
 async function main(owned: OwnedHosts): Promise<number> {
   setUp({ hosts: true });
   const { seed, sequences, steps, parallel, rev } = options;
   if (options.cases) return replay(owned, options.cases, rev, parallel);
+  const out = path.join(REPO_ROOT, "bench", "results");
+  const weights = chosenWeights(out);
   const say = (l: string) => process.stdout.write(`${l}\n`);
   const checkout = rev ? checkoutRevision(rev) : undefined;
   const start = (name: string, opts: Parameters<typeof hosts.start>[1]) => owned.start(name, opts);
-  const plans = Array.from({ length: sequences }, (_, i) => planCampaignSequence(seed, i, steps));
+  const plans = Array.from({ length: sequences }, (_, i) => planCampaignSequence(seed, i, steps, weights));
   const results: SequenceResult[] = new Array(sequences);
   const started = Date.now();
   try {
@@ -105,7 +131,7 @@ async function main(owned: OwnedHosts): Promise<number> {
           const dir = path.join(REPO_ROOT, "test", "campaign", "cases");
           fs.mkdirSync(dir, { recursive: true });
           const file = path.join(dir, `seed-${seed}-sequence-${i}.json`);
-          const kept: RegressionCase = { name: `seed ${seed}, sequence ${i}, shrunk`, source: `npm run campaign -- --seed ${seed} --sequences ${sequences} --steps ${steps} --shrink`, group: plan.group, steps: smallest, brokeBefore: { revision: rev || "HEAD", violations: r.violations } };
+          const kept: RegressionCase = { name: `seed ${seed}, sequence ${i}, shrunk`, source: `npm run campaign -- --seed ${seed} --sequences ${sequences} --steps ${steps}${weights ? ` --weights ${formatWeights(weights)}` : ""} --shrink`, group: plan.group, steps: smallest, brokeBefore: { revision: rev || "HEAD", violations: r.violations } };
           fs.writeFileSync(file, `${JSON.stringify(kept, null, 2)}\n`);
           say(`  shrunk to ${smallest.length} step(s): ${file}`);
         }
@@ -117,17 +143,16 @@ async function main(owned: OwnedHosts): Promise<number> {
     checkout?.remove();
   }
   const wall = (Date.now() - started) / 1000;
-  const command = `npm run campaign -- --seed ${seed} --sequences ${sequences} --steps ${steps}${parallel > 1 ? ` --parallel ${parallel}` : ""}${rev ? ` --rev ${rev}` : ""}${options.shrink ? " --shrink" : ""}`;
-  const out = path.join(REPO_ROOT, "bench", "results");
+  const command = `npm run campaign -- --seed ${seed} --sequences ${sequences} --steps ${steps}${parallel > 1 ? ` --parallel ${parallel}` : ""}${rev ? ` --rev ${rev}` : ""}${weights ? ` --weights ${formatWeights(weights)}` : ""}${options.shrink ? " --shrink" : ""}`;
   fs.mkdirSync(out, { recursive: true });
-  const run: CampaignRun = { format: 2, seed, sequences, steps, parallel, rev: rev || null, command, date: new Date().toISOString(), wallSeconds: wall, results };
+  const run: CampaignRun = { format: 2, seed, sequences, steps, parallel, rev: rev || null, command, date: new Date().toISOString(), wallSeconds: wall, results, ...(weights ? { weights } : {}) };
   const bound = `Step time bound: ${stepBoundSeconds()} s (the stacks' deadlines, lock wait, a restart and a rollback, plus ${STEP_MARGIN_SECONDS} s for the engine)`;
   const md = renderCampaign(`Fault campaign, seed ${seed}`, [run], 1, bound);
   fs.writeFileSync(path.join(out, `campaign-${seed}.md`), md);
   fs.writeFileSync(path.join(out, `campaign-${seed}.json`), `${JSON.stringify(run, null, 2)}\n`);
   // Every run of this runner adds up in one table (issue 18 asks for 100 sequences and each
   // fault and operator step 20 times, over as many runs as that takes).
-  const all = fs.readdirSync(out).filter((f) => /^campaign-\d+\.json$/.test(f)).map((f) => JSON.parse(fs.readFileSync(path.join(out, f), "utf8")) as CampaignRun).filter((r) => r.format === 2).sort((a, b) => a.date.localeCompare(b.date));
+  const all = recordedRuns(out);
   fs.writeFileSync(path.join(out, "campaign.md"), renderCampaign("Fault campaign: every run so far", all, 20, bound));
   say(`\n${md}\nwrote bench/results/campaign-${seed}.{md,json} and bench/results/campaign.md (${all.length} runs)`);
   return results.some((r) => r.violations.length) ? 1 : 0;

@@ -85,6 +85,49 @@ export interface Sequence {
 
 const pick = <T>(rand: () => number, xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)];
 
+/** The fault kinds an up may draw besides "none". */
+const UP_FAULTS = FAULTS.slice(1) as readonly Exclude<FaultKind, "none">[];
+
+/** How often each fault kind of an up is drawn, relative to the others (a kind not named: 1). */
+export type FaultWeights = Partial<Record<Exclude<FaultKind, "none">, number>>;
+
+/** Pure: one of `xs` drawn by its weight with one number of `rand` (equal weights: the same draw as `pick`). */
+function pickWeighted<T extends string>(rand: () => number, xs: readonly T[], weights: Partial<Record<T, number>>): T {
+  const w = xs.map((x) => Math.max(0, weights[x] ?? 1));
+  const total = w.reduce((a, b) => a + b, 0);
+  if (total <= 0) return pick(rand, xs);
+  let r = rand() * total;
+  for (let i = 0; i < xs.length; i++) if ((r -= w[i]) < 0) return xs[i];
+  return xs[xs.length - 1];
+}
+
+/**
+ * Pure: weights that favour the fault kinds used fewer than `least` times so far (`used`: the
+ * counts of the runs before), so that a campaign grown over several runs reaches every kind:
+ * the shortfall, and 1 for a kind already there.
+ */
+export function fillWeights(used: Record<string, number>, least: number): FaultWeights {
+  const out: FaultWeights = {};
+  for (const k of UP_FAULTS) out[k] = Math.max(1, least - (used[k] ?? 0));
+  return out;
+}
+
+/** Pure: weights as `--weights` writes them (`kind=n,kind=n`), and back; an unknown kind or a bad number is an error naming it. */
+export function formatWeights(w: FaultWeights): string {
+  return Object.entries(w).map(([k, n]) => `${k}=${n}`).join(",");
+}
+export function parseWeights(text: string): FaultWeights {
+  const out: FaultWeights = {};
+  for (const part of text.split(",").filter(Boolean)) {
+    const [k, n] = part.split("=");
+    if (!(UP_FAULTS as readonly string[]).includes(k)) throw new Error(`--weights: unknown fault kind "${k}"; valid: ${UP_FAULTS.join(", ")}`);
+    const v = Number(n);
+    if (!Number.isFinite(v) || v < 0 || n === undefined || n.trim() === "") throw new Error(`--weights: ${k}=${n ?? ""} is not a number of 0 or more`);
+    out[k as Exclude<FaultKind, "none">] = v;
+  }
+  return out;
+}
+
 /** Pure: one 32-bit seed from a campaign's seed and a sequence's index, well mixed (murmur3's finaliser), so that neighbouring seeds draw unrelated sequences. */
 export function mix(seed: number, index: number): number {
   let h = (Math.imul(seed >>> 0, 0x9e3779b1) ^ Math.imul(index + 1, 0x85ebca77)) >>> 0;
@@ -103,7 +146,7 @@ export function mix(seed: number, index: number): number {
  * never act), and a stack moves to speculative settings other than its own last ones (a fault
  * scoped to settings that already serve is not armed).
  */
-export function planSequence(seed: number, index: number, steps: number): Step[] {
+export function planSequence(seed: number, index: number, steps: number, weights?: FaultWeights): Step[] {
   const rand = prng(mix(seed, index));
   const out: Step[] = [];
   // A moment within the first 30 s of an operation: staging, drain, GPU release, load,
@@ -117,7 +160,7 @@ export function planSequence(seed: number, index: number, steps: number): Step[]
     if (r < 0.72) {
       const config = pick(rand, CONFIGS.filter((c) => c !== last[stack]));
       last[stack] = config;
-      const drawn = rand() < 0.1 ? "none" : pick(rand, FAULTS.slice(1));
+      const drawn = rand() < 0.1 ? "none" : weights ? pickWeighted(rand, UP_FAULTS, weights) : pick(rand, FAULTS.slice(1));
       // Drawn one after the other whatever they give, so that adding one keeps the others.
       const [rename, badFlag, otherPort, previewFirst, badTp, servicePort, proceed] = [rand() < 0.13, rand() < 0.09, rand() < 0.12, rand() < 0.25, rand() < 0.08, rand() < 0.12, rand() < 0.12];
       const token = rand() < 0.36 ? pick(rand, ["set", "rotate", "remove"] as const) : undefined;
@@ -152,8 +195,8 @@ export function planSequence(seed: number, index: number, steps: number): Step[]
 }
 
 /** Pure: sequence `index` of a campaign: its steps, and whether it runs on a two-node group (one in four). */
-export function planCampaignSequence(seed: number, index: number, steps: number): Sequence {
-  return { group: index % 4 === 3, steps: planSequence(seed, index, steps) };
+export function planCampaignSequence(seed: number, index: number, steps: number, weights?: FaultWeights): Sequence {
+  return { group: index % 4 === 3, steps: planSequence(seed, index, steps, weights) };
 }
 
 /** What a configuration looks like from the server's /server_info. */

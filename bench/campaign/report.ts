@@ -1,7 +1,7 @@
 // The fault campaign's tables, pure: what one run did (bench/results/campaign-<seed>.md) and
 // what every run recorded with this runner adds up to (bench/results/campaign.md): sequences,
 // steps, each operator step and fault kind used, client requests by outcome, violations.
-import { FAULTS, Step } from "./plan";
+import { FAULTS, FaultWeights, Step } from "./plan";
 import type { SequenceResult, StepRecord } from "./runner";
 
 /** The JSON a campaign run writes (bench/results/campaign-<seed>.json). */
@@ -17,6 +17,8 @@ export interface CampaignRun {
   date: string;
   wallSeconds: number;
   results: SequenceResult[];
+  /** The weights its faults were drawn by (--weights, --fill); absent: evenly. */
+  weights?: FaultWeights;
 }
 
 /** Pure: the operator steps a step record counts as (an up counts once per change it makes). */

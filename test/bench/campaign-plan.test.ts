@@ -2,7 +2,7 @@
 // step kind and fault kind is drawn; the model allows what a failed `up` may leave.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { allowedAfter, FAULTS, mix, planCampaignSequence, planSequence, shorter, TIMED_FAULTS } from "../../bench/campaign/plan";
+import { allowedAfter, FAULTS, fillWeights, formatWeights, mix, parseWeights, planCampaignSequence, planSequence, shorter, TIMED_FAULTS } from "../../bench/campaign/plan";
 import { phaseOf } from "../../bench/campaign/runner";
 
 test("a plan is a function of its seed and index; other seeds give other plans", () => {
@@ -99,4 +99,22 @@ test("the tables count a fault only where it acted, and a fault-free up only of 
   assert.equal(faultOf(rec({ op: "destroy", stack: "a", fault: "pulumi-killed", atSeconds: 3 }, { fired: true })), "pulumi-killed (destroy)");
   assert.ok(operatorSteps({ ...up, fault: "none" }).includes("fault-free up"));
   assert.ok(!operatorSteps({ ...up, fault: "none", badFlag: true }).includes("fault-free up"));
+});
+
+test("fault weights: none or all equal draw the even plan; --fill's favour the kinds used fewer times; --weights round-trips and refuses what it does not know", () => {
+  const even = Object.fromEntries(FAULTS.slice(1).map((k) => [k, 3]));
+  for (let i = 0; i < 20; i++) assert.deepEqual(planSequence(11, i, 6, even), planSequence(11, i, 6));
+  const used = Object.fromEntries(FAULTS.slice(1).map((k) => [k, 25]));
+  used["ssh-outage-loading"] = 1;
+  const w = fillWeights(used, 20);
+  assert.equal(w["ssh-outage-loading"], 19);
+  assert.equal(w["crash-oom"], 1);
+  const drawn = Array.from({ length: 200 }, (_, i) => planSequence(5, i, 6, w)).flat().filter((s) => s.op === "up" && s.fault !== "none").map((s) => (s as { fault: string }).fault);
+  const share = drawn.filter((f) => f === "ssh-outage-loading").length / drawn.length;
+  // 19 of 34 by weight: more than half, against one in sixteen evenly.
+  assert.ok(share > 0.45 && share < 0.65, `share ${share}`);
+  assert.deepEqual(parseWeights(formatWeights(w)), w);
+  assert.throws(() => parseWeights("crash-oomm=2"), /unknown fault kind "crash-oomm"; valid: crash-oom,/);
+  assert.throws(() => parseWeights("hang=-1"), /hang=-1 is not a number of 0 or more/);
+  assert.throws(() => parseWeights("hang="), /is not a number/);
 });
