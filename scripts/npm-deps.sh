@@ -8,6 +8,9 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
+# shellcheck source=node-env.sh
+. ./scripts/node-env.sh
+dflash_node_env
 stamp=node_modules/.dflash-lock-stamp
 link() { ln -sfn ../../scripts/pulumi.sh node_modules/.bin/pulumi; }
 if [ "${1:-}" = "--if-missing" ] && [ -e "$stamp" ]; then link; exit 0; fi

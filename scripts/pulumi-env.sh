@@ -2,6 +2,9 @@
 # Sourced by the project's scripts: puts the pinned Pulumi toolchain on PATH and sets the
 # embedded defaults. Every default yields to a value the user already exported.
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=node-env.sh
+. "$root/scripts/node-env.sh"
+dflash_node_env || return 1
 toolchain_bin=$("$root/toolchain/ensure.sh") || return 1
 export PATH="$toolchain_bin:$PATH"
 # Local state inside the project (git-ignored) unless the user chose a backend.

@@ -13,6 +13,9 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 script=${1:?usage: scripts/run.sh SCRIPT.ts [ARGS...]}
 shift
+# shellcheck source=node-env.sh
+. "$root/scripts/node-env.sh"
+dflash_node_env
 "$root/scripts/npm-deps.sh" --if-missing
 # tsx is found from the project folder (where npm runs scripts anyway); the scripts resolve
 # relative paths against the project folder themselves.

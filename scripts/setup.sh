@@ -23,6 +23,9 @@ for arg in "$@"; do
 done
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
+# shellcheck source=node-env.sh
+. ./scripts/node-env.sh
+dflash_node_env
 # npm dependencies, and `npx pulumi` in this folder linked to the pinned CLI with the
 # project's defaults (scripts/pulumi.sh).
 ./scripts/npm-deps.sh

@@ -4,6 +4,9 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
+# shellcheck source=node-env.sh
+. ./scripts/node-env.sh
+dflash_node_env
 ./scripts/setup.sh --postgres
 # First the hosts that killed programs left behind (a run ended by SIGKILL): their owner is gone.
 node --import tsx simhost/cli.ts reclaim
