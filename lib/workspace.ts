@@ -13,6 +13,7 @@ import { REPO_ROOT, pulumiCommand, pulumiEnv } from "./pulumi-env";
 import { removeTornMetadata, staleLocks } from "./stale-locks";
 import { forgetBackend } from "../components/benchmark/history";
 import { shellQuote } from "../components/sglang-service/render";
+import { OVERLAY_FILE } from "../components/sglang-service/overlay";
 import type { HostInfo } from "../simhost/hosts";
 
 const NS = "dflash-sglang";
@@ -73,6 +74,23 @@ export function simHostConfigLines(host: HostInfo, stack: string, projectConfig:
   return sections.flatMap(([section, values]) =>
     Object.entries(values).map(([key, value]) => `npx pulumi config set --path --stack ${shellQuote(stack)} ${section}.${key} ${shellQuote(String(value))}`),
   );
+}
+
+/**
+ * Pure: the per-operator overlay's text (components/sglang-service/overlay.ts; `current`: the
+ * file as it is, or undefined) with stack `stack` pointed at a simulated host: its `host`
+ * connection and the `service` port and listen address, merged over the stack's configuration.
+ * Other entries, and comments, are kept.
+ */
+export function withSimHostOverlay(current: string | undefined, host: HostInfo, stack: string): string {
+  const doc = current !== undefined && current.trim() !== "" ? YAML.parseDocument(current) : new YAML.Document({});
+  if (doc.errors.length) throw new Error(`${OVERLAY_FILE} is not valid YAML: ${doc.errors[0].message.split("\n")[0]}`);
+  if (current === undefined || current.trim() === "") doc.commentBefore = ` Per-operator settings (git-ignored): where this checkout's stacks run, merged key by key over\n their configuration (components/sglang-service/overlay.ts). \`npm run simhost -- stack-config\` writes it.`;
+  const sim = simHostConfig(host);
+  const service = sim[`${NS}:service`] as Record<string, unknown>;
+  doc.setIn(["stacks", stack, "host"], doc.createNode(sim[`${NS}:host`]));
+  doc.setIn(["stacks", stack, "service"], doc.createNode({ port: service.port, listenAddress: service.listenAddress }));
+  return doc.toString({ lineWidth: 0 });
 }
 
 export function readRepoStackConfig(stack: string): Record<string, unknown> {

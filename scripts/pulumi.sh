@@ -45,6 +45,32 @@ case "$words" in
       set -- "$@" --preserve-config
       echo "note: keeping the stack's settings file in stacks/ (it may be committed): pulumi stack rm runs with --preserve-config here; pass --remove-config to delete it as well" >&2
     fi
+    # Pulumi wrote the stack's `encryptionsalt` into its settings file (stack init, and every
+    # operation here: PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER persists the state's). Once the
+    # stack is removed, that line is its removed state's: where the file holds no secret it
+    # encrypts and the committed file has no such line, it is taken out, leaving the file as
+    # committed.
+    if $remove_config; then exec pulumi "$@"; fi
+    # The project Pulumi runs: this folder's if it has one, else the wrapper's.
+    project=$root
+    [ -f "$PWD/Pulumi.yaml" ] && project=$PWD
+    status=0
+    pulumi "$@" || status=$?
+    if [ "$status" = 0 ]; then
+      for f in "$project"/stacks/Pulumi.*.yaml; do
+        if [ ! -f "$f" ] || ! grep -q '^encryptionsalt:' "$f" || grep -q 'secure:' "$f"; then continue; fi
+        rel="stacks/$(basename "$f")"
+        stack=${rel#stacks/Pulumi.}
+        stack=${stack%.yaml}
+        # Only the file of the stack this command removed (named as an argument, or --stack=NAME).
+        [[ " $* " == *" $stack "* || " $* " == *"=$stack "* ]] || continue
+        committed=$(git -C "$project" show "HEAD:$rel" 2>/dev/null || true)
+        if grep -q '^encryptionsalt:' <<<"$committed"; then continue; fi
+        sed -i '/^encryptionsalt:/d' "$f"
+        echo "note: took the removed stack's encryptionsalt out of $rel (it encrypts no secret there, and the committed file has none)" >&2
+      done
+    fi
+    exit "$status"
     ;;
 esac
 exec pulumi "$@"

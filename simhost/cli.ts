@@ -7,7 +7,8 @@ import * as path from "node:path";
 import { argument, command, flag, json, option, parseProgramOrExit, positiveInteger, positiveNumber, UsageError, type ValueType } from "./command-line";
 import { parseFaults } from "./sim/faults";
 import * as YAML from "yaml";
-import { simHostConfigLines } from "../lib/workspace";
+import { simHostConfigLines, withSimHostOverlay } from "../lib/workspace";
+import { OVERLAY_FILE, parseOverlay } from "../components/sglang-service/overlay";
 import { configure, fault, hostInfo, projectBuildProfile, reclaimOrphans, start, START_DEFAULTS, status, stop, stopAll, validateHostName, type ModelSpec } from "./hosts";
 
 const hostName: ValueType<string> = {
@@ -87,9 +88,9 @@ const PROGRAM = {
       options: {},
     },
     "stack-config": {
-      summary: "print the `npx pulumi config set` lines that point STACK at the running host NAME (the whole host and service sections, since a stack's section replaces Pulumi.yaml's); run them yourself after `npx pulumi stack init STACK`",
+      summary: "point STACK at the running host NAME: with --write, in this checkout's git-ignored dflash.local.yaml (merged over the stack's configuration; nothing tracked changes); without, print the `npx pulumi config set` lines that write it into the stack file instead (the whole host and service sections, since a stack's section replaces Pulumi.yaml's)",
       args: { NAME: argument(hostName, "the host (running: see status)"), STACK: argument(stackName, "the stack, e.g. b16t4-w2048") },
-      options: {},
+      options: { write: flag("write the host's settings for STACK into dflash.local.yaml (other entries kept) instead of printing config set lines") },
     },
     configure: {
       summary: "merge keys into the host's /etc/dflash-sim/sglang.json; prints the result",
@@ -150,6 +151,17 @@ async function main(): Promise<void> {
       return;
     case "stack-config": {
       const host = hostInfo(parsed.args.NAME);
+      if (parsed.options.write) {
+        const root = path.join(__dirname, "..");
+        const file = path.join(root, OVERLAY_FILE);
+        const next = withSimHostOverlay(fs.existsSync(file) ? fs.readFileSync(file, "utf8") : undefined, host, parsed.args.STACK);
+        const known = fs.readdirSync(path.join(root, "stacks")).flatMap((f) => f.match(/^Pulumi\.(.+)\.yaml$/)?.[1] ?? []);
+        // The stack must have a file in stacks/ (the overlay refuses any other name): checked before writing.
+        parseOverlay(next, known);
+        fs.writeFileSync(file, next);
+        console.error(`simhost: ${OVERLAY_FILE} (git-ignored): stack ${parsed.args.STACK} runs on ${parsed.args.NAME} (${host.address}); \`npx pulumi preview --stack ${parsed.args.STACK}\` says so`);
+        return;
+      }
       const project = YAML.parse(fs.readFileSync(path.join(__dirname, "..", "Pulumi.yaml"), "utf8")) as { config?: Record<string, unknown> };
       for (const line of simHostConfigLines(host, parsed.args.STACK, project.config ?? {})) console.log(line);
       return;

@@ -232,7 +232,7 @@ export interface Proven {
  */
 export function allowedAfter(proven: Proven | null, attempted: Proven | null, ok: boolean, message: string, knownGood: Proven | null = proven): Proven[] {
   if (ok) return attempted ? [attempted] : proven ? [proven] : [];
-  const rolledBack = /Rolled back|RECOVERING|Preflight failed|Invalid configuration|is being reconfigured by|nothing was decided or changed/.test(message);
+  const rolledBack = /Rolled back|RECOVERING|Preflight failed|Invalid configuration|is being reconfigured by|nothing was decided or changed|nothing was stopped/.test(message);
   const out: Proven[] = [];
   for (const p of [proven, knownGood, rolledBack ? null : attempted]) {
     if (p && !out.some((o) => o.stack === p.stack && o.serving.budget === p.serving.budget && o.serving.window === p.serving.window && o.port === p.port)) out.push(p);

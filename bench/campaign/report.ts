@@ -1,7 +1,7 @@
 // The fault campaign's tables, pure: what one run did (bench/results/campaign-<seed>.md) and
 // what every run recorded with this runner adds up to (bench/results/campaign.md): sequences,
 // steps, each operator step and fault kind used, client requests by outcome, violations.
-import { FAULTS, FaultWeights, Step } from "./plan";
+import { FAULTS, FaultWeights, Step, TIMED_FAULTS } from "./plan";
 import type { SequenceResult, StepRecord } from "./runner";
 
 /** The JSON a campaign run writes (bench/results/campaign-<seed>.json). */
@@ -41,6 +41,9 @@ export function operatorSteps(step: Step): string[] {
  */
 export function faultOf(r: StepRecord): string | undefined {
   if (r.fired === false) return undefined;
+  // A server fault of an up refused before anything was stopped (another stack's unit holds
+  // the GPUs, the host is another stack's, preflight) never met a server.
+  if (r.step.op === "up" && !(TIMED_FAULTS as readonly string[]).includes(r.step.fault) && /nothing was stopped|Nothing was changed|# preflight /.test(r.cause ?? "")) return undefined;
   if (r.step.op === "up") return r.step.fault !== "none" && r.armed && !r.step.badFlag && !r.step.badTp ? r.step.fault : undefined;
   if (r.step.op === "destroy" && r.step.fault) return `${r.step.fault} (destroy)`;
   return undefined;

@@ -474,9 +474,9 @@ export class SequenceRunner {
       }
     }
     if (outcomes.includes("cut") && !this.stacks[step.stack].proceed) violations.push(`a request the server had accepted was cut during destroy (${outcomes.join(", ")}); drainPolicy is "fail"`);
-    // A destroyed stack starts again from the repo's defaults, without secrets; the unit's
-    // known-good went with it.
-    if (r.ok) this.stacks[step.stack] = { ...this.stacks[step.stack], key: null, token: null };
+    // A destroy removes what runs, not the stack's settings: its secrets stay in its
+    // configuration, and its next up runs with them (the model used to forget them: seed
+    // 3009). The unit's known-good went with it.
     if (owned && this.proven === null) this.knownGood = null;
     const cause = r.ok ? undefined : r.fired && step.fault === "pulumi-killed" ? `pulumi SIGKILLed at ${step.atSeconds} s` : (r.message.split("\n").find((l) => /error: (?!update failed)/.test(l)) ?? r.message.slice(0, 200)).trim().slice(0, 240);
     return { step, ok: r.ok, ...(r.fired !== undefined ? { fired: r.fired } : {}), ...(r.phase ? { phase: r.phase } : {}), cause, requests: outcomes, violations };
@@ -520,6 +520,11 @@ export class SequenceRunner {
     const tpSize = this.node1 ? 16 : 8;
     this.ws.setStackConfig(step.stack, "model", { ...model, tpSize: step.badTp ? 2 * tpSize : tpSize, extraArgs: step.badFlag ? [BAD_FLAG] : [] });
     const attempted: Proven = { stack: step.stack, unit: s.renamed ? RENAMED : UNIT, port: this.port(s.servicePort), serving: servingOf(speculative), key: s.key };
+    // The other stack's unit serves under another name than this up's: the restart refuses to
+    // start beside it (both would use the node's GPUs from GPU 0), before it stops anything.
+    // Judged by what runs, not by the stacks' settings: a rename rolled back leaves a stack's
+    // unit under its old name (seed 3010).
+    const competing = this.proven !== null && this.proven.stack !== step.stack && this.proven.unit !== attempted.unit;
 
     // What preview says this up will do.
     let previewed: string[] | undefined;
@@ -576,7 +581,7 @@ export class SequenceRunner {
     // change is one the host refuses (a flag it lacks, a tpSize it cannot hold) or the two
     // stacks' units (renamed apart) compete for the GPUs.
     const ridesOut = ["none", "ssh-outage-loading", "slow-load", "late-sigterm", "stale-server"].includes(step.fault) || !armed;
-    if (!r.ok && ridesOut && !step.badFlag && !step.badTp && this.stacks.a.renamed === this.stacks.b.renamed) violations.push(`up failed although nothing but ${step.fault === "none" || !armed ? "the change" : `the fault ${step.fault}`} happened: ${r.message.split("\n").find((l) => /FAILED|error: (?!update failed)/.test(l))?.trim().slice(0, 300) ?? r.message.slice(0, 300)}`);
+    if (!r.ok && ridesOut && !step.badFlag && !step.badTp && !(competing && /holds the GPUs that .* needs; nothing was stopped/.test(r.message))) violations.push(`up failed although nothing but ${step.fault === "none" || !armed ? "the change" : `the fault ${step.fault}`} happened: ${r.message.split("\n").find((l) => /FAILED|error: (?!update failed)/.test(l))?.trim().slice(0, 300) ?? r.message.slice(0, 300)}`);
     const did = rolloutOps(events);
     // An engine that may be killed runs as a CLI process of its own, whose events are not
     // read: what it did is unknown, and the comparison is skipped.

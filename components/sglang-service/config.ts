@@ -1,9 +1,11 @@
 // Reads this stack's configuration and validates it before any resource exists, so bad
 // input fails `preview`/`up` with a clear message and touches no host.
 import * as fs from "node:fs";
+import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import * as YAML from "yaml";
-import { CONFIG_NAMESPACE, Deployment, failConfig, parseDeployment } from "./schema";
+import { CONFIG_NAMESPACE, ConfigError, Deployment, failConfig, parseDeployment } from "./schema";
+import { mergeSettings, OVERLAY_FILE, overlayFor, overlayKeys, readOverlay } from "./overlay";
 import { closest } from "../../simhost/command-line";
 
 const KEYS = ["host", "nodes", "service", "model", "speculative", "sglangBuild", "timeouts", "safety", "benchmark"] as const;
@@ -54,6 +56,8 @@ export function readStackDeployment(): StackDeployment {
   } catch (e) {
     throw new pulumi.RunError((e as Error).message);
   }
+  const local = overlaidKeys(stack);
+  if (local.length) pulumi.log.info(`${OVERLAY_FILE} (this checkout's, git-ignored) sets ${local.join(", ")} for stack ${stack}`);
   const privateKey = readPrivateKey(config, deployment, stack);
   return {
     deployment,
@@ -97,11 +101,37 @@ export function nodesFromConfig(get: (key: string) => string | undefined, stack:
   return { unitName: d.service.unitName, connections };
 }
 
-/** The validated deployment from a reader of this project's keys (`host`, `service`, ...). */
+/**
+ * The validated deployment from a reader of this project's keys (`host`, `service`, ...), with
+ * the per-operator overlay (dflash.local.yaml, overlay.ts) merged over them.
+ */
 function deploymentFromConfig(get: (key: string) => string | undefined, stack: string): Deployment {
   const raw: Record<string, unknown> = {};
   for (const key of KEYS) raw[key] = configValue(get(key));
-  return parseDeployment(raw, stack, projectSettings());
+  const local = localSettings(stack);
+  for (const [k, v] of Object.entries(local)) raw[k] = mergeSettings(raw[k], v);
+  try {
+    return parseDeployment(raw, stack, projectSettings());
+  } catch (e) {
+    const keys = overlayKeys(local);
+    if (!(e instanceof ConfigError) || keys.length === 0) throw e;
+    throw new ConfigError(`${e.message}\n${OVERLAY_FILE} (this checkout's, git-ignored) set ${keys.join(", ")} for this stack, merged over its configuration: a key above may come from there.`);
+  }
+}
+
+/** What this checkout's overlay sets for the stack ({} without one); an invalid overlay fails the stack, naming it. */
+function localSettings(stack: string): Record<string, unknown> {
+  try {
+    const overlay = readOverlay(process.cwd(), stack);
+    return overlay ? overlayFor(overlay, stack) : {};
+  } catch (e) {
+    throw new ConfigError(`Stack "${stack}": ${(e as Error).message}\nFix ${path.resolve(OVERLAY_FILE)} (nothing was changed on any host).`);
+  }
+}
+
+/** The dotted keys this checkout's overlay sets for the stack (for saying so in a preview). */
+export function overlaidKeys(stack: string): string[] {
+  return overlayKeys(localSettings(stack));
 }
 
 /**

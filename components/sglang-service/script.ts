@@ -8,6 +8,14 @@ import { DRAIN_EXIT_MARGIN_SECONDS, gpusPerNode, HELPER_DIR, HIDDEN_FLAG_ALIASES
 
 /** How long a host whose GPUs stayed busy past their deadline waits for them before it gives up on starting the previous configuration. */
 export const RECOVER_SECONDS = 3600;
+/** How often the readiness step renews its hold on a restart it proves (the transaction's \`prove\`). */
+export const KEEPER_BEAT_SECONDS = 5;
+/**
+ * How long a rollout note with nobody holding its keeper still keeps other stacks off the host:
+ * the moments between a restart and the readiness step that proves it, or an SSH hiccup of that
+ * step. Past it, nobody proves that restart (its engine was killed).
+ */
+export const KEEPER_GRACE_SECONDS = 30;
 
 /** Where the host keeps the lock and the note of a rollout still being proven. */
 export const RUN_DIR = "/run/dflash-sglang";
@@ -223,6 +231,8 @@ export function transactionInput(d: Deployment, stack: string, label: string, ra
  *   rollback HASH  put the last known-good unit back and start it (HASH failed)
  *   good HASH      record the live unit as known-good (note on stdin); end the rollout
  *   release        end this stack's rollout without recording anything
+ *   prove          (the readiness step's own session) hold the rollout's keeper until stdin
+ *                  closes: while held, this stack's rollout note keeps the others off
  *   start-when-free HASH   (run by systemd-run after a GPU deadline) wait for the GPUs,
  *                  then start the unit if it is still HASH
  *   remove [UNIT [MACHINE]]  drain, stop and remove the unit, if the host still runs this
@@ -243,7 +253,7 @@ export function renderTransaction(x: TransactionInput): string {
   return `#!/bin/bash
 # dflash-sglang host-side transaction: ${x.unitName}, stack ${x.stack}, node ${x.rank}.
 # Rendered by components/sglang-service/script.ts; staged by \`pulumi up\`; do not edit.
-#   restart HASH [force] | rollback HASH | good HASH | release | remove [UNIT [MACHINE-ID]]
+#   restart HASH [force] | rollback HASH | good HASH | release | prove | remove [UNIT [MACHINE-ID]]
 set -uo pipefail
 ${v("label", x.label)}
 ${v("host", x.host)}
@@ -269,6 +279,8 @@ ${v("lock_wait", Math.ceil(x.lockWaitSeconds))}
 ${v("prove_s", x.proveSeconds)}
 ${v("rollback_on", x.rollback ? "yes" : "no")}
 ${v("recover_s", RECOVER_SECONDS)}
+${v("keeper_beat", KEEPER_BEAT_SECONDS)}
+${v("keeper_grace", KEEPER_GRACE_SECONDS)}
 gpus_busy=0
 replaced=""
 
@@ -320,11 +332,23 @@ at_exit() { exit_hooks+=("$1"); trap 'for h in "\${exit_hooks[@]}"; do "$h"; don
 # Says who we are to a stack that has to wait: stack, unit, the operator's address, since when.
 whoami_note() { echo "stack \\"$stack\\" (unit \${unit%.service}, from \${SSH_CLIENT%% *}, since $(date -u +%FT%TZ))"; }
 # Prints who holds the host while their restart is proven (nothing if nobody else does).
+# The readiness step that proves a restart holds $run/rollout.keeper from its SSH session
+# (\`prove\`) and renews it every few seconds; a note whose keeper is free and that nothing
+# renewed for $keeper_grace s has nobody proving it (its engine was killed): it holds no one off.
 rollout_holder() {
-  local s u until who
+  local s u until who beat
   [ -f "$run/rollout" ] && read -r s u until who < "$run/rollout" || return 0
   if [ "$s" = "$stack" ] && [ "$u" = "$unit" ]; then return 0; fi
-  awk -v u="$until" -v n="$(date +%s)" 'BEGIN { exit !(u > n) }' && echo "\${who%)}; proving its restart)"
+  awk -v u="$until" -v n="$(date +%s)" 'BEGIN { exit !(u > n) }' || return 0
+  # (Tried only where it exists: flock(1) would create it, renewed.)
+  if [ ! -e "$run/rollout.keeper" ] || flock -n "$run/rollout.keeper" true 2>/dev/null; then
+    beat=$(stat -c %Y "$run/rollout" "$run/rollout.keeper" 2>/dev/null | sort -n | tail -n 1)
+    if [ $(( $(date +%s) - \${beat:-0} )) -gt "$keeper_grace" ]; then
+      echo "the restart of stack $s (\${u%.service}) on $host has had no one proving it for over $keeper_grace s (its engine is gone): not waiting for it" >&2
+      return 0
+    fi
+  fi
+  echo "\${who%)}; proving its restart)"
 }
 end_rollout() {
   local s u until
@@ -693,6 +717,23 @@ release)
   lock
   end_rollout
   ;;
+prove)
+  # Run in the readiness step's own SSH session (not as a host step): holds the keeper while
+  # that step proves (or rolls back) a restart, renewing it every $keeper_beat s, and ends
+  # when the session does (its stdin closes: the engine ended, was killed, or the session
+  # dropped), which frees it. Nothing else; no lock.
+  mkdir -p "$run"
+  exec 8>>"$run/rollout.keeper"
+  flock -w 10 8 || { echo "FAILED: $run/rollout.keeper on $host is held by another prover" >&2; exit 1; }
+  echo "@@keeping"
+  while :; do
+    touch "$run/rollout.keeper"
+    read -r -t "$keeper_beat" _
+    rc=$?
+    # A line, or a timeout (over 128): the session is there. The end of its input: it is gone.
+    if [ "$rc" != 0 ] && [ "$rc" -le 128 ]; then break; fi
+  done
+  ;;
 start-when-free)
   # Run by recover_when_free as a transient systemd service, not over SSH.
   gpu_s=$recover_s
@@ -758,7 +799,7 @@ remove)
   echo "\${unit%.service} drained, stopped and removed from $host, with its secret files and known-good record"
   ;;
 *)
-  echo "usage: $0 restart HASH | rollback HASH | good HASH | release | remove [UNIT [MACHINE-ID]]" >&2
+  echo "usage: $0 restart HASH | rollback HASH | good HASH | release | prove | remove [UNIT [MACHINE-ID]]" >&2
   exit 2
   ;;
 esac

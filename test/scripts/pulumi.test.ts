@@ -99,9 +99,20 @@ test("`stack rm` through the wrapper keeps the stack's settings file unless aske
     };
     await pulumi("stack", "init", "dev");
     assert.ok(fs.existsSync(file), "stack init wrote the settings file");
+    assert.match(fs.readFileSync(file, "utf8"), /^encryptionsalt: /m);
     const kept = await pulumi("stack", "rm", "--yes", "--stack", "dev");
     assert.match(kept.stderr, /keeping the stack's settings file .* --preserve-config .* --remove-config/);
     assert.ok(fs.existsSync(file), "the settings file is still there");
+    // Its removed stack's salt, which encrypts nothing there, is taken out.
+    assert.match(kept.stderr, /took the removed stack's encryptionsalt out of stacks\/Pulumi\.dev\.yaml/);
+    assert.doesNotMatch(fs.readFileSync(file, "utf8"), /encryptionsalt/);
+    // A file with a secret keeps the salt that encrypts it.
+    await pulumi("stack", "init", "dev");
+    await pulumi("config", "set", "--secret", "--stack", "dev", "token", "not-a-real-one");
+    const withSecret = await pulumi("stack", "rm", "--yes", "--force", "--stack", "dev");
+    assert.doesNotMatch(withSecret.stderr, /took the removed stack's encryptionsalt/);
+    assert.match(fs.readFileSync(file, "utf8"), /^encryptionsalt: /m);
+    fs.writeFileSync(file, "config: {}\n");
     assert.doesNotMatch((await pulumi("stack", "ls", "--json")).stdout, /"dev"/, "the stack itself is gone");
     await pulumi("stack", "init", "dev");
     const removed = await pulumi("stack", "rm", "--yes", "--remove-config", "--stack", "dev");

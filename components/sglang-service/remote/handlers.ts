@@ -60,6 +60,31 @@ export function parseRestartResult(stdout: string): RestartResult | null {
   return line ? (JSON.parse(line.slice("@@result ".length)) as RestartResult) : null;
 }
 
+/**
+ * Holds each node's rollout keeper (the transaction's \`prove\`) while this readiness step proves
+ * or rolls back a restart, taken again after a dropped session: the rollout note keeps other
+ * stacks off the host while someone proves it, and only then (a killed engine's note does not
+ * keep them waiting for minutes). Returns the release.
+ */
+function keepProving(sshs: Ssh[], nodes: ReadyNode[]): () => void {
+  let stopped = false;
+  const current: { stop: () => void }[] = [];
+  nodes.forEach((n, k) => {
+    void (async () => {
+      while (!stopped) {
+        const h = sshs[k].hold(`bash ${shellQuote(n.transaction)} prove`);
+        current[k] = h;
+        await h.ended;
+        if (!stopped) await new Promise((r) => setTimeout(r, 1000));
+      }
+    })();
+  });
+  return () => {
+    stopped = true;
+    for (const h of current) h?.stop();
+  };
+}
+
 async function transaction(ssh: Ssh, n: ReadyNode, args: string, input?: string): Promise<{ code: number; out: string }> {
   const r = await ssh.run(`bash ${shellQuote(n.transaction)} ${args}`, { input, timeoutMs: 30 * 60_000 });
   return { code: r.code, out: `${r.stdout}${r.stderr}`.trim() };
@@ -153,6 +178,7 @@ export const SSH_HICCUP_SECONDS = 15;
 export async function applyReady(i: ReadyInputs): Promise<ReadyOutputs> {
   const t = i.target;
   const sshs: Ssh[] = [];
+  let release = () => undefined as void;
   try {
     // The restart reached each node a moment ago: a node that refuses the connection now is
     // having a hiccup, and "could not observe" is never "it died": tried again for up to
@@ -161,6 +187,7 @@ export async function applyReady(i: ReadyInputs): Promise<ReadyOutputs> {
     for (const n of i.nodes) {
       sshs.push(await Ssh.open(n.connection, { retryMs: Math.max(0, hiccupEnds - Date.now()), onRetry: (why) => void progress(t.urn, `${t.label}: cannot reach ${n.connection.host} over SSH now (${why.split("\n")[0]}); trying again for up to ${SSH_HICCUP_SECONDS} s`, false) }));
     }
+    release = keepProving(sshs, i.nodes);
     const nodes: NodeStep[] = i.nodes.map((n, rank) => ({
       ssh: sshs[rank],
       t: rank === 0 ? t : { ...t, label: `${t.label} node ${rank} (${n.connection.host})` },
@@ -213,6 +240,7 @@ export async function applyReady(i: ReadyInputs): Promise<ReadyOutputs> {
     };
     return { ...i, mainPid: ready.mainPid, acceptLength: ready.acceptLength, serverArgs: ready.serverArgs, timings };
   } finally {
+    release();
     for (const ssh of sshs) ssh.close();
   }
 }

@@ -140,6 +140,28 @@ export class Ssh {
     });
   }
 
+  /**
+   * Starts a script on its own connection whose stdin stays open until `stop` (or until this
+   * process ends, which closes it): a hold on the host that lasts exactly as long as we do.
+   * `ended` resolves with its exit status when it ends for any reason.
+   */
+  hold(script: string): { ended: Promise<number>; stop: () => void } {
+    const child = spawn("ssh", [...this.baseArgs(false), "--", `${this.conn.user}@${this.conn.host}`, script], { stdio: ["pipe", "ignore", "ignore"] });
+    child.stdin.on("error", () => undefined);
+    const ended = new Promise<number>((resolve) => {
+      child.on("error", () => resolve(255));
+      child.on("close", (code) => resolve(code ?? 255));
+    });
+    return {
+      ended,
+      stop: () => {
+        child.stdin.end();
+        // Its end of input ends the script; the connection closes with it.
+        setTimeout(() => child.kill(), 5000).unref();
+      },
+    };
+  }
+
   /** Like run, but a non-zero exit is an error that says what failed. */
   async check(script: string, what: string, opts: { timeoutMs?: number; input?: string } = {}): Promise<string> {
     const r = await this.run(script, opts);

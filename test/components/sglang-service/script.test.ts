@@ -243,3 +243,32 @@ test("another server of ours active on the node is found by its unit file, named
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+// Campaign seed 3009 (issue 18): an engine killed while it proved a restart left its rollout
+// note, which kept every other stack off the host for minutes though nobody proved anything.
+test("a rollout note keeps other stacks off the host while someone proves it, and not once its prover is gone", () => {
+  const run = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-run-"));
+  try {
+    const holder = (setup: string) => inBash(transaction, `run=${run}; ${setup}; rollout_holder`);
+    const note = (s: string, ageSeconds: number, validFor = 600) =>
+      `echo "${s} sglang-k26.service $(( $(date +%s) + ${validFor} )) stack \\"${s}\\" (unit sglang-k26, from 127.0.0.1, since now)" > ${run}/rollout; touch -d "-${ageSeconds} seconds" ${run}/rollout; rm -f ${run}/rollout.keeper`;
+    // Just written: the moments between a restart and the step that proves it.
+    assert.match(holder(note("other", 0)).stdout, /stack "other" .*proving its restart\)/);
+    // Nobody holds the keeper, and nobody renewed anything for longer than the grace: its prover is gone.
+    const gone = holder(note("other", 120));
+    assert.equal(gone.stdout, "");
+    assert.match(gone.stderr, /the restart of stack other \(sglang-k26\) on 127\.0\.0\.10 has had no one proving it for over 30 s \(its engine is gone\): not waiting for it/);
+    // Its prover holds the keeper: the note holds, however old.
+    assert.match(holder(`${note("other", 120)}; (flock ${run}/rollout.keeper sleep 3 &); sleep 0.5`).stdout, /proving its restart/);
+    // Renewed a moment ago (a prover whose session just dropped, about to take it again): it holds.
+    assert.match(holder(`${note("other", 120)}; touch ${run}/rollout.keeper`).stdout, /proving its restart/);
+    // Expired, or this stack's own: nothing.
+    assert.equal(holder(note("other", 0, -1)).stdout, "");
+    assert.equal(holder(note("b16t4-w2048", 0)).stdout, "");
+    // `prove` holds the keeper for as long as its input is open, renewing it, and frees it when the input ends.
+    const proved = inBash(transaction, `run=${run}; keeper_beat=0.2; (main prove < <(sleep 2) > ${run}/out &); sleep 1; flock -n ${run}/rollout.keeper true && echo free || echo held; sleep 2; flock -n ${run}/rollout.keeper true && echo free || echo held; cat ${run}/out`);
+    assert.deepEqual(proved.stdout.trim().split("\n"), ["held", "free", "@@keeping"], proved.stderr);
+  } finally {
+    fs.rmSync(run, { recursive: true, force: true });
+  }
+});

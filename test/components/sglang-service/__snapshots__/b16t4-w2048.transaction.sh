@@ -1,7 +1,7 @@
 #!/bin/bash
 # dflash-sglang host-side transaction: sglang-k26, stack b16t4-w2048, node 0.
 # Rendered by components/sglang-service/script.ts; staged by `pulumi up`; do not edit.
-#   restart HASH [force] | rollback HASH | good HASH | release | remove [UNIT [MACHINE-ID]]
+#   restart HASH [force] | rollback HASH | good HASH | release | prove | remove [UNIT [MACHINE-ID]]
 set -uo pipefail
 label='sglang-k26 (stack b16t4-w2048)'
 host=127.0.0.10
@@ -27,6 +27,8 @@ lock_wait=600
 prove_s=2230
 rollback_on=yes
 recover_s=3600
+keeper_beat=5
+keeper_grace=30
 gpus_busy=0
 replaced=""
 
@@ -78,11 +80,23 @@ at_exit() { exit_hooks+=("$1"); trap 'for h in "${exit_hooks[@]}"; do "$h"; done
 # Says who we are to a stack that has to wait: stack, unit, the operator's address, since when.
 whoami_note() { echo "stack \"$stack\" (unit ${unit%.service}, from ${SSH_CLIENT%% *}, since $(date -u +%FT%TZ))"; }
 # Prints who holds the host while their restart is proven (nothing if nobody else does).
+# The readiness step that proves a restart holds $run/rollout.keeper from its SSH session
+# (`prove`) and renews it every few seconds; a note whose keeper is free and that nothing
+# renewed for $keeper_grace s has nobody proving it (its engine was killed): it holds no one off.
 rollout_holder() {
-  local s u until who
+  local s u until who beat
   [ -f "$run/rollout" ] && read -r s u until who < "$run/rollout" || return 0
   if [ "$s" = "$stack" ] && [ "$u" = "$unit" ]; then return 0; fi
-  awk -v u="$until" -v n="$(date +%s)" 'BEGIN { exit !(u > n) }' && echo "${who%)}; proving its restart)"
+  awk -v u="$until" -v n="$(date +%s)" 'BEGIN { exit !(u > n) }' || return 0
+  # (Tried only where it exists: flock(1) would create it, renewed.)
+  if [ ! -e "$run/rollout.keeper" ] || flock -n "$run/rollout.keeper" true 2>/dev/null; then
+    beat=$(stat -c %Y "$run/rollout" "$run/rollout.keeper" 2>/dev/null | sort -n | tail -n 1)
+    if [ $(( $(date +%s) - ${beat:-0} )) -gt "$keeper_grace" ]; then
+      echo "the restart of stack $s (${u%.service}) on $host has had no one proving it for over $keeper_grace s (its engine is gone): not waiting for it" >&2
+      return 0
+    fi
+  fi
+  echo "${who%)}; proving its restart)"
 }
 end_rollout() {
   local s u until
@@ -455,6 +469,23 @@ release)
   lock
   end_rollout
   ;;
+prove)
+  # Run in the readiness step's own SSH session (not as a host step): holds the keeper while
+  # that step proves (or rolls back) a restart, renewing it every $keeper_beat s, and ends
+  # when the session does (its stdin closes: the engine ended, was killed, or the session
+  # dropped), which frees it. Nothing else; no lock.
+  mkdir -p "$run"
+  exec 8>>"$run/rollout.keeper"
+  flock -w 10 8 || { echo "FAILED: $run/rollout.keeper on $host is held by another prover" >&2; exit 1; }
+  echo "@@keeping"
+  while :; do
+    touch "$run/rollout.keeper"
+    read -r -t "$keeper_beat" _
+    rc=$?
+    # A line, or a timeout (over 128): the session is there. The end of its input: it is gone.
+    if [ "$rc" != 0 ] && [ "$rc" -le 128 ]; then break; fi
+  done
+  ;;
 start-when-free)
   # Run by recover_when_free as a transient systemd service, not over SSH.
   gpu_s=$recover_s
@@ -520,7 +551,7 @@ remove)
   echo "${unit%.service} drained, stopped and removed from $host, with its secret files and known-good record"
   ;;
 *)
-  echo "usage: $0 restart HASH | rollback HASH | good HASH | release | remove [UNIT [MACHINE-ID]]" >&2
+  echo "usage: $0 restart HASH | rollback HASH | good HASH | release | prove | remove [UNIT [MACHINE-ID]]" >&2
   exit 2
   ;;
 esac
