@@ -225,7 +225,7 @@ test("the host lock's note names the holder while held and is gone once the step
 });
 
 // Check before you stop: a server of ours under another unit name holds the GPUs from GPU 0.
-test("another server of ours active on the node is found by its unit file, named with its stack; this unit, a unit of no stack and a stopped one are not", () => {
+test("another server of ours active on the node (or waiting for its GPUs in a recovery) is found by its unit file, named with its stack; this unit, a unit of no stack and a stopped one are not", () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-units-"));
   try {
     fs.writeFileSync(path.join(dir, "sglang-k26.service"), "[Unit]\nX-DFlash-Stack=a\n");
@@ -239,6 +239,9 @@ test("another server of ours active on the node is found by its unit file, named
     assert.equal(found.stdout, "sglang-k26-renamed (stack b)\nb\n");
     fs.rmSync(path.join(dir, "sglang-k26-renamed.service"));
     assert.equal(inBash(transaction, body("other_server")).code, 1, "nginx names no stack; sglang-other is stopped");
+    // Stopped, but its recovery waits for the GPUs to start it: it will hold them.
+    const recovering = `live=${dir}/sglang-k26.service unit=sglang-k26.service; systemctl() { case "$2" in dflash-recover-sglang-other.service) echo active;; *) echo inactive;; esac; }; other_server`;
+    assert.equal(inBash(transaction, recovering).stdout, "sglang-other (stack c)\n");
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

@@ -322,6 +322,10 @@ other_server() {
     case "$(systemctl is-active "$n" 2>/dev/null)" in
     active|activating|reloading) echo "${n%.service} (stack $(sed -n 's/^X-DFlash-Stack=//p' "$f"))"; return 0 ;;
     esac
+    # Not running yet, but its recovery waits for the GPUs to start it (recover_when_free).
+    case "$(systemctl is-active "dflash-recover-$n" 2>/dev/null)" in
+    active|activating) echo "${n%.service} (stack $(sed -n 's/^X-DFlash-Stack=//p' "$f"))"; return 0 ;;
+    esac
   done
   return 1
 }
