@@ -119,7 +119,9 @@ export const SIMULATED_HOSTS_PASSPHRASE = "simulated-hosts";
 /** The environment of the Pulumi CLI for a workspace folder: its own backend in <dir>/state, or a shared one. */
 export function workspaceEnv(dir: string, root = REPO_ROOT, shared: { backendUrl?: string; passphrase?: string; realHosts?: boolean } = {}): Record<string, string> {
   const passphrase = shared.passphrase ?? (shared.backendUrl || shared.realHosts ? undefined : SIMULATED_HOSTS_PASSPHRASE);
-  return pulumiEnv({ PULUMI_BACKEND_URL: shared.backendUrl ?? `file://${path.join(dir, "state")}`, ...(passphrase !== undefined ? { PULUMI_CONFIG_PASSPHRASE: passphrase } : {}) }, root);
+  // The operator's overlay (dflash.local.yaml) is for their own stacks, never for a workspace's,
+  // whose program runs in the project folder too: each workspace sets its hosts itself.
+  return pulumiEnv({ PULUMI_BACKEND_URL: shared.backendUrl ?? `file://${path.join(dir, "state")}`, DFLASH_LOCAL_OVERLAY: "off", ...(passphrase !== undefined ? { PULUMI_CONFIG_PASSPHRASE: passphrase } : {}) }, root);
 }
 
 export interface WorkspaceOptions {

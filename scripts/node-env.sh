@@ -17,6 +17,10 @@ dflash_node_env() {
   have=$(node -p 'process.versions.node' 2>/dev/null) || have=none
   major=${have%%.*}
   if [[ "$major" =~ ^[0-9]+$ ]] && [ "$major" -ge 22 ]; then return 0; fi
+  if [ "$have" = none ]; then
+    echo "setup: no working \`node\` on PATH: install Node.js 22 LTS (with npm) and run again" >&2
+    return 1
+  fi
   case "$(uname -m)" in
     x86_64) arch=x64 integrity=sha512-3jhC+wcoWxKZxcRqF2sUSl0c9HEXFnur/nuIPx6O6CWKV0jOUWQm7Htw5SuXqqlMCEhi0cJqybFPEb5hhcBiMw== ;;
     aarch64 | arm64) arch=arm64 integrity=sha512-e1LOUGKVruPGuLVutn8+Cgm5pI1APm4Kvh+zbb/qe/ZpD9s+TQby5iUgZOWmPpbSKpj0Td8DP1N0NEnXasHizg== ;;
@@ -28,6 +32,9 @@ dflash_node_env() {
   cache=${DFLASH_NODE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dflash-pulumi/node}
   dir="$cache/v$dflash_node_version-linux-$arch"
   if [ ! -x "$dir/bin/node" ]; then
+    # What a killed fetch left, a day old or more; and a cache folder without its binary.
+    find "$cache" -maxdepth 1 -name '.fetch.*' -mmin +1440 -exec rm -rf {} + 2>/dev/null
+    [ -e "$dir" ] && rm -rf "$dir"
     echo "setup: Node.js $have is older than the 22 this project's dependencies need: fetching Node.js $dflash_node_version (npm package node-linux-$arch, about 50 MB) into $cache" >&2
     mkdir -p "$cache"
     tmp=$(mktemp -d "$cache/.fetch.XXXXXX")
@@ -53,6 +60,10 @@ dflash_node_env() {
     # fetch that finished first wins.
     mv -T "$tmp/package" "$dir" 2>/dev/null || true
     rm -rf "$tmp"
+    if [ ! -x "$dir/bin/node" ]; then
+      echo "setup: could not put Node.js $dflash_node_version in place at $dir" >&2
+      return 1
+    fi
   fi
   export PATH="$dir/bin:$PATH"
 }

@@ -7,6 +7,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 dflash_node_env || return 1
 toolchain_bin=$("$root/toolchain/ensure.sh") || return 1
 export PATH="$toolchain_bin:$PATH"
+# Again: a toolchain folder of the user's own (their pulumi's) may hold an older node too.
+dflash_node_env || return 1
 # Local state inside the project (git-ignored) unless the user chose a backend.
 export PULUMI_BACKEND_URL="${PULUMI_BACKEND_URL:-file://$root/.pulumi-state}"
 # No default secrets passphrase: an empty one would let anyone who reads a committed stack

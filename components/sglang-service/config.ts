@@ -121,6 +121,10 @@ function deploymentFromConfig(get: (key: string) => string | undefined, stack: s
 
 /** What this checkout's overlay sets for the stack ({} without one); an invalid overlay fails the stack, naming it. */
 function localSettings(stack: string): Record<string, unknown> {
+  // The project's own workspaces (tests, demo, sweeps, benchmarks) set every host themselves.
+  const off = process.env.DFLASH_LOCAL_OVERLAY;
+  if (off === "off") return {};
+  if (off !== undefined && off !== "") throw new ConfigError(`Stack "${stack}": DFLASH_LOCAL_OVERLAY is "${off}"; valid: "off" (ignore ${OVERLAY_FILE}), or unset`);
   try {
     const overlay = readOverlay(process.cwd(), stack);
     return overlay ? overlayFor(overlay, stack) : {};

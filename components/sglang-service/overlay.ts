@@ -4,6 +4,8 @@
 // program merges it, key by key, over the stack's configuration: what a stack runs stays in
 // the reviewed stack files; only where it runs may come from here. Pure but for readOverlay.
 //
+// Only how to reach the host and where the server listens (OVERLAY_KEYS).
+//
 //   # every stack of this checkout
 //   all:
 //     host: {address: 10.0.0.5, hostKey: "ssh-ed25519 AAAA..."}
@@ -19,9 +21,10 @@ import { closest } from "../../simhost/command-line";
 
 export const OVERLAY_FILE = "dflash.local.yaml";
 
-/** The sections an overlay may set: where a stack runs, not what it runs. */
-export const OVERLAY_SECTIONS = ["host", "nodes", "service"] as const;
-export type OverlaySettings = Partial<Record<(typeof OVERLAY_SECTIONS)[number], unknown>>;
+/** The keys an overlay may set: where a stack runs (how to reach the host, where the server listens), not what it runs. */
+export const OVERLAY_KEYS = { host: ["address", "port", "user", "privateKeyPath", "hostKey"], service: ["listenAddress", "port", "distInitPort"] } as const;
+export const OVERLAY_SECTIONS = Object.keys(OVERLAY_KEYS) as (keyof typeof OVERLAY_KEYS)[];
+export type OverlaySettings = Partial<Record<keyof typeof OVERLAY_KEYS, unknown>>;
 
 export interface Overlay {
   all: OverlaySettings;
@@ -32,9 +35,10 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "obj
 
 /**
  * Pure: an overlay's text, validated. Unknown input is refused with the file, the key and what
- * is valid: a top-level key other than `all` and `stacks`, a section other than host, nodes and
- * service (the settings a review must see stay in the stack files; a secret belongs in the
- * stack's encrypted configuration), a stack the project has no stack file for.
+ * is valid: a top-level key other than `all` and `stacks`, a key other than OVERLAY_KEYS' (how
+ * to reach the host, where the server listens: what runs, a group's nodes included, stays in the
+ * reviewed stack files; a secret belongs in the stack's encrypted configuration), a stack the
+ * project has no stack file for.
  */
 export function parseOverlay(text: string, knownStacks: readonly string[]): Overlay {
   let doc: unknown;
@@ -62,7 +66,15 @@ export function parseOverlay(text: string, knownStacks: readonly string[]): Over
               return `is not a per-operator setting${guess ? `; did you mean ${guess}?` : ""} (valid: ${OVERLAY_SECTIONS.join(", ")}: where a stack runs; what it runs stays in the reviewed stack files)`;
             })();
         problems.push(`${where}.${k}: ${what}`);
-      } else if (k !== "nodes" && !isObject(s)) problems.push(`${where}.${k}: must be a mapping (its keys are merged over the stack's ${k})`);
+      } else if (!isObject(s)) problems.push(`${where}.${k}: must be a mapping (its keys are merged over the stack's ${k})`);
+      else {
+        const valid = OVERLAY_KEYS[k as keyof typeof OVERLAY_KEYS] as readonly string[];
+        for (const key of Object.keys(s)) {
+          if (valid.includes(key)) continue;
+          const guess = closest(key, [...valid]);
+          problems.push(`${where}.${k}.${key}: is not a per-operator setting${guess ? `; did you mean ${k}.${guess}?` : ""} (valid: ${valid.map((v) => `${k}.${v}`).join(", ")}; the rest of ${k} stays in the reviewed stack files)`);
+        }
+      }
     }
     return v as OverlaySettings;
   };
@@ -95,7 +107,7 @@ export function overlayFor(o: Overlay, stack: string): OverlaySettings {
   return mergeSettings(o.all, o.stacks[stack] ?? {}) as OverlaySettings;
 }
 
-/** Pure: the dotted keys an overlay's settings set (`host.address`, `nodes`), for saying what came from it. */
+/** Pure: the dotted keys an overlay's settings set (`host.address`), for saying what came from it. */
 export function overlayKeys(s: OverlaySettings): string[] {
   const out: string[] = [];
   const walk = (prefix: string, v: unknown) => {

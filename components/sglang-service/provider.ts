@@ -117,9 +117,16 @@ function makePresenceProvider(): pulumi.dynamic.ResourceProvider {
   const changes = changedKeys;
   return {
     configure: keepStackConfig,
-    async diff(_id: string, olds: any, news: any) {
+    async diff(id: string, olds: any, news: any) {
       const changed = changes(olds, news, ["where", "connection", "transaction", "stageRemoval", "rank", "urn", "providerVersion"]);
-      return { changes: changed.length > 0, replaces: changed.includes("where") ? ["where"] : [], deleteBeforeReplace: true };
+      const replaces = changed.includes("where") ? ["where"] : [];
+      // Remembered for the delete that follows in this same \`up\` (one provider process per
+      // run): only a replacement's teardown may leave the unit serving for the restart that
+      // follows. A destroy (no diff before its delete) always removes it, even when the stack's
+      // configuration names another address, port or unit name that was never applied.
+      const g = globalThis as { __dflashPresenceReplacing?: Set<string> };
+      if (replaces.length > 0) (g.__dflashPresenceReplacing ??= new Set()).add(id);
+      return { changes: changed.length > 0, replaces, deleteBeforeReplace: true };
     },
     async create(inputs: any) {
       return { id: `${inputs.where.join(":")}:${inputs.stack}`, outs: inputs };
@@ -127,8 +134,9 @@ function makePresenceProvider(): pulumi.dynamic.ResourceProvider {
     async update(_id: string, _olds: any, news: any) {
       return { outs: news };
     },
-    async delete(_id: string, outs: any) {
-      await load().removePresence(outs, stackConfig());
+    async delete(id: string, outs: any) {
+      const replacing = (globalThis as { __dflashPresenceReplacing?: Set<string> }).__dflashPresenceReplacing?.has(id) === true;
+      await load().removePresence(outs, stackConfig(), replacing);
     },
   };
 }

@@ -8,14 +8,15 @@ import { DRAIN_EXIT_MARGIN_SECONDS, gpusPerNode, HELPER_DIR, HIDDEN_FLAG_ALIASES
 
 /** How long a host whose GPUs stayed busy past their deadline waits for them before it gives up on starting the previous configuration. */
 export const RECOVER_SECONDS = 3600;
-/** How often the readiness step renews its hold on a restart it proves (the transaction's \`prove\`). */
+/** How often the readiness step renews its claim on a restart it proves (the transaction's \`prove\`). */
 export const KEEPER_BEAT_SECONDS = 5;
 /**
- * How long a rollout note with nobody holding its keeper still keeps other stacks off the host:
- * the moments between a restart and the readiness step that proves it, or an SSH hiccup of that
- * step. Past it, nobody proves that restart (its engine was killed).
+ * How long a claim renewed by the readiness step lasts: past it, with no renewal, nobody proves
+ * that restart (its engine was killed) and its rollout note holds no one off. It covers a dropped
+ * session of that step: noticed within 15 s (ServerAliveInterval 5 x 3), taken again after a
+ * 1 s pause and a connection of up to 10 s (ConnectTimeout), with room to spare.
  */
-export const KEEPER_GRACE_SECONDS = 30;
+export const KEEPER_GRACE_SECONDS = 60;
 
 /** Where the host keeps the lock and the note of a rollout still being proven. */
 export const RUN_DIR = "/run/dflash-sglang";
@@ -199,6 +200,12 @@ export interface TransactionInput {
   lockWaitSeconds: number;
   /** How long the note of an unproven rollout keeps other stacks off the host. */
   proveSeconds: number;
+  /**
+   * How long a new rollout note holds before the readiness step first renews it: the moments
+   * until that step starts, after every node's restart (in a group, the slowest node's lock
+   * wait, drain, stop and GPU release).
+   */
+  handoverSeconds: number;
   rollback: boolean;
   secrets: SecretPresence;
   gpus: number;
@@ -216,6 +223,7 @@ export function transactionInput(d: Deployment, stack: string, label: string, ra
     timeouts: d.timeouts,
     lockWaitSeconds: d.safety.lockWaitSeconds,
     proveSeconds: Math.ceil(d.timeouts.readySeconds + d.safety.stableSeconds + d.timeouts.gpuReleaseSeconds + 120),
+    handoverSeconds: KEEPER_GRACE_SECONDS + (d.nodes.length > 0 ? Math.ceil(d.safety.lockWaitSeconds + d.timeouts.drainSeconds + DRAIN_EXIT_MARGIN_SECONDS + d.timeouts.stopSeconds + d.timeouts.gpuReleaseSeconds) : 0),
     rollback: d.safety.rollback,
     secrets,
     gpus: gpusPerNode(d),
@@ -231,8 +239,8 @@ export function transactionInput(d: Deployment, stack: string, label: string, ra
  *   rollback HASH  put the last known-good unit back and start it (HASH failed)
  *   good HASH      record the live unit as known-good (note on stdin); end the rollout
  *   release        end this stack's rollout without recording anything
- *   prove          (the readiness step's own session) hold the rollout's keeper until stdin
- *                  closes: while held, this stack's rollout note keeps the others off
+ *   prove          (the readiness step's own session) renew this stack's claim on its rollout
+ *                  note until stdin closes: while claimed, the note keeps the others off
  *   start-when-free HASH   (run by systemd-run after a GPU deadline) wait for the GPUs,
  *                  then start the unit if it is still HASH
  *   remove [UNIT [MACHINE]]  drain, stop and remove the unit, if the host still runs this
@@ -281,6 +289,7 @@ ${v("rollback_on", x.rollback ? "yes" : "no")}
 ${v("recover_s", RECOVER_SECONDS)}
 ${v("keeper_beat", KEEPER_BEAT_SECONDS)}
 ${v("keeper_grace", KEEPER_GRACE_SECONDS)}
+${v("handover_s", x.handoverSeconds)}
 gpus_busy=0
 replaced=""
 
@@ -332,28 +341,32 @@ at_exit() { exit_hooks+=("$1"); trap 'for h in "\${exit_hooks[@]}"; do "$h"; don
 # Says who we are to a stack that has to wait: stack, unit, the operator's address, since when.
 whoami_note() { echo "stack \\"$stack\\" (unit \${unit%.service}, from \${SSH_CLIENT%% *}, since $(date -u +%FT%TZ))"; }
 # Prints who holds the host while their restart is proven (nothing if nobody else does).
-# The readiness step that proves a restart holds $run/rollout.keeper from its SSH session
-# (\`prove\`) and renews it every few seconds; a note whose keeper is free and that nothing
-# renewed for $keeper_grace s has nobody proving it (its engine was killed): it holds no one off.
+# A note counts while its claim ($run/rollout.due: until when) lasts: the restart sets it to
+# cover the moments until the readiness step starts, and that step (\`prove\`, in its own SSH
+# session) renews it every few seconds while it proves or rolls back. A note whose claim ran out
+# has nobody proving it (its engine was killed): it holds no one off. A note without a claim
+# (written by an older version of this script) counts until it expires.
 rollout_holder() {
-  local s u until who beat
+  local s u until who due
   [ -f "$run/rollout" ] && read -r s u until who < "$run/rollout" || return 0
   if [ "$s" = "$stack" ] && [ "$u" = "$unit" ]; then return 0; fi
   awk -v u="$until" -v n="$(date +%s)" 'BEGIN { exit !(u > n) }' || return 0
-  # (Tried only where it exists: flock(1) would create it, renewed.)
-  if [ ! -e "$run/rollout.keeper" ] || flock -n "$run/rollout.keeper" true 2>/dev/null; then
-    beat=$(stat -c %Y "$run/rollout" "$run/rollout.keeper" 2>/dev/null | sort -n | tail -n 1)
-    if [ $(( $(date +%s) - \${beat:-0} )) -gt "$keeper_grace" ]; then
-      echo "the restart of stack $s (\${u%.service}) on $host has had no one proving it for over $keeper_grace s (its engine is gone): not waiting for it" >&2
-      return 0
-    fi
+  due=$(cat "$run/rollout.due" 2>/dev/null) || due=""
+  if [[ "$due" =~ ^[0-9]+$ ]] && [ "$due" -le "$(date +%s)" ]; then
+    echo "the restart of stack $s (\${u%.service}) on $host has had no one proving it since $(date -u -d "@$due" +%FT%TZ) (its engine is gone): not waiting for it" >&2
+    return 0
   fi
   echo "\${who%)}; proving its restart)"
+}
+# The note that keeps other stacks off while readiness proves this restart, and its first claim.
+begin_rollout() {
+  echo "$stack $unit $(( $(date +%s) + prove_s )) $(whoami_note)" > "$run/rollout"
+  echo "$(( $(date +%s) + handover_s ))" > "$run/rollout.due"
 }
 end_rollout() {
   local s u until
   [ -f "$run/rollout" ] && read -r s u until < "$run/rollout" || return 0
-  if [ "$s" = "$stack" ] && [ "$u" = "$unit" ]; then rm -f "$run/rollout"; fi
+  if [ "$s" = "$stack" ] && [ "$u" = "$unit" ]; then rm -f "$run/rollout" "$run/rollout.due"; fi
 }
 
 # SGLang's drain lines (tokenizer_manager.py sigterm_watchdog, every 5 s while it drains):
@@ -665,7 +678,7 @@ restart)
     # Already live with these secrets (e.g. a retry, or an upgrade of this tool): nothing to
     # restart; readiness proves it again. (Installing identical secret files changes nothing.)
     install_secrets
-    echo "$stack $unit $(( $(date +%s) + prove_s )) $(whoami_note)" > "$run/rollout"
+    begin_rollout
     say "$host already runs this unit with these secrets (pid $before_pid); nothing to restart"
     echo "@@result {\\"applied\\":false,\\"drainSeconds\\":0,\\"stopSeconds\\":0,\\"requestsCut\\":0,\\"gpuReleaseSeconds\\":0,\\"previousMainPid\\":$before_pid,\\"at\\":$(date +%s)}"
     exit 0
@@ -700,7 +713,7 @@ restart)
     exit 1
   fi
   # Other stacks stay off this host until readiness has proven (or rolled back) this restart.
-  echo "$stack $unit $(( $(date +%s) + prove_s )) $(whoami_note)" > "$run/rollout"
+  begin_rollout
   if [ "$before_pid" = 0 ]; then say "no server ran before (a first install); GPUs free in $gpu_seconds s; started the new unit"
   else say "old server (pid $before_pid) drained in $drain_seconds s and gone $stop_seconds s later, GPUs free in $gpu_seconds s; started the new unit"; fi
   echo "@@result {\\"applied\\":true,\\"drainSeconds\\":$drain_seconds,\\"stopSeconds\\":$stop_seconds,\\"requestsCut\\":$cut,\\"gpuReleaseSeconds\\":$gpu_seconds,\\"previousMainPid\\":$before_pid,\\"at\\":$(date +%s)}"
@@ -722,16 +735,22 @@ release)
   end_rollout
   ;;
 prove)
-  # Run in the readiness step's own SSH session (not as a host step): holds the keeper while
-  # that step proves (or rolls back) a restart, renewing it every $keeper_beat s, and ends
-  # when the session does (its stdin closes: the engine ended, was killed, or the session
-  # dropped), which frees it. Nothing else; no lock.
-  mkdir -p "$run"
-  exec 8>>"$run/rollout.keeper"
-  flock -w 10 8 || { echo "FAILED: $run/rollout.keeper on $host is held by another prover" >&2; exit 1; }
+  # Run in the readiness step's own SSH session (not as a host step): renews this stack's
+  # claim on its rollout note every $keeper_beat s while that step proves (or rolls back) the
+  # restart. Ends when the session does (its stdin closes: the engine ended, was killed, or the
+  # session dropped), when the note is no longer this stack's after it was, or after prove_s.
+  # Takes no lock; writes nothing but the claim.
+  started=$(date +%s) seen=0
   echo "@@keeping"
-  while :; do
-    touch "$run/rollout.keeper"
+  while [ $(( $(date +%s) - started )) -lt "$prove_s" ]; do
+    s="" u=""
+    [ -f "$run/rollout" ] && read -r s u _ < "$run/rollout"
+    if [ "$s" = "$stack" ] && [ "$u" = "$unit" ]; then
+      seen=1
+      echo "$(( $(date +%s) + keeper_grace ))" > "$run/rollout.due.dflash-tmp" && mv -f "$run/rollout.due.dflash-tmp" "$run/rollout.due"
+    elif [ "$seen" = 1 ]; then
+      break
+    fi
     read -r -t "$keeper_beat" _
     rc=$?
     # A line, or a timeout (over 128): the session is there. The end of its input: it is gone.

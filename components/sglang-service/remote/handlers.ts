@@ -61,21 +61,29 @@ export function parseRestartResult(stdout: string): RestartResult | null {
 }
 
 /**
- * Holds each node's rollout keeper (the transaction's \`prove\`) while this readiness step proves
- * or rolls back a restart, taken again after a dropped session: the rollout note keeps other
- * stacks off the host while someone proves it, and only then (a killed engine's note does not
- * keep them waiting for minutes). Returns the release.
+ * Keeps each node's rollout note claimed (the transaction's \`prove\`, in a session of its own)
+ * while this readiness step proves or rolls back a restart, started again after a dropped
+ * session (pausing 1 s, then up to 5 s between tries): the note keeps other stacks off the host
+ * while someone proves it, and only then (a killed engine's note does not keep them waiting for
+ * minutes). A \`prove\` that ends by itself is done; one that cannot run (an exit other than 0
+ * and ssh's 255) is said once and not retried. Returns the release.
  */
-function keepProving(sshs: Ssh[], nodes: ReadyNode[]): () => void {
+function keepProving(sshs: Ssh[], nodes: ReadyNode[], say: (line: string) => void): () => void {
   let stopped = false;
   const current: { stop: () => void }[] = [];
   nodes.forEach((n, k) => {
     void (async () => {
-      while (!stopped) {
+      for (let pause = 1000; !stopped; pause = Math.min(5000, pause * 2)) {
         const h = sshs[k].hold(`bash ${shellQuote(n.transaction)} prove`);
         current[k] = h;
-        await h.ended;
-        if (!stopped) await new Promise((r) => setTimeout(r, 1000));
+        const code = await h.ended;
+        // 0: it ended by itself (the note ended, or prove_s ran out); 255: ssh's own failure.
+        if (stopped || code === 0) return;
+        if (code !== 255) {
+          say(`cannot keep the rollout note of ${sshs[k].conn.host} claimed (\`transaction.sh prove\` ended with ${code}); other stacks may take the host once its claim runs out`);
+          return;
+        }
+        await new Promise((r) => setTimeout(r, pause));
       }
     })();
   });
@@ -187,7 +195,7 @@ export async function applyReady(i: ReadyInputs): Promise<ReadyOutputs> {
     for (const n of i.nodes) {
       sshs.push(await Ssh.open(n.connection, { retryMs: Math.max(0, hiccupEnds - Date.now()), onRetry: (why) => void progress(t.urn, `${t.label}: cannot reach ${n.connection.host} over SSH now (${why.split("\n")[0]}); trying again for up to ${SSH_HICCUP_SECONDS} s`, false) }));
     }
-    release = keepProving(sshs, i.nodes);
+    release = keepProving(sshs, i.nodes, (line) => void progress(t.urn, `${t.label}: ${line}`, false));
     const nodes: NodeStep[] = i.nodes.map((n, rank) => ({
       ssh: sshs[rank],
       t: rank === 0 ? t : { ...t, label: `${t.label} node ${rank} (${n.connection.host})` },
@@ -406,12 +414,16 @@ export interface PresenceInputs {
  * files from the node (the transaction's `remove`, which leaves a unit another stack owns
  * alone), with the credentials the configuration holds now where it still names this node.
  */
-export async function removePresence(o: PresenceInputs, config?: ConfigGetter): Promise<void> {
+export async function removePresence(o: PresenceInputs, config?: ConfigGetter, replacing?: boolean): Promise<void> {
   const now = configuredNodes(config, o.stack);
   const configured = now.connections[o.rank];
   const connection = currentConnection(o.connection, configured);
   const t = shellQuote(o.transaction);
-  const carry = await carryTo(o, configured, now.unitName);
+  // Only the first half of a replacement carries anything over; a destroy's teardown (whatever
+  // the stack's configuration names now but never applied: campaign seed 3012) removes.
+  // `replacing` undefined: the delete of a presence recorded by an older version, whose
+  // provider code (kept in state) does not say; judged by the configuration, as it was then.
+  const carry = replacing === false ? [] : await carryTo(o, configured, now.unitName);
   const script = `if [ -f ${t} ]; then bash ${t} remove${carry.map((a) => ` ${shellQuote(a)}`).join("")} || exit $?; fi; ${o.stageRemoval}`;
   const r = await Ssh.once(connection, script, 30 * 60_000).catch((e) => Promise.reject(withRotationHint(e)));
   const out = `${r.stdout}${r.stderr}`.trim();

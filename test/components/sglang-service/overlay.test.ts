@@ -30,7 +30,11 @@ test("an overlay merges key by key over a stack's sections: `all`, then the stac
 test("an overlay refuses what it does not take, naming the file, the key and what is valid", () => {
   const refused = (text: string, re: RegExp) => assert.throws(() => parseOverlay(text, STACKS), (e: Error) => (assert.match(e.message, /^dflash\.local\.yaml /), assert.match(e.message, re), true));
   refused("al:\n  host: {address: x}", /al: is not a key of dflash\.local\.yaml \(valid: all, stacks\)/);
-  refused("all:\n  hots: {address: x}", /all\.hots: is not a per-operator setting; did you mean host\? \(valid: host, nodes, service/);
+  refused("all:\n  hots: {address: x}", /all\.hots: is not a per-operator setting; did you mean host\? \(valid: host, service/);
+  // Within a section, only where the stack runs: not what the server runs as, nor a group's nodes.
+  refused("all:\n  service: {runAs: nobody, environment: {LD_PRELOAD: /x.so}}", /all\.service\.runAs: is not a per-operator setting \(valid: service\.listenAddress, service\.port, service\.distInitPort/);
+  refused("all:\n  host: {adress: x}", /all\.host\.adress: is not a per-operator setting; did you mean host\.address\?/);
+  refused("all:\n  nodes: []", /all\.nodes: is not a per-operator setting/);
   // What a stack runs stays in the reviewed stack files.
   refused("all:\n  speculative: {budget: 32}", /all\.speculative: is not a per-operator setting .*what it runs stays in the reviewed stack files/);
   refused("stacks:\n  b16t4-w2048:\n    apiKey: sk-123", /stacks\.b16t4-w2048\.apiKey: is a secret: it belongs in the stack's encrypted configuration/);

@@ -249,28 +249,34 @@ test("another server of ours active on the node (or waiting for its GPUs in a re
 
 // Campaign seed 3009 (issue 18): an engine killed while it proved a restart left its rollout
 // note, which kept every other stack off the host for minutes though nobody proved anything.
-test("a rollout note keeps other stacks off the host while someone proves it, and not once its prover is gone", () => {
+test("a rollout note keeps other stacks off the host while its claim lasts (renewed by whoever proves it), and not once the claim runs out", () => {
   const run = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-run-"));
   try {
     const holder = (setup: string) => inBash(transaction, `run=${run}; ${setup}; rollout_holder`);
-    const note = (s: string, ageSeconds: number, validFor = 600) =>
-      `echo "${s} sglang-k26.service $(( $(date +%s) + ${validFor} )) stack \\"${s}\\" (unit sglang-k26, from 127.0.0.1, since now)" > ${run}/rollout; touch -d "-${ageSeconds} seconds" ${run}/rollout; rm -f ${run}/rollout.keeper`;
-    // Just written: the moments between a restart and the step that proves it.
-    assert.match(holder(note("other", 0)).stdout, /stack "other" .*proving its restart\)/);
-    // Nobody holds the keeper, and nobody renewed anything for longer than the grace: its prover is gone.
-    const gone = holder(note("other", 120));
+    const note = (s: string, validFor = 600) => `echo "${s} sglang-k26.service $(( $(date +%s) + ${validFor} )) stack \\"${s}\\" (unit sglang-k26, from 127.0.0.1, since now)" > ${run}/rollout; rm -f ${run}/rollout.due`;
+    const due = (inSeconds: number) => `echo $(( $(date +%s) + ${inSeconds} )) > ${run}/rollout.due`;
+    // Claimed: the moments before the readiness step, or renewed by it.
+    assert.match(holder(`${note("other")}; ${due(30)}`).stdout, /stack "other" .*proving its restart\)/);
+    // The claim ran out: nobody proves it (its engine is gone).
+    const gone = holder(`${note("other")}; ${due(-5)}`);
     assert.equal(gone.stdout, "");
-    assert.match(gone.stderr, /the restart of stack other \(sglang-k26\) on 127\.0\.0\.10 has had no one proving it for over 30 s \(its engine is gone\): not waiting for it/);
-    // Its prover holds the keeper: the note holds, however old.
-    assert.match(holder(`${note("other", 120)}; (flock ${run}/rollout.keeper sleep 3 &); sleep 0.5`).stdout, /proving its restart/);
-    // Renewed a moment ago (a prover whose session just dropped, about to take it again): it holds.
-    assert.match(holder(`${note("other", 120)}; touch ${run}/rollout.keeper`).stdout, /proving its restart/);
+    assert.match(gone.stderr, /the restart of stack other \(sglang-k26\) on 127\.0\.0\.10 has had no one proving it since \d{4}-\d\d-\d\dT[\d:]+Z \(its engine is gone\): not waiting for it/);
+    // A note with no claim at all (an older version of the script wrote it) counts until it expires.
+    assert.match(holder(note("other")).stdout, /proving its restart/);
     // Expired, or this stack's own: nothing.
-    assert.equal(holder(note("other", 0, -1)).stdout, "");
-    assert.equal(holder(note("b16t4-w2048", 0)).stdout, "");
-    // `prove` holds the keeper for as long as its input is open, renewing it, and frees it when the input ends.
-    const proved = inBash(transaction, `run=${run}; keeper_beat=0.2; (main prove < <(sleep 2) > ${run}/out &); sleep 1; flock -n ${run}/rollout.keeper true && echo free || echo held; sleep 2; flock -n ${run}/rollout.keeper true && echo free || echo held; cat ${run}/out`);
-    assert.deepEqual(proved.stdout.trim().split("\n"), ["held", "free", "@@keeping"], proved.stderr);
+    assert.equal(holder(`${note("other", -1)}; ${due(30)}`).stdout, "");
+    assert.equal(holder(`${note("b16t4-w2048")}; ${due(30)}`).stdout, "");
+    // begin_rollout claims the note for the handover to readiness; end_rollout takes both away.
+    const begun = inBash(transaction, `run=${run}; handover_s=45; begin_rollout; echo "$(( $(cat ${run}/rollout.due) - $(date +%s) ))"; end_rollout; ls ${run}`);
+    assert.match(begun.stdout.trim(), /^4[45]$/, begun.stderr);
+    // \`prove\` renews the claim of this stack's note while its input is open, and ends when the input ends
+    // or once the note is no longer this stack's.
+    const proved = inBash(
+      transaction,
+      `run=${run}; keeper_beat=0.2; keeper_grace=40; stack=mine; ${note("mine")}; ${due(-100)}; (main prove < <(sleep 1.5) > ${run}/out &); sleep 0.7; echo "$(( $(cat ${run}/rollout.due) - $(date +%s) ))"; sleep 1.5; cat ${run}/out; ${due(-100)}; (main prove < <(sleep 30 >/dev/null 2>&1) > ${run}/out2 & echo $! > ${run}/pid); sleep 0.7; rm ${run}/rollout; sleep 1; case "$(ps -p "$(cat ${run}/pid)" -o stat= 2>/dev/null)" in ""|Z*) echo ended ;; *) echo still ;; esac`,
+    );
+    assert.deepEqual(proved.stdout.trim().split("\n"), [proved.stdout.trim().split("\n")[0], "@@keeping", "ended"], proved.stderr);
+    assert.match(proved.stdout.trim().split("\n")[0], /^(39|40)$/);
   } finally {
     fs.rmSync(run, { recursive: true, force: true });
   }

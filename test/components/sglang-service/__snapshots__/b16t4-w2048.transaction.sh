@@ -28,7 +28,8 @@ prove_s=2230
 rollback_on=yes
 recover_s=3600
 keeper_beat=5
-keeper_grace=30
+keeper_grace=60
+handover_s=60
 gpus_busy=0
 replaced=""
 
@@ -80,28 +81,32 @@ at_exit() { exit_hooks+=("$1"); trap 'for h in "${exit_hooks[@]}"; do "$h"; done
 # Says who we are to a stack that has to wait: stack, unit, the operator's address, since when.
 whoami_note() { echo "stack \"$stack\" (unit ${unit%.service}, from ${SSH_CLIENT%% *}, since $(date -u +%FT%TZ))"; }
 # Prints who holds the host while their restart is proven (nothing if nobody else does).
-# The readiness step that proves a restart holds $run/rollout.keeper from its SSH session
-# (`prove`) and renews it every few seconds; a note whose keeper is free and that nothing
-# renewed for $keeper_grace s has nobody proving it (its engine was killed): it holds no one off.
+# A note counts while its claim ($run/rollout.due: until when) lasts: the restart sets it to
+# cover the moments until the readiness step starts, and that step (`prove`, in its own SSH
+# session) renews it every few seconds while it proves or rolls back. A note whose claim ran out
+# has nobody proving it (its engine was killed): it holds no one off. A note without a claim
+# (written by an older version of this script) counts until it expires.
 rollout_holder() {
-  local s u until who beat
+  local s u until who due
   [ -f "$run/rollout" ] && read -r s u until who < "$run/rollout" || return 0
   if [ "$s" = "$stack" ] && [ "$u" = "$unit" ]; then return 0; fi
   awk -v u="$until" -v n="$(date +%s)" 'BEGIN { exit !(u > n) }' || return 0
-  # (Tried only where it exists: flock(1) would create it, renewed.)
-  if [ ! -e "$run/rollout.keeper" ] || flock -n "$run/rollout.keeper" true 2>/dev/null; then
-    beat=$(stat -c %Y "$run/rollout" "$run/rollout.keeper" 2>/dev/null | sort -n | tail -n 1)
-    if [ $(( $(date +%s) - ${beat:-0} )) -gt "$keeper_grace" ]; then
-      echo "the restart of stack $s (${u%.service}) on $host has had no one proving it for over $keeper_grace s (its engine is gone): not waiting for it" >&2
-      return 0
-    fi
+  due=$(cat "$run/rollout.due" 2>/dev/null) || due=""
+  if [[ "$due" =~ ^[0-9]+$ ]] && [ "$due" -le "$(date +%s)" ]; then
+    echo "the restart of stack $s (${u%.service}) on $host has had no one proving it since $(date -u -d "@$due" +%FT%TZ) (its engine is gone): not waiting for it" >&2
+    return 0
   fi
   echo "${who%)}; proving its restart)"
+}
+# The note that keeps other stacks off while readiness proves this restart, and its first claim.
+begin_rollout() {
+  echo "$stack $unit $(( $(date +%s) + prove_s )) $(whoami_note)" > "$run/rollout"
+  echo "$(( $(date +%s) + handover_s ))" > "$run/rollout.due"
 }
 end_rollout() {
   local s u until
   [ -f "$run/rollout" ] && read -r s u until < "$run/rollout" || return 0
-  if [ "$s" = "$stack" ] && [ "$u" = "$unit" ]; then rm -f "$run/rollout"; fi
+  if [ "$s" = "$stack" ] && [ "$u" = "$unit" ]; then rm -f "$run/rollout" "$run/rollout.due"; fi
 }
 
 # SGLang's drain lines (tokenizer_manager.py sigterm_watchdog, every 5 s while it drains):
@@ -417,7 +422,7 @@ restart)
     # Already live with these secrets (e.g. a retry, or an upgrade of this tool): nothing to
     # restart; readiness proves it again. (Installing identical secret files changes nothing.)
     install_secrets
-    echo "$stack $unit $(( $(date +%s) + prove_s )) $(whoami_note)" > "$run/rollout"
+    begin_rollout
     say "$host already runs this unit with these secrets (pid $before_pid); nothing to restart"
     echo "@@result {\"applied\":false,\"drainSeconds\":0,\"stopSeconds\":0,\"requestsCut\":0,\"gpuReleaseSeconds\":0,\"previousMainPid\":$before_pid,\"at\":$(date +%s)}"
     exit 0
@@ -452,7 +457,7 @@ restart)
     exit 1
   fi
   # Other stacks stay off this host until readiness has proven (or rolled back) this restart.
-  echo "$stack $unit $(( $(date +%s) + prove_s )) $(whoami_note)" > "$run/rollout"
+  begin_rollout
   if [ "$before_pid" = 0 ]; then say "no server ran before (a first install); GPUs free in $gpu_seconds s; started the new unit"
   else say "old server (pid $before_pid) drained in $drain_seconds s and gone $stop_seconds s later, GPUs free in $gpu_seconds s; started the new unit"; fi
   echo "@@result {\"applied\":true,\"drainSeconds\":$drain_seconds,\"stopSeconds\":$stop_seconds,\"requestsCut\":$cut,\"gpuReleaseSeconds\":$gpu_seconds,\"previousMainPid\":$before_pid,\"at\":$(date +%s)}"
@@ -474,16 +479,22 @@ release)
   end_rollout
   ;;
 prove)
-  # Run in the readiness step's own SSH session (not as a host step): holds the keeper while
-  # that step proves (or rolls back) a restart, renewing it every $keeper_beat s, and ends
-  # when the session does (its stdin closes: the engine ended, was killed, or the session
-  # dropped), which frees it. Nothing else; no lock.
-  mkdir -p "$run"
-  exec 8>>"$run/rollout.keeper"
-  flock -w 10 8 || { echo "FAILED: $run/rollout.keeper on $host is held by another prover" >&2; exit 1; }
+  # Run in the readiness step's own SSH session (not as a host step): renews this stack's
+  # claim on its rollout note every $keeper_beat s while that step proves (or rolls back) the
+  # restart. Ends when the session does (its stdin closes: the engine ended, was killed, or the
+  # session dropped), when the note is no longer this stack's after it was, or after prove_s.
+  # Takes no lock; writes nothing but the claim.
+  started=$(date +%s) seen=0
   echo "@@keeping"
-  while :; do
-    touch "$run/rollout.keeper"
+  while [ $(( $(date +%s) - started )) -lt "$prove_s" ]; do
+    s="" u=""
+    [ -f "$run/rollout" ] && read -r s u _ < "$run/rollout"
+    if [ "$s" = "$stack" ] && [ "$u" = "$unit" ]; then
+      seen=1
+      echo "$(( $(date +%s) + keeper_grace ))" > "$run/rollout.due.dflash-tmp" && mv -f "$run/rollout.due.dflash-tmp" "$run/rollout.due"
+    elif [ "$seen" = 1 ]; then
+      break
+    fi
     read -r -t "$keeper_beat" _
     rc=$?
     # A line, or a timeout (over 128): the session is there. The end of its input: it is gone.
