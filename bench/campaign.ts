@@ -33,6 +33,7 @@ const { options } = parseCommandOrExit("npm run campaign --", {
     cases: option({ type: text, placeholder: "PATH", description: "replay the regression cases in this file or folder (test/campaign/cases) instead of seeded sequences; writes bench/results/campaign-cases-<rev or HEAD>.md" }),
     weights: option({ type: text, placeholder: "KIND=N,...", description: "draw the faults of an up by these weights (a kind not named: 1) instead of evenly; a run's command records them, so it replays" }),
     fill: option({ type: positiveInteger, placeholder: "N", description: "weights favouring the fault kinds the recorded runs (bench/results/campaign-*.json) used fewer than N times; recorded as --weights" }),
+    dense: flag("more ups (86% of steps, not 72%), each with a fault that acts (no up without one, no change preflight refuses): for a campaign whose other steps are counted often enough; recorded in the command"),
     shrink: flag("shrink a sequence that breaks an invariant to a shorter one that still does, and save it to test/campaign/cases/"),
   },
 });
@@ -103,7 +104,7 @@ async function main(owned: OwnedHosts): Promise<number> {
   const say = (l: string) => process.stdout.write(`${l}\n`);
   const checkout = rev ? checkoutRevision(rev) : undefined;
   const start = (name: string, opts: Parameters<typeof hosts.start>[1]) => owned.start(name, opts);
-  const plans = Array.from({ length: sequences }, (_, i) => planCampaignSequence(seed, i, steps, weights));
+  const plans = Array.from({ length: sequences }, (_, i) => planCampaignSequence(seed, i, steps, weights, options.dense));
   const results: SequenceResult[] = new Array(sequences);
   const started = Date.now();
   try {
@@ -131,7 +132,7 @@ async function main(owned: OwnedHosts): Promise<number> {
           const dir = path.join(REPO_ROOT, "test", "campaign", "cases");
           fs.mkdirSync(dir, { recursive: true });
           const file = path.join(dir, `seed-${seed}-sequence-${i}.json`);
-          const kept: RegressionCase = { name: `seed ${seed}, sequence ${i}, shrunk`, source: `npm run campaign -- --seed ${seed} --sequences ${sequences} --steps ${steps}${weights ? ` --weights ${formatWeights(weights)}` : ""} --shrink`, group: plan.group, steps: smallest, brokeBefore: { revision: rev || "HEAD", violations: r.violations } };
+          const kept: RegressionCase = { name: `seed ${seed}, sequence ${i}, shrunk`, source: `npm run campaign -- --seed ${seed} --sequences ${sequences} --steps ${steps}${weights ? ` --weights ${formatWeights(weights)}` : ""}${options.dense ? " --dense" : ""} --shrink`, group: plan.group, steps: smallest, brokeBefore: { revision: rev || "HEAD", violations: r.violations } };
           fs.writeFileSync(file, `${JSON.stringify(kept, null, 2)}\n`);
           say(`  shrunk to ${smallest.length} step(s): ${file}`);
         }
@@ -143,9 +144,9 @@ async function main(owned: OwnedHosts): Promise<number> {
     checkout?.remove();
   }
   const wall = (Date.now() - started) / 1000;
-  const command = `npm run campaign -- --seed ${seed} --sequences ${sequences} --steps ${steps}${parallel > 1 ? ` --parallel ${parallel}` : ""}${rev ? ` --rev ${rev}` : ""}${weights ? ` --weights ${formatWeights(weights)}` : ""}${options.shrink ? " --shrink" : ""}`;
+  const command = `npm run campaign -- --seed ${seed} --sequences ${sequences} --steps ${steps}${parallel > 1 ? ` --parallel ${parallel}` : ""}${rev ? ` --rev ${rev}` : ""}${weights ? ` --weights ${formatWeights(weights)}` : ""}${options.dense ? " --dense" : ""}${options.shrink ? " --shrink" : ""}`;
   fs.mkdirSync(out, { recursive: true });
-  const run: CampaignRun = { format: 2, seed, sequences, steps, parallel, rev: rev || null, command, date: new Date().toISOString(), wallSeconds: wall, results, ...(weights ? { weights } : {}) };
+  const run: CampaignRun = { format: 2, seed, sequences, steps, parallel, rev: rev || null, command, date: new Date().toISOString(), wallSeconds: wall, results, ...(weights ? { weights } : {}), ...(options.dense ? { dense: true } : {}) };
   const bound = `Step time bound: ${stepBoundSeconds()} s (the stacks' deadlines, lock wait, a restart and a rollback, plus ${STEP_MARGIN_SECONDS} s for the engine)`;
   const md = renderCampaign(`Fault campaign, seed ${seed}`, [run], 1, bound);
   fs.writeFileSync(path.join(out, `campaign-${seed}.md`), md);

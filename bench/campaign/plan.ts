@@ -146,7 +146,7 @@ export function mix(seed: number, index: number): number {
  * never act), and a stack moves to speculative settings other than its own last ones (a fault
  * scoped to settings that already serve is not armed).
  */
-export function planSequence(seed: number, index: number, steps: number, weights?: FaultWeights): Step[] {
+export function planSequence(seed: number, index: number, steps: number, weights?: FaultWeights, dense = false): Step[] {
   const rand = prng(mix(seed, index));
   const out: Step[] = [];
   // A moment within the first 30 s of an operation: staging, drain, GPU release, load,
@@ -157,12 +157,15 @@ export function planSequence(seed: number, index: number, steps: number, weights
   for (let i = 0; i < steps; i++) {
     const r = rand();
     const stack: StackName = rand() < 0.7 ? "a" : "b";
-    if (r < 0.72) {
+    // Dense: more ups, each with a fault that acts (none drawn "none", no change preflight
+    // refuses), for a campaign that has the other steps often enough already.
+    if (r < (dense ? 0.86 : 0.72)) {
       const config = pick(rand, CONFIGS.filter((c) => c !== last[stack]));
       last[stack] = config;
-      const drawn = rand() < 0.1 ? "none" : weights ? pickWeighted(rand, UP_FAULTS, weights) : pick(rand, FAULTS.slice(1));
+      const drawn = !dense && rand() < 0.1 ? "none" : weights ? pickWeighted(rand, UP_FAULTS, weights) : pick(rand, FAULTS.slice(1));
       // Drawn one after the other whatever they give, so that adding one keeps the others.
-      const [rename, badFlag, otherPort, previewFirst, badTp, servicePort, proceed] = [rand() < 0.13, rand() < 0.09, rand() < 0.12, rand() < 0.25, rand() < 0.08, rand() < 0.12, rand() < 0.12];
+      const [rename, refusedFlag, otherPort, previewFirst, refusedTp, servicePort, proceed] = [rand() < 0.13, rand() < 0.09, rand() < 0.12, rand() < 0.25, rand() < 0.08, rand() < 0.12, rand() < 0.12];
+      const [badFlag, badTp] = [refusedFlag && !dense, refusedTp && !dense];
       const token = rand() < 0.36 ? pick(rand, ["set", "rotate", "remove"] as const) : undefined;
       const at = moment();
       const key = pick(rand, ["keep", "keep", "set", "rotate", "remove"] as const);
@@ -195,8 +198,8 @@ export function planSequence(seed: number, index: number, steps: number, weights
 }
 
 /** Pure: sequence `index` of a campaign: its steps, and whether it runs on a two-node group (one in four). */
-export function planCampaignSequence(seed: number, index: number, steps: number, weights?: FaultWeights): Sequence {
-  return { group: index % 4 === 3, steps: planSequence(seed, index, steps, weights) };
+export function planCampaignSequence(seed: number, index: number, steps: number, weights?: FaultWeights, dense = false): Sequence {
+  return { group: index % 4 === 3, steps: planSequence(seed, index, steps, weights, dense) };
 }
 
 /** What a configuration looks like from the server's /server_info. */

@@ -19,6 +19,8 @@ export interface CampaignRun {
   results: SequenceResult[];
   /** The weights its faults were drawn by (--weights, --fill); absent: evenly. */
   weights?: FaultWeights;
+  /** Drawn with --dense (more ups, each with a fault that acts). */
+  dense?: true;
 }
 
 /** Pure: the operator steps a step record counts as (an up counts once per change it makes). */

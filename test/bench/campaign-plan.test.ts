@@ -117,4 +117,10 @@ test("fault weights: none or all equal draw the even plan; --fill's favour the k
   assert.throws(() => parseWeights("crash-oomm=2"), /unknown fault kind "crash-oomm"; valid: crash-oom,/);
   assert.throws(() => parseWeights("hang=-1"), /hang=-1 is not a number of 0 or more/);
   assert.throws(() => parseWeights("hang="), /is not a number/);
+  // Dense: more ups, each with a fault that acts; the even plan is unchanged by the option's existence.
+  const dense = Array.from({ length: 100 }, (_, i) => planSequence(5, i, 6, w, true)).flat();
+  const denseUps = dense.filter((s) => s.op === "up");
+  assert.ok(denseUps.length / dense.length > 0.8, `${denseUps.length} of ${dense.length}`);
+  assert.ok(denseUps.every((s) => s.op === "up" && s.fault !== "none" && !s.badFlag && !s.badTp));
+  assert.deepEqual(planSequence(5, 3, 6, w, false), planSequence(5, 3, 6, w));
 });
