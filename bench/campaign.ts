@@ -30,7 +30,7 @@ const { options } = parseCommandOrExit("npm run campaign --", {
     steps: option({ type: positiveInteger, placeholder: "K", description: "steps per sequence", default: "6" }),
     parallel: option({ type: integerBetween(1, 8), placeholder: "P", description: "sequences run at once, each on its own hosts", default: "1" }),
     rev: option({ type: text, placeholder: "REV", description: "run the program of this git revision (a worktree beside this checkout) instead of this one's" }),
-    cases: option({ type: text, placeholder: "PATH", description: "replay the regression cases in this file or folder (test/campaign/cases) instead of seeded sequences; writes bench/results/campaign-cases-<rev or HEAD>.md" }),
+    cases: option({ type: text, placeholder: "PATH", description: "replay the regression cases in this file or folder (test/campaign/cases) instead of seeded sequences; writes bench/results/campaign-cases-<rev or HEAD>[-<case>].md" }),
     weights: option({ type: text, placeholder: "KIND=N,...", description: "draw the faults of an up by these weights (a kind not named: 1) instead of evenly; a run's command records them, so it replays" }),
     fill: option({ type: positiveInteger, placeholder: "N", description: "weights favouring the fault kinds the recorded runs (bench/results/campaign-*.json) used fewer than N times; recorded as --weights" }),
     dense: flag("more ups (86% of steps, not 72%), each with a fault that acts (no up without one, no change preflight refuses): for a campaign whose other steps are counted often enough; recorded in the command"),
@@ -68,7 +68,9 @@ async function replay(owned: OwnedHosts, where: string, rev: string | undefined,
     ...results.sort((a, b) => a.file.localeCompare(b.file)).map(({ file, r }) => `| ${path.basename(file)} | ${r.steps.length} | ${r.violations.map((v) => v.replace(/\|/g, "\\|").replace(/\n/g, " ").slice(0, 400)).join("<br>") || "none"} |`),
     "",
   ].join("\n");
-  fs.writeFileSync(path.join(REPO_ROOT, "bench", "results", `campaign-cases-${label.replace(/[^A-Za-z0-9._-]/g, "-")}.md`), md);
+  // One case file replayed: named after it too, so that replays of several cases at one revision do not overwrite each other.
+  const one = where.endsWith(".json") ? `-${path.basename(where, ".json")}` : "";
+  fs.writeFileSync(path.join(REPO_ROOT, "bench", "results", `campaign-cases-${label.replace(/[^A-Za-z0-9._-]/g, "-")}${one}.md`), md);
   say(`\n${md}`);
   return results.some(({ r }) => r.violations.length) ? 1 : 0;
 }
