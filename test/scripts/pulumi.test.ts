@@ -129,7 +129,7 @@ test("every project command's npm step links `npx pulumi` to the wrapper, also w
   const root = fs.mkdtempSync(path.join(os.tmpdir(), "npm-deps-"));
   try {
     fs.mkdirSync(path.join(root, "scripts"));
-    fs.copyFileSync(path.join(REPO_ROOT, "scripts/npm-deps.sh"), path.join(root, "scripts/npm-deps.sh"));
+    for (const f of ["npm-deps.sh", "node-env.sh"]) fs.copyFileSync(path.join(REPO_ROOT, "scripts", f), path.join(root, "scripts", f));
     fs.copyFileSync(path.join(REPO_ROOT, "package-lock.json"), path.join(root, "package-lock.json"));
     fs.mkdirSync(path.join(root, "node_modules/.bin"), { recursive: true });
     fs.copyFileSync(path.join(root, "package-lock.json"), path.join(root, "node_modules/.dflash-lock-stamp"));
