@@ -32,9 +32,10 @@ dflash_node_env() {
   cache=${DFLASH_NODE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dflash-pulumi/node}
   dir="$cache/v$dflash_node_version-linux-$arch"
   if [ ! -x "$dir/bin/node" ]; then
+    mkdir -p "$cache"
     # What a killed fetch left, a day old or more; and a cache folder without its binary.
-    find "$cache" -maxdepth 1 -name '.fetch.*' -mmin +1440 -exec rm -rf {} + 2>/dev/null
-    [ -e "$dir" ] && rm -rf "$dir"
+    find "$cache" -maxdepth 1 -name '.fetch.*' -mmin +1440 -exec rm -rf {} + 2>/dev/null || true
+    if [ -e "$dir" ]; then rm -rf "$dir"; fi
     echo "setup: Node.js $have is older than the 22 this project's dependencies need: fetching Node.js $dflash_node_version (npm package node-linux-$arch, about 50 MB) into $cache" >&2
     mkdir -p "$cache"
     tmp=$(mktemp -d "$cache/.fetch.XXXXXX")

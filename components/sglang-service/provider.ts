@@ -12,8 +12,9 @@ import type * as Handlers from "./remote/handlers";
 /**
  * Bump to make every resource of this component update (not restart) with new provider code.
  * 5: the code recorded in state names no checkout path (see loadHandlers).
+ * 6: a presence's delete says whether it is half of a replacement (a destroy never is).
  */
-export const PROVIDER_VERSION = "5";
+export const PROVIDER_VERSION = "6";
 
 /** remote/handlers.ts, relative to the project folder. */
 const HANDLERS_MODULE = path.relative(REPO_ROOT, require.resolve("./remote/handlers"));

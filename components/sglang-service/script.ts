@@ -223,7 +223,9 @@ export function transactionInput(d: Deployment, stack: string, label: string, ra
     timeouts: d.timeouts,
     lockWaitSeconds: d.safety.lockWaitSeconds,
     proveSeconds: Math.ceil(d.timeouts.readySeconds + d.safety.stableSeconds + d.timeouts.gpuReleaseSeconds + 120),
-    handoverSeconds: KEEPER_GRACE_SECONDS + (d.nodes.length > 0 ? Math.ceil(d.safety.lockWaitSeconds + d.timeouts.drainSeconds + DRAIN_EXIT_MARGIN_SECONDS + d.timeouts.stopSeconds + d.timeouts.gpuReleaseSeconds) : 0),
+    // In a group: the slowest node's restart (lock wait, drain, stop, GPU release), after its
+    // presence's teardown of a moved unit (lock wait, drain, stop).
+    handoverSeconds: KEEPER_GRACE_SECONDS + (d.nodes.length > 0 ? Math.ceil(2 * (d.safety.lockWaitSeconds + d.timeouts.drainSeconds + DRAIN_EXIT_MARGIN_SECONDS + d.timeouts.stopSeconds) + d.timeouts.gpuReleaseSeconds) : 0),
     rollback: d.safety.rollback,
     secrets,
     gpus: gpusPerNode(d),
@@ -347,21 +349,31 @@ whoami_note() { echo "stack \\"$stack\\" (unit \${unit%.service}, from \${SSH_CL
 # has nobody proving it (its engine was killed): it holds no one off. A note without a claim
 # (written by an older version of this script) counts until it expires.
 rollout_holder() {
-  local s u until who due
+  local s u until who due ds du
   [ -f "$run/rollout" ] && read -r s u until who < "$run/rollout" || return 0
   if [ "$s" = "$stack" ] && [ "$u" = "$unit" ]; then return 0; fi
-  awk -v u="$until" -v n="$(date +%s)" 'BEGIN { exit !(u > n) }' || return 0
-  due=$(cat "$run/rollout.due" 2>/dev/null) || due=""
-  if [[ "$due" =~ ^[0-9]+$ ]] && [ "$due" -le "$(date +%s)" ]; then
-    echo "the restart of stack $s (\${u%.service}) on $host has had no one proving it since $(date -u -d "@$due" +%FT%TZ) (its engine is gone): not waiting for it" >&2
+  # The claim decides when it is this note's (it names the note's stack and unit); a note
+  # without one (an older script's, or a claim left by another note) counts until it expires.
+  read -r due ds du < "$run/rollout.due" 2>/dev/null || due=""
+  if [[ "$due" =~ ^[0-9]+$ ]] && [ "$ds" = "$s" ] && [ "$du" = "$u" ]; then
+    if [ "$due" -le "$(date +%s)" ]; then
+      echo "the restart of stack $s (\${u%.service}) on $host has had no one proving it since $(date -u -d "@$due" +%FT%TZ) (its engine is gone): not waiting for it" >&2
+      return 0
+    fi
+  elif ! awk -v u="$until" -v n="$(date +%s)" 'BEGIN { exit !(u > n) }'; then
     return 0
   fi
   echo "\${who%)}; proving its restart)"
 }
-# The note that keeps other stacks off while readiness proves this restart, and its first claim.
+# Writes a claim on this stack's note until $1 (epoch), whole (rename).
+claim_until() {
+  echo "$1 $stack $unit" > "$run/rollout.due.$$" && mv -f "$run/rollout.due.$$" "$run/rollout.due"
+}
+# The note that keeps other stacks off while readiness proves this restart, and its first
+# claim (written first, each file whole).
 begin_rollout() {
-  echo "$stack $unit $(( $(date +%s) + prove_s )) $(whoami_note)" > "$run/rollout"
-  echo "$(( $(date +%s) + handover_s ))" > "$run/rollout.due"
+  claim_until "$(( $(date +%s) + handover_s ))"
+  echo "$stack $unit $(( $(date +%s) + prove_s )) $(whoami_note)" > "$run/rollout.$$" && mv -f "$run/rollout.$$" "$run/rollout"
 }
 end_rollout() {
   local s u until
@@ -737,17 +749,20 @@ release)
 prove)
   # Run in the readiness step's own SSH session (not as a host step): renews this stack's
   # claim on its rollout note every $keeper_beat s while that step proves (or rolls back) the
-  # restart. Ends when the session does (its stdin closes: the engine ended, was killed, or the
-  # session dropped), when the note is no longer this stack's after it was, or after prove_s.
-  # Takes no lock; writes nothing but the claim.
-  started=$(date +%s) seen=0
+  # restart, including a note a second restart of this stack writes meanwhile. Ends when the
+  # session does (its stdin closes: the engine ended, was killed, or the session dropped), or
+  # when the note has gone (ended by \`good\`, \`release\` or \`remove\`) after it was this
+  # stack's. Takes no lock; writes nothing but the claim.
+  seen=0
   echo "@@keeping"
-  while [ $(( $(date +%s) - started )) -lt "$prove_s" ]; do
+  while :; do
     s="" u=""
-    [ -f "$run/rollout" ] && read -r s u _ < "$run/rollout"
-    if [ "$s" = "$stack" ] && [ "$u" = "$unit" ]; then
-      seen=1
-      echo "$(( $(date +%s) + keeper_grace ))" > "$run/rollout.due.dflash-tmp" && mv -f "$run/rollout.due.dflash-tmp" "$run/rollout.due"
+    if [ -f "$run/rollout" ]; then
+      read -r s u _ < "$run/rollout"
+      if [ "$s" = "$stack" ] && [ "$u" = "$unit" ]; then
+        seen=1
+        claim_until "$(( $(date +%s) + keeper_grace ))"
+      fi
     elif [ "$seen" = 1 ]; then
       break
     fi

@@ -171,7 +171,8 @@ export class SglangService extends pulumi.ComponentResource {
           urn: childUrn(COMPONENT_TYPE, `${name}-host${n.suffix}`),
           providerVersion: PROVIDER_VERSION,
         },
-        { parent: this, dependsOn: [preflight] },
+        // Old first also when Pulumi replaces it without asking the provider (\`up --replace\`).
+        { parent: this, dependsOn: [preflight], deleteBeforeReplace: true },
       );
       const stageScript = renderStageScript({ ...checked, unitText: n.unitText, transaction, helpers: helperScripts() });
       // apply: preflight, then stage in this stack's folder (the live unit is not touched).

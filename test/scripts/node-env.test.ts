@@ -26,7 +26,8 @@ function fakeBin(version: string, npm?: string): string {
 
 /** Sources node-env.sh and prints the `node` then first on PATH and its version. */
 function source(env: NodeJS.ProcessEnv) {
-  return spawnSync("bash", ["-c", `. ${JSON.stringify(NODE_ENV)} && dflash_node_env && command -v node && node -p process.version`], { env, encoding: "utf8" });
+  // As the project's scripts run it: under set -euo pipefail, the function called on its own.
+  return spawnSync("bash", ["-c", `set -euo pipefail; . ${JSON.stringify(NODE_ENV)}; dflash_node_env; command -v node; node -p process.version`], { env, encoding: "utf8" });
 }
 
 test("a machine whose node is older than 22 runs the pinned Node.js 22 from the cache, fetched once", () => {
@@ -63,10 +64,11 @@ test("a fetched package whose integrity is not the pinned one is refused and not
   const bin = fakeBin("20.20.2", `#!/bin/bash\necho "not node" > node-linux-${arch}-${PINNED}.tgz\necho node-linux-${arch}-${PINNED}.tgz\n`);
   const cache = fs.mkdtempSync(path.join(os.tmpdir(), "node-cache-"));
   try {
-    const r = source({ ...process.env, PATH: `${bin}:${machinePath()}`, DFLASH_NODE_CACHE: cache });
+    // A cache folder that does not exist yet (a first fetch).
+    const r = source({ ...process.env, PATH: `${bin}:${machinePath()}`, DFLASH_NODE_CACHE: path.join(cache, "first") });
     assert.notEqual(r.status, 0);
     assert.match(r.stderr, new RegExp(`node-linux-${arch}-${PINNED.replace(/\./g, "\\.")}\\.tgz has integrity sha512-\\S+, expected sha512-\\S+ \\(pinned in scripts/node-env.sh\\): not using it`));
-    assert.deepEqual(fs.readdirSync(cache), []);
+    assert.deepEqual(fs.readdirSync(path.join(cache, "first")), []);
   } finally {
     fs.rmSync(bin, { recursive: true, force: true });
     fs.rmSync(cache, { recursive: true, force: true });

@@ -254,29 +254,33 @@ test("a rollout note keeps other stacks off the host while its claim lasts (rene
   try {
     const holder = (setup: string) => inBash(transaction, `run=${run}; ${setup}; rollout_holder`);
     const note = (s: string, validFor = 600) => `echo "${s} sglang-k26.service $(( $(date +%s) + ${validFor} )) stack \\"${s}\\" (unit sglang-k26, from 127.0.0.1, since now)" > ${run}/rollout; rm -f ${run}/rollout.due`;
-    const due = (inSeconds: number) => `echo $(( $(date +%s) + ${inSeconds} )) > ${run}/rollout.due`;
+    const due = (inSeconds: number, s = "other") => `echo "$(( $(date +%s) + ${inSeconds} )) ${s} sglang-k26.service" > ${run}/rollout.due`;
     // Claimed: the moments before the readiness step, or renewed by it.
     assert.match(holder(`${note("other")}; ${due(30)}`).stdout, /stack "other" .*proving its restart\)/);
     // The claim ran out: nobody proves it (its engine is gone).
     const gone = holder(`${note("other")}; ${due(-5)}`);
     assert.equal(gone.stdout, "");
     assert.match(gone.stderr, /the restart of stack other \(sglang-k26\) on 127\.0\.0\.10 has had no one proving it since \d{4}-\d\d-\d\dT[\d:]+Z \(its engine is gone\): not waiting for it/);
-    // A note with no claim at all (an older version of the script wrote it) counts until it expires.
+    // Claimed, the note holds past its own expiry (a long rollback); without a claim of its own
+    // (an older script's note, or a claim left for another note) it counts until it expires.
+    assert.match(holder(`${note("other", -1)}; ${due(30)}`).stdout, /proving its restart/);
     assert.match(holder(note("other")).stdout, /proving its restart/);
-    // Expired, or this stack's own: nothing.
-    assert.equal(holder(`${note("other", -1)}; ${due(30)}`).stdout, "");
-    assert.equal(holder(`${note("b16t4-w2048")}; ${due(30)}`).stdout, "");
+    assert.match(holder(`${note("other")}; ${due(-5, "third")}`).stdout, /proving its restart/);
+    assert.equal(holder(`${note("other", -1)}; ${due(-5, "third")}`).stdout, "");
+    // This stack's own: nothing.
+    assert.equal(holder(`${note("b16t4-w2048")}; ${due(30, "b16t4-w2048")}`).stdout, "");
     // begin_rollout claims the note for the handover to readiness; end_rollout takes both away.
-    const begun = inBash(transaction, `run=${run}; handover_s=45; begin_rollout; echo "$(( $(cat ${run}/rollout.due) - $(date +%s) ))"; end_rollout; ls ${run}`);
-    assert.match(begun.stdout.trim(), /^4[45]$/, begun.stderr);
+    const begun = inBash(transaction, `run=${run}; handover_s=45; begin_rollout; read -r d ds du < ${run}/rollout.due; echo "$(( d - $(date +%s) )) $ds $du"; end_rollout; ls ${run}`);
+    assert.match(begun.stdout.trim(), /^4[45] b16t4-w2048 sglang-k26\.service$/, begun.stderr);
     // \`prove\` renews the claim of this stack's note while its input is open, and ends when the input ends
-    // or once the note is no longer this stack's.
+    // or once the note has gone.
     const proved = inBash(
       transaction,
-      `run=${run}; keeper_beat=0.2; keeper_grace=40; stack=mine; ${note("mine")}; ${due(-100)}; (main prove < <(sleep 1.5) > ${run}/out &); sleep 0.7; echo "$(( $(cat ${run}/rollout.due) - $(date +%s) ))"; sleep 1.5; cat ${run}/out; ${due(-100)}; (main prove < <(sleep 30 >/dev/null 2>&1) > ${run}/out2 & echo $! > ${run}/pid); sleep 0.7; rm ${run}/rollout; sleep 1; case "$(ps -p "$(cat ${run}/pid)" -o stat= 2>/dev/null)" in ""|Z*) echo ended ;; *) echo still ;; esac`,
+      `run=${run}; keeper_beat=0.2; keeper_grace=40; stack=mine; ${note("mine")}; ${due(-100, "mine")}; (main prove < <(sleep 1.5) > ${run}/out &); sleep 0.7; read -r d _ < ${run}/rollout.due; echo "$(( d - $(date +%s) ))"; sleep 1.5; cat ${run}/out; (main prove < <(sleep 30 >/dev/null 2>&1) > ${run}/out2 & echo $! > ${run}/pid); sleep 0.7; rm ${run}/rollout; sleep 1; case "$(ps -p "$(cat ${run}/pid)" -o stat= 2>/dev/null)" in ""|Z*) echo ended ;; *) echo still ;; esac`,
     );
-    assert.deepEqual(proved.stdout.trim().split("\n"), [proved.stdout.trim().split("\n")[0], "@@keeping", "ended"], proved.stderr);
-    assert.match(proved.stdout.trim().split("\n")[0], /^(39|40)$/);
+    const lines = proved.stdout.trim().split("\n");
+    assert.deepEqual(lines.slice(1), ["@@keeping", "ended"], proved.stderr);
+    assert.match(lines[0], /^(39|40)$/);
   } finally {
     fs.rmSync(run, { recursive: true, force: true });
   }
