@@ -195,6 +195,8 @@ export class SequenceRunner {
    * was killed, left its new configuration running without readiness proving it.
    */
   private knownGood: Proven | null = null;
+  /** The last step was an operation that failed after its engine was killed or its sessions dropped. */
+  private lastStepLost = false;
   private readonly stacks: Record<StackName, StackState> = {
     a: { config: "b8t4-w2048", ...FRESH },
     b: { config: "b4t4-w2048", ...FRESH },
@@ -460,6 +462,7 @@ export class SequenceRunner {
     const requests = this.traffic(2);
     const timed = step.fault && step.atSeconds !== undefined ? { fault: step.fault, atSeconds: step.atSeconds } : undefined;
     const r = await this.operate("destroy", step.stack, timed, (o) => (output += o), []);
+    this.lastStepLost = !r.ok && r.fired === true;
     const outcomes = await Promise.all(requests);
     const owned = this.proven?.stack === step.stack;
     // A destroy that failed (its session dropped, its engine killed) may still have removed
@@ -525,6 +528,11 @@ export class SequenceRunner {
     // Judged by what runs, not by the stacks' settings: a rename rolled back leaves a stack's
     // unit under its old name (seed 3010).
     const competing = this.proven !== null && this.proven.stack !== step.stack && this.proven.unit !== attempted.unit;
+    // In a group, the rollout note of a step whose engine was killed or whose sessions dropped
+    // keeps the other stacks off for its handover (the slowest node's restart budget, longer
+    // than a lock wait), since readiness starts only after every node's restart: a refusal
+    // then is the designed limit (README, "One writer per host"), not a fault of the rollout.
+    const lostBefore = this.lastStepLost;
 
     // What preview says this up will do.
     let previewed: string[] | undefined;
@@ -581,7 +589,9 @@ export class SequenceRunner {
     // change is one the host refuses (a flag it lacks, a tpSize it cannot hold) or the two
     // stacks' units (renamed apart) compete for the GPUs.
     const ridesOut = ["none", "ssh-outage-loading", "slow-load", "late-sigterm", "stale-server"].includes(step.fault) || !armed;
-    if (!r.ok && ridesOut && !step.badFlag && !step.badTp && !(competing && /holds the GPUs that .* needs; nothing was stopped/.test(r.message))) violations.push(`up failed although nothing but ${step.fault === "none" || !armed ? "the change" : `the fault ${step.fault}`} happened: ${r.message.split("\n").find((l) => /FAILED|error: (?!update failed)/.test(l))?.trim().slice(0, 300) ?? r.message.slice(0, 300)}`);
+    const handover = this.node1 !== undefined && lostBefore && /is being reconfigured by .*proving its restart/.test(r.message);
+    this.lastStepLost = !r.ok && r.fired === true;
+    if (!r.ok && ridesOut && !step.badFlag && !step.badTp && !handover && !(competing && /holds the GPUs that .* needs; nothing was stopped/.test(r.message))) violations.push(`up failed although nothing but ${step.fault === "none" || !armed ? "the change" : `the fault ${step.fault}`} happened: ${r.message.split("\n").find((l) => /FAILED|error: (?!update failed)/.test(l))?.trim().slice(0, 300) ?? r.message.slice(0, 300)}`);
     const did = rolloutOps(events);
     // An engine that may be killed runs as a CLI process of its own, whose events are not
     // read: what it did is unknown, and the comparison is skipped.

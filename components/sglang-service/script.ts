@@ -223,9 +223,10 @@ export function transactionInput(d: Deployment, stack: string, label: string, ra
     timeouts: d.timeouts,
     lockWaitSeconds: d.safety.lockWaitSeconds,
     proveSeconds: Math.ceil(d.timeouts.readySeconds + d.safety.stableSeconds + d.timeouts.gpuReleaseSeconds + 120),
-    // In a group: the slowest node's restart (lock wait, drain, stop, GPU release), after its
-    // presence's teardown of a moved unit (lock wait, drain, stop).
-    handoverSeconds: KEEPER_GRACE_SECONDS + (d.nodes.length > 0 ? Math.ceil(2 * (d.safety.lockWaitSeconds + d.timeouts.drainSeconds + DRAIN_EXIT_MARGIN_SECONDS + d.timeouts.stopSeconds) + d.timeouts.gpuReleaseSeconds) : 0),
+    // In a group: how much later than this node the slowest node's restart may end (its lock
+    // wait, drain, stop and GPU release; the nodes' restarts run at once). Not covered: a node
+    // whose unit also moves, whose teardown comes first.
+    handoverSeconds: KEEPER_GRACE_SECONDS + (d.nodes.length > 0 ? Math.ceil(d.safety.lockWaitSeconds + d.timeouts.drainSeconds + DRAIN_EXIT_MARGIN_SECONDS + d.timeouts.stopSeconds + d.timeouts.gpuReleaseSeconds) : 0),
     rollback: d.safety.rollback,
     secrets,
     gpus: gpusPerNode(d),
