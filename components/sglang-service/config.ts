@@ -49,15 +49,17 @@ export function readStackDeployment(): StackDeployment {
   const stack = pulumi.getStack();
   const config = new pulumi.Config(CONFIG_NAMESPACE);
   let deployment: Deployment;
+  let local: Record<string, unknown> = {};
   try {
     const unknown = unknownSettings(Object.keys(pulumi.runtime.allConfig()));
     if (unknown.length > 0) failConfig(stack, unknown);
-    deployment = deploymentFromConfig((key) => config.get(key), stack);
+    local = localSettings(stack);
+    deployment = deploymentFromConfig((key) => config.get(key), stack, local);
   } catch (e) {
     throw new pulumi.RunError((e as Error).message);
   }
-  const local = overlaidKeys(stack);
-  if (local.length) pulumi.log.info(`${OVERLAY_FILE} (this checkout's, git-ignored) sets ${local.join(", ")} for stack ${stack}`);
+  const overlaid = overlayKeys(local);
+  if (overlaid.length) pulumi.log.info(`${OVERLAY_FILE} (this checkout's, git-ignored) sets ${overlaid.join(", ")} for stack ${stack}`);
   const privateKey = readPrivateKey(config, deployment, stack);
   return {
     deployment,
@@ -105,10 +107,9 @@ export function nodesFromConfig(get: (key: string) => string | undefined, stack:
  * The validated deployment from a reader of this project's keys (`host`, `service`, ...), with
  * the per-operator overlay (dflash.local.yaml, overlay.ts) merged over them.
  */
-function deploymentFromConfig(get: (key: string) => string | undefined, stack: string): Deployment {
+function deploymentFromConfig(get: (key: string) => string | undefined, stack: string, local = localSettings(stack)): Deployment {
   const raw: Record<string, unknown> = {};
   for (const key of KEYS) raw[key] = configValue(get(key));
-  const local = localSettings(stack);
   for (const [k, v] of Object.entries(local)) raw[k] = mergeSettings(raw[k], v);
   try {
     return parseDeployment(raw, stack, projectSettings());
@@ -133,10 +134,6 @@ function localSettings(stack: string): Record<string, unknown> {
   }
 }
 
-/** The dotted keys this checkout's overlay sets for the stack (for saying so in a preview). */
-export function overlaidKeys(stack: string): string[] {
-  return overlayKeys(localSettings(stack));
-}
 
 /**
  * Pulumi.yaml's settings of our namespace (keys without it), read from the program's folder,
