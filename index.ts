@@ -7,7 +7,7 @@ const { deployment, privateKey, nodeKeys, secrets } = readStackDeployment();
 const service = new SglangService("sglang", { deployment, privateKey, nodeKeys, secrets });
 const bench = new SglangBenchmark(
   "benchmark",
-  { deployment, privateKey, apiKey: secrets.apiKey, unitHash: service.unitHash, resultsDir: "bench/out" },
+  { deployment, privateKey, apiKey: secrets.apiKey, unitHash: service.unitHash, serverArgs: service.serverArgs, resultsDir: "bench/out" },
   { dependsOn: [service] },
 );
 
@@ -17,7 +17,10 @@ export const unitHash = service.unitHash;
 export const launchCommand = service.launchCommand;
 export const serverArgs = service.serverArgs;
 export const restartTimings = service.timings;
-export const acceptLength = service.acceptLength;
+// Of the benchmark's timed short-context requests (null without speculation or benchmark);
+// the server's own average at readiness, from a few probe tokens, is `readinessAcceptLength`.
+export const acceptLength = bench.acceptLength;
+export const readinessAcceptLength = service.acceptLength;
 export const benchmark = bench.result;
 export const benchmarkTakenAt = bench.takenAt;
 export const benchmarkResultsPath = bench.resultsPath;

@@ -346,7 +346,8 @@ async function streamChat(host: hosts.HostInfo, maxTokens: number, apiKey?: stri
     const res = await fetch(`http://${host.address}:${host.sglangPort}/v1/chat/completions`, {
       method: "POST",
       headers: { "content-type": "application/json", ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}) },
-      body: JSON.stringify({ messages: [{ role: "user", content: "benchmark" }], max_tokens: maxTokens, stream: true }),
+      // ignore_eos: the stream runs its full length (the model's own answer ends far sooner).
+      body: JSON.stringify({ messages: [{ role: "user", content: "benchmark" }], max_tokens: maxTokens, stream: true, ignore_eos: true }),
     });
     let text = "";
     for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) text += Buffer.from(chunk).toString("utf8");

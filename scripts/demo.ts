@@ -1,6 +1,6 @@
-// `npm run demo`: boots a simulated 8-GPU host, then deploys two configurations of the
-// users' sweep in turn through the real Pulumi engine, and prints what each `up` did.
-// The second deploy is a real reconfiguration: drain, stop, wait for GPU memory
+// `npm run demo`: boots a simulated 8-GPU host, then deploys the no-speculation baseline and
+// two configurations of the users' sweep in turn through the real Pulumi engine, and prints
+// what each `up` did. Every deploy after the first is a real reconfiguration: drain, stop, wait for GPU memory
 // (released 3 s after the old process exits, as on real hosts), start, readiness. It ends
 // with the comparison report (bench/out/report.md and report.svg) from the stacks' outputs,
 // and keeps its workspace and state in .demo/, where `npm run report` finds them again.
@@ -13,7 +13,9 @@ import { parseCommandOrExit, setUp } from "../lib/cli";
 import { KEPT_WORKSPACES, keptWorkspaceDir, readRepoStackConfig, simHostConfig, simWorkspace } from "../lib/workspace";
 import { collectRows, reportHeading, stackSource, writeReport } from "./report";
 
-const CONFIGS = ["b8t4-w2048", "b16t4-w2048"];
+/** The baseline first: the report's speedups divide by it. */
+const CONFIGS = ["baseline", "b8t4-w2048", "b16t4-w2048"];
+const LAST = CONFIGS[CONFIGS.length - 1];
 const HOST = `demo-${process.pid}`;
 
 function say(line: string): void {
@@ -22,8 +24,8 @@ function say(line: string): void {
 
 const COMMAND = {
   summary: [
-    "Boots a simulated 8-GPU host, deploys b8t4-w2048 and then b16t4-w2048 through the real Pulumi engine",
-    "(the second a real reconfiguration), shows a no-op up, stops the host, and writes the comparison report",
+    "Boots a simulated 8-GPU host, deploys baseline (no speculation), b8t4-w2048 and b16t4-w2048 through the real",
+    "Pulumi engine (each after the first a real reconfiguration), shows a no-op up, stops the host, and writes the comparison report",
     `(bench/out/report.md and report.svg). Its stacks and their outputs stay in ${KEPT_WORKSPACES.demo}/ for npm run report; each run`,
     "starts that folder afresh. The first run sets up the machine: npm dependencies, the pinned Pulumi engine,",
     "the host image (minutes, cached after).",
@@ -61,12 +63,12 @@ async function demo(owned: OwnedHosts): Promise<void> {
       const b = up.outputs.benchmark?.value;
       summary.push(
         `${name.padEnd(14)} ${up.summary.result.padEnd(10)} up ${((Date.now() - started) / 1000).toFixed(1).padStart(5)} s | drain ${t.drainSeconds} s, old process gone ${t.stopSeconds} s, GPU release ${t.gpuReleaseSeconds} s, load-to-ready ${t.loadToReadySeconds} s`,
-        `${"".padEnd(14)} benchmark: ${b.short.output_throughput} tok/s short (${b.short.output_throughput_min}-${b.short.output_throughput_max}), ${b.long[0].output_throughput} tok/s at ${b.long[0].context_tokens} tokens, TTFT ${b.short.median_ttft_ms} ms, accept length ${b.accept_length}, coding ${b.coding.passed}/${b.coding.tasks}`,
+        `${"".padEnd(14)} benchmark: decode ${b.short.decode_tokens_per_s} tok/s short (${b.short.decode_tokens_per_s_min}-${b.short.decode_tokens_per_s_max}), ${b.long[0].decode_tokens_per_s} tok/s at ${b.long[0].context_tokens} tokens; output ${b.concurrency.map((c: { concurrency: number; output_throughput: number }) => `${c.output_throughput} tok/s at ${c.concurrency} concurrent`).join(", ")}; TTFT ${b.short.median_ttft_ms} ms, accept length ${b.accept_length}, coding ${b.coding.passed}/${b.coding.tasks}${b.warnings.length ? `; warnings: ${b.warnings.join("; ")}` : ""}`,
       );
     }
-    say(`pulumi up --stack ${CONFIGS[1]} again: nothing changed, so nothing on the host is touched`);
-    const again = await (await ws.stack(CONFIGS[1])).up({ color: "never" });
-    summary.push(`${CONFIGS[1].padEnd(14)} no-op up: ${JSON.stringify(again.summary.resourceChanges)}`);
+    say(`pulumi up --stack ${LAST} again: nothing changed, so nothing on the host is touched`);
+    const again = await (await ws.stack(LAST)).up({ color: "never" });
+    summary.push(`${LAST.padEnd(14)} no-op up: ${JSON.stringify(again.summary.resourceChanges)}`);
     say("summary");
     process.stdout.write(summary.join("\n") + "\n");
     say("comparison report, from the stacks' outputs");

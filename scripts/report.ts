@@ -29,8 +29,10 @@ const INVOCATION = "npm run report --";
 const COMMAND = command({
   summary: [
     "Reads the outputs of every stack whose name matches --stacks (through the Automation API, whatever",
-    "the backend) and writes report.md (one row per stack, the best marked) and report.svg (tokens/s at",
-    "short and long context with their spread, acceptance length, coding check, by configuration).",
+    "the backend) and writes report.md (one row per stack: decode tokens/s with its spread, output tokens/s",
+    "per concurrency level, each with its speedup over the no-speculation baseline on the same host; host,",
+    "GPU, SGLang version and date; the best marked only beyond noise, else a tie) and report.svg (decode",
+    "tokens/s at short and long context with their spread, acceptance length, coding check, by configuration).",
   ].join("\n"),
   options: {
     stacks: option({ type: stackPattern, placeholder: "GLOB", description: "the stacks to report on", default: "*" }),
@@ -83,7 +85,7 @@ async function stackRows(workDir: string, env: Record<string, string>, glob: str
 /** Writes report.md and report.svg into `outDir` and returns the Markdown. */
 export function writeReport(outDir: string, heading: string, rows: ReportRow[]): string {
   fs.mkdirSync(outDir, { recursive: true });
-  const md = `# Benchmark report\n\n${heading}\n\n${renderMarkdown(rows)}\n![Decode tokens/s at short and long context, acceptance length and coding check by configuration](report.svg)\n`;
+  const md = `# Benchmark report\n\n${heading}\n\n${renderMarkdown(rows)}\n![Decode tokens/s at short and long context with their spread and speedup, acceptance length and coding check by configuration](report.svg)\n`;
   fs.writeFileSync(path.join(outDir, "report.md"), md);
   fs.writeFileSync(path.join(outDir, "report.svg"), renderSvg(rows));
   return md;

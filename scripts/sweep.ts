@@ -78,7 +78,7 @@ const COMMAND = {
     hosts: option({ type: inProjectFolder(hostsFile), placeholder: "FILE", description: "sweep on these hosts instead of simulated ones" }),
     "sim-hosts": option({ type: positiveInteger, placeholder: "N", description: "boot N simulated hosts for the sweep", default: "2", excludes: ["hosts"] }),
     "sim-load-seconds": option({ type: positiveNumber, placeholder: "S", description: "the simulated weight load time, in seconds", default: "6", excludes: ["hosts"] }),
-    resume: flag("skip stacks whose outputs already hold a benchmark of their current configuration"),
+    resume: flag("skip stacks whose outputs already hold a benchmark of their current configuration: the same deployment, benchmark settings and benchmark code"),
     "keep-going": flag("record a failed configuration with its cause and go on with the others"),
   },
   notes: [
@@ -143,7 +143,7 @@ async function sweep(hosts: OwnedHosts): Promise<number> {
   const rows = await collectRows(ws.dir, ws.env, glob);
   const outDir = path.join(REPO_ROOT, "bench", "out");
   fs.mkdirSync(outDir, { recursive: true });
-  const md = `# Sweep report\n\nStacks matching \`${glob}\` on ${sweepHosts.map((h) => h.name).join(", ")}, ${new Date().toISOString()}.\n\n## Runs\n\n${renderOutcomes(outcomes)}\n## Results\n\n${renderMarkdown(rows)}\n![Decode tokens/s at short and long context, acceptance length and coding check by configuration](sweep-report.svg)\n`;
+  const md = `# Sweep report\n\nStacks matching \`${glob}\` on ${sweepHosts.map((h) => h.name).join(", ")}, ${new Date().toISOString()}.\n\n## Runs\n\n${renderOutcomes(outcomes)}\n## Results\n\n${renderMarkdown(rows)}\n![Decode tokens/s at short and long context with their spread and speedup, acceptance length and coding check by configuration](sweep-report.svg)\n`;
   fs.writeFileSync(path.join(outDir, "sweep-report.md"), md);
   fs.writeFileSync(path.join(outDir, "sweep-report.svg"), renderSvg(rows));
   process.stdout.write(`\n${md}\nwrote ${path.join(outDir, "sweep-report.md")} and sweep-report.svg\n`);

@@ -297,7 +297,8 @@ export class SequenceRunner {
         const res = await fetch(`${this.url()}/v1/chat/completions`, {
           method: "POST",
           headers: { "content-type": "application/json", ...(key ? { authorization: `Bearer ${key}` } : {}) },
-          body: JSON.stringify({ messages: [{ role: "user", content: "campaign" }], max_tokens: 400, stream: true }),
+          // ignore_eos: every stream runs its 400 tokens (the model's own answer ends far sooner).
+          body: JSON.stringify({ messages: [{ role: "user", content: "campaign" }], max_tokens: 400, stream: true, ignore_eos: true }),
           signal: AbortSignal.timeout(120_000),
         });
         if (res.status !== 200) return "refused";

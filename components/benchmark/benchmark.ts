@@ -1,5 +1,7 @@
 // The component: benchmark numbers of the configuration a stack deployed, as outputs.
+import * as fs from "node:fs";
 import * as path from "node:path";
+import { createHash } from "node:crypto";
 import * as pulumi from "@pulumi/pulumi";
 import { Deployment } from "../sglang-service/schema";
 import { childUrn, connectionOf } from "../sglang-service/sglangService";
@@ -11,6 +13,8 @@ export interface SglangBenchmarkArgs {
   apiKey?: pulumi.Input<string>;
   /** The unit the service deployed; a new one re-runs the benchmark. */
   unitHash: pulumi.Input<string>;
+  /** The server's public arguments as the service's readiness step proved them (checked before measuring). */
+  serverArgs: pulumi.Input<Record<string, unknown>>;
   /**
    * Folder for the raw per-request JSONL files (one per stack), relative to the project
    * folder: the benchmark writes it in the checkout that runs `pulumi`, and state, shared
@@ -21,9 +25,40 @@ export interface SglangBenchmarkArgs {
 
 export const BENCHMARK_TYPE = "dflash:sglang:Benchmark";
 
-/** What a benchmark's numbers belong to (also how a sweep recognises a finished config). */
+const sha12 = (text: string) => createHash("sha256").update(text).digest("hex").slice(0, 12);
+
+/** Deterministic JSON (sorted keys), so that a hash changes only with a value. */
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(",")}]`;
+  if (v && typeof v === "object") return `{${Object.keys(v).sort().filter((k) => (v as Record<string, unknown>)[k] !== undefined).map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`).join(",")}}`;
+  return JSON.stringify(v);
+}
+
+/** The benchmark's code that decides what is sent and how it is counted: numbers of other code are not comparable. */
+const BENCHMARK_CODE_FILES = ["run.ts", "client.ts", "workload.ts", "stats.ts", "coding.ts"];
+
+/** sha256 (12 hex) of the benchmark's code, read once per program run. */
+export const BENCHMARK_CODE_VERSION = sha12(BENCHMARK_CODE_FILES.map((f) => fs.readFileSync(path.join(__dirname, f), "utf8")).join("\0"));
+
+/**
+ * What a benchmark's numbers belong to (also how a sweep recognises a finished config): the
+ * speculative settings in the clear for the report, and fingerprints of everything else
+ * that changes the numbers. `deployment`: what runs (service, model, speculative settings,
+ * build, node count), not how the host and server are reached (address, ports); `benchmark`: the benchmark settings but
+ * runId, enabled and the deadline; `benchmarkCode`: BENCHMARK_CODE_VERSION.
+ */
 export function configurationOf(d: Deployment, stack: string): Record<string, unknown> {
-  return { stack, ...d.speculative, sglangBuild: typeof d.sglangBuild === "string" ? d.sglangBuild : "custom", model: d.model.path };
+  const { runId: _runId, enabled: _enabled, timeoutSeconds: _timeout, ...settings } = d.benchmark;
+  return {
+    stack,
+    ...d.speculative,
+    sglangBuild: typeof d.sglangBuild === "string" ? d.sglangBuild : "custom",
+    model: d.model.path,
+    tpSize: d.model.tpSize,
+    deployment: sha12(canonical({ service: { ...d.service, listenAddress: undefined, port: undefined, distInitPort: undefined }, model: d.model, speculative: d.speculative, sglangBuild: d.sglangBuild, nodes: d.nodes.length })),
+    benchmark: sha12(canonical(settings)),
+    benchmarkCode: BENCHMARK_CODE_VERSION,
+  };
 }
 
 export class SglangBenchmark extends pulumi.ComponentResource {
@@ -35,6 +70,8 @@ export class SglangBenchmark extends pulumi.ComponentResource {
   readonly resultsPath: pulumi.Output<string>;
   /** The configuration the numbers belong to. */
   readonly configuration: Record<string, unknown>;
+  /** Acceptance length of the short phase's timed requests (null: no speculation, or no benchmark). */
+  readonly acceptLength: pulumi.Output<number | null>;
 
   constructor(name: string, args: SglangBenchmarkArgs, opts: pulumi.ComponentResourceOptions = {}) {
     super(BENCHMARK_TYPE, name, {}, opts);
@@ -47,6 +84,10 @@ export class SglangBenchmark extends pulumi.ComponentResource {
         connection: connectionOf(d, args.privateKey),
         urn: childUrn(BENCHMARK_TYPE, `${name}-run`),
         label: `${d.service.unitName} (stack ${stack})`,
+        stack,
+        unitName: d.service.unitName,
+        serverArgs: args.serverArgs,
+        lockWaitSeconds: d.safety.lockWaitSeconds,
         listenAddress: d.service.listenAddress,
         port: d.service.port,
         model: d.model.servedModelName ?? d.model.path,
@@ -60,6 +101,7 @@ export class SglangBenchmark extends pulumi.ComponentResource {
       { parent: this },
     );
     this.result = run.result;
+    this.acceptLength = run.result.apply((r) => r?.accept_length ?? null);
     this.takenAt = run.takenAt;
     this.resultsPath = run.resultsPath;
     this.registerOutputs({ result: this.result, takenAt: this.takenAt, resultsPath: this.resultsPath });

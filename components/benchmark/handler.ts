@@ -1,12 +1,19 @@
 // What the benchmark's dynamic provider does (loaded in the provider process, never
-// serialized): forward a local port to the server over SSH, run the benchmark, keep the
-// raw per-request records as JSONL, return the summary.
+// serialized): hold the host against other stacks' deployments, check that the server is
+// this stack's (its arguments as the readiness step proved them), forward a local port to it
+// over SSH, run the benchmark writing each raw per-request record as it comes (JSONL), check
+// that the same server (main PID, arguments) is still the one answering, return the summary.
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { Connection, withSsh } from "../sglang-service/remote/ssh";
+import { createHash } from "node:crypto";
+import { Connection, Ssh, withSsh } from "../sglang-service/remote/ssh";
 import { progress } from "../sglang-service/remote/progress";
 import { exitWithEngine } from "../sglang-service/remote/engine-watch";
-import { BenchmarkResult, RawRecord, runBenchmark } from "./run";
+import { argMismatches } from "../sglang-service/remote/steps";
+import { publicServerArgs } from "../sglang-service/parse";
+import { shellQuote } from "../sglang-service/render";
+import { RUN_DIR } from "../sglang-service/script";
+import { BenchmarkResult, RawRecord, runBenchmark, serverInfo } from "./run";
 import type { BenchmarkSettings } from "./schema";
 import { backendName, keepResult } from "./history";
 
@@ -16,6 +23,9 @@ export interface BenchmarkInputs {
   connection: Connection;
   urn: string;
   label: string;
+  stack: string;
+  /** The stack's systemd unit (without .service): its main PID is checked before and after. */
+  unitName: string;
   /** Address and port the server listens on, as seen from the host. */
   listenAddress: string;
   port: number;
@@ -24,6 +34,10 @@ export interface BenchmarkInputs {
   settings: BenchmarkSettings;
   /** What was measured: the unit the host runs (a new one re-runs the benchmark). */
   unitHash: string;
+  /** The server's public arguments as this stack's readiness step proved them. */
+  serverArgs: Record<string, unknown>;
+  /** How long to wait for another stack's deployment to finish with the host (safety.lockWaitSeconds). */
+  lockWaitSeconds: number;
   /** What the configuration was, for the report. */
   configuration: Record<string, unknown>;
   /** Where the raw per-request records go (JSONL, one file per stack), relative to the project folder (the provider's working folder). */
@@ -31,9 +45,78 @@ export interface BenchmarkInputs {
   providerVersion: string;
 }
 
+/** Where and on what the numbers were taken. */
+export interface MeasuredOn {
+  host: string;
+  gpu: string | null;
+  gpuCount: number | null;
+  sglangVersion: string | null;
+  mainPid: number;
+}
+
 export interface BenchmarkOutputs extends BenchmarkInputs {
-  result: BenchmarkResult | null;
+  result: (BenchmarkResult & { measured_on: MeasuredOn }) | null;
   takenAt: string;
+}
+
+/** What answers on the port, and who runs it: compared before and after the benchmark. */
+interface Identity {
+  mainPid: number;
+  args: Record<string, unknown>;
+  argsHash: string;
+  version: string | null;
+  gpu: string | null;
+  gpuCount: number | null;
+}
+
+async function identify(ssh: Ssh, i: BenchmarkInputs, baseUrl: string): Promise<Identity> {
+  const out = await ssh.run(`systemctl show -p MainPID --value ${shellQuote(`${i.unitName}.service`)}; nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null || true`, { timeoutMs: 60_000 });
+  const [pidLine, ...gpus] = out.stdout.split("\n").map((l) => l.trim());
+  const names = gpus.filter(Boolean);
+  const { info } = await serverInfo({ baseUrl, apiKey: i.apiKey || undefined });
+  const raw = info as Record<string, unknown>;
+  // Only public arguments are read (the body holds the API key in clear).
+  const args = publicServerArgs(raw, Object.keys(i.serverArgs));
+  return {
+    mainPid: Number(pidLine) || 0,
+    args,
+    argsHash: createHash("sha256").update(JSON.stringify(args)).digest("hex"),
+    version: typeof raw.version === "string" ? raw.version : null,
+    gpu: names[0] ?? null,
+    gpuCount: names.length || null,
+  };
+}
+
+/**
+ * Holds the host's deployment lock (the one every stack's restart takes, script.ts) for as
+ * long as the benchmark runs, so that no other stack restarts the server under it. Resolves
+ * once held; rejects, naming the holder, after lockWaitSeconds.
+ */
+async function holdHost(ssh: Ssh, i: BenchmarkInputs): Promise<() => void> {
+  const run = RUN_DIR;
+  // Pulumi stack names are letters, digits, "_", "." and "-": nothing the shell reads.
+  const note = `benchmark of stack ${i.stack.replace(/[^A-Za-z0-9_.-]/g, "_")} (since $(date -u +%FT%TZ))`;
+  const script = [
+    `mkdir -p ${run} && exec 9>>${run}/host.lock || exit 4`,
+    `if ! flock -w ${Math.max(1, Math.ceil(i.lockWaitSeconds))} 9; then echo "BUSY $(cat ${run}/host.lock.note 2>/dev/null || echo another deployment)"; exit 3; fi`,
+    `echo "${note}" > ${run}/host.lock.note`,
+    `echo HELD`,
+    `cat >/dev/null`,
+    `rm -f ${run}/host.lock.note`,
+  ].join("; ");
+  let said = "";
+  let resolveHeld!: () => void;
+  const held = new Promise<void>((r) => (resolveHeld = r));
+  const h = ssh.hold(`bash -c ${shellQuote(script)}`, (text) => {
+    said += text;
+    if (said.includes("HELD")) resolveHeld();
+  });
+  const outcome = await Promise.race([held.then(() => "held" as const), h.ended.then((code) => code)]);
+  if (outcome !== "held") {
+    const busy = /BUSY (.*)/.exec(said)?.[1];
+    throw new Error(`benchmark of ${i.label}: ${busy ? `${i.connection.host} is being reconfigured by ${busy}; waited ${i.lockWaitSeconds} s (safety.lockWaitSeconds)` : `could not take the host's deployment lock on ${i.connection.host} (exit ${outcome})`}. Nothing was measured; run \`pulumi up\` again when it is done.`);
+  }
+  return h.stop;
 }
 
 export async function measure(i: BenchmarkInputs): Promise<BenchmarkOutputs> {
@@ -41,9 +124,24 @@ export async function measure(i: BenchmarkInputs): Promise<BenchmarkOutputs> {
   if (!i.settings.enabled) return { ...i, result: null, takenAt };
   const remoteHost = i.listenAddress === "0.0.0.0" ? "127.0.0.1" : i.listenAddress === "::" ? "::1" : i.listenAddress;
   return withSsh(i.connection, async (ssh) => {
-    const tunnel = await ssh.forward(remoteHost, i.port);
-    const records: string[] = [];
+    const release = await holdHost(ssh, i);
+    const tunnel = await ssh.forward(remoteHost, i.port).catch((e) => {
+      release();
+      throw e;
+    });
+    const baseUrl = `http://127.0.0.1:${tunnel.localPort}`;
     try {
+      const before = await identify(ssh, i, baseUrl);
+      const moved = argMismatches(i.serverArgs, before.args);
+      if (before.mainPid === 0 || moved.length > 0) {
+        throw new Error(
+          `benchmark of ${i.label}: the server on ${i.connection.host} is not the one this stack deployed (${before.mainPid === 0 ? `${i.unitName}.service is not running` : moved.join(", ")}). Nothing was measured; run \`pulumi up\` for this stack to deploy it again, then measure.`,
+        );
+      }
+      // Raw records are written as they come: a benchmark that fails half-way keeps them.
+      const file = path.resolve(i.resultsPath);
+      fs.mkdirSync(path.dirname(file), { recursive: true });
+      fs.writeFileSync(file, "");
       // The timeout stops the benchmark itself: every request in flight is aborted, and
       // nothing is sent to the server after it.
       const stop = new AbortController();
@@ -51,28 +149,37 @@ export async function measure(i: BenchmarkInputs): Promise<BenchmarkOutputs> {
       const deadline = new Promise<never>((_, reject) => {
         timer = setTimeout(() => {
           stop.abort();
-          reject(new Error(`benchmark of ${i.label} did not finish within ${i.settings.timeoutSeconds} s (benchmark.timeoutSeconds); stopped it`));
+          reject(new Error(`benchmark of ${i.label} did not finish within ${i.settings.timeoutSeconds} s (benchmark.timeoutSeconds); stopped it (raw records so far: ${i.resultsPath})`));
         }, i.settings.timeoutSeconds * 1000);
         timer.unref();
       });
       const result = await Promise.race([
         runBenchmark(
-          { baseUrl: `http://127.0.0.1:${tunnel.localPort}`, model: i.model, apiKey: i.apiKey || undefined, signal: stop.signal },
+          { baseUrl, model: i.model, apiKey: i.apiKey || undefined, signal: stop.signal },
           i.settings,
           (m) => void progress(i.urn, `${i.label} benchmark: ${m}`),
-          (r: RawRecord) => records.push(JSON.stringify({ taken_at: takenAt, unit_hash: i.unitHash, ...r })),
+          (r: RawRecord) => fs.appendFileSync(file, JSON.stringify({ taken_at: takenAt, unit_hash: i.unitHash, ...r }) + "\n"),
         ),
         deadline,
       ]).finally(() => clearTimeout(timer));
-      const file = path.resolve(i.resultsPath);
-      fs.mkdirSync(path.dirname(file), { recursive: true });
-      fs.writeFileSync(file, records.join("\n") + "\n");
+      const after = await identify(ssh, i, baseUrl);
+      if (after.mainPid !== before.mainPid || after.argsHash !== before.argsHash) {
+        throw new Error(
+          `benchmark of ${i.label}: the server changed while it was measured (main PID ${before.mainPid} -> ${after.mainPid}${after.argsHash !== before.argsHash ? ", arguments changed" : ""}); its numbers are not stored. Raw records: ${i.resultsPath}. Run \`pulumi up\` again (change benchmark.runId to measure without a restart).`,
+        );
+      }
+      const measured = { ...result, measured_on: { host: i.connection.host, gpu: before.gpu, gpuCount: before.gpuCount, sglangVersion: before.version, mainPid: before.mainPid } };
       // Kept beside the outputs, which a destroy empties (history.ts).
-      keepResult(process.cwd(), { format: 1, stack: String(i.configuration.stack ?? ""), backend: backendName(process.env.PULUMI_BACKEND_URL), takenAt, unitHash: i.unitHash, host: i.connection.host, configuration: i.configuration, result });
-      await progress(i.urn, `${i.label} benchmark: ${result.short.output_throughput} tok/s short context, accept length ${result.accept_length ?? "n/a"}, coding ${result.coding ? `${result.coding.passed}/${result.coding.tasks}` : "off"}`, false);
-      return { ...i, result, takenAt };
+      keepResult(process.cwd(), { format: 1, stack: String(i.configuration.stack ?? ""), backend: backendName(process.env.PULUMI_BACKEND_URL), takenAt, unitHash: i.unitHash, host: i.connection.host, configuration: i.configuration, result: measured });
+      await progress(
+        i.urn,
+        `${i.label} benchmark: ${result.short.decode_tokens_per_s} tok/s decode short context (${result.short.decode_tokens_per_s_min}-${result.short.decode_tokens_per_s_max}), accept length ${result.accept_length ?? "n/a"}, coding ${result.coding ? `${result.coding.passed}/${result.coding.tasks}` : "off"}${result.warnings.length ? `; ${result.warnings.length} warning(s): ${result.warnings.join("; ")}` : ""}`,
+        false,
+      );
+      return { ...i, result: measured, takenAt };
     } finally {
       tunnel.close();
+      release();
     }
   });
 }

@@ -8,11 +8,11 @@ import { REPO_ROOT } from "../../lib/pulumi-env";
 import type * as Handler from "./handler";
 
 /** Bump to make benchmark resources update with new provider code. */
-export const BENCHMARK_PROVIDER_VERSION = "1";
+export const BENCHMARK_PROVIDER_VERSION = "2";
 
 /** handler.ts, relative to the project folder. */
 const HANDLER_MODULE = path.relative(REPO_ROOT, require.resolve("./handler"));
-const RERUN_ON = ["unitHash", "settings", "model", "listenAddress", "port", "connection.host", "providerVersion"];
+const RERUN_ON = ["unitHash", "settings", "model", "listenAddress", "port", "connection.host", "providerVersion", "configuration.benchmarkCode"];
 
 /**
  * The handler of the checkout that runs `pulumi` now, as the service's loadHandlers (Pulumi

@@ -1,12 +1,13 @@
-// Pure rendering of the comparison across stacks: a Markdown table and an SVG chart, best
-// row marked.
-import type { BenchmarkResult, LatencyStats } from "./run";
+// Pure rendering of the comparison across stacks: a Markdown table and an SVG chart, the
+// best row marked (or the rows tied within noise), from what compare.ts works out.
 import type { HistoryRecord } from "./history";
+import { choose, Choice, DecodeRate, figuresOf, Figures, otherSettings, provenanceOf, Speedup, speedups, StoredResult } from "./compare";
 
 export interface ReportRow {
   stack: string;
   configuration: Record<string, unknown>;
-  result: BenchmarkResult | null;
+  /** The stack's benchmark output (format 1 or 2), or null when it has none. */
+  result: StoredResult | null;
   takenAt?: string;
   /** Seconds of the last restart (drain + stop + GPU release + load-to-ready). */
   restartSeconds?: number;
@@ -60,42 +61,145 @@ function describe(c: Record<string, unknown>): string {
 
 const fmt = (x: number | null | undefined, digits = 1) => (x === null || x === undefined || Number.isNaN(x) ? "-" : x.toFixed(digits));
 
-/** Stacks with results, best (highest short-context tokens/s) first is not implied: rows keep input order. */
-export function bestStack(rows: ReportRow[]): string | undefined {
-  let best: ReportRow | undefined;
-  for (const r of rows) if (r.result && (!best || r.result.short.output_throughput > best.result!.short.output_throughput)) best = r;
-  return best?.stack;
+/** The choice as the table marks a row: "(best)" or "(tie)". */
+function choiceMark(choice: Choice, stack: string): "best" | "tie" | undefined {
+  if (choice.kind === "winner") return choice.stack === stack ? "best" : undefined;
+  if (choice.kind === "tie") return choice.stacks.includes(stack) ? "tie" : undefined;
+  return undefined;
 }
 
+const times = (x: number | undefined) => (x === undefined ? "" : `, ${x.toFixed(2)}x`);
+const spread = (d: DecodeRate) => `${fmt(d.median)} (${fmt(d.min)}-${fmt(d.max)})`;
+const minute = (iso: string | undefined) => (iso ? iso.slice(0, 16).replace("T", " ") : "-");
+const MARK = "†";
+
+/**
+ * Pure: the comparison table, one row per stack: single-stream decode tokens/s (short prompt
+ * with its spread, each long context) and output tokens/s per concurrency level, each with
+ * its speedup over the baseline on the same host, TTFT, acceptance length, coding check,
+ * restart time, and where, on what and when it was measured; under it, the choice of the best
+ * configuration (or the tie), the baselines used, the rows measured under other settings,
+ * the benchmarks' warnings, and every run of the stacks measured more than once.
+ */
 export function renderMarkdown(rows: ReportRow[]): string {
-  const best = bestStack(rows);
-  const longs = [...new Set(rows.flatMap((r) => r.result?.long.map((l) => l.context_tokens) ?? []))].sort((a, b) => a - b);
-  const head = ["stack", "configuration", "tok/s short (min-max)", ...longs.map((c) => `tok/s ${c} ctx`), "TTFT ms (median)", "accept length", "coding", "restart s"];
-  const lines = [`| ${head.join(" | ")} |`, `|${head.map((_, i) => (i < 2 ? "---" : "---:")).join("|")}|`];
+  const choice = choose(rows);
+  const gains = speedups(rows);
+  const flagged = otherSettings(rows);
+  const figures = new Map(rows.map((r) => [r.stack, r.result ? figuresOf(r.result) : undefined]));
+  const all = [...figures.values()].filter((f): f is Figures => f !== undefined);
+  const longs = [...new Set(all.flatMap((f) => f.long.map((l) => l.contextTokens)))].sort((a, b) => a - b);
+  const levels = [...new Set(all.flatMap((f) => f.concurrency.map((c) => c.level)))].sort((a, b) => a - b);
+  const head = [
+    "stack",
+    "configuration",
+    "decode tok/s short (min-max)",
+    ...longs.map((c) => `decode tok/s ${c} ctx`),
+    ...levels.map((l) => `output tok/s ${l} concurrent`),
+    "TTFT ms (median)",
+    "accept length",
+    "coding",
+    "restart s",
+    "host",
+    "GPU",
+    "SGLang",
+    "measured (UTC)",
+  ];
+  const lines = [`| ${head.join(" | ")} |`, `|${head.map((h) => (["stack", "configuration", "coding", "host", "GPU", "SGLang", "measured (UTC)"].includes(h) ? "---" : "---:")).join("|")}|`];
   for (const r of rows) {
-    const b = r.result;
-    const when = r.status === "destroyed" ? ` (destroyed; measured ${r.takenAt?.slice(0, 16).replace("T", " ") ?? "?"})` : r.status === "never deployed" ? " (never deployed)" : "";
-    const name = `${r.stack === best ? `**${r.stack}** (best)` : r.stack}${when}`;
-    if (!b) {
-      lines.push(`| ${name} | ${describe(r.configuration)} | no benchmark |${longs.map(() => " - |").join("")} - | - | - | ${fmt(r.restartSeconds)} |`);
+    const f = figures.get(r.stack);
+    const mark = choiceMark(choice, r.stack);
+    const status = r.status === "destroyed" ? " (destroyed)" : r.status === "never deployed" ? " (never deployed)" : "";
+    const name = `${mark === "best" ? `**${r.stack}** (best)` : mark === "tie" ? `${r.stack} (tie)` : r.stack}${status}${flagged.has(r.stack) ? ` ${MARK}` : ""}`;
+    const where = provenanceOf(r);
+    const tail = [fmt(r.restartSeconds), where.host ?? "-", where.gpu ?? "-", where.sglangVersion ?? "-", minute(where.takenAt)];
+    if (!f) {
+      lines.push(`| ${[name, describe(r.configuration), "no benchmark", ...longs.map(() => "-"), ...levels.map(() => "-"), "-", "-", "-", ...tail].join(" | ")} |`);
       continue;
     }
-    const longCells = longs.map((c) => fmt(b.long.find((l) => l.context_tokens === c)?.output_throughput));
-    const coding = b.coding ? `${b.coding.passed}/${b.coding.tasks}${b.coding.extraction_failed ? ` (${b.coding.extraction_failed} unextractable)` : ""}` : "-";
-    lines.push(`| ${name} | ${describe(r.configuration)} | ${fmt(b.short.output_throughput)} (${fmt(b.short.output_throughput_min)}-${fmt(b.short.output_throughput_max)}) | ${longCells.join(" | ")}${longs.length ? " | " : ""}${fmt(b.short.median_ttft_ms, 0)} | ${fmt(b.accept_length, 2)} | ${coding} | ${fmt(r.restartSeconds)} |`);
+    const g = gains.get(r.stack);
+    const longCells = longs.map((c) => {
+      const l = f.long.find((x) => x.contextTokens === c);
+      return l ? `${fmt(l.decode.median)}${times(g?.long.get(c))}` : "-";
+    });
+    const levelCells = levels.map((l) => {
+      const c = f.concurrency.find((x) => x.level === l);
+      return c ? `${fmt(c.outputThroughput)}${times(g?.concurrency.get(l))}` : "-";
+    });
+    const coding = f.coding ? `${f.coding.passed}/${f.coding.tasks}${f.coding.extraction_failed ? ` (${f.coding.extraction_failed} unextractable)` : ""}` : "-";
+    lines.push(`| ${[name, describe(r.configuration), `${spread(f.short)}${times(g?.short)}`, ...longCells, ...levelCells, fmt(f.medianTtftMs, 0), fmt(f.acceptLength, 2), coding, ...tail].join(" | ")} |`);
   }
-  return lines.join("\n") + "\n" + renderHistory(rows);
+  const notes = [renderChoice(choice, rows), renderSpeedups(gains), renderFlagged(flagged), renderWarnings(rows, figures)].filter((n) => n !== "");
+  return `${lines.join("\n")}\n${notes.map((n) => `\n${n}`).join("")}${renderHistory(rows)}`;
+}
+
+/** Pure: the paragraph that names the best configuration, or the tie, or why none, and who was not eligible. */
+function renderChoice(choice: Choice, rows: ReportRow[]): string {
+  const decode = (stack: string) => figuresOf(rows.find((r) => r.stack === stack)!.result!).short;
+  let said: string;
+  switch (choice.kind) {
+    case "winner": {
+      const d = decode(choice.stack);
+      said = `**Best: ${choice.stack}**: its slowest short-context request (${fmt(d.min)} tok/s decode) beat the fastest of every other eligible configuration.`;
+      break;
+    }
+    case "tie":
+      said = `**Tie: ${choice.stacks.join(", ")} (within noise)**: the short-context decode spread (min-max) of ${choice.stacks.slice(1).join(", ")} reaches ${choice.stacks[0]}'s slowest request (the highest median), so none is named best.`;
+      break;
+    case "none":
+      said = `**No best configuration**: ${choice.why}.`;
+      break;
+    default: {
+      const never: never = choice;
+      throw new Error(`unknown choice ${JSON.stringify(never)}`);
+    }
+  }
+  const excluded = choice.excluded.map((e) => `${e.stack} (${e.why})`).join("; ");
+  return `${said}${excluded ? ` Not eligible: ${excluded}.` : ""} The baseline (no speculation) is never best.\n`;
+}
+
+/** Pure: which baseline each speedup divides by, and the configurations without one (why). */
+function renderSpeedups(gains: Map<string, Speedup>): string {
+  if (gains.size === 0) return "";
+  const used = new Map<string, string[]>();
+  const lines: string[] = [];
+  for (const [stack, g] of gains) {
+    if (!g.baseline) {
+      lines.push(`- ${stack}: no speedup: ${g.why}.`);
+      continue;
+    }
+    const key = `against ${g.baseline.stack} (no speculation) on ${g.host}, measured ${minute(g.baseline.takenAt)}`;
+    used.set(key, [...(used.get(key) ?? []), stack]);
+  }
+  return [
+    "Speedup (`2.41x`): decode tok/s over the baseline's at the same context (medians); output tok/s over the baseline's at the same concurrency. Baselines: the no-speculation stack measured on the same host.",
+    "",
+    ...[...used].map(([key, stacks]) => `- ${stacks.join(", ")}: ${key}.`),
+    ...lines,
+  ].join("\n") + "\n";
+}
+
+/** Pure: the rows marked as measured under other settings, each with why. */
+function renderFlagged(flagged: Map<string, string[]>): string {
+  if (flagged.size === 0) return "";
+  return [`${MARK} Measured under other settings than the other rows; not compared:`, "", ...[...flagged].map(([stack, why]) => `- ${stack}: ${why.join("; ")}.`)].join("\n") + "\n";
+}
+
+/** Pure: each result's warnings (prompts off their length, cache hits, failed requests). */
+function renderWarnings(rows: ReportRow[], figures: Map<string, Figures | undefined>): string {
+  const lines = rows.flatMap((r) => (figures.get(r.stack)?.warnings ?? []).map((w) => `- ${r.stack}: ${w}`));
+  return lines.length ? ["Warnings of the benchmark:", "", ...lines].join("\n") + "\n" : "";
 }
 
 /** Pure: every run of the stacks measured more than once, oldest first (nothing when none was). */
 export function renderHistory(rows: ReportRow[]): string {
   const many = rows.filter((r) => (r.runs?.length ?? 0) > 1);
   if (many.length === 0) return "";
-  const lines = ["", "### Every run of the stacks measured more than once", "", "| stack | taken at | unit | host | configuration | tok/s short | accept length | coding |", "|---|---|---|---|---|---:|---:|---|"];
+  const lines = ["", "### Every run of the stacks measured more than once", "", "| stack | taken at | unit | host | configuration | decode tok/s short | accept length | coding |", "|---|---|---|---|---|---:|---:|---|"];
   for (const r of many) {
     for (const run of r.runs!) {
-      const c = run.result.coding;
-      lines.push(`| ${r.stack} | ${run.takenAt.slice(0, 19).replace("T", " ")} | ${run.unitHash.slice(0, 12)} | ${run.host} | ${describe(run.configuration)} | ${fmt(run.result.short.output_throughput)} | ${fmt(run.result.accept_length, 2)} | ${c ? `${c.passed}/${c.tasks}` : "-"} |`);
+      const f = figuresOf(run.result);
+      const c = f.coding;
+      lines.push(`| ${r.stack} | ${run.takenAt.slice(0, 19).replace("T", " ")} | ${run.unitHash.slice(0, 12)} | ${run.host} | ${describe(run.configuration)} | ${fmt(f.short.median)}${f.format === 1 ? " (format 1)" : ""} | ${fmt(f.acceptLength, 2)} | ${c ? `${c.passed}/${c.tasks}` : "-"} |`);
     }
   }
   return lines.join("\n") + "\n";
@@ -108,11 +212,13 @@ function escapeXml(s: string): string {
 // ---------------------------------------------------------------------------------
 // The chart: one row per stack (name and configuration), and side by side, on a shared
 // scale per kind, what a person choosing a configuration compares: single-stream decode
-// tokens/s at short and at each long context (bar: median, whisker: min-max over the runs),
+// tokens/s per request at short and at each long context (bar: median, whisker: min-max over
+// the phase's requests; the speedup over the baseline on the same host beside it),
 // acceptance length, and the coding check's pass rate. The best row is highlighted and
-// tagged. Everything is laid out from the rows alone (no clock, no randomness), so the same
-// rows give the same bytes, and from an estimate of text widths that errs wide, so that no
-// text runs past the edge whatever the names.
+// tagged, or each row of a tie within noise is tagged "tie". Everything is laid out from the
+// rows alone (no clock, no randomness), so the same rows give the same bytes, and from an
+// estimate of text widths that errs wide, so that no text runs past the edge whatever the
+// names.
 
 /**
  * Pure: "nice" axis ticks from 0 to at least `max`: about `target` steps of 1, 2, 2.5 or 5
@@ -160,6 +266,9 @@ const ROW_H = 40;
 const BAR_H = 14;
 const GAP = 28;
 const BEST_FILL = "#2e7d32";
+const BEST_ROW = "#e8f5e9";
+const TIE_FILL = "#e65100";
+const TIE_ROW = "#fff3e0";
 const BAR_FILL = "#5c6bc0";
 const GREY = "#616161";
 
@@ -186,45 +295,57 @@ const uniform = <T>(values: T[]): T | undefined => (values.length > 0 && values.
 
 /** Pure: what each panel shows, for every row. */
 function panels(rows: ReportRow[]): Panel[] {
-  const results = rows.map((r) => r.result);
-  const measured = results.filter((b): b is BenchmarkResult => b !== null);
-  const longs = [...new Set(measured.flatMap((b) => b.long.map((l) => l.context_tokens)))].sort((a, b) => a - b);
-  const speeds = measured.flatMap((b) => [b.short, ...b.long]);
-  const tokensTicks = niceTicks(Math.max(0, ...speeds.map((l) => Math.max(l.output_throughput, l.output_throughput_max))));
-  const speedCell = (stack: string, l: LatencyStats, what: string): Cell => ({
-    value: l.output_throughput,
-    min: l.output_throughput_min,
-    max: l.output_throughput_max,
-    // The spread in numbers too: run to run, it is often narrower than a whisker can show.
-    label: `${fmt(l.output_throughput)} (${fmt(l.output_throughput_min)}–${fmt(l.output_throughput_max)})`,
-    tooltip: `${stack}, ${what}: ${fmt(l.output_throughput)} tok/s, median of ${l.runs} runs (min ${fmt(l.output_throughput_min)}, max ${fmt(l.output_throughput_max)})`,
+  const figures = rows.map((r) => (r.result ? figuresOf(r.result) : undefined));
+  const gains = speedups(rows);
+  const measured = figures.filter((f): f is Figures => f !== undefined);
+  const longs = [...new Set(measured.flatMap((f) => f.long.map((l) => l.contextTokens)))].sort((a, b) => a - b);
+  const rates = measured.flatMap((f) => [f.short, ...f.long.map((l) => l.decode)]);
+  const tokensTicks = niceTicks(Math.max(0, ...rates.map((d) => Math.max(d.median, d.max)).filter(Number.isFinite)));
+  const speedCell = (stack: string, d: DecodeRate, gain: number | undefined, what: string): Cell => ({
+    value: d.median,
+    min: d.min,
+    max: d.max,
+    // The spread in numbers too: it is often narrower than a whisker can show.
+    label: `${fmt(d.median)} (${fmt(d.min)}–${fmt(d.max)})${gain === undefined ? "" : ` ${gain.toFixed(2)}x`}`,
+    tooltip: `${stack}, ${what}: ${fmt(d.median)} tok/s decode, median of ${d.requests} requests (min ${fmt(d.min)}, max ${fmt(d.max)})${gain === undefined ? "" : `; ${gain.toFixed(2)}x the no-speculation baseline (${gains.get(stack)!.baseline!.stack} on ${gains.get(stack)!.host})`}`,
   });
-  const shortPrompt = uniform(measured.map((b) => b.short.prompt_tokens));
-  const speedPanel = (detail: string, pick: (b: BenchmarkResult) => LatencyStats | undefined, what: string): Panel => ({
+  const shortPrompt = uniform(measured.map((f) => f.shortPromptTokens));
+  const speedPanel = (detail: string, pick: (f: Figures, g: Speedup | undefined) => [DecodeRate, number | undefined] | undefined, what: string): Panel => ({
     heading: "Decode tokens/s",
     detail,
     plotWidth: 170,
     ticks: tokensTicks,
     tickLabel: (v) => String(v),
-    cells: rows.map((r) => {
-      const l = r.result ? pick(r.result) : undefined;
-      return l ? speedCell(r.stack, l, what) : r.result ? "not measured" : "no benchmark";
+    cells: rows.map((r, i) => {
+      const f = figures[i];
+      const picked = f ? pick(f, gains.get(r.stack)) : undefined;
+      return picked ? speedCell(r.stack, picked[0], picked[1], what) : f ? "not measured" : "no benchmark";
     }),
   });
-  const accepts = measured.map((b) => b.accept_length).filter((a): a is number => a !== null);
+  const accepts = measured.map((f) => f.acceptLength).filter((a): a is number => a !== null);
   return [
-    speedPanel(shortPrompt ? `short prompt (${shortPrompt} tokens)` : "short prompt", (b) => b.short, "short prompt"),
-    ...longs.map((c) => speedPanel(`at ${c}-token context`, (b) => b.long.find((l) => l.context_tokens === c), `${c}-token context`)),
+    speedPanel(shortPrompt ? `short prompt (${shortPrompt} tokens)` : "short prompt", (f, g) => [f.short, g?.short], "short prompt"),
+    ...longs.map((c) =>
+      speedPanel(
+        `at ${c}-token context`,
+        (f, g) => {
+          const l = f.long.find((x) => x.contextTokens === c);
+          return l ? [l.decode, g?.long.get(c)] : undefined;
+        },
+        `${c}-token context`,
+      ),
+    ),
     {
       heading: "Acceptance length",
       detail: "tokens per verify step",
       plotWidth: 110,
       ticks: niceTicks(Math.max(0, ...accepts)),
       tickLabel: (v) => String(v),
-      cells: rows.map((r) => {
-        const a = r.result?.accept_length;
-        if (a === null || a === undefined) return r.result ? "not reported" : "-";
-        return { value: a, label: fmt(a, 2), tooltip: `${r.stack}: acceptance length ${fmt(a, 2)} (${r.result!.accept_length_source})` };
+      cells: rows.map((r, i) => {
+        const f = figures[i];
+        if (!f) return "-";
+        if (f.acceptLength === null) return "not reported";
+        return { value: f.acceptLength, label: fmt(f.acceptLength, 2), tooltip: `${r.stack}: acceptance length ${fmt(f.acceptLength, 2)} (${f.acceptLengthSource})` };
       }),
     },
     {
@@ -233,9 +354,9 @@ function panels(rows: ReportRow[]): Panel[] {
       plotWidth: 110,
       ticks: niceTicks(100, 2),
       tickLabel: (v) => `${v}%`,
-      cells: rows.map((r) => {
-        const c = r.result?.coding;
-        if (!c) return r.result ? "off" : "-";
+      cells: rows.map((r, i) => {
+        const c = figures[i]?.coding;
+        if (!c) return figures[i] ? "off" : "-";
         const notes = [c.extraction_failed ? `${c.extraction_failed} without extractable code` : "", c.timeouts ? `${c.timeouts} timed out` : ""].filter(Boolean);
         return { value: c.tasks ? (100 * c.passed) / c.tasks : 0, label: `${c.passed}/${c.tasks}`, tooltip: `${r.stack}: ${c.passed} of ${c.tasks} coding tasks passed${notes.length ? ` (${notes.join(", ")})` : ""}` };
       }),
@@ -243,20 +364,42 @@ function panels(rows: ReportRow[]): Panel[] {
   ];
 }
 
+/** Pure: the chart's line that says what was chosen. */
+function choiceLine(choice: Choice): string {
+  switch (choice.kind) {
+    case "winner":
+      return `Best: ${choice.stack} (its slowest short-prompt request beat every other eligible configuration's fastest).`;
+    case "tie":
+      return `Tie within noise: ${choice.stacks.join(", ")} (their short-prompt spreads overlap); none is named best.`;
+    case "none":
+      return `No best configuration: ${choice.why}.`;
+    default: {
+      const never: never = choice;
+      throw new Error(`unknown choice ${JSON.stringify(never)}`);
+    }
+  }
+}
+
 /** Pure: the comparison chart as SVG, laid out from the rows (see above). */
 export function renderSvg(rows: ReportRow[]): string {
-  const best = bestStack(rows);
+  const choice = choose(rows);
+  const flagged = otherSettings(rows);
   const ps = panels(rows);
-  const runs = uniform(rows.flatMap((r) => (r.result ? [r.result.short.runs, ...r.result.long.map((l) => l.runs)] : [])));
+  const requests = uniform(rows.flatMap((r) => (r.result ? [figuresOf(r.result).short, ...figuresOf(r.result).long.map((l) => l.decode)].map((d) => d.requests) : [])));
   const title = "Decode speed, acceptance length and coding check by configuration";
-  const subtitle = `Bars: median${runs ? ` of ${runs} runs` : ""}, single stream; whiskers: min to max. Best: the highest median tokens/s with the short prompt.`;
-  const tag = "best";
-  const tagWidth = textWidth(tag, 10, true) + 10;
+  const subtitle = `Bars: median${requests ? ` of ${requests} requests` : ""}, single stream; whiskers: min to max; 2.41x: speedup over the no-speculation baseline on the same host.`;
+  const chosen = choiceLine(choice);
+  const tagWidth = (tag: string) => textWidth(tag, 10, true) + 10;
+  const tagOf = (stack: string) => choiceMark(choice, stack);
+  const secondLine = (r: ReportRow) => `${describe(r.configuration)}${flagged.has(r.stack) ? ` (${MARK} other settings)` : ""}`;
 
   // Columns: the labels, then each panel (plot, then room for the value labels and the last tick label).
   const labelWidth = Math.ceil(Math.max(
     60,
-    ...rows.map((r) => Math.max(textWidth(r.stack, FONT, true) + (r.stack === best ? 8 + tagWidth : 0), textWidth(describe(r.configuration), SMALL))),
+    ...rows.map((r) => {
+      const tag = tagOf(r.stack);
+      return Math.max(textWidth(r.stack, FONT, true) + (tag ? 8 + tagWidth(tag) : 0), textWidth(secondLine(r), SMALL));
+    }),
   ));
   const columns: { panel: Panel; left: number; width: number }[] = [];
   let x = MARGIN + labelWidth + GAP;
@@ -267,8 +410,8 @@ export function renderSvg(rows: ReportRow[]): string {
     columns.push({ panel, left: x, width });
     x += width + GAP;
   }
-  const width = Math.ceil(Math.max(x - GAP + MARGIN, 2 * MARGIN + textWidth(title, TITLE, true), 2 * MARGIN + textWidth(subtitle, SMALL)));
-  const top = 96;
+  const width = Math.ceil(Math.max(x - GAP + MARGIN, 2 * MARGIN + textWidth(title, TITLE, true), 2 * MARGIN + Math.max(textWidth(subtitle, SMALL), textWidth(chosen, SMALL, true))));
+  const top = 110;
   const axisY = top + rows.length * ROW_H + 4;
   const height = axisY + 32;
   const rowMid = (i: number) => top + i * ROW_H + ROW_H / 2;
@@ -280,10 +423,12 @@ export function renderSvg(rows: ReportRow[]): string {
     `<rect x="0" y="0" width="${width}" height="${height}" fill="#ffffff"/>`,
     `<text x="${MARGIN}" y="26" font-size="${TITLE}" font-weight="bold">${escapeXml(title)}</text>`,
     `<text x="${MARGIN}" y="45" font-size="${SMALL}" fill="${GREY}">${escapeXml(subtitle)}</text>`,
+    `<text x="${MARGIN}" y="61" font-size="${SMALL}" font-weight="bold" fill="${choice.kind === "winner" ? BEST_FILL : choice.kind === "tie" ? TIE_FILL : GREY}">${escapeXml(chosen)}</text>`,
   ];
   rows.forEach((r, i) => {
-    if (r.stack !== best) return;
-    parts.push(`<rect x="${MARGIN / 2}" y="${top + i * ROW_H + 2}" width="${width - MARGIN}" height="${ROW_H - 4}" rx="4" fill="#e8f5e9"/>`);
+    const tag = tagOf(r.stack);
+    if (!tag) return;
+    parts.push(`<rect x="${MARGIN / 2}" y="${top + i * ROW_H + 2}" width="${width - MARGIN}" height="${ROW_H - 4}" rx="4" fill="${tag === "best" ? BEST_ROW : TIE_ROW}"/>`);
   });
   for (const { panel, left } of columns) {
     const axisMax = panel.ticks[panel.ticks.length - 1];
@@ -305,7 +450,7 @@ export function renderSvg(rows: ReportRow[]): string {
         parts.push(`<text x="${left}" y="${mid + 4}" font-size="${SMALL}" font-style="italic" fill="${GREY}">${escapeXml(cell)}</text>`);
         return;
       }
-      const fill = rows[i].stack === best ? BEST_FILL : BAR_FILL;
+      const fill = tagOf(rows[i].stack) === "best" ? BEST_FILL : BAR_FILL;
       parts.push(`<rect x="${left}" y="${mid - BAR_H / 2}" width="${num(at(cell.value) - left)}" height="${BAR_H}" fill="${fill}"><title>${escapeXml(cell.tooltip)}</title></rect>`);
       let end = at(cell.value);
       if (cell.min !== undefined && cell.max !== undefined) {
@@ -322,16 +467,17 @@ export function renderSvg(rows: ReportRow[]): string {
   }
   rows.forEach((r, i) => {
     const mid = rowMid(i);
-    const isBest = r.stack === best;
-    parts.push(`<text x="${MARGIN}" y="${mid - 3}"${isBest ? ` font-weight="bold" fill="${BEST_FILL}"` : ""}>${escapeXml(r.stack)}</text>`);
-    if (isBest) {
+    const tag = tagOf(r.stack);
+    const color = tag === "best" ? BEST_FILL : TIE_FILL;
+    parts.push(`<text x="${MARGIN}" y="${mid - 3}"${tag ? ` font-weight="bold" fill="${color}"` : ""}>${escapeXml(r.stack)}</text>`);
+    if (tag) {
       const tagX = MARGIN + textWidth(r.stack, FONT, true) + 8;
       parts.push(
-        `<rect x="${num(tagX)}" y="${mid - 15}" width="${num(tagWidth)}" height="15" rx="3" fill="${BEST_FILL}"/>`,
-        `<text x="${num(tagX + tagWidth / 2)}" y="${mid - 4}" font-size="10" font-weight="bold" text-anchor="middle" fill="#ffffff">${tag}</text>`,
+        `<rect x="${num(tagX)}" y="${mid - 15}" width="${num(tagWidth(tag))}" height="15" rx="3" fill="${color}"/>`,
+        `<text x="${num(tagX + tagWidth(tag) / 2)}" y="${mid - 4}" font-size="10" font-weight="bold" text-anchor="middle" fill="#ffffff">${tag}</text>`,
       );
     }
-    parts.push(`<text x="${MARGIN}" y="${mid + 12}" font-size="${SMALL}" fill="${GREY}">${escapeXml(describe(r.configuration))}</text>`);
+    parts.push(`<text x="${MARGIN}" y="${mid + 12}" font-size="${SMALL}" fill="${GREY}">${escapeXml(secondLine(r))}</text>`);
   });
   parts.push("</svg>");
   return parts.join("\n") + "\n";

@@ -2,7 +2,8 @@
 // time per host (each host has its own worker; the host lock guards it anyway), hosts
 // in parallel, each configuration to the next free host. A failure is recorded with its
 // cause; with keepGoing the sweep goes on. With resume, stacks whose outputs already hold
-// a benchmark of their current configuration are skipped.
+// a benchmark of their current configuration (the same deployment, benchmark settings and
+// benchmark code: configurationOf's hashes) are skipped.
 import { mergedConfig, SimWorkspace } from "../../lib/workspace";
 import { parseDeployment } from "../sglang-service/schema";
 import { configurationOf } from "../benchmark/benchmark";
@@ -23,7 +24,8 @@ export interface SweepOutcome {
   status: SweepStatus;
   cause?: string;
   seconds?: number;
-  outputThroughput?: number;
+  /** Single-stream decode tokens/s with the short prompt (median), as measured. */
+  decodeTokensPerS?: number;
 }
 
 export interface SweepOptions {
@@ -85,6 +87,22 @@ function sameValue(a: unknown, b: unknown): boolean {
   return JSON.stringify(canon(a)) === JSON.stringify(canon(b));
 }
 
+/**
+ * Pure: whether a stack's outputs hold a benchmark of the configuration it would deploy now on
+ * one of the hosts (`current`, one per host: the service block is the host's own): the same
+ * deployment, benchmark settings and benchmark code, whose fingerprints the configuration
+ * output carries. An output from before those fingerprints never matches.
+ */
+export function alreadyMeasured(outputs: Record<string, { value: unknown } | undefined>, current: Record<string, unknown>[]): boolean {
+  return Boolean(outputs.benchmark?.value) && current.some((c) => sameValue(outputs.configuration?.value, c));
+}
+
+/** Pure: the short-context decode rate of a benchmark output: format 2's decode_tokens_per_s, else format 1's output_throughput (then a decode rate). */
+export function shortDecodeRate(benchmark: unknown): number | undefined {
+  const short = (benchmark as { short?: { decode_tokens_per_s?: number; output_throughput?: number } } | null | undefined)?.short;
+  return short?.decode_tokens_per_s ?? short?.output_throughput;
+}
+
 /** The line of a failed `up` that says what went wrong (our errors come first). */
 export function failureCause(message: string): string {
   const lines = message.split("\n").map((l) => l.trim());
@@ -104,9 +122,8 @@ export async function runSweep(o: SweepOptions): Promise<SweepOutcome[]> {
     for (const stack of [...queue]) {
       const st = await o.ws.stack(stack);
       const out = await st.outputs().catch(() => ({}) as Record<string, { value: unknown }>);
-      const done = out.benchmark?.value && sameValue(out.configuration?.value, currentConfiguration(stack, o.stacks[stack], o.hosts[0]));
-      if (done) {
-        outcomes.set(stack, { stack, status: "skipped: already measured", outputThroughput: (out.benchmark!.value as { short: { output_throughput: number } }).short.output_throughput });
+      if (alreadyMeasured(out, o.hosts.map((h) => currentConfiguration(stack, o.stacks[stack], h)))) {
+        outcomes.set(stack, { stack, status: "skipped: already measured", decodeTokensPerS: shortDecodeRate(out.benchmark!.value) });
         queue.splice(queue.indexOf(stack), 1);
         o.progress("-", `${stack}: already measured with its current configuration; skipped (--resume)`);
       }
@@ -128,10 +145,10 @@ export async function runSweep(o: SweepOptions): Promise<SweepOutcome[]> {
         for (const [key, value] of Object.entries({ ...o.stacks[stack], ...host.config })) o.ws.setStackConfig(stack, key.replace(`${NS}:`, ""), value);
         o.progress(host.name, `${stack}: up`);
         const up = await (await o.ws.stack(stack)).up({ signal: o.signal });
-        const tps = (up.outputs.benchmark?.value as { short?: { output_throughput: number } } | null)?.short?.output_throughput;
+        const tps = shortDecodeRate(up.outputs.benchmark?.value);
         const seconds = Math.round((Date.now() - started) / 100) / 10;
-        outcomes.set(stack, { stack, host: host.name, status: "succeeded", seconds, outputThroughput: tps });
-        o.progress(host.name, `${stack}: done in ${seconds} s${tps !== undefined ? `, ${tps} tok/s` : ""}`);
+        outcomes.set(stack, { stack, host: host.name, status: "succeeded", seconds, decodeTokensPerS: tps });
+        o.progress(host.name, `${stack}: done in ${seconds} s${tps !== undefined ? `, ${tps} tok/s decode (short prompt)` : ""}`);
       } catch (e) {
         failed = true;
         const cause = failureCause((e as Error).message);
@@ -146,7 +163,7 @@ export async function runSweep(o: SweepOptions): Promise<SweepOutcome[]> {
 }
 
 export function renderOutcomes(outcomes: SweepOutcome[]): string {
-  const lines = ["| stack | host | status | seconds | tok/s short | cause |", "|---|---|---|---:|---:|---|"];
-  for (const r of outcomes) lines.push(`| ${r.stack} | ${r.host ?? "-"} | ${r.status} | ${r.seconds ?? "-"} | ${r.outputThroughput ?? "-"} | ${(r.cause ?? "").replace(/\|/g, "\\|")} |`);
+  const lines = ["| stack | host | status | seconds | decode tok/s short | cause |", "|---|---|---|---:|---:|---|"];
+  for (const r of outcomes) lines.push(`| ${r.stack} | ${r.host ?? "-"} | ${r.status} | ${r.seconds ?? "-"} | ${r.decodeTokensPerS ?? "-"} | ${(r.cause ?? "").replace(/\|/g, "\\|")} |`);
   return lines.join("\n") + "\n";
 }

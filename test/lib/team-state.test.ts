@@ -138,7 +138,7 @@ test("the second operator sees the first one's results: stack output, refresh, a
       shouldStop: () => false,
     });
     assert.deepEqual(outcomes.map((o) => [o.stack, o.status]), [["alpha", "skipped: already measured"]], lines.join("\n"));
-    assert.equal(outcomes[0].outputThroughput, mine.benchmark.value.short.output_throughput);
+    assert.equal(outcomes[0].decodeTokensPerS, mine.benchmark.value.short.decode_tokens_per_s);
   } finally {
     sweepWs.cleanup();
   }

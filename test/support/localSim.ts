@@ -82,3 +82,54 @@ export async function withServingSim(sglang: object, args: (dir: string, port: n
     sb.cleanup();
   }
 }
+
+/** meta_info of SGLang's native /generate, as far as the simulator's tests read it. */
+export interface GenerateMeta {
+  id: string;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cached_tokens: number;
+  finish_reason: null | { type: "length"; length: number } | { type: "stop"; matched: number };
+  e2e_latency: number;
+  spec_verify_ct?: number;
+  spec_accept_length?: number;
+}
+
+export interface GenerateEvent {
+  text?: string;
+  meta_info?: GenerateMeta;
+  index?: number;
+  error?: { message: string };
+}
+
+/**
+ * One request to the simulator's native /generate. Streaming: every `data:` event parsed
+ * (`events`, with the ms since the request at which each arrived in `atMs`; `done` for the
+ * closing [DONE]), `ttftMs` to the first event. Not streaming: the body as `events[0]`.
+ * `status` is the HTTP status either way.
+ */
+export async function generate(port: number, body: object): Promise<{ status: number; ttftMs: number; events: GenerateEvent[]; atMs: number[]; done: boolean }> {
+  const started = performance.now();
+  const res = await fetch(`http://127.0.0.1:${port}/generate`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  if (!(body as { stream?: boolean }).stream) {
+    const ms = performance.now() - started;
+    return { status: res.status, ttftMs: ms, events: [(await res.json()) as GenerateEvent], atMs: [ms], done: false };
+  }
+  const events: GenerateEvent[] = [];
+  const atMs: number[] = [];
+  let done = false;
+  let buffer = "";
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    buffer += Buffer.from(chunk).toString("utf8");
+    for (let sep = buffer.indexOf("\n\n"); sep >= 0; sep = buffer.indexOf("\n\n")) {
+      const data = buffer.slice(0, sep).replace(/^data: /, "");
+      buffer = buffer.slice(sep + 2);
+      if (data === "[DONE]") done = true;
+      else {
+        events.push(JSON.parse(data) as GenerateEvent);
+        atMs.push(performance.now() - started);
+      }
+    }
+  }
+  return { status: res.status, ttftMs: atMs[0] ?? NaN, events, atMs, done };
+}

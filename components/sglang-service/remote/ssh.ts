@@ -143,11 +143,12 @@ export class Ssh {
   /**
    * Starts a script on its own connection whose stdin stays open until `stop` (or until this
    * process ends, which closes it): a hold on the host that lasts exactly as long as we do.
-   * `ended` resolves with its exit status when it ends for any reason.
+   * `ended` resolves with its exit status when it ends for any reason; `onOutput` gets what it prints.
    */
-  hold(script: string): { ended: Promise<number>; stop: () => void } {
-    const child = spawn("ssh", [...this.baseArgs(false), "--", `${this.conn.user}@${this.conn.host}`, script], { stdio: ["pipe", "ignore", "ignore"] });
-    child.stdin.on("error", () => undefined);
+  hold(script: string, onOutput?: (text: string) => void): { ended: Promise<number>; stop: () => void } {
+    const child = spawn("ssh", [...this.baseArgs(false), "--", `${this.conn.user}@${this.conn.host}`, script], { stdio: ["pipe", onOutput ? "pipe" : "ignore", "ignore"] });
+    child.stdin!.on("error", () => undefined);
+    if (onOutput) child.stdout!.on("data", (d: Buffer) => onOutput(d.toString("utf8")));
     const ended = new Promise<number>((resolve) => {
       child.on("error", () => resolve(255));
       child.on("close", (code) => resolve(code ?? 255));
@@ -155,7 +156,7 @@ export class Ssh {
     return {
       ended,
       stop: () => {
-        child.stdin.end();
+        child.stdin!.end();
         // Its end of input ends the script; the connection closes with it.
         setTimeout(() => child.kill(), 5000).unref();
       },

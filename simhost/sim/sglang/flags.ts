@@ -42,6 +42,8 @@ const COMMON: FlagSpec[] = [
   { name: "--quantization", dest: "quantization", kind: "str", default: null, choices: ["fp8", "awq", "gptq", "compressed-tensors", "moe_wna16", "w8a8_fp8", "modelopt_fp4"], help: "The quantization method." },
   { name: "--cuda-graph-max-bs", dest: "cuda_graph_max_bs", kind: "int", default: null, help: "Largest batch size captured by CUDA graphs." },
   { name: "--enable-metrics", dest: "enable_metrics", kind: "bool", default: false, help: "Enable Prometheus metrics at /metrics." },
+  { name: "--disable-radix-cache", dest: "disable_radix_cache", kind: "bool", default: false, help: "Disable RadixAttention for prefix caching." },
+  { name: "--enable-cache-report", dest: "enable_cache_report", kind: "bool", default: false, help: "Return the number of cached tokens in usage.prompt_tokens_details for each OpenAI request." },
   { name: "--watchdog-timeout", dest: "watchdog_timeout", kind: "float", default: 300, help: "Watchdog timeout in seconds." },
   { name: "--served-model-name", dest: "served_model_name", kind: "str", default: null, help: "Model name in the OpenAI API." },
   { name: "--api-key", dest: "api_key", kind: "str", default: null, help: "API key required by the server." },

@@ -20,6 +20,9 @@
 //   (srt/managers/scheduler_metrics_mixin.py, srt/metrics/collector.py).
 // - ranks 1.. of a multi-node launch serve only a dummy health check on --port
 //   (srt/utils/common.py, launch_dummy_health_check_server).
+// - the context length is --context-length, else the model's max_position_embeddings
+//   (srt/configs/model_config.py, get_context_length).
+// - generation, the prefix cache and the context check: ./generation.ts.
 import * as fs from "node:fs";
 import * as http from "node:http";
 import * as net from "node:net";
@@ -28,8 +31,8 @@ import { BUILD_PROFILES, BuildProfile, ServerArgs, flagTable, knownAlgorithms, m
 import { planMemory } from "./memory";
 import { GpuStore } from "../gpu";
 import { faultsFor, readFaults } from "../faults";
-import { SpecSettings, batchSlowdown, countTokens, perfAt, specSettings, timeToFirstToken } from "./perf";
-import { completionText } from "./text";
+import { SpecSettings, perfAt, specSettings } from "./perf";
+import { Generation } from "./generation";
 import { LINES, LineTraits, SGLANG_LINES, SglangLine, boolEnv, startupArgsLine } from "./lines";
 
 interface SimConfig {
@@ -88,13 +91,24 @@ function die(status: number, text: string): never {
   process.exit(status);
 }
 
-function modelSizeGiB(modelPath: string, what: string): number {
+function modelConfig(modelPath: string, what: string): Record<string, unknown> {
   const cfgFile = path.join(modelPath, "config.json");
   if (!fs.existsSync(cfgFile)) {
     die(1, `Traceback (most recent call last):\n  File "sglang/srt/hf_transformers_utils.py", line 160, in get_config\nOSError: ${what} ${modelPath} is not a local folder and is not a valid model identifier`);
   }
-  const cfg = JSON.parse(fs.readFileSync(cfgFile, "utf8"));
+  return JSON.parse(fs.readFileSync(cfgFile, "utf8"));
+}
+
+function modelSizeGiB(modelPath: string, what: string): number {
+  const cfg = modelConfig(modelPath, what);
   return typeof cfg.sim_size_gib === "number" ? cfg.sim_size_gib : 16;
+}
+
+/** The model's context length: --context-length, else max_position_embeddings, else 262144. */
+function contextLength(args: ServerArgs): number {
+  if (typeof args.context_length === "number") return args.context_length;
+  const fromModel = modelConfig(args.model_path as string, "model").max_position_embeddings;
+  return typeof fromModel === "number" ? fromModel : 262144;
 }
 
 function traceback(where: string, error: string): string {
@@ -155,12 +169,8 @@ const HEALTH_CHECK_TIMEOUT_SECONDS = Number(process.env.SGLANG_HEALTH_CHECK_TIME
 
 class Server {
   phase: Phase = "loading";
-  running = new Set<http.ServerResponse>();
-  queued = 0;
-  promptTokensTotal = 0;
-  generationTokensTotal = 0;
-  requestsTotal = 0;
-  lastThroughput = 0;
+  /** Nothing waits in this simulator: every request is admitted at once. */
+  readonly queued = 0;
   httpServer?: http.Server;
   /** SIGTERM seen: drain, then exit (tokenizer_manager.gracefully_exit). */
   gracefullyExit = false;
@@ -171,6 +181,8 @@ class Server {
 
   /** The schedulers' health check failed (a stuck scheduler): the drain force-exits. */
   healthCheckFailed = false;
+  /** The chat and /generate routes, with the prefix cache and the token counters. */
+  readonly generation: Generation;
 
   constructor(
     readonly args: ServerArgs,
@@ -178,7 +190,15 @@ class Server {
     readonly reported: ServerArgs,
     readonly spec: SpecSettings,
     readonly config: SimConfig,
-  ) {}
+    readonly contextLength: number,
+  ) {
+    this.generation = new Generation({ args, spec, speedScale: config.speedScale, contextLength, modelId: () => this.modelId(), onPrefill: () => this.publishGauges(), log });
+  }
+
+  /** Requests in flight, as the drain and the gauges count them. */
+  get running(): Set<http.ServerResponse> {
+    return this.generation.running;
+  }
 
   modelId(): string {
     return (this.args.served_model_name as string | null) ?? (this.args.model_path as string);
@@ -188,7 +208,7 @@ class Server {
   serverInfo(): Record<string, unknown> {
     const info: Record<string, unknown> = { ...this.reported, version: this.config.version ?? LINES[this.config.line].version };
     if (this.spec.algorithm === "DDTREE") info.speculative_ddtree_topk = this.spec.topk;
-    info.internal_states = [{ avg_spec_accept_length: perfAt(this.spec, 0).acceptLength, last_gen_throughput: this.lastThroughput }];
+    info.internal_states = [{ avg_spec_accept_length: this.generation.avgAcceptLength(), last_gen_throughput: this.generation.lastThroughput }];
     return info;
   }
 
@@ -220,15 +240,16 @@ class Server {
     // (srt/observability/metrics_collector.py).
     const model = `model_name=${JSON.stringify(this.modelId())},engine_type="unified"`;
     const ranked = `${model},tp_rank="0",pp_rank="0",moe_ep_rank="0"`;
+    const g = this.generation;
     const lines = [
       ["sglang:num_running_reqs", "gauge", this.gauges.running, ranked],
       ["sglang:num_queue_reqs", "gauge", this.gauges.queued, ranked],
       ["sglang:token_usage", "gauge", this.running.size ? 0.01 * this.running.size : 0, ranked],
-      ["sglang:gen_throughput", "gauge", this.lastThroughput, ranked],
-      ["sglang:spec_accept_length", "gauge", perfAt(this.spec, 0).acceptLength, ranked],
-      ["sglang:prompt_tokens_total", "counter", this.promptTokensTotal, model],
-      ["sglang:generation_tokens_total", "counter", this.generationTokensTotal, model],
-      ["sglang:num_requests_total", "counter", this.requestsTotal, model],
+      ["sglang:gen_throughput", "gauge", g.lastThroughput, ranked],
+      ["sglang:spec_accept_length", "gauge", g.avgAcceptLength(), ranked],
+      ["sglang:prompt_tokens_total", "counter", g.promptTokensTotal, model],
+      ["sglang:generation_tokens_total", "counter", g.generationTokensTotal, model],
+      ["sglang:num_requests_total", "counter", g.requestsTotal, model],
     ] as const;
     const out: string[] = [];
     for (const [metric, type, value, labels] of lines) {
@@ -275,7 +296,7 @@ class Server {
         // generation; a health check takes at least a second.
         return void setTimeout(() => void res.writeHead(this.gracefullyExit ? 503 : 200).end(), 1_000 + perfAt(this.spec, 0, this.config.speedScale).stepSeconds * 1000);
       case "GET /v1/models":
-        return json(200, { object: "list", data: [{ id: this.modelId(), object: "model", created: 0, owned_by: "sglang", root: this.args.model_path, max_model_len: this.args.context_length ?? 262144 }] });
+        return json(200, { object: "list", data: [{ id: this.modelId(), object: "model", created: 0, owned_by: "sglang", root: this.args.model_path, max_model_len: this.contextLength }] });
       case "GET /get_server_info":
         // Versions that have /server_info deprecate this one; older ones had only this.
         if (!this.config.removedEndpoints.includes("/server_info")) log("Endpoint '/get_server_info' is deprecated and will be removed in a future version. Please use '/server_info' instead.");
@@ -289,11 +310,16 @@ class Server {
         res.writeHead(200, { "content-type": "text/plain; version=0.0.4" });
         return void res.end(this.metrics());
       case "POST /flush_cache":
-        return this.running.size ? json(400, { error: "Cache not flushed: requests are running" }) : json(200, {});
+        // scheduler.py flush_cache: refused while requests run or wait.
+        return this.generation.flushCache() ? json(200, {}) : json(400, { error: "Cache not flushed: requests are running" });
       case "POST /v1/chat/completions":
-        return void this.readBody(req, res, (body) => this.chat(body, res));
+        return void this.readBody(req, res, (body) => {
+          if (!this.notReady(res)) this.generation.chat(body, res);
+        });
       case "POST /generate":
-        return void this.readBody(req, res, (body) => this.nativeGenerate(body, res));
+        return void this.readBody(req, res, (body) => {
+          if (!this.notReady(res)) this.generation.native(body, res);
+        });
       default:
         return json(404, { detail: "Not Found" });
     }
@@ -319,137 +345,6 @@ class Server {
     res.writeHead(503, { "content-type": "application/json" });
     res.end(JSON.stringify({ error: "server is not ready" }));
     return true;
-  }
-
-  /**
-   * Produces `text` for `res` at the performance model's pace: the first token after the
-   * prefill time, then tokens as verification steps accept them. `onPiece` gets each
-   * batch of tokens as they are accepted; `onDone` runs once all are out.
-   */
-  generate(res: http.ServerResponse, promptTokens: number, text: string[], onPiece: (piece: string, first: boolean) => void, onDone: () => void): void {
-    // The gauges are set when a prefill batch runs (log_prefill_stats), from the running
-    // batch without the requests this prefill just admitted.
-    this.publishGauges();
-    this.running.add(res);
-    this.requestsTotal++;
-    this.promptTokensTotal += promptTokens;
-    res.on("close", () => this.running.delete(res));
-    const firstTokenAt = Date.now() + timeToFirstToken(promptTokens, this.spec, this.config.speedScale) * 1000;
-    let emitted = 0;
-    let credit = 0;
-    let last = firstTokenAt;
-    const tick = () => {
-      if (res.destroyed) return;
-      const now = Date.now();
-      if (now >= firstTokenAt) {
-        const perf = perfAt(this.spec, promptTokens + emitted, this.config.speedScale);
-        const rate = perf.decodeTokensPerSecond / batchSlowdown(this.running.size);
-        credit += emitted === 0 ? 1 : ((now - last) / 1000) * rate;
-        last = now;
-        const n = Math.min(text.length - emitted, Math.floor(credit));
-        if (n > 0) {
-          credit -= n;
-          onPiece(text.slice(emitted, emitted + n).join(""), emitted === 0);
-          emitted += n;
-          this.generationTokensTotal += n;
-        }
-      }
-      if (emitted >= text.length) {
-        const seconds = (Date.now() - firstTokenAt) / 1000;
-        if (seconds > 0) this.lastThroughput = Math.round(((text.length - 1) / seconds) * 100) / 100;
-        this.running.delete(res);
-        onDone();
-        return;
-      }
-      const rateNow = perfAt(this.spec, promptTokens, this.config.speedScale).decodeTokensPerSecond;
-      const wait = now < firstTokenAt ? firstTokenAt - now : Math.max(1, Math.min(20, (1000 * (1 - credit)) / Math.max(1, rateNow)));
-      setTimeout(tick, wait);
-    };
-    tick();
-  }
-
-  /**
-   * A request the stuck scheduler does not answer: it stays in rid_to_state, counted by the
-   * drain, until its client goes away (the tokenizer aborts a disconnected request). Once the
-   * fault is cleared (the scheduler unstuck) it runs as usual: `resume`.
-   */
-  hang(res: http.ServerResponse, resume: () => void): void {
-    this.running.add(res);
-    const poll = setInterval(() => {
-      if (res.destroyed) return void clearInterval(poll);
-      if (faultsFor(readFaults(), this.args).hangGenerations) return;
-      clearInterval(poll);
-      this.running.delete(res);
-      resume();
-    }, 200);
-    res.on("close", () => {
-      clearInterval(poll);
-      this.running.delete(res);
-    });
-  }
-
-  chat(body: Record<string, unknown>, res: http.ServerResponse): void {
-    if (this.notReady(res)) return;
-    if (faultsFor(readFaults(), this.args).hangGenerations) return this.hang(res, () => this.chat(body, res));
-    const messages = Array.isArray(body.messages) ? (body.messages as { content?: unknown }[]) : [];
-    const prompt = messages.map((m) => (typeof m.content === "string" ? m.content : "")).join("\n");
-    const promptTokens = countTokens(prompt);
-    const maxTokens = typeof body.max_tokens === "number" ? body.max_tokens : typeof body.max_completion_tokens === "number" ? body.max_completion_tokens : 128;
-    const text = completionText(prompt, maxTokens, faultsFor(readFaults(), this.args).corruptOutput);
-    const stream = body.stream === true;
-    const includeUsage = stream && (body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true;
-    const base = { id: `chatcmpl-${Date.now().toString(16)}${Math.floor(Math.random() * 1e6).toString(16)}`, created: Math.floor(Date.now() / 1000), model: this.modelId() };
-    const usage = { prompt_tokens: promptTokens, completion_tokens: text.length, total_tokens: promptTokens + text.length };
-    const send = (obj: unknown) => res.write(`data: ${JSON.stringify(obj)}\n\n`);
-    if (stream) res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
-    this.generate(
-      res,
-      promptTokens,
-      text,
-      (piece, first) => {
-        if (stream) send({ ...base, object: "chat.completion.chunk", choices: [{ index: 0, delta: first ? { role: "assistant", content: piece } : { content: piece }, finish_reason: null }] });
-      },
-      () => {
-        if (stream) {
-          send({ ...base, object: "chat.completion.chunk", choices: [{ index: 0, delta: {}, finish_reason: "length" }] });
-          if (includeUsage) send({ ...base, object: "chat.completion.chunk", choices: [], usage });
-          res.end("data: [DONE]\n\n");
-        } else {
-          res.writeHead(200, { "content-type": "application/json" });
-          res.end(JSON.stringify({ ...base, object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: text.join("") }, finish_reason: "length" }], usage }));
-        }
-      },
-    );
-  }
-
-  /** SGLang's native API: meta_info carries spec_verify_ct, the verification steps of this request. */
-  nativeGenerate(body: Record<string, unknown>, res: http.ServerResponse): void {
-    if (this.notReady(res)) return;
-    if (faultsFor(readFaults(), this.args).hangGenerations) return this.hang(res, () => this.nativeGenerate(body, res));
-    const prompt = typeof body.text === "string" ? body.text : "";
-    const params = (body.sampling_params ?? {}) as { max_new_tokens?: number };
-    const maxTokens = typeof params.max_new_tokens === "number" ? params.max_new_tokens : 128;
-    const promptTokens = countTokens(prompt);
-    const text = completionText(prompt, maxTokens, faultsFor(readFaults(), this.args).corruptOutput);
-    const started = Date.now();
-    this.generate(res, promptTokens, text, () => undefined, () => {
-      const acceptLength = perfAt(this.spec, promptTokens, this.config.speedScale).acceptLength;
-      res.writeHead(200, { "content-type": "application/json" });
-      res.end(
-        JSON.stringify({
-          text: text.join(""),
-          meta_info: {
-            id: `gen-${started.toString(16)}`,
-            prompt_tokens: promptTokens,
-            completion_tokens: text.length,
-            // Only with speculative decoding on (tokenizer_manager.py, spec decoding meta).
-            ...(this.spec.algorithm ? { spec_verify_ct: Math.max(1, Math.round(text.length / acceptLength)) } : {}),
-            finish_reason: { type: "length", length: text.length },
-            e2e_latency: (Date.now() - started) / 1000,
-          },
-        }),
-      );
-    });
   }
 }
 
@@ -480,12 +375,11 @@ async function main(): Promise<void> {
   const gpus = new GpuStore();
   const gpuConfig = gpus.config();
   const spec = specSettings(reported, process.env);
-  const server = new Server(args, reported, spec, config);
   const releaseDelayMs = faults.gpuReleaseDelaySeconds * 1000;
 
   const invalid = validate(args, gpuConfig.count, config.profile, traits);
   if (invalid) die(1, traceback("sglang/srt/server_args.py, in __post_init__", invalid));
-  log(startupArgsLine(config.line, traits.resolvedServerInfo ? server.reported : args));
+  log(startupArgsLine(config.line, reported));
 
   const tp = args.tp_size as number;
   const nnodes = args.nnodes as number;
@@ -493,6 +387,7 @@ async function main(): Promise<void> {
   const localTp = tp / nnodes;
   const weightsGiB = modelSizeGiB(args.model_path as string, "model");
   const drafterGiB = args.speculative_draft_model_path ? modelSizeGiB(args.speculative_draft_model_path as string, "draft model") : 0;
+  const server = new Server(args, reported, spec, config, contextLength(args));
   const loadSeconds = (config.loadSeconds ?? (weightsGiB + drafterGiB) * config.loadSecondsPerGiB) * faults.loadSlowdown;
 
   for (let r = 0; r < localTp; r++) log("Init torch distributed begin.", nodeRank * localTp + r);

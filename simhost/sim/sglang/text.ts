@@ -1,5 +1,8 @@
 // Deterministic answers of the simulated model, split into tokens. Coding prompts get
-// what a thinking model writes: a reasoning block, then a fenced code block.
+// what a thinking model writes: a reasoning block, then a fenced code block. Every answer
+// has a natural length, where the model emits EOS; SGLang stops there unless the request
+// sets ignore_eos (srt/managers/schedule_batch.py, Req.check_finished: max_new_tokens
+// first, then the stop token unless sampling_params.ignore_eos).
 
 const WORDS = ("the model drafts a block of tokens and the target verifies them in one pass so accepted " +
   "tokens arrive several at a time while rejected ones are drafted again from the first mismatch").split(" ");
@@ -92,18 +95,37 @@ function codingAnswer(prompt: string): string {
   ].join("\n");
 }
 
-/** Pure: the answer to `prompt` as exactly `maxTokens` tokens (the simulator never stops early). */
-export function completionText(prompt: string, maxTokens: number, corrupt: boolean): string[] {
-  const n = Math.max(1, Math.floor(maxTokens));
-  if (corrupt) return Array.from({ length: n }, (_, i) => String.fromCharCode(0xfffd, 0x1 + (i % 7)));
-  const tokens: string[] = [];
-  if (CODE_HINT.test(prompt)) {
-    for (const piece of codingAnswer(prompt).match(/\s*\S+|\s+/g) ?? []) tokens.push(piece);
-  }
+/** Prompts that ask for a long answer: the model writes until its length budget. */
+const LONG_ANSWER_HINT = /\b(in detail|detailed|at length|step[ -]by[ -]step|essays?)\b/i;
+const LONG_ANSWER_TOKENS = 4096;
+
+export interface Completion {
+  tokens: string[];
+  /** How many tokens the model writes before its EOS; tokens from here on are post-EOS. */
+  naturalEnd: number;
+  finishReason: "stop" | "length";
+}
+
+/**
+ * Pure: the answer to `prompt`. The model stops at its natural end ("stop") unless
+ * `maxTokens` comes first ("length"); with `ignoreEos` it always writes `maxTokens`
+ * tokens ("length"), those past `naturalEnd` being what it writes after its EOS.
+ * The natural end: after the code for a coding prompt; 4096 tokens for a prompt that asks
+ * for a long answer; else 48 to 207 tokens, by the prompt's hash.
+ */
+export function completionText(prompt: string, maxTokens: number, corrupt: boolean, ignoreEos = false): Completion {
+  const limit = Math.max(1, Math.floor(maxTokens));
+  const answer = CODE_HINT.test(prompt) ? (codingAnswer(prompt).match(/\s*\S+|\s+/g) ?? []) : [];
+  const naturalEnd = answer.length > 0 ? answer.length : LONG_ANSWER_HINT.test(prompt) ? LONG_ANSWER_TOKENS : 48 + (hash(prompt) % 160);
+  const stops = !ignoreEos && naturalEnd < limit;
+  const n = stops ? naturalEnd : limit;
+  const finishReason = stops ? "stop" : "length";
+  if (corrupt) return { tokens: Array.from({ length: n }, (_, i) => String.fromCharCode(0xfffd, 0x1 + (i % 7))), naturalEnd, finishReason };
+  const tokens = answer.slice(0, n);
   let h = hash(prompt);
   while (tokens.length < n) {
     h = Math.imul(h ^ (h >>> 15), 2246822507) >>> 0;
     tokens.push((tokens.length === 0 ? "" : " ") + WORDS[h % WORDS.length]);
   }
-  return tokens.slice(0, n);
+  return { tokens, naturalEnd, finishReason };
 }

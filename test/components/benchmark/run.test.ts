@@ -11,14 +11,23 @@ import { benchmarkSchema } from "../../../components/benchmark/schema";
 test("aborting the benchmark's signal ends the request in flight and sends nothing more", { timeout: 20_000 }, async () => {
   let requests = 0;
   let open = 0;
-  // A server whose streams trickle: one token a second, so every request is long.
-  const server = http.createServer((_req, res) => {
-    requests++;
-    open++;
-    res.on("close", () => open--);
-    res.writeHead(200, { "content-type": "text/event-stream" });
-    const timer = setInterval(() => res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: "x" } }] })}\n\n`), 1000);
-    res.on("close", () => clearInterval(timer));
+  // A server whose streams trickle: one token a second, so every request is long. The
+  // calibration request (one token) and the cache flush are answered at once.
+  const server = http.createServer((req, res) => {
+    if (req.url !== "/generate") return void res.writeHead(req.url === "/flush_cache" ? 200 : 404).end("{}");
+    let body = "";
+    req.on("data", (d) => (body += d));
+    req.on("end", () => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      const chunk = (n: number) => `data: ${JSON.stringify({ text: "x".repeat(n), meta_info: { prompt_tokens: 2000, completion_tokens: n, finish_reason: null } })}\n\n`;
+      if (JSON.parse(body).sampling_params?.max_new_tokens === 1) return void res.end(`${chunk(1)}data: [DONE]\n\n`);
+      requests++;
+      open++;
+      res.on("close", () => open--);
+      let n = 0;
+      const timer = setInterval(() => res.write(chunk(++n)), 1000);
+      res.on("close", () => clearInterval(timer));
+    });
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   const { port } = server.address() as net.AddressInfo;

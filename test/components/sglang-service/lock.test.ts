@@ -144,7 +144,7 @@ test("the session of a destroy's remove drops: the remove finishes on the host, 
   const inFlight = fetch(`http://${host.address}:${host.sglangPort}/v1/chat/completions`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ messages: [{ role: "user", content: "hello" }], max_tokens: 1500, stream: true }),
+    body: JSON.stringify({ messages: [{ role: "user", content: "hello" }], max_tokens: 1500, stream: true, ignore_eos: true }),
   }).then(async (res) => {
     let text = "";
     for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) text += Buffer.from(chunk).toString("utf8");

@@ -33,7 +33,7 @@ async function streamChat(maxTokens: number, onFirstChunk: () => void = () => un
     const res = await fetch(`${base()}/v1/chat/completions`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ messages: [{ role: "user", content: "Tell me about speculative decoding" }], max_tokens: maxTokens, stream: true }),
+      body: JSON.stringify({ messages: [{ role: "user", content: "Tell me about speculative decoding" }], max_tokens: maxTokens, stream: true, ignore_eos: true }),
     });
     let text = "";
     for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {

@@ -34,7 +34,7 @@ async function streamChat(maxTokens: number): Promise<{ done: boolean; tokens: n
   const res = await fetch(`http://${host.address}:${host.sglangPort}/v1/chat/completions`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ messages: [{ role: "user", content: "Tell me about speculative decoding" }], max_tokens: maxTokens, stream: true, stream_options: { include_usage: true } }),
+    body: JSON.stringify({ messages: [{ role: "user", content: "Tell me about speculative decoding" }], max_tokens: maxTokens, stream: true, ignore_eos: true, stream_options: { include_usage: true } }),
   });
   let text = "";
   try {

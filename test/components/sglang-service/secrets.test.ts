@@ -138,7 +138,7 @@ test("destroy drains what is in flight, stops the server and leaves nothing of t
   const res = await fetch(`http://${host.address}:${host.sglangPort}/v1/chat/completions`, {
     method: "POST",
     headers: { "content-type": "application/json", authorization: `Bearer sk-a-${process.pid}` },
-    body: JSON.stringify({ messages: [{ role: "user", content: "hello" }], max_tokens: 1500, stream: true }),
+    body: JSON.stringify({ messages: [{ role: "user", content: "hello" }], max_tokens: 1500, stream: true, ignore_eos: true }),
   });
   const reader = (res.body as ReadableStream<Uint8Array>).getReader();
   let text = "";
