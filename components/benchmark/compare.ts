@@ -167,6 +167,9 @@ function unlike(row: Measured, base: Measured): string | undefined {
   const b = base.configuration;
   if ((row.result.format === 2) !== (base.result.format === 2)) return "was measured by another benchmark format";
   if (c.model !== b.model || c.tpSize !== b.tpSize) return "serves another model or TP size";
+  if (c.sglangBuild !== b.sglangBuild) return "runs another SGLang build";
+  const [pr, pb] = [row.result.measured_on, base.result.measured_on];
+  if (pr && pb && (pr.sglangVersion !== pb.sglangVersion || pr.gpu !== pb.gpu || pr.gpuCount !== pb.gpuCount)) return "was measured with another SGLang version or GPUs";
   if (hashOf(row, "benchmark") !== hashOf(base, "benchmark")) return "was measured under other benchmark settings";
   if (hashOf(row, "benchmarkCode") !== hashOf(base, "benchmarkCode")) return "was measured by other benchmark code";
   return undefined;
@@ -213,6 +216,9 @@ export function speedups(rows: ReportRow[]): Map<string, Speedup> {
   return out;
 }
 
+/** Requests a configuration's short-context spread needs before it can beat another's. */
+export const MIN_REQUESTS = 3;
+
 /** Which configuration is best: one beyond noise, a tie of those within it, or none (why); and who was not eligible. */
 export type Choice = ({ kind: "winner"; stack: string } | { kind: "tie"; stacks: string[] } | { kind: "none"; why: string }) & {
   excluded: { stack: string; why: string }[];
@@ -241,9 +247,15 @@ export function choose(rows: ReportRow[]): Choice {
     const why = speculative.length === 0 ? "no speculative configuration has a benchmark" : "every measured speculative configuration is excluded";
     return { kind: "none", why, excluded };
   }
+  // Raw rates from different hosts or GPUs are not comparable: say so rather than rank them.
+  const machines = new Set(eligible.map((e) => { const p = provenanceOf(rows.find((r) => r.stack === e.stack)!); return `${p.host ?? "?"}/${p.gpu ?? "?"}`; }));
+  if (machines.size > 1) return { kind: "none", why: `the configurations were measured on different hosts or GPUs (${[...machines].sort().join(", ")}); compare each host's rows, or their speedups against each host's baseline`, excluded };
   eligible.sort((a, b) => b.decode.median - a.decode.median || a.stack.localeCompare(b.stack));
   const [top, ...rest] = eligible;
   const within = rest.filter((e) => e.decode.max >= top.decode.min);
-  if (within.length === 0) return { kind: "winner", stack: top.stack, excluded };
+  // A spread needs samples: below MIN_REQUESTS a difference is never "beyond noise".
+  const few = eligible.filter((e) => e.decode.requests < MIN_REQUESTS);
+  if (within.length === 0 && (rest.length === 0 || few.length === 0)) return { kind: "winner", stack: top.stack, excluded };
+  if (within.length === 0) return { kind: "tie", stacks: eligible.map((e) => e.stack), excluded };
   return { kind: "tie", stacks: [top.stack, ...within.map((e) => e.stack)], excluded };
 }

@@ -11,7 +11,7 @@ import { progress } from "../sglang-service/remote/progress";
 import { exitWithEngine } from "../sglang-service/remote/engine-watch";
 import { argMismatches } from "../sglang-service/remote/steps";
 import { publicServerArgs } from "../sglang-service/parse";
-import { shellQuote } from "../sglang-service/render";
+import { shellQuote, unitPath } from "../sglang-service/render";
 import { RUN_DIR } from "../sglang-service/script";
 import { BenchmarkResult, RawRecord, runBenchmark, serverInfo } from "./run";
 import type { BenchmarkSettings } from "./schema";
@@ -60,8 +60,16 @@ export interface BenchmarkOutputs extends BenchmarkInputs {
 }
 
 /** What answers on the port, and who runs it: compared before and after the benchmark. */
-interface Identity {
+export interface Identity {
   mainPid: number;
+  /** sha256 of the installed unit file: this stack's is `unitHash`. */
+  unitFileHash: string;
+  /** systemd has read the unit file as installed (NeedDaemonReload=no). */
+  loaded: boolean;
+  /** ActiveState/SubState: "active/running" while it serves; "deactivating/..." while it drains to stop. */
+  state: string;
+  /** /server_info answered (a server still loading does not). */
+  answered: boolean;
   args: Record<string, unknown>;
   argsHash: string;
   version: string | null;
@@ -70,8 +78,19 @@ interface Identity {
 }
 
 async function identify(ssh: Ssh, i: BenchmarkInputs, baseUrl: string): Promise<Identity> {
-  const out = await ssh.run(`systemctl show -p MainPID --value ${shellQuote(`${i.unitName}.service`)}; nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null || true`, { timeoutMs: 60_000 });
-  const [pidLine, ...gpus] = out.stdout.split("\n").map((l) => l.trim());
+  const unit = shellQuote(`${i.unitName}.service`);
+  const out = await ssh.run(
+    [
+      `systemctl show -p MainPID --value ${unit}`,
+      `systemctl show -p NeedDaemonReload --value ${unit}`,
+      `echo "$(systemctl show -p ActiveState --value ${unit})/$(systemctl show -p SubState --value ${unit})"`,
+      `sha256sum ${shellQuote(unitPath(i.unitName))} 2>/dev/null | cut -c1-64`,
+      `echo`,
+      `nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null || true`,
+    ].join("; "),
+    { timeoutMs: 60_000 },
+  );
+  const [pidLine = "", reloadLine = "", stateLine = "", hashLine = "", ...gpus] = out.stdout.split("\n").map((l) => l.trim());
   const names = gpus.filter(Boolean);
   const { info } = await serverInfo({ baseUrl, apiKey: i.apiKey || undefined });
   const raw = info as Record<string, unknown>;
@@ -79,6 +98,10 @@ async function identify(ssh: Ssh, i: BenchmarkInputs, baseUrl: string): Promise<
   const args = publicServerArgs(raw, Object.keys(i.serverArgs));
   return {
     mainPid: Number(pidLine) || 0,
+    unitFileHash: hashLine,
+    loaded: reloadLine === "no",
+    state: stateLine,
+    answered: Object.keys(raw).length > 0,
     args,
     argsHash: createHash("sha256").update(JSON.stringify(args)).digest("hex"),
     version: typeof raw.version === "string" ? raw.version : null,
@@ -87,12 +110,37 @@ async function identify(ssh: Ssh, i: BenchmarkInputs, baseUrl: string): Promise<
   };
 }
 
+/** Pure: why the server is not this stack's deployment, or undefined when it is. */
+export function notOurs(i: Pick<BenchmarkInputs, "unitName" | "unitHash" | "serverArgs">, id: Pick<Identity, "mainPid" | "unitFileHash" | "loaded" | "state" | "answered" | "args">): string | undefined {
+  if (id.mainPid === 0) return `${i.unitName}.service is not running`;
+  if (id.state !== "active/running") return `${i.unitName}.service is ${id.state} (a server being stopped still answers while it drains)`;
+  if (id.unitFileHash !== i.unitHash) return `the installed ${i.unitName}.service is not this stack's (sha256 ${id.unitFileHash.slice(0, 12) || "none"}, this stack's ${i.unitHash.slice(0, 12)}): another stack's deployment holds the host`;
+  if (!id.loaded) return `systemd has not loaded the installed ${i.unitName}.service yet (NeedDaemonReload=yes): the process running is from an earlier unit`;
+  if (!id.answered) return "the server does not answer /server_info (still loading, or stopped)";
+  const moved = argMismatches(i.serverArgs, id.args);
+  return moved.length > 0 ? `it runs other arguments: ${moved.join(", ")}` : undefined;
+}
+
+/** Pure: how the server after the benchmark differs from the one before, or undefined when it is the same, still serving. */
+export function changed(before: Pick<Identity, "mainPid" | "argsHash" | "state">, after: Pick<Identity, "mainPid" | "argsHash" | "state">): string | undefined {
+  const what: string[] = [];
+  if (after.mainPid !== before.mainPid || after.argsHash !== before.argsHash || after.state !== "active/running") what.push(`main PID ${before.mainPid} -> ${after.mainPid}`);
+  if (after.argsHash !== before.argsHash) what.push("arguments changed");
+  if (after.state !== "active/running") what.push(`the unit is ${after.state || "gone"}`);
+  return what.length > 0 ? what.join(", ") : undefined;
+}
+
+/** The hold's own limit on the host: the benchmark's deadline and a margin, so that a lost session cannot keep the lock for hours. */
+const HOLD_MARGIN_SECONDS = 120;
+
 /**
  * Holds the host's deployment lock (the one every stack's restart takes, script.ts) for as
  * long as the benchmark runs, so that no other stack restarts the server under it. Resolves
- * once held; rejects, naming the holder, after lockWaitSeconds.
+ * once held, with `lost` (resolves if the hold ends before `release`); rejects, naming the
+ * holder, after lockWaitSeconds. On the host the hold ends by itself after the benchmark's
+ * deadline and a margin, or when this process's connection closes.
  */
-async function holdHost(ssh: Ssh, i: BenchmarkInputs): Promise<() => void> {
+async function holdHost(ssh: Ssh, i: BenchmarkInputs): Promise<{ release: () => void; lost: Promise<void> }> {
   const run = RUN_DIR;
   // Pulumi stack names are letters, digits, "_", "." and "-": nothing the shell reads.
   const note = `benchmark of stack ${i.stack.replace(/[^A-Za-z0-9_.-]/g, "_")} (since $(date -u +%FT%TZ))`;
@@ -101,22 +149,29 @@ async function holdHost(ssh: Ssh, i: BenchmarkInputs): Promise<() => void> {
     `if ! flock -w ${Math.max(1, Math.ceil(i.lockWaitSeconds))} 9; then echo "BUSY $(cat ${run}/host.lock.note 2>/dev/null || echo another deployment)"; exit 3; fi`,
     `echo "${note}" > ${run}/host.lock.note`,
     `echo HELD`,
-    `cat >/dev/null`,
+    `timeout ${Math.ceil(i.settings.timeoutSeconds) + HOLD_MARGIN_SECONDS} cat >/dev/null`,
     `rm -f ${run}/host.lock.note`,
   ].join("; ");
   let said = "";
+  let released = false;
   let resolveHeld!: () => void;
   const held = new Promise<void>((r) => (resolveHeld = r));
   const h = ssh.hold(`bash -c ${shellQuote(script)}`, (text) => {
     said += text;
-    if (said.includes("HELD")) resolveHeld();
+    if (/^HELD$/m.test(said)) resolveHeld();
   });
   const outcome = await Promise.race([held.then(() => "held" as const), h.ended.then((code) => code)]);
   if (outcome !== "held") {
-    const busy = /BUSY (.*)/.exec(said)?.[1];
+    const busy = /^BUSY (.*)$/m.exec(said)?.[1];
     throw new Error(`benchmark of ${i.label}: ${busy ? `${i.connection.host} is being reconfigured by ${busy}; waited ${i.lockWaitSeconds} s (safety.lockWaitSeconds)` : `could not take the host's deployment lock on ${i.connection.host} (exit ${outcome})`}. Nothing was measured; run \`pulumi up\` again when it is done.`);
   }
-  return h.stop;
+  return {
+    release: () => {
+      released = true;
+      h.stop();
+    },
+    lost: h.ended.then(() => (released ? new Promise<void>(() => undefined) : undefined)),
+  };
 }
 
 export async function measure(i: BenchmarkInputs): Promise<BenchmarkOutputs> {
@@ -124,50 +179,65 @@ export async function measure(i: BenchmarkInputs): Promise<BenchmarkOutputs> {
   if (!i.settings.enabled) return { ...i, result: null, takenAt };
   const remoteHost = i.listenAddress === "0.0.0.0" ? "127.0.0.1" : i.listenAddress === "::" ? "::1" : i.listenAddress;
   return withSsh(i.connection, async (ssh) => {
-    const release = await holdHost(ssh, i);
+    const hold = await holdHost(ssh, i);
     const tunnel = await ssh.forward(remoteHost, i.port).catch((e) => {
-      release();
+      hold.release();
       throw e;
     });
     const baseUrl = `http://127.0.0.1:${tunnel.localPort}`;
+    // Raw records are written as they come, to a file of this run; it replaces the stack's
+    // records only once the run succeeded (a failed run's stay beside, named in the error).
+    const file = path.resolve(i.resultsPath);
+    const partial = `${i.resultsPath}.partial`;
     try {
       const before = await identify(ssh, i, baseUrl);
-      const moved = argMismatches(i.serverArgs, before.args);
-      if (before.mainPid === 0 || moved.length > 0) {
-        throw new Error(
-          `benchmark of ${i.label}: the server on ${i.connection.host} is not the one this stack deployed (${before.mainPid === 0 ? `${i.unitName}.service is not running` : moved.join(", ")}). Nothing was measured; run \`pulumi up\` for this stack to deploy it again, then measure.`,
-        );
-      }
-      // Raw records are written as they come: a benchmark that fails half-way keeps them.
-      const file = path.resolve(i.resultsPath);
+      const why = notOurs(i, before);
+      if (why) throw new Error(`benchmark of ${i.label}: the server on ${i.connection.host} is not the one this stack deployed (${why}). Nothing was measured; run \`pulumi up\` for this stack to deploy it again, then measure.`);
       fs.mkdirSync(path.dirname(file), { recursive: true });
-      fs.writeFileSync(file, "");
+      fs.writeFileSync(path.resolve(partial), "");
       // The timeout stops the benchmark itself: every request in flight is aborted, and
-      // nothing is sent to the server after it.
+      // nothing is sent to the server after it. So does losing the hold on the host.
       const stop = new AbortController();
       let timer: NodeJS.Timeout | undefined;
       const deadline = new Promise<never>((_, reject) => {
         timer = setTimeout(() => {
           stop.abort();
-          reject(new Error(`benchmark of ${i.label} did not finish within ${i.settings.timeoutSeconds} s (benchmark.timeoutSeconds); stopped it (raw records so far: ${i.resultsPath})`));
+          reject(new Error(`benchmark of ${i.label} did not finish within ${i.settings.timeoutSeconds} s (benchmark.timeoutSeconds); stopped it (raw records so far: ${partial})`));
         }, i.settings.timeoutSeconds * 1000);
         timer.unref();
       });
-      const result = await Promise.race([
-        runBenchmark(
-          { baseUrl, model: i.model, apiKey: i.apiKey || undefined, signal: stop.signal },
-          i.settings,
-          (m) => void progress(i.urn, `${i.label} benchmark: ${m}`),
-          (r: RawRecord) => fs.appendFileSync(file, JSON.stringify({ taken_at: takenAt, unit_hash: i.unitHash, ...r }) + "\n"),
-        ),
-        deadline,
-      ]).finally(() => clearTimeout(timer));
-      const after = await identify(ssh, i, baseUrl);
-      if (after.mainPid !== before.mainPid || after.argsHash !== before.argsHash) {
+      const lost = hold.lost.then(() => {
+        stop.abort();
+        throw new Error(`benchmark of ${i.label}: the hold on ${i.connection.host}'s deployment lock ended (SSH session lost); stopped measuring, numbers not stored (raw records so far: ${partial})`);
+      });
+      let result: BenchmarkResult;
+      try {
+        result = await Promise.race([
+          runBenchmark(
+            { baseUrl, model: i.model, apiKey: i.apiKey || undefined, signal: stop.signal },
+            i.settings,
+            (m) => void progress(i.urn, `${i.label} benchmark: ${m}`),
+            (r: RawRecord) => fs.appendFileSync(path.resolve(partial), JSON.stringify({ taken_at: takenAt, unit_hash: i.unitHash, ...r }) + "\n"),
+          ),
+          deadline,
+          lost,
+        ]);
+      } catch (e) {
+        // Whatever failed, say whether the server changed under it: that is the cause to fix.
+        const after = await identify(ssh, i, baseUrl).catch(() => undefined);
+        const moved = after && changed(before, after);
+        if (moved) throw new Error(`benchmark of ${i.label}: the server changed while it was measured (${moved}), and the run failed: ${(e as Error).message}. Raw records: ${partial}.`);
+        throw e;
+      } finally {
+        clearTimeout(timer);
+      }
+      const moved = changed(before, await identify(ssh, i, baseUrl));
+      if (moved) {
         throw new Error(
-          `benchmark of ${i.label}: the server changed while it was measured (main PID ${before.mainPid} -> ${after.mainPid}${after.argsHash !== before.argsHash ? ", arguments changed" : ""}); its numbers are not stored. Raw records: ${i.resultsPath}. Run \`pulumi up\` again (change benchmark.runId to measure without a restart).`,
+          `benchmark of ${i.label}: the server changed while it was measured (${moved}); its numbers are not stored. Raw records: ${partial}. Run \`pulumi up\` again (change benchmark.runId to measure without a restart).`,
         );
       }
+      fs.renameSync(path.resolve(partial), file);
       const measured = { ...result, measured_on: { host: i.connection.host, gpu: before.gpu, gpuCount: before.gpuCount, sglangVersion: before.version, mainPid: before.mainPid } };
       // Kept beside the outputs, which a destroy empties (history.ts).
       keepResult(process.cwd(), { format: 1, stack: String(i.configuration.stack ?? ""), backend: backendName(process.env.PULUMI_BACKEND_URL), takenAt, unitHash: i.unitHash, host: i.connection.host, configuration: i.configuration, result: measured });
@@ -179,7 +249,7 @@ export async function measure(i: BenchmarkInputs): Promise<BenchmarkOutputs> {
       return { ...i, result: measured, takenAt };
     } finally {
       tunnel.close();
-      release();
+      hold.release();
     }
   });
 }

@@ -113,6 +113,8 @@ export interface RawRecord {
   error?: string;
   /** ms from the phase's start to this request's start. */
   start_ms?: number;
+  /** A warm-up request: not counted in any figure. */
+  warmup?: boolean;
   prompt_tokens?: number;
   cached_tokens?: number | null;
   output_tokens?: number;
@@ -126,6 +128,10 @@ export interface RawRecord {
 
 /** Tries per request: a failure is recorded and retried, up to this many attempts in all. */
 export const MAX_ATTEMPTS = 3;
+/** Prompt tokens per request that may match another prompt by chance (the first few words). */
+const CACHED_ALLOWANCE = 16;
+/** Pause before retry k: k times this. */
+const RETRY_BACKOFF_MS = 500;
 
 const round = (x: number, digits = 2) => (Number.isFinite(x) ? Math.round(x * 10 ** digits) / 10 ** digits : NaN);
 
@@ -229,17 +235,26 @@ export async function runBenchmark(
   for (const ctx of s.longContextTokens) checkFits(ctx, s.maxTokens, limit, "benchmark.longContextTokens");
 
   let seq = 0;
-  /** One request, recorded attempt by attempt, retried up to MAX_ATTEMPTS; undefined when every attempt failed. */
+  /**
+   * One request, recorded attempt by attempt, retried up to MAX_ATTEMPTS, each attempt with a
+   * prompt of its own (a failed attempt may have left its prompt in the prefix cache);
+   * undefined when every attempt failed. An answer too short to time is not retried: greedy
+   * decoding would give the same.
+   */
   const one = async (phase: string, concurrency: number, ctx: number, phaseStart: number, measured: boolean, records: RawRecord[]): Promise<GenerateResult | undefined> => {
-    const { text, kind } = promptOf(ctx, `${phase}-${seq}`, seq, charsPerToken);
-    seq++;
+    const index = seq++;
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+      const { text, kind } = promptOf(ctx, `${phase}-${index}-${attempt}`, index, charsPerToken);
       const t0 = performance.now();
-      const base = { phase, concurrency, context_tokens: ctx, kind, attempt, start_ms: round(t0 - phaseStart) };
+      const base = { phase, concurrency, context_tokens: ctx, kind, attempt, ...(measured ? {} : { warmup: true }), start_ms: round(t0 - phaseStart) };
+      let final = false;
       try {
         const r = await streamGenerate(ep, text, { maxNewTokens: s.maxTokens });
         if (r.finishReason === "length" && r.outputTokens !== s.maxTokens) throw new Error(`finish_reason "length" after ${r.outputTokens} tokens, not the ${s.maxTokens} asked (benchmark.maxTokens)`);
-        if (r.outputTokens < 2) throw new Error(`only ${r.outputTokens} token(s) (finish_reason "${r.finishReason}"): no decode to time`);
+        if (r.outputTokens < 2) {
+          final = true;
+          throw new Error(`only ${r.outputTokens} token(s) (finish_reason "${r.finishReason}"): no decode to time`);
+        }
         if (measured) {
           const rec: RawRecord = { ...base, ok: true, prompt_tokens: r.promptTokens, cached_tokens: r.cachedTokens, output_tokens: r.outputTokens, finish_reason: r.finishReason, ttft_ms: round(r.ttftMs, 3), e2e_ms: round(r.e2eMs, 3), chunks: r.chunks.map((c) => [round(c.gapMs, 3), c.tokens]), spec_verify_ct: r.specVerifyCt };
           records.push(rec);
@@ -248,10 +263,13 @@ export async function runBenchmark(
         return r;
       } catch (e) {
         if (ep.signal?.aborted) throw e;
-        const rec: RawRecord = { ...base, ok: false, error: (e as Error).message.slice(0, 500) };
+        const rec: RawRecord = { ...base, ...(final ? { attempt: MAX_ATTEMPTS } : {}), ok: false, error: (e as Error).message.slice(0, 500) };
         if (measured) records.push(rec);
         record(rec);
         progress(`${phase}: request failed (attempt ${attempt} of ${MAX_ATTEMPTS}): ${rec.error}`);
+        if (final) return undefined;
+        // A moment before the next attempt (a server briefly overloaded or restarting).
+        if (attempt < MAX_ATTEMPTS) await new Promise((r) => setTimeout(r, RETRY_BACKOFF_MS * attempt));
       }
     }
     return undefined;
@@ -259,7 +277,8 @@ export async function runBenchmark(
 
   const finish = (st: PhaseStats) => {
     if (st.failed) warnings.push(`${st.phase}: ${st.failed} request(s) failed ${MAX_ATTEMPTS} times (raw records)`);
-    if (st.cached_tokens > 0.05 * st.total_input_tokens) warnings.push(`${st.phase}: ${st.cached_tokens} of ${st.total_input_tokens} prompt tokens came from the prefix cache`);
+    // A few tokens per request may match another prompt's first words; more is a cache hit.
+    if (st.cached_tokens > CACHED_ALLOWANCE * st.completed) warnings.push(`${st.phase}: ${st.cached_tokens} of ${st.total_input_tokens} prompt tokens came from the prefix cache`);
     if (!lengthHeld(st.context_tokens, st.prompt_tokens)) warnings.push(`${st.phase}: prompts measured ${st.prompt_tokens} tokens, not the ${st.context_tokens} asked`);
     const stopped = st.finish_reasons.stop ?? 0;
     if (stopped > st.completed / 2) warnings.push(`${st.phase}: ${stopped} of ${st.completed} answers ended before benchmark.maxTokens (finish_reason "stop")`);
@@ -303,9 +322,17 @@ export async function runBenchmark(
     const results: CodingStats["results"] = [];
     for (const task of CODING_TASKS) {
       progress(`coding check: ${task.id}`);
-      // As a user asks: the chat template, and the model stops where it ends its answer.
-      const r = await streamChat(ep, task.prompt, s.codingMaxTokens);
-      results.push({ task: task.id, ...gradeAnswer(task, r.text) });
+      // As a user asks: the chat template, and the model stops where it ends its answer. A
+      // request that fails is that task's failure (recorded), not the end of the benchmark.
+      try {
+        const r = await streamChat(ep, task.prompt, s.codingMaxTokens);
+        results.push({ task: task.id, ...gradeAnswer(task, r.text) });
+      } catch (e) {
+        if (ep.signal?.aborted) throw e;
+        const error = (e as Error).message.slice(0, 500);
+        record({ phase: "coding", concurrency: 1, context_tokens: 0, kind: task.id, attempt: 1, ok: false, error });
+        results.push({ task: task.id, outcome: "fail", detail: `the request failed: ${error}` });
+      }
     }
     const count = (o: CodingOutcome) => results.filter((r) => r.outcome === o).length;
     coding = { tasks: results.length, passed: count("pass"), failed: count("fail"), extraction_failed: count("extraction-failed"), timeouts: count("timeout"), results };

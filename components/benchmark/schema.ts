@@ -12,12 +12,12 @@ export const benchmarkSchema = section("benchmark", {
   runs: wholeNumber("benchmark.runs", 1, 100).default(3),
   /** Unmeasured requests first (warm caches, CUDA graphs). Defaults to 1. */
   warmupRuns: wholeNumber("benchmark.warmupRuns", 0, 20).default(1),
-  /** Output tokens per request (ignore_eos). Defaults to 256. */
-  maxTokens: wholeNumber("benchmark.maxTokens", 1, 32768).default(256),
-  /** Prompt length of the short-context runs, in tokens. Defaults to 128. */
-  shortPromptTokens: wholeNumber("benchmark.shortPromptTokens", 1).default(128),
+  /** Output tokens per request at most (a decode needs 2 to time; answers may end sooner). Defaults to 256. */
+  maxTokens: wholeNumber("benchmark.maxTokens", 2, 32768).default(256),
+  /** Prompt length of the short-context runs, in tokens (a document, then a question of about 40). Defaults to 128. */
+  shortPromptTokens: wholeNumber("benchmark.shortPromptTokens", 64).default(128),
   /** Long-context prompt lengths, in tokens. Defaults to [8192, 32768]. */
-  longContextTokens: listOf("benchmark.longContextTokens", wholeNumber("benchmark.longContextTokens entry", 1), "positive whole numbers of tokens, e.g. [8192, 32768]").default([8192, 32768]),
+  longContextTokens: listOf("benchmark.longContextTokens", wholeNumber("benchmark.longContextTokens entry", 64), "positive whole numbers of tokens, e.g. [8192, 32768]").default([8192, 32768]),
   /** Concurrency levels for throughput. Defaults to [1, 4, 16]. */
   concurrency: listOf("benchmark.concurrency", wholeNumber("benchmark.concurrency entry", 1, 1024), "whole numbers from 1 to 1024, e.g. [1, 4, 16]").default([1, 4, 16]),
   /** Run the coding-correctness check. Defaults to true. */

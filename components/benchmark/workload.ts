@@ -66,7 +66,9 @@ function entry(n: number, r: () => number): string {
 /** Pure: a log of about `chars` characters, unique to `seed`. */
 export function documentOf(chars: number, seed: string): string {
   const r = rng(seed);
-  const out: string[] = [`Harbour log ${seed}.`];
+  // A code unique to the seed comes first: prompts share no prefix beyond chance.
+  const code = Array.from({ length: 12 }, () => "0123456789abcdefghijklmnopqrstuvwxyz"[Math.floor(r() * 36)]).join("");
+  const out: string[] = [`${code}: harbour log.`];
   let length = out[0].length;
   for (let n = 1; length < chars; n++) {
     const e = entry(n, r);
@@ -90,14 +92,20 @@ export function promptOf(tokens: number, seed: string, index: number, charsPerTo
 /** What a phase is allowed to send, checked before it sends anything. */
 export function checkFits(contextTokens: number, maxTokens: number, contextLength: number | undefined, key: string): void {
   if (contextLength === undefined) return;
-  if (contextTokens + maxTokens >= contextLength) {
+  // SGLang refuses prompt + max_new_tokens >= context length (tokenizer_manager's
+  // _validate_one_request); a prompt may come out up to lengthHeld's tolerance longer.
+  if (contextTokens + lengthTolerance(contextTokens) + maxTokens >= contextLength) {
     throw new Error(
-      `${key}: a prompt of ${contextTokens} tokens plus ${maxTokens} output tokens (benchmark.maxTokens) does not fit the server's context length of ${contextLength} tokens; use prompt lengths below ${contextLength - maxTokens} tokens`,
+      `${key}: a prompt of ${contextTokens} tokens plus ${maxTokens} output tokens (benchmark.maxTokens) does not fit the server's context length of ${contextLength} tokens (with a 5% margin for prompts that come out longer); use prompt lengths up to ${Math.floor((contextLength - maxTokens - 1) / 1.05)} tokens`,
     );
   }
 }
 
 /** Pure: whether a measured prompt length is the length asked for (the calibration held). */
 export function lengthHeld(asked: number, measured: number): boolean {
-  return Math.abs(measured - asked) <= Math.max(8, asked * 0.05);
+  return Math.abs(measured - asked) <= lengthTolerance(asked);
+}
+
+function lengthTolerance(asked: number): number {
+  return Math.max(8, Math.ceil(asked * 0.05));
 }

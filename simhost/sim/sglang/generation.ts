@@ -159,7 +159,7 @@ export class Generation {
       prompt_tokens: job.promptTokens,
       completion_tokens: p.completionTokens,
       cached_tokens: job.cachedTokens,
-      ...(this.settings.spec.algorithm ? { spec_verify_ct: p.verifyCt, spec_accept_length: p.completionTokens / p.verifyCt } : {}),
+      ...(this.settings.spec.algorithm ? { spec_verify_ct: p.verifyCt, spec_accept_length: p.verifyCt > 0 ? p.completionTokens / p.verifyCt : p.completionTokens } : {}),
       e2e_latency: (Date.now() - started) / 1000,
     });
     let text = "";
@@ -223,7 +223,9 @@ export class Generation {
     let dueAt = firstTokenAt;
     let emitted = 0;
     let credit = 0.5;
-    let verifyCost = 0;
+    // Verification steps of this request: the first token comes from the prefill, every
+    // later burst from one step (SGLang's spec_verify_ct counts decode steps only).
+    let steps = 0;
     const tick = () => {
       if (res.destroyed) return;
       // Every step due by now (a late timer merges them into one burst, as a late read would).
@@ -234,6 +236,7 @@ export class Generation {
           this.cache?.insert(job.prompt);
           n = 1;
         } else {
+          steps++;
           credit += 1;
           while (emitted + n < tokens.length && credit >= cost(emitted + n)) {
             credit -= cost(emitted + n);
@@ -243,11 +246,10 @@ export class Generation {
         dueAt += stepMs(emitted + n);
       }
       if (n > 0) {
-        for (let k = emitted; k < emitted + n; k++) verifyCost += cost(k);
         const first = emitted === 0;
         emitted += n;
         this.generationTokensTotal += n;
-        onPiece({ piece: tokens.slice(emitted - n, emitted).join(""), first, last: emitted === tokens.length, completionTokens: emitted, verifyCt: Math.max(1, Math.round(verifyCost)) });
+        onPiece({ piece: tokens.slice(emitted - n, emitted).join(""), first, last: emitted === tokens.length, completionTokens: emitted, verifyCt: steps });
       }
       if (emitted < tokens.length) return void setTimeout(tick, Math.max(0, dueAt - Date.now()));
       const seconds = (Date.now() - firstTokenAt) / 1000;
@@ -255,7 +257,7 @@ export class Generation {
       // cache_finished_req: prompt and output stay in the tree for the next turn.
       this.cache?.insert(job.prompt + job.joiner + tokens.join(""));
       this.verifiedTokens += tokens.length;
-      this.verifySteps += Math.max(1, Math.round(verifyCost));
+      this.verifySteps += steps;
       this.running.delete(res);
       onDone();
     };

@@ -57,7 +57,25 @@ test("after up, the stack's outputs hold the numbers, when and for which config 
   assert.ok(raw.every((r: { unit_hash: string }) => r.unit_hash === up.outputs.unitHash.value));
 });
 
-test("a no-op up does not re-run it; a new runId does, without restarting the server", async () => {
+/** /health's status on the host's server, or "refused". */
+async function status(port: number, p: string, address: string): Promise<number | "refused"> {
+  return fetch(`http://${address}:${port}${p}`).then((r) => r.status, () => "refused" as const);
+}
+
+/** Polls `probe` while `work` runs; the values it saw. */
+async function watchWhile<T>(work: Promise<unknown>, probe: () => Promise<T | undefined>): Promise<T[]> {
+  let done = false;
+  const settled = work.finally(() => (done = true)).catch(() => undefined);
+  const seen: T[] = [];
+  while (!done) {
+    const v = await probe();
+    if (v !== undefined) seen.push(v);
+  }
+  await settled;
+  return seen;
+}
+
+test("a no-op up does not re-run it; a new runId does, without restarting the server, holding the host while it measures", async () => {
   const stack = await ws.stack("b8t4-w2048");
   const before = (await stack.outputs()).benchmarkTakenAt.value;
   const pid = await mainPid();
@@ -65,9 +83,50 @@ test("a no-op up does not re-run it; a new runId does, without restarting the se
   assert.equal(noop.outputs.benchmarkTakenAt.value, before);
   assert.deepEqual(noop.summary.resourceChanges, { same: 9 }, "every resource unchanged");
   ws.setStackConfig("b8t4-w2048", "benchmark", { ...SETTINGS, runId: "again" });
-  const rerun = await stack.up();
+  const up = stack.up();
+  // While it measures, the host's deployment lock is held and its note names the benchmark:
+  // another stack's restart waits (script.ts lock()) rather than replacing the server under it.
+  const notes = await watchWhile(up, async () => (await hosts.ssh(host, "flock -n /run/dflash-sglang/host.lock true || cat /run/dflash-sglang/host.lock.note")).stdout.trim() || undefined);
+  const rerun = await up;
   assert.notEqual(rerun.outputs.benchmarkTakenAt.value, before);
   assert.equal(await mainPid(), pid, "measuring again does not restart anything");
+  assert.ok(notes.some((n) => /^benchmark of stack b8t4-w2048 \(since \d{4}-/.test(n)), `lock notes seen: ${JSON.stringify([...new Set(notes)])}`);
+});
+
+test("a server restarted while it is measured: its numbers are not stored, and the failed request is in the raw records", async () => {
+  const stack = await ws.stack("b8t4-w2048");
+  const before = (await stack.outputs()).benchmarkTakenAt.value;
+  const kept = path.join(REPO_ROOT, "bench/out/b8t4-w2048.jsonl");
+  const good = fs.readFileSync(kept, "utf8");
+  const raw = `${kept}.partial`;
+  fs.rmSync(raw, { force: true });
+  ws.setStackConfig("b8t4-w2048", "benchmark", { ...SETTINGS, runId: "restarted" });
+  const up = stack.up();
+  // Once this run's first records are written (past calibration), the server restarts under it.
+  let restarted = false;
+  await watchWhile(up, async () => {
+    await new Promise((r) => setTimeout(r, 100));
+    if (restarted || !fs.existsSync(raw) || fs.readFileSync(raw, "utf8").trim() === "") return undefined;
+    await hosts.ssh(host, "systemctl restart sglang-k26.service");
+    restarted = true;
+    return undefined;
+  });
+  assert.ok(restarted);
+  // Either the run ends and the check after it finds another main PID, or a phase fails on the
+  // restart and the error says why: either way, the server changed and nothing is stored.
+  await assert.rejects(up, /the server changed while it was measured \(main PID \d+ -> \d+.*Raw records: bench\/out\/b8t4-w2048\.jsonl\.partial/s);
+  assert.equal((await stack.outputs()).benchmarkTakenAt.value, before, "the outputs keep the last good numbers");
+  assert.equal(fs.readFileSync(kept, "utf8"), good, "and their raw records");
+  const records = fs.readFileSync(raw, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  assert.ok(records.some((r) => r.ok === false), "the request cut by the restart is recorded as failed");
+  // Measured again on the server as it now runs (once it serves): the same configuration.
+  const deadline = Date.now() + 60_000;
+  while ((await status(host.sglangPort, "/health", host.address)) !== 200) {
+    assert.ok(Date.now() < deadline, "the restarted server serves within a minute");
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  ws.setStackConfig("b8t4-w2048", "benchmark", { ...SETTINGS, runId: "after-restart" });
+  assert.equal((await stack.up()).summary.result, "succeeded");
 });
 
 test("the report compares two stacks in a table and a chart", async () => {
@@ -87,7 +146,7 @@ test("the report compares two stacks in a table and a chart", async () => {
   assert.deepEqual((await collectRows(ws.dir, ws.env, "b16*")).map((r) => r.stack), ["b16t4-w2048"], "a subset");
 });
 
-test("after a destroy, the report still shows the stack's last numbers, marked destroyed, and every run of a stack measured twice", async () => {
+test("after a destroy, the report still shows the stack's last numbers, marked destroyed, and every run of a stack measured more than once", async () => {
   const measured = (await (await ws.stack("b16t4-w2048")).outputs()).benchmark.value.short.decode_tokens_per_s;
   const destroy = await (await ws.stack("b16t4-w2048")).destroy();
   assert.equal(destroy.summary.result, "succeeded");
@@ -98,7 +157,7 @@ test("after a destroy, the report still shows the stack's last numbers, marked d
   assert.equal(b16.configuration.budget, 16);
   const b8 = rows.find((r) => r.stack === "b8t4-w2048")!;
   assert.equal(b8.status, "deployed");
-  assert.equal(b8.runs?.length, 2, "measured twice (the runId test)");
+  assert.equal(b8.runs?.length, 3, "measured three times (the runId tests; the run cut by a restart is not kept)");
   const md = renderMarkdown(rows);
   assert.match(md, /\| (\*\*)?b16t4-w2048(\*\* \(best\)| \(tie\))? \(destroyed\) \|.* \| \d{4}-\d\d-\d\d \d\d:\d\d \|\n/);
   assert.match(md, /### Every run of the stacks measured more than once/);
