@@ -30,6 +30,25 @@ export interface StreamResult {
   text: string;
 }
 
+/** The JSON of each `data:` line of a server-sent event stream, as it arrives (`[DONE]` left out). */
+async function* sseData(body: unknown): AsyncGenerator<unknown> {
+  let buffer = "";
+  const decoder = new TextDecoder();
+  for await (const bytes of body as AsyncIterable<Uint8Array>) {
+    buffer += decoder.decode(bytes, { stream: true });
+    let sep: number;
+    while ((sep = buffer.indexOf("\n\n")) >= 0) {
+      const event = buffer.slice(0, sep);
+      buffer = buffer.slice(sep + 2);
+      for (const line of event.split("\n")) {
+        if (!line.startsWith("data:")) continue;
+        const data = line.slice(5).trim();
+        if (data !== "[DONE]") yield JSON.parse(data);
+      }
+    }
+  }
+}
+
 function headers(ep: Endpoint): Record<string, string> {
   return { "content-type": "application/json", ...(ep.apiKey ? { authorization: `Bearer ${ep.apiKey}` } : {}) };
 }
@@ -63,30 +82,17 @@ export async function streamChat(ep: Endpoint, prompt: string, maxTokens: number
   let text = "";
   let chunks = 0;
   let usage: { completion_tokens?: number; prompt_tokens?: number } | undefined;
-  let buffer = "";
-  const decoder = new TextDecoder();
-  for await (const bytes of res.body as unknown as AsyncIterable<Uint8Array>) {
-    buffer += decoder.decode(bytes, { stream: true });
-    let sep: number;
-    while ((sep = buffer.indexOf("\n\n")) >= 0) {
-      const event = buffer.slice(0, sep);
-      buffer = buffer.slice(sep + 2);
-      for (const line of event.split("\n")) {
-        if (!line.startsWith("data:")) continue;
-        const data = line.slice(5).trim();
-        if (data === "[DONE]") continue;
-        const msg = JSON.parse(data) as { choices?: { delta?: { content?: string | null } }[]; usage?: typeof usage };
-        if (msg.usage) usage = msg.usage;
-        const content = msg.choices?.[0]?.delta?.content;
-        if (!content) continue;
-        const now = performance.now();
-        if (first === 0) first = now;
-        else gaps.push(now - last);
-        last = now;
-        chunks++;
-        text += content;
-      }
-    }
+  for await (const data of sseData(res.body)) {
+    const msg = data as { choices?: { delta?: { content?: string | null } }[]; usage?: typeof usage };
+    if (msg.usage) usage = msg.usage;
+    const content = msg.choices?.[0]?.delta?.content;
+    if (!content) continue;
+    const now = performance.now();
+    if (first === 0) first = now;
+    else gaps.push(now - last);
+    last = now;
+    chunks++;
+    text += content;
   }
   if (first === 0) throw new Error(`${ep.baseUrl}: the stream ended without any content`);
   const end = performance.now();
@@ -148,31 +154,18 @@ export async function streamGenerate(ep: Endpoint, text: string, sampling: { max
   let out = "";
   let meta: GenerateMeta = {};
   const chunks: GenerateResult["chunks"] = [];
-  let buffer = "";
-  const decoder = new TextDecoder();
-  for await (const bytes of res.body as unknown as AsyncIterable<Uint8Array>) {
-    buffer += decoder.decode(bytes, { stream: true });
-    let sep: number;
-    while ((sep = buffer.indexOf("\n\n")) >= 0) {
-      const event = buffer.slice(0, sep);
-      buffer = buffer.slice(sep + 2);
-      for (const line of event.split("\n")) {
-        if (!line.startsWith("data:")) continue;
-        const data = line.slice(5).trim();
-        if (data === "[DONE]") continue;
-        const msg = JSON.parse(data) as { text?: string; meta_info?: GenerateMeta; error?: unknown };
-        if (msg.error) throw new Error(`POST ${ep.baseUrl}/generate: ${JSON.stringify(msg.error).slice(0, 300)}`);
-        if (msg.meta_info) meta = msg.meta_info;
-        if (typeof msg.text === "string") out = msg.text;
-        const tokens = (meta.completion_tokens ?? seen) - seen;
-        if (tokens <= 0) continue;
-        const now = performance.now();
-        if (first === 0) first = now;
-        chunks.push({ gapMs: now - last, tokens });
-        last = now;
-        seen += tokens;
-      }
-    }
+  for await (const data of sseData(res.body)) {
+    const msg = data as { text?: string; meta_info?: GenerateMeta; error?: unknown };
+    if (msg.error) throw new Error(`POST ${ep.baseUrl}/generate: ${JSON.stringify(msg.error).slice(0, 300)}`);
+    if (msg.meta_info) meta = msg.meta_info;
+    if (typeof msg.text === "string") out = msg.text;
+    const tokens = (meta.completion_tokens ?? seen) - seen;
+    if (tokens <= 0) continue;
+    const now = performance.now();
+    if (first === 0) first = now;
+    chunks.push({ gapMs: now - last, tokens });
+    last = now;
+    seen += tokens;
   }
   if (first === 0) throw new Error(`${ep.baseUrl}/generate: the stream ended without any token`);
   const reason = typeof meta.finish_reason === "string" ? meta.finish_reason : (meta.finish_reason?.type ?? "unknown");

@@ -7,6 +7,7 @@
 //   start of the document, outside any drafter window, in three kinds (chat, code, maths).
 // Lengths are in the server's own tokens: `charsPerToken` comes from one calibration
 // request (run.ts), and every measured request's `prompt_tokens` is checked against it.
+import { prng } from "../../lib/prng";
 
 /** The questions, by kind; a phase cycles through all of them. */
 export const QUESTIONS: { kind: "chat" | "code" | "maths"; text: string }[] = [
@@ -27,18 +28,11 @@ const EVENTS = ["a damaged seal", "two missing manifests", "an early arrival", "
 const VERBS = ["loaded", "shipped", "moved", "carried", "sent", "hauled"];
 const MOODS = ["Weather was calm", "Fog delayed the pilot", "A gale blew from the west", "Rain fell all morning", "The tide ran late", "Ice formed on the quay"];
 
-/** A seeded PRNG (mulberry32 over an FNV-1a hash of the seed), so documents are reproducible. */
+/** The project's seeded PRNG over an FNV-1a hash of the seed, so documents are reproducible. */
 function rng(seed: string): () => number {
   let h = 2166136261;
   for (let i = 0; i < seed.length; i++) h = Math.imul(h ^ seed.charCodeAt(i), 16777619);
-  let a = h >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  return prng(h >>> 0);
 }
 
 /**
