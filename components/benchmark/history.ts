@@ -7,7 +7,7 @@
 // configuration and the unit (its hash) it measured, the host, and when.
 import * as fs from "node:fs";
 import * as path from "node:path";
-import type { BenchmarkResult } from "./run";
+import type { StoredResult } from "./compare";
 
 /** The folder of the kept results, relative to the project folder (the provider's working folder). */
 export const HISTORY_DIR = path.join("bench", "history");
@@ -23,7 +23,8 @@ export interface HistoryRecord {
   unitHash: string;
   host: string;
   configuration: Record<string, unknown>;
-  result: BenchmarkResult;
+  /** As the benchmark that took it stored it: this format or an older one (compare.ts reads both). */
+  result: StoredResult;
 }
 
 /** Pure: a backend URL as records name it: without a user name, a password or the query (which may hold one, `?password=`). */

@@ -10,12 +10,13 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { backendName, forgetBackend, historyFile, HistoryRecord, keepResult, readHistory } from "../../../components/benchmark/history";
 import { renderMarkdown, ReportRow, withHistory } from "../../../components/benchmark/report";
-import type { BenchmarkResult } from "../../../components/benchmark/run";
+import type { StoredResult } from "../../../components/benchmark/compare";
 import { ddtree, formatOneResultOf, resultOf } from "../../support/benchmarkResults";
+import { figuresOf } from "../../../components/benchmark/compare";
 
 // Kept by the provider with where it was measured; records of an older benchmark (format 1) have no measured_on.
 const result = (tps: number) => resultOf({ decode: tps, spread: 2, accept: 6.5, coding: null, on: { host: "127.0.0.10" } });
-const record = (stack: string, takenAt: string, tps: number, backend = "file:///srv/state", kept: BenchmarkResult = result(tps)): HistoryRecord => ({
+const record = (stack: string, takenAt: string, tps: number, backend = "file:///srv/state", kept: StoredResult = result(tps)): HistoryRecord => ({
   format: 1,
   stack,
   backend,
@@ -42,7 +43,7 @@ test("records are kept per stack and run, read back oldest first for their backe
     assert.equal(historyFile("b8t4-w2048", "2026-12-01T09:00:00.000Z", "ab".repeat(32)), path.join("bench", "history", "b8t4-w2048", "2026-12-01T09-00-00.000Z-abababababab.json"));
     fs.writeFileSync(path.join(root, "bench", "history", "b8t4-w2048", "broken.json"), "{");
     const { records, unreadable } = readHistory(root, "file:///srv/state");
-    assert.deepEqual(records.map((r) => r.result.short.decode_tokens_per_s), [170, 175]);
+    assert.deepEqual(records.map((r) => figuresOf(r.result).short.median), [170, 175]);
     assert.deepEqual(unreadable, [path.join("bench", "history", "b8t4-w2048", "broken.json")]);
     forgetBackend(root, "file:///tmp/dflash-ws-x/state");
     assert.equal(readHistory(root, "file:///tmp/dflash-ws-x/state").records.length, 0);
@@ -60,7 +61,7 @@ test("after a destroy the report shows the stack's last kept numbers, marked des
     { stack: "b4t4-w2048", configuration: {}, result: null },
   ];
   // The oldest run of b8t4-w2048 was measured by the older benchmark; its numbers still read.
-  const oldRun = record("b8t4-w2048", "2026-12-01T09:00:00.000Z", 170, "file:///srv/state", formatOneResultOf({ decode: 170, spread: 2 }) as unknown as BenchmarkResult);
+  const oldRun = record("b8t4-w2048", "2026-12-01T09:00:00.000Z", 170, "file:///srv/state", formatOneResultOf({ decode: 170, spread: 2 }));
   const records = [oldRun, record("b8t4-w2048", "2026-12-02T10:05:00.000Z", 175), record("b12t6-w2048", "2026-11-30T08:00:00.000Z", 160), record("x-other", "2026-11-30T08:00:00.000Z", 1)];
   const rows = withHistory(live, records, "b*");
   assert.deepEqual(rows.map((r) => [r.stack, r.status, r.result?.format === 2 ? r.result.short.decode_tokens_per_s : null]), [
@@ -78,7 +79,7 @@ test("after a destroy the report shows the stack's last kept numbers, marked des
 });
 
 test("a kept run of the older benchmark names its host from the record, and is marked as not comparable", () => {
-  const old = record("b8t4-w2048", "2026-12-01T09:00:00.000Z", 170, "file:///srv/state", formatOneResultOf({ decode: 170, spread: 2 }) as unknown as BenchmarkResult);
+  const old = record("b8t4-w2048", "2026-12-01T09:00:00.000Z", 170, "file:///srv/state", formatOneResultOf({ decode: 170, spread: 2 }));
   const md = renderMarkdown(withHistory([{ stack: "b8t4-w2048", configuration: {}, result: null }], [old], "*"));
   assert.match(md, /\n\| b8t4-w2048 \(destroyed\) † \| DDTREE, budget 8, topk 4, window 2048, compact cache \| 170\.0 \(168\.0-172\.0\) \| [^\n]* \| 127\.0\.0\.10 \| - \| - \| 2026-12-01 09:00 \|\n/);
   assert.match(md, /\n- b8t4-w2048: measured by an older benchmark \(format 1\): not comparable\.\n/);
