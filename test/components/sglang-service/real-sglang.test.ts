@@ -200,10 +200,12 @@ test("SGLang main whose schedulers take the full 15 s after an idle drain: no ki
     const { output, outputs } = await upWith({ speculative: spec("b16t4-w2048"), timeouts: { ...TIMEOUTS, drainSeconds: 1, drainPolicy: "fail" } });
     assert.equal(outputs.restartTimings.value.requestsCut, 0);
     assert.doesNotMatch(output, /killing the old server|cutting/);
-    // It did outlive the transaction's deadline (drainSeconds 1 + 15 s) in its wait for the
-    // schedulers, and was left to end by itself (before, it was killed there and counted as a cut).
+    // It waited the full 15 s for its schedulers after the drain ended, and was left to end by
+    // itself (before, it was killed at the transaction's deadline, drainSeconds 1 + 15 s, and
+    // counted as a cut). Whether the total passes that deadline depends on when SGLang's
+    // watchdog (a 5 s period) saw the SIGTERM: 15 s plus 0 to 5 s.
     const t = outputs.restartTimings.value;
-    assert.ok(t.stopSeconds >= 14 && t.drainSeconds + t.stopSeconds > 16, `the schedulers' wait: ${JSON.stringify(t)}`);
+    assert.ok(t.stopSeconds >= 14 && t.drainSeconds + t.stopSeconds >= 15, `the schedulers' wait: ${JSON.stringify(t)}`);
     assert.equal((await serving()).speculative_ddtree_budget, 16);
   } finally {
     hosts.configure(HOST, JSON.stringify({ schedulerExitSeconds: 0.5 }));
