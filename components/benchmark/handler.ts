@@ -84,6 +84,8 @@ async function identify(ssh: Ssh, i: BenchmarkInputs, baseUrl: string): Promise<
       `systemctl show -p MainPID --value ${unit}`,
       `systemctl show -p NeedDaemonReload --value ${unit}`,
       `echo "$(systemctl show -p ActiveState --value ${unit})/$(systemctl show -p SubState --value ${unit})"`,
+      // The hash, or nothing when there is no unit file; the empty line after keeps the GPU
+      // names below it either way (empty lines are dropped from them).
       `sha256sum ${shellQuote(unitPath(i.unitName))} 2>/dev/null | cut -c1-64`,
       `echo`,
       `nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null || true`,
