@@ -60,3 +60,13 @@ export function describeHostChange(unitName: string, stack: string, view: NodeVi
   const changes = unitLineChanges(view.live, want).map(redactSecrets);
   return `${where} ${runs}; \`up\` replaces it with stack ${stack}'s unit (${sha256(want).slice(0, 12)}), changing ${changes.length} line${changes.length === 1 ? "" : "s"}:\n${changes.map((l) => `    ${l}`).join("\n")}`;
 }
+
+/**
+ * Pure: the stack whose unit node 0 runs, read from describeHostChange's paragraphs (`stack`:
+ * the stack they were written for); undefined when it runs none, or no unit of a stack.
+ */
+export function servingStackIn(text: string, stack: string): string | undefined {
+  const first = text.split("\n")[0];
+  if (/ runs the unit of this stack \(/.test(first)) return stack;
+  return / runs the unit of stack (\S+) \(/.exec(first)?.[1];
+}

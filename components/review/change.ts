@@ -1,0 +1,150 @@
+// Pure: what a change of the project's files means for its stacks, before anything is
+// previewed: which stacks it touches, and what changed in each one's configuration, in words
+// a reviewer reads at a glance ("budget 8 -> 16", "window 2048 -> none", "apiKey rotated").
+import * as YAML from "yaml";
+import { CONFIG_NAMESPACE } from "../sglang-service/schema";
+
+const NS = CONFIG_NAMESPACE;
+
+/** Why a stack is in a review. */
+export type TouchedBecause = "stack file changed" | "new stack file" | "project config changed" | "named";
+
+export interface Touched {
+  stack: string;
+  because: TouchedBecause;
+}
+
+export interface TouchedStacks {
+  touched: Touched[];
+  /** Stack files the change deletes: nothing previews them; their hosts keep what they run. */
+  removed: string[];
+}
+
+/** The stack a path names (`<stacksDir>/Pulumi.<stack>.yaml`), if any. */
+export function stackOfPath(file: string, stacksDir: string): string | undefined {
+  const prefix = stacksDir === "" || stacksDir === "." ? "" : `${stacksDir.replace(/\/+$/, "")}/`;
+  if (!file.startsWith(prefix)) return undefined;
+  return /^Pulumi\.([^/]+)\.yaml$/.exec(file.slice(prefix.length))?.[1];
+}
+
+/**
+ * Pure: the stacks a change touches. `changed`: paths (relative to the project folder) that
+ * differ between the base and the working tree; `stacks`: the stack files there now;
+ * `named`: stacks named by the reviewer (--stacks). A change of Pulumi.yaml touches every stack
+ * (its config is every stack's, and its program settings too).
+ */
+export function touchedStacks(changed: readonly string[], stacks: readonly string[], stacksDir: string, named: (stack: string) => boolean = () => false, baseStacks: readonly string[] = stacks): TouchedStacks {
+  const project = changed.includes("Pulumi.yaml");
+  const fileChanged = new Set(changed.map((f) => stackOfPath(f, stacksDir)).filter((s): s is string => s !== undefined));
+  const touched: Touched[] = [];
+  for (const stack of [...stacks].sort()) {
+    if (fileChanged.has(stack)) touched.push({ stack, because: baseStacks.includes(stack) ? "stack file changed" : "new stack file" });
+    else if (project) touched.push({ stack, because: "project config changed" });
+    else if (named(stack)) touched.push({ stack, because: "named" });
+  }
+  const removed = [...fileChanged].filter((s) => !stacks.includes(s)).sort();
+  return { touched, removed };
+}
+
+/** Pulumi.yaml's `config` (long `{value: ...}` or short form), keys without the namespace. */
+export function projectConfigOf(text: string | undefined): Record<string, unknown> {
+  if (text === undefined) return {};
+  const doc = (YAML.parse(text) ?? {}) as { config?: Record<string, unknown> };
+  const out: Record<string, unknown> = {};
+  for (const [key, entry] of Object.entries(doc.config ?? {})) {
+    const long = typeof entry === "object" && entry !== null && !Array.isArray(entry) && "value" in entry;
+    out[key.startsWith(`${NS}:`) ? key.slice(NS.length + 1) : key] = long ? (entry as { value: unknown }).value : entry;
+  }
+  return out;
+}
+
+/** A stack file's `config`, keys without the namespace. */
+export function stackConfigOf(text: string | undefined): Record<string, unknown> {
+  if (text === undefined) return {};
+  const config = ((YAML.parse(text) ?? {}) as { config?: Record<string, unknown> }).config ?? {};
+  return Object.fromEntries(Object.entries(config).map(([k, v]) => [k.startsWith(`${NS}:`) ? k.slice(NS.length + 1) : k, v]));
+}
+
+/** Project config with a stack's keys replacing it, whole sections at a time (as Pulumi does). */
+export function mergeConfig(project: Record<string, unknown>, stack: Record<string, unknown>): Record<string, unknown> {
+  return { ...project, ...stack };
+}
+
+const isSecure = (v: unknown): v is { secure: string } => typeof v === "object" && v !== null && !Array.isArray(v) && Object.keys(v).length === 1 && typeof (v as { secure?: unknown }).secure === "string";
+
+/** Paths of a config value's leaves ("speculative.budget"), secure values as one leaf. */
+function leaves(value: unknown, at: string, out: Map<string, unknown>): Map<string, unknown> {
+  if (typeof value === "object" && value !== null && !Array.isArray(value) && !isSecure(value)) {
+    for (const [k, v] of Object.entries(value)) leaves(v, at ? `${at}.${k}` : k, out);
+  } else {
+    out.set(at, value);
+  }
+  return out;
+}
+
+/** Short names reviewers use for the settings they change most. */
+const SHORT_NAMES: Record<string, string> = {
+  "speculative.algorithm": "algorithm",
+  "speculative.budget": "budget",
+  "speculative.topk": "topk",
+  "speculative.draftWindowSize": "window",
+  "speculative.compactCache": "compact cache",
+  "speculative.draftTokens": "draft tokens",
+  "model.tpSize": "tpSize",
+};
+
+function shown(v: unknown): string {
+  if (v === undefined || v === null) return "none";
+  if (typeof v === "string") return v.length > 40 ? `${v.slice(0, 37)}...` : v;
+  const text = JSON.stringify(v);
+  return text.length > 40 ? `${text.slice(0, 37)}...` : text;
+}
+
+export interface ConfigChange {
+  /** The setting's path ("speculative.budget", "apiKey"). */
+  key: string;
+  /** In words: "budget 8 -> 16", "apiKey rotated". */
+  words: string;
+  /** A secret setting: its value never appears, only that it was set, rotated or removed. */
+  secret: boolean;
+}
+
+/**
+ * Pure: what changed between two merged configurations (the base's, undefined for a new stack,
+ * and the working tree's), one entry per setting, in a stable order. Secret values never appear:
+ * their ciphertexts differ, so "rotated" (a re-encryption of the same value reads the same way;
+ * the preview then shows no restart, and the summary says so).
+ */
+export function configChanges(before: Record<string, unknown> | undefined, after: Record<string, unknown>): ConfigChange[] {
+  const a = leaves(before ?? {}, "", new Map());
+  const b = leaves(after, "", new Map());
+  const keys = [...new Set([...a.keys(), ...b.keys()])].sort();
+  const out: ConfigChange[] = [];
+  for (const key of keys) {
+    const was = a.get(key);
+    const now = b.get(key);
+    if (JSON.stringify(was) === JSON.stringify(now)) continue;
+    if (isSecure(was) || isSecure(now)) {
+      const words = was === undefined ? `${key} set` : now === undefined ? `${key} removed` : isSecure(was) && isSecure(now) ? `${key} rotated` : `${key} changed`;
+      out.push({ key, words, secret: true });
+      continue;
+    }
+    const name = SHORT_NAMES[key] ?? key;
+    out.push({ key, words: `${name} ${shown(was)} -> ${shown(now)}`, secret: false });
+  }
+  return out;
+}
+
+/** Pure: warnings a reviewer must see that the configuration alone shows. */
+export function configWarnings(before: Record<string, unknown> | undefined, after: Record<string, unknown>): string[] {
+  const get = (c: Record<string, unknown> | undefined, p: string) => p.split(".").reduce<unknown>((v, k) => (typeof v === "object" && v !== null ? (v as Record<string, unknown>)[k] : undefined), c);
+  const out: string[] = [];
+  if (get(after, "timeouts.drainPolicy") === "proceed") out.push("`timeouts.drainPolicy: proceed`: a restart cuts the requests still running when the drain deadline passes");
+  if (before !== undefined) {
+    const tp = [get(before, "model.tpSize"), get(after, "model.tpSize")];
+    if (JSON.stringify(tp[0]) !== JSON.stringify(tp[1])) out.push(`tpSize changes (${shown(tp[0])} -> ${shown(tp[1])}): the model is split over a different number of GPUs`);
+    const gpus = (c: Record<string, unknown> | undefined) => JSON.stringify([get(c, "service.environment.CUDA_VISIBLE_DEVICES"), (get(c, "nodes") as unknown[] | undefined)?.length ?? 0]);
+    if (gpus(before) !== gpus(after)) out.push("the GPUs it runs on change (CUDA_VISIBLE_DEVICES or the nodes of the group)");
+  }
+  return out;
+}

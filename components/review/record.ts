@@ -1,0 +1,131 @@
+// Pure: what a review records per stack (what its preview would do, and fingerprints of what
+// it was made from), and the comparison `apply` makes before it changes anything.
+import { createHash } from "node:crypto";
+import { z } from "zod";
+
+/** One step of a preview: a resource (its name in the stack), what the engine would do, the inputs that differ. */
+export const stepSchema = z.object({ resource: z.string(), op: z.string(), keys: z.array(z.string()) }).strict();
+export type Step = z.infer<typeof stepSchema>;
+
+/** What `up` would do to a stack, in one word a reviewer reads. */
+export const EFFECTS = ["restart", "benchmark only", "update, no restart", "no change", "preview failed"] as const;
+export type Effect = (typeof EFFECTS)[number];
+
+export const timingsSchema = z.object({ drainSeconds: z.number(), stopSeconds: z.number(), gpuReleaseSeconds: z.number(), loadToReadySeconds: z.number() }).passthrough();
+export type Timings = z.infer<typeof timingsSchema>;
+
+export const fingerprintsSchema = z
+  .object({
+    /** sha256 of Pulumi.yaml, the stack file's `config` and this checkout's overlay entry for the stack. */
+    config: z.string(),
+    /** sha256 of the stack's resources in state, or "none" for a stack with no state. */
+    state: z.string(),
+    /** sha256 of what the preview said each node runs (the live unit, its owner, the lines `up` changes). */
+    host: z.string(),
+  })
+  .strict();
+export type Fingerprints = z.infer<typeof fingerprintsSchema>;
+
+export const reviewedStackSchema = z
+  .object({
+    stack: z.string(),
+    host: z.string(),
+    effect: z.enum(EFFECTS),
+    /** The Pulumi update plan of the preview (a file in the plans folder), or null when there is nothing to apply. */
+    plan: z.string().nullable(),
+    steps: z.array(stepSchema),
+    /** What the preview said each node runs, as the program reads it (secrets masked). */
+    hostView: z.string(),
+    fingerprints: fingerprintsSchema,
+  })
+  .strict();
+export type ReviewedStack = z.infer<typeof reviewedStackSchema>;
+
+export const REVIEW_FORMAT = 1;
+export const RECORD_FILE = "review.json";
+
+export const reviewRecordSchema = z
+  .object({
+    format: z.literal(REVIEW_FORMAT),
+    base: z.string(),
+    head: z.string(),
+    createdAt: z.string(),
+    /** Stacks in the order `apply` runs them: per host, the one serving now last. */
+    stacks: z.array(reviewedStackSchema),
+  })
+  .strict();
+export type ReviewRecord = z.infer<typeof reviewRecordSchema>;
+
+export function sha256(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
+
+/** JSON with object keys sorted, so that equal values hash equally. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_k, v) => (typeof v === "object" && v !== null && !Array.isArray(v) ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]])) : v));
+}
+
+/** The last part of a URN: the resource's name ("sglang-restart"). */
+export const resourceName = (urn: string) => urn.slice(urn.lastIndexOf("::") + 2);
+
+/** The restart's resources: a step on one of them other than `same` restarts the server. */
+const RESTARTS = /-(restart|host)$/;
+
+/**
+ * Pure: what `up` would do, from the steps of its preview and what the program said the nodes
+ * run (`hostView`): a node that runs another unit, or none, makes the readiness step prove this
+ * stack's configuration there, restarting it first (provider.ts hostTakenOver).
+ */
+export function effectOf(steps: readonly Step[], hostView = ""): Exclude<Effect, "preview failed"> {
+  const changing = steps.filter((s) => s.op !== "same" && s.op !== "read");
+  if (changing.some((s) => RESTARTS.test(s.resource))) return "restart";
+  if (changing.some((s) => s.resource.endsWith("-ready")) && /`up` (replaces it|installs)/.test(hostView)) return "restart";
+  if (changing.length === 0) return "no change";
+  if (changing.every((s) => s.resource.startsWith("benchmark"))) return "benchmark only";
+  return "update, no restart";
+}
+
+/** Expected downtime of a restart from a measured one: drain + stop + GPU release + load to ready. */
+export function downtimeOf(t: Timings): number {
+  return t.drainSeconds + t.stopSeconds + t.gpuReleaseSeconds + t.loadToReadySeconds;
+}
+
+/** Inputs whose difference alone is what the host view check covers (it is checked on its own). */
+const HOST_READ_KEYS = new Set(["hostRuns"]);
+
+const stepKey = (s: Step) => `${s.resource} ${s.op} [${s.keys.filter((k) => !HOST_READ_KEYS.has(k)).sort().join(", ")}]`;
+
+/**
+ * Pure: what moved between a review and now, in words, one line each; empty when nothing did.
+ * `now.hostView` undefined: the host is not checked (a later stack of a host, whose unit the
+ * stack before it in the rollout order has just replaced).
+ */
+export function whatMoved(reviewed: ReviewedStack, now: { fingerprints: Partial<Fingerprints>; steps?: Step[]; hostView?: string }): string[] {
+  const moved: string[] = [];
+  const f = now.fingerprints;
+  if (f.config !== undefined && f.config !== reviewed.fingerprints.config) moved.push("its configuration changed since the review (the stack file, Pulumi.yaml or this checkout's dflash.local.yaml)");
+  if (f.state !== undefined && f.state !== reviewed.fingerprints.state) moved.push("its state changed since the review (an `up`, `refresh`, `destroy` or import of the stack ran)");
+  if (now.hostView !== undefined && f.host !== undefined && f.host !== reviewed.fingerprints.host) {
+    moved.push(`what its host runs changed since the review:\n  reviewed: ${reviewed.hostView.split("\n")[0]}\n  now:      ${now.hostView.split("\n")[0]}`);
+  }
+  if (now.steps !== undefined) {
+    const was = reviewed.steps.filter((s) => s.op !== "same").map(stepKey);
+    const is = now.steps.filter((s) => s.op !== "same").map(stepKey);
+    if (JSON.stringify(was) !== JSON.stringify(is)) moved.push(`its preview now plans other steps:\n  reviewed: ${was.join("; ") || "none"}\n  now:      ${is.join("; ") || "none"}`);
+  }
+  return moved;
+}
+
+/**
+ * Pure: the order `apply` runs stacks in: hosts in order of their first stack, and on each host
+ * the stack serving there now last, so that the host ends serving what it served before the
+ * change, now in its new configuration.
+ */
+export function rolloutOrder<T extends { stack: string; host: string }>(stacks: readonly T[], servingNow: (host: string) => string | undefined): T[] {
+  const hosts = [...new Set(stacks.map((s) => s.host))];
+  return hosts.flatMap((host) => {
+    const here = stacks.filter((s) => s.host === host).sort((a, b) => a.stack.localeCompare(b.stack));
+    const serving = servingNow(host);
+    return [...here.filter((s) => s.stack !== serving), ...here.filter((s) => s.stack === serving)];
+  });
+}

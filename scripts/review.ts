@@ -1,0 +1,60 @@
+// `npm run review -- [options]`: previews the stacks a change touches and writes one Markdown
+// document for the pull request (components/review/). `npm run review -- --help` lists the options.
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { command, inProjectFolder, option, outputDirectory, parseCommandOrExit, setUp, text, ValueType } from "../lib/cli";
+import { pulumiEnv, REPO_ROOT } from "../lib/pulumi-env";
+import { emptyPassphraseRefusal } from "../lib/secrets-passphrase";
+import { globMatcher } from "../components/benchmark/report";
+import { runReview } from "../components/review/review";
+import { COMMENT_LIMIT } from "../components/review/render";
+
+const stackPattern: ValueType<string> = {
+  expects: "a pattern of stack names (* any characters, ? one)",
+  parse(glob) {
+    if (glob === "") throw new Error("");
+    return glob;
+  },
+};
+
+const INVOCATION = "npm run review --";
+const COMMAND = command({
+  summary: [
+    "Finds the stacks a change touches (their stack file changed, Pulumi.yaml changed, or named with",
+    "--stacks), previews each against the backend and the hosts with an update plan saved, and writes one",
+    `Markdown document for the pull request (at most ${COMMENT_LIMIT} characters, secrets masked): a summary`,
+    "table (what changes in words, restart or not, expected downtime, rollout order), warnings, and per",
+    "stack the unit lines that change against what the host runs now and the last benchmarks.",
+    "`npm run apply -- --plans DIR` then applies exactly what was reviewed, or refuses if anything moved.",
+  ].join("\n"),
+  options: {
+    base: option({ type: text, placeholder: "REF", description: "the git revision to compare with; default: the merge base of HEAD with the main branch" }),
+    stacks: option({ type: stackPattern, placeholder: "GLOB", description: "also review these stacks, changed or not" }),
+    out: option({ type: inProjectFolder(text), placeholder: "FILE", description: "where to write the document; default: review.md in the plans folder" }),
+    plans: option({ type: inProjectFolder(outputDirectory), placeholder: "DIR", description: "where to keep the plans and the record that apply checks", default: ".review" }),
+  },
+  notes: "State is read from PULUMI_BACKEND_URL (a team's postgres://..., or the project's .pulumi-state/), secrets with PULUMI_CONFIG_PASSPHRASE(_FILE), as `npx pulumi` does.",
+});
+
+async function main(): Promise<number> {
+  const { options } = parseCommandOrExit(INVOCATION, COMMAND);
+  const refusal = emptyPassphraseRefusal(process.env);
+  if (refusal) throw new Error(refusal);
+  setUp({ hosts: false });
+  const named = options.stacks === undefined ? undefined : globMatcher(options.stacks);
+  const { markdown, record } = await runReview({ dir: REPO_ROOT, env: pulumiEnv(), base: options.base, named, plansDir: options.plans, progress: (l) => process.stderr.write(`review: ${l}\n`) });
+  const out = options.out ?? path.join(options.plans, "review.md");
+  fs.mkdirSync(path.dirname(out), { recursive: true });
+  fs.writeFileSync(out, markdown);
+  process.stdout.write(markdown);
+  process.stderr.write(`review: wrote ${out} (${markdown.length} characters) and the plans of ${record.stacks.filter((s) => s.plan).length} stack(s) in ${options.plans}\n`);
+  return record.stacks.some((s) => s.effect === "preview failed") ? 1 : 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (e) => {
+    process.stderr.write(`review failed: ${(e as Error).message}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,73 @@
+import { test } from "node:test";
+import * as assert from "node:assert/strict";
+import { COMMENT_LIMIT, MARKER, renderReview, ReviewDocument, StackReview } from "../../../components/review/render";
+import type { Figures } from "../../../components/benchmark/compare";
+
+const figures = (tps: number): Figures => ({
+  format: 2,
+  short: { median: tps, min: tps - 2, max: tps + 2, requests: 3 },
+  shortPromptTokens: 128,
+  long: [{ contextTokens: 8192, decode: { median: tps * 0.8, min: 0, max: 0, requests: 3 } }],
+  concurrency: [{ level: 4, outputThroughput: tps * 3 }],
+  medianTtftMs: 120,
+  acceptLength: 6.5,
+  acceptLengthSource: "spec_verify_ct",
+  coding: { tasks: 5, passed: 5, failed: 0, extraction_failed: 0, timeouts: 0, results: [] },
+  warnings: [],
+});
+
+/** A stack as a real review shows it: a full unit's diff against another stack's unit. */
+function stack(i: number): StackReview {
+  const unit = Array.from({ length: 60 }, (_, k) => `    ${k % 7 === 0 ? "-" : "+"}     --flag-number-${k} value-${i}-${k} \\`).join("\n");
+  return {
+    stack: `b${i}t4-w2048`,
+    because: "project config changed",
+    host: `10.0.0.${(i % 5) + 1}`,
+    effect: i % 3 === 0 ? "benchmark only" : "restart",
+    changes: [{ key: "speculative.budget", words: `budget ${i} -> ${i + 4}`, secret: false }],
+    warnings: i === 7 ? ["`timeouts.drainPolicy: proceed`: a restart cuts the requests still running when the drain deadline passes"] : [],
+    hostView: `sglang-k26 on 10.0.0.${(i % 5) + 1} runs the unit of stack b${i + 1}t4-w2048 (0123456789ab); \`up\` replaces it with stack b${i}t4-w2048's unit (ba9876543210), changing 60 lines:\n${unit}`,
+    steps: [{ resource: "sglang-restart", op: "update", keys: ["create"] }],
+    downtime: { seconds: 431.5, from: "x" },
+    benchmark: { self: { stack: `b${i}t4-w2048`, takenAt: "2026-12-01T10:00:00Z", figures: figures(180) }, serving: { stack: `b${i + 1}t4-w2048`, takenAt: "2026-12-01T11:00:00Z", figures: figures(190) } },
+  };
+}
+
+const doc = (n: number): ReviewDocument => ({ base: "a".repeat(40), head: "b".repeat(40), createdAt: "2026-12-02T16:00:00Z", backend: "postgres://team:***@db/pulumi", stacks: Array.from({ length: n }, (_, i) => stack(i + 1)), removed: [] });
+
+test("40 stacks fit in one comment, every stack in the summary, what was trimmed said", () => {
+  const md = renderReview(doc(40));
+  assert.ok(md.length <= COMMENT_LIMIT, `${md.length} characters`);
+  assert.ok(md.startsWith(MARKER));
+  for (let i = 1; i <= 40; i++) assert.match(md, new RegExp(`^\\| \`b${i}t4-w2048\` \\|`, "m"), `stack ${i} in the summary`);
+  assert.match(md, /Shortened to fit one comment|Left out to fit one comment/);
+  // The summary comes first, whole, before any section.
+  assert.ok(md.indexOf("| `b40t4-w2048` |") < md.indexOf("<details>"));
+});
+
+test("a handful of stacks are shown in full: unit lines, steps, benchmarks side by side", () => {
+  const md = renderReview(doc(2));
+  assert.doesNotMatch(md, /Shortened|Left out/);
+  assert.match(md, /```diff\n[\s\S]*--flag-number-7 value-1-7/);
+  assert.match(md, /\| decode tok\/s, short \(128 tokens\) \| 180 \| 190 \| -5\.3% \|/);
+  assert.match(md, /\| coding check \| 5\/5 \| 5\/5 \| \|/);
+  assert.match(md, /\| `b1t4-w2048` \| 10\.0\.0\.2 \| budget 1 -> 5 \| \*\*restart\*\* \| ~431\.5 s \|/);
+  assert.match(md, /\| `b2t4-w2048` \| 10\.0\.0\.3 \| budget 2 -> 6 \| \*\*restart\*\* \|/);
+});
+
+test("warnings come before the table, in GitHub's alert form", () => {
+  const md = renderReview(doc(8));
+  const warning = md.indexOf("> [!WARNING]");
+  assert.ok(warning > 0 && warning < md.indexOf("| Stack |"));
+  assert.match(md, /> - \*\*b7t4-w2048\*\*: `timeouts.drainPolicy: proceed`/);
+});
+
+test("a thousand stacks: still under the limit, saying it was cut", () => {
+  const md = renderReview(doc(1000));
+  assert.ok(md.length <= COMMENT_LIMIT);
+  assert.match(md, /Cut at 60000 characters/);
+});
+
+test("no stack touched: says so", () => {
+  assert.match(renderReview({ ...doc(0) }), /This change touches no stack/);
+});

@@ -1,0 +1,118 @@
+// The review of a change and the apply of what was reviewed, end to end: a git repository made
+// for the test (the workspace's Pulumi.yaml and stack files, a base commit and change commits),
+// the real engine with update plans, and a simulated host.
+import { after, before, test } from "node:test";
+import * as assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import * as hosts from "../../../simhost/hosts";
+import { readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../../lib/workspace";
+import { ReviewMoved, runApply, runReview } from "../../../components/review/review";
+import { secretForms } from "../../../lib/secret-forms";
+
+const HOST = `review-${process.pid}`;
+const A = "b8t4-w2048";
+const B = "b16t4-w2048";
+const KEYS = ["sk-review-first-0123456789", "sk-review-second-9876543210"];
+let host: hosts.HostInfo;
+let ws: SimWorkspace;
+let plans: string;
+const BENCH = { runs: 1, warmupRuns: 0, maxTokens: 16, longContextTokens: [], concurrency: [1], coding: false };
+const config = (stack: string) => ({ ...readRepoStackConfig(stack), ...simHostConfig(host), "dflash-sglang:safety": { stableSeconds: 1 }, "dflash-sglang:benchmark": BENCH });
+const git = (...args: string[]) => execFileSync("git", ["-c", "user.name=test", "-c", "user.email=test@example.invalid", ...args], { cwd: ws.dir, encoding: "utf8" });
+const commit = (message: string) => git("commit", "-qam", message);
+const liveUnit = async () => (await hosts.ssh(host, "cat /etc/systemd/system/sglang-k26.service")).stdout;
+const stackOfUnit = async () => /^X-DFlash-Stack=(.*)$/m.exec(await liveUnit())?.[1];
+const review = () => runReview({ dir: ws.dir, env: ws.env, base: "HEAD~1", plansDir: plans });
+const apply = () => runApply({ dir: ws.dir, env: ws.env, plansDir: plans });
+const setSpeculative = (stack: string, budget: number) => ws.setStackConfig(stack, "speculative", { algorithm: "DDTREE", budget, topk: 4, draftWindowSize: 2048, compactCache: true });
+
+/** Every file a review writes, and its document: none may hold a secret in any encoding. */
+function assertNoSecrets(markdown: string): void {
+  const texts = [markdown, ...fs.readdirSync(plans).map((f) => fs.readFileSync(path.join(plans, f), "utf8"))];
+  const key = fs.readFileSync(host.privateKeyPath, "utf8").split("\n").filter((l) => l && !l.startsWith("-----")).join("");
+  for (const text of texts) {
+    for (const secret of [...KEYS, key.slice(0, 40)]) assert.deepEqual(secretForms(text, secret), [], `a secret is in a review file: ${secret.slice(0, 8)}...`);
+  }
+}
+
+before(async () => {
+  host = await hosts.start(HOST, { sglang: { profile: "ddtree-fork", loadSeconds: 1, warmupSeconds: 0.2 } });
+  ws = simWorkspace({ [A]: config(A), [B]: config(B) });
+  plans = path.join(ws.dir, "plans");
+  await (await ws.stack(B)).setConfig("dflash-sglang:apiKey", { value: KEYS[0], secret: true });
+  fs.writeFileSync(path.join(ws.dir, ".gitignore"), "state/\nengine/\nplans/\n");
+  execFileSync("git", ["init", "-q", "-b", "main"], { cwd: ws.dir });
+  git("add", "-A");
+  commit("base");
+  await (await ws.stack(B)).up();
+  await (await ws.stack(A)).up();
+});
+
+after(async () => {
+  await hosts.stop(HOST);
+  ws?.cleanup();
+});
+
+test("a change of one stack file reviews that stack only; apply runs exactly it", async () => {
+  setSpeculative(B, 32);
+  commit("B: budget 32");
+  const r = await review();
+  assert.deepEqual(r.record.stacks.map((s) => s.stack), [B]);
+  const s = r.document.stacks[0];
+  assert.equal(s.effect, "restart");
+  assert.deepEqual(s.changes.map((c) => c.words), ["budget 16 -> 32"]);
+  assert.ok(s.warnings.some((w) => w.includes(`stack ${A}'s unit`)), s.warnings.join("; "));
+  assert.match(r.markdown, /\| `b16t4-w2048` \| 127\.0\.0\.\d+ \| budget 16 -> 32 \| \*\*restart\*\* \| ~[\d.]+ s \|/);
+  assert.match(r.markdown, /-\s+--speculative-ddtree-budget 8 \\\n\s+\+\s+--speculative-ddtree-budget 32/, "the unit lines that change against the live unit (stack A's)");
+  assertNoSecrets(r.markdown);
+  assert.deepEqual(await apply(), [{ stack: B, result: "applied" }]);
+  assert.equal(await stackOfUnit(), B);
+  assert.match(await liveUnit(), /--speculative-ddtree-budget 32/);
+});
+
+test("a secret rotation restarts, and neither the document nor the plans hold the secret", async () => {
+  await (await ws.stack(B)).setConfig("dflash-sglang:apiKey", { value: KEYS[1], secret: true });
+  commit("B: rotate apiKey");
+  const r = await review();
+  assert.deepEqual(r.document.stacks.map((s) => [s.stack, s.effect, s.changes.map((c) => c.words)]), [[B, "restart", ["apiKey rotated"]]]);
+  assertNoSecrets(r.markdown);
+  assert.deepEqual(await apply(), [{ stack: B, result: "applied" }]);
+});
+
+test("a change of benchmark settings only re-runs the benchmark; after another up moved the host, apply refuses and changes nothing", async () => {
+  ws.setStackConfig(B, "benchmark", { ...BENCH, runId: "2" });
+  commit("B: measure again");
+  const r = await review();
+  assert.equal(r.document.stacks[0].effect, "benchmark only");
+  assert.match(r.markdown, /\| `b16t4-w2048` \| [^|]+ \| benchmark\.runId none -> 2 \| no \(benchmark only\) \| none \|/);
+  await (await ws.stack(A)).up();
+  const unit = await liveUnit();
+  const stateBefore = JSON.stringify(await (await ws.stack(B)).exportStack());
+  await assert.rejects(apply(), (e: Error) => e instanceof ReviewMoved && /nothing was changed/.test(e.message) && /what its host runs changed since the review/.test(e.message));
+  assert.equal(await liveUnit(), unit, "the host was not touched");
+  assert.equal(JSON.stringify(await (await ws.stack(B)).exportStack()), stateBefore, "the stack's state was not touched");
+});
+
+test("after the stack file changed since the review, apply refuses and changes nothing", async () => {
+  await review();
+  ws.setStackConfig(B, "benchmark", { ...BENCH, runId: "3" });
+  const unit = await liveUnit();
+  await assert.rejects(apply(), (e: Error) => e instanceof ReviewMoved && /its configuration changed since the review/.test(e.message));
+  assert.equal(await liveUnit(), unit);
+  git("checkout", "--", ".");
+});
+
+test("a change of Pulumi.yaml reviews every stack; a stack it does not change is a no-op", async () => {
+  await (await ws.stack(B)).up();
+  fs.appendFileSync(path.join(ws.dir, "Pulumi.yaml"), "# a comment only\n");
+  commit("Pulumi.yaml: a comment");
+  const r = await review();
+  assert.deepEqual(r.record.stacks.map((s) => s.stack).sort(), [A, B].sort());
+  const b = r.document.stacks.find((s) => s.stack === B)!;
+  assert.equal(b.effect, "no change");
+  assert.equal(r.record.stacks.find((s) => s.stack === B)!.plan, null);
+  assert.match(r.markdown, /\| `b16t4-w2048` \| [^|]+ \| none of its settings \(Pulumi\.yaml changed elsewhere\) \| no \| none \|/);
+  assert.equal(r.document.stacks.find((s) => s.stack === A)!.effect, "restart", "A's host serves B: its up would restart");
+});
