@@ -100,6 +100,8 @@ test("report, grid, demo and campaign: --help through npm run prints their usage
     ["grid", "usage: npm run grid -- [options]", ["--budgets LIST", "--topks LIST", "--windows LIST", "--compact-cache MODE", "--out DIR", "--force"]],
     ["demo", "usage: npm run demo --", []],
     ["campaign", "usage: npm run campaign -- [options]", ["--seed S", "--sequences N", "--steps K", "--shrink"]],
+    ["review", "usage: npm run review -- [options]", ["--base REF", "--stacks GLOB", "--out FILE", "--plans DIR"]],
+    ["apply", "usage: npm run apply -- [options]", ["--plans DIR"]],
   ] as const) {
     const r = npmRun(name, "-h");
     assertUsage(r, usage);
@@ -108,7 +110,7 @@ test("report, grid, demo and campaign: --help through npm run prints their usage
   }
 });
 
-test("report, grid and demo refuse mistakes before anything starts", () => {
+test("report, grid, demo, review and apply refuse mistakes before anything starts", () => {
   const before = simulatedHosts();
   const cases: [string, string[], string, string][] = [
     ["scripts/report.ts", ["--stack", "b8"], "unknown option --stack; did you mean --stacks?", "npm run report -- --help"],
@@ -125,6 +127,10 @@ test("report, grid and demo refuse mistakes before anything starts", () => {
     ["scripts/grid.ts", ["--force=yes"], '--force takes no value, got "yes"', "npm run grid -- --help"],
     ["scripts/demo.ts", ["now"], 'unexpected argument "now" (this command takes no arguments)', "npm run demo -- --help"],
     ["scripts/demo.ts", ["--fast"], "unknown option --fast (valid: --help)", "npm run demo -- --help"],
+    ["scripts/review.ts", ["--stack", "b8"], "unknown option --stack; did you mean --stacks?", "npm run review -- --help"],
+    ["scripts/review.ts", ["--plans", "package.json"], 'got "package.json": it exists and is not a folder', "npm run review -- --help"],
+    ["scripts/apply.ts", ["--plan", "x"], "unknown option --plan; did you mean --plans?", "npm run apply -- --help"],
+    ["scripts/apply.ts", ["--plans", "/nonexistent"], '--plans must be an existing directory, relative to the project folder, got "/nonexistent": no such directory', "npm run apply -- --help"],
   ];
   for (const [script, args, message, help] of cases) {
     const r = runScript(script, ...args);
