@@ -3,8 +3,9 @@
 # components/review/render.ts: GitHub's own Markdown renderer (cmark-gfm, with the extensions
 # GitHub enables), a page styled like a comment, and a headless browser's screenshot.
 #   bash docs/review-look.sh docs/review-example.md docs/review-example.png
-# It also checks what a broken document shows first: the summary must render as a table with
-# one row per stack, and every stack's section as a collapsed <details>.
+# The first stack's section is shown open. It also checks what a broken document shows
+# first: the summary must render as a table with one row per stack, and every stack's
+# section as a collapsed <details>.
 set -euo pipefail
 md=${1:?usage: docs/review-look.sh REVIEW.md OUT.png}
 png=${2:?usage: docs/review-look.sh REVIEW.md OUT.png}
@@ -30,7 +31,7 @@ table { border-collapse: collapse; display: block; overflow: auto; } th, td { bo
 code, pre { font: 12px/1.45 "DejaVu Sans Mono", monospace; background: #f6f8fa; border-radius: 6px; } pre { padding: 12px; overflow: auto; }
 blockquote { margin: 0; padding: 0 12px; border-left: 4px solid #9a6700; color: #59636e; }
 details { margin: 6px 0; } summary { cursor: pointer; }
-</style></head><body>$body</body></html>
+</style></head><body>${body/<details>/<details open>}</body></html>
 HTML
 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1000,2400 --screenshot="$work/shot.png" "file://$work/page.html" >/dev/null 2>&1
 cp "$work/shot.png" "$png"

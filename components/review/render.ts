@@ -63,8 +63,11 @@ export function changeWords(s: StackReview): string {
 
 function effectCell(s: StackReview): string {
   switch (s.effect) {
-    case "restart":
-      return "**restart**";
+    case "restart": {
+      // A restart that the host's takeover causes, not the change: say so.
+      const owner = / runs the unit of stack (\S+) \(/.exec(s.hostView.split("\n")[0] ?? "")?.[1];
+      return owner ? `**restart** (host serves \`${owner}\`)` : s.hostView.includes("`up` installs") ? "**restart** (installs)" : "**restart**";
+    }
     case "preview failed":
       return "**preview failed**";
     case "no change":
@@ -113,7 +116,7 @@ function summary(doc: ReviewDocument): string {
     lines.push("");
   }
   if (doc.removed.length) lines.push(`Stack files removed: ${doc.removed.map((s) => `\`${s}\``).join(", ")}. Nothing previews them, and their hosts keep what they run: \`npx pulumi destroy --stack <name>\` takes one down.`, "");
-  return lines.join("\n");
+  return `${lines.join("\n")}\n`;
 }
 
 function benchTable(b: StackReview["benchmark"]): string {

@@ -51,8 +51,8 @@ test("a handful of stacks are shown in full: unit lines, steps, benchmarks side 
   assert.match(md, /```diff\n[\s\S]*--flag-number-7 value-1-7/);
   assert.match(md, /\| decode tok\/s, short \(128 tokens\) \| 180 \| 190 \| -5\.3% \|/);
   assert.match(md, /\| coding check \| 5\/5 \| 5\/5 \| \|/);
-  assert.match(md, /\| `b1t4-w2048` \| 10\.0\.0\.2 \| budget 1 -> 5 \| \*\*restart\*\* \| ~431\.5 s \|/);
-  assert.match(md, /\| `b2t4-w2048` \| 10\.0\.0\.3 \| budget 2 -> 6 \| \*\*restart\*\* \|/);
+  assert.match(md, /\| `b1t4-w2048` \| 10\.0\.0\.2 \| budget 1 -> 5 \| \*\*restart\*\* \(host serves `b2t4-w2048`\) \| ~431\.5 s \|/);
+  assert.match(md, /\| `b2t4-w2048` \| 10\.0\.0\.3 \| budget 2 -> 6 \| \*\*restart\*\* \(host serves `b3t4-w2048`\) \|/);
 });
 
 test("warnings come before the table, in GitHub's alert form", () => {
