@@ -3,11 +3,20 @@
 // a reviewer reads at a glance ("budget 8 -> 16", "window 2048 -> none", "apiKey rotated").
 import * as YAML from "yaml";
 import { CONFIG_NAMESPACE } from "../sglang-service/schema";
+import { maskSecrets, SECRET_LIKE } from "./redact";
 
 const NS = CONFIG_NAMESPACE;
 
 /** Why a stack is in a review. */
-export type TouchedBecause = "stack file changed" | "new stack file" | "project config changed" | "named";
+export type TouchedBecause = "stack file changed" | "new stack file" | "project config changed" | "program changed" | "named";
+
+/**
+ * Pure: whether a path (relative to the project folder) is part of the program every stack
+ * runs: its entry point, its components, its dependencies. A change there may restart every host.
+ */
+export function isProgramFile(file: string): boolean {
+  return file === "index.ts" || file === "package.json" || file === "package-lock.json" || file === "tsconfig.json" || file.startsWith("components/") || file.startsWith("lib/");
+}
 
 export interface Touched {
   stack: string;
@@ -35,11 +44,13 @@ export function stackOfPath(file: string, stacksDir: string): string | undefined
  */
 export function touchedStacks(changed: readonly string[], stacks: readonly string[], stacksDir: string, named: (stack: string) => boolean = () => false, baseStacks: readonly string[] = stacks): TouchedStacks {
   const project = changed.includes("Pulumi.yaml");
+  const program = changed.some(isProgramFile);
   const fileChanged = new Set(changed.map((f) => stackOfPath(f, stacksDir)).filter((s): s is string => s !== undefined));
   const touched: Touched[] = [];
   for (const stack of [...stacks].sort()) {
     if (fileChanged.has(stack)) touched.push({ stack, because: baseStacks.includes(stack) ? "stack file changed" : "new stack file" });
     else if (project) touched.push({ stack, because: "project config changed" });
+    else if (program) touched.push({ stack, because: "program changed" });
     else if (named(stack)) touched.push({ stack, because: "named" });
   }
   const removed = [...fileChanged].filter((s) => !stacks.includes(s)).sort();
@@ -95,8 +106,8 @@ const SHORT_NAMES: Record<string, string> = {
 
 function shown(v: unknown): string {
   if (v === undefined || v === null) return "none";
-  if (typeof v === "string") return v.length > 40 ? `${v.slice(0, 37)}...` : v;
-  const text = JSON.stringify(v);
+  // Values are quoted in code spans and warnings: no backtick or line break of their own.
+  const text = maskSecrets(typeof v === "string" ? v : JSON.stringify(v)).replace(/`/g, "'").replace(/\s*\n\s*/g, " ");
   return text.length > 40 ? `${text.slice(0, 37)}...` : text;
 }
 
@@ -124,7 +135,10 @@ export function configChanges(before: Record<string, unknown> | undefined, after
     const was = a.get(key);
     const now = b.get(key);
     if (JSON.stringify(was) === JSON.stringify(now)) continue;
-    if (isSecure(was) || isSecure(now)) {
+    // A secret setting, or a plain one named like a secret (service.environment.HF_TOKEN, which
+    // the schema refuses; the review may run before anything validates it): named, never shown.
+    const leaf = key.split(".").pop() ?? "";
+    if (isSecure(was) || isSecure(now) || (SECRET_LIKE.test(leaf) && !/Path$/.test(leaf))) {
       const words = was === undefined ? `${key} set` : now === undefined ? `${key} removed` : isSecure(was) && isSecure(now) ? `${key} rotated` : `${key} changed`;
       out.push({ key, words, secret: true });
       continue;

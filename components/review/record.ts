@@ -33,6 +33,8 @@ export const reviewedStackSchema = z
     effect: z.enum(EFFECTS),
     /** The Pulumi update plan of the preview (a file in the plans folder), or null when there is nothing to apply. */
     plan: z.string().nullable(),
+    /** sha256 of the plan file as the review wrote it. */
+    planSha: z.string().nullable(),
     steps: z.array(stepSchema),
     /** What the preview said each node runs, as the program reads it (secrets masked). */
     hostView: z.string(),
@@ -49,6 +51,8 @@ export const reviewRecordSchema = z
     format: z.literal(REVIEW_FORMAT),
     base: z.string(),
     head: z.string(),
+    /** sha256 of the project's files other than its configuration (the program, its lock file, ...) as reviewed. */
+    program: z.string(),
     createdAt: z.string(),
     /** Stacks in the order `apply` runs them: per host, the one serving now last. */
     stacks: z.array(reviewedStackSchema),
@@ -68,8 +72,12 @@ export function canonicalJson(value: unknown): string {
 /** The last part of a URN: the resource's name ("sglang-restart"). */
 export const resourceName = (urn: string) => urn.slice(urn.lastIndexOf("::") + 2);
 
-/** The restart's resources: a step on one of them other than `same` restarts the server. */
-const RESTARTS = /-(restart|host)$/;
+/** The restart command of a node (`sglang-restart`, `sglang-restart-node1`). */
+const RESTART = /-restart(-node\d+)?$/;
+/** The presence of a node on its host (`sglang-host`, `sglang-host-node1`). */
+const PRESENCE = /-host(-node\d+)?$/;
+/** Inputs of the restart command whose change makes its transaction restart: the unit (its hash is in the command) and the secrets (stdin). */
+const RESTARTING_INPUTS = new Set(["create", "stdin"]);
 
 /**
  * Pure: what `up` would do, from the steps of its preview and what the program said the nodes
@@ -78,7 +86,11 @@ const RESTARTS = /-(restart|host)$/;
  */
 export function effectOf(steps: readonly Step[], hostView = ""): Exclude<Effect, "preview failed"> {
   const changing = steps.filter((s) => s.op !== "same" && s.op !== "read");
-  if (changing.some((s) => RESTARTS.test(s.resource))) return "restart";
+  // A new or replaced presence installs (or moves) the node; a new restart command runs the
+  // transaction; an updated one restarts only for a new unit or new secrets (credentials alone:
+  // the transaction finds the unit and secrets installed and changes nothing).
+  if (changing.some((s) => PRESENCE.test(s.resource) && s.op !== "update")) return "restart";
+  if (changing.some((s) => RESTART.test(s.resource) && (s.op !== "update" || s.keys.some((k) => RESTARTING_INPUTS.has(k))))) return "restart";
   if (changing.some((s) => s.resource.endsWith("-ready")) && /`up` (replaces it|installs)/.test(hostView)) return "restart";
   if (changing.length === 0) return "no change";
   if (changing.every((s) => s.resource.startsWith("benchmark"))) return "benchmark only";
@@ -96,11 +108,18 @@ const HOST_READ_KEYS = new Set(["hostRuns"]);
 const stepKey = (s: Step) => `${s.resource} ${s.op} [${s.keys.filter((k) => !HOST_READ_KEYS.has(k)).sort().join(", ")}]`;
 
 /**
+ * Steps whose plan follows from what the host runs: readiness (it proves the configuration again
+ * when another unit is there) and the benchmark after it. For a later stack of a host, whose
+ * unit the stack before it has just replaced, these differ from the review by design.
+ */
+export const FOLLOWS_THE_HOST = /(-ready|^benchmark(-run)?)$/;
+
+/**
  * Pure: what moved between a review and now, in words, one line each; empty when nothing did.
  * `now.hostView` undefined: the host is not checked (a later stack of a host, whose unit the
  * stack before it in the rollout order has just replaced).
  */
-export function whatMoved(reviewed: ReviewedStack, now: { fingerprints: Partial<Fingerprints>; steps?: Step[]; hostView?: string }): string[] {
+export function whatMoved(reviewed: ReviewedStack, now: { fingerprints: Partial<Fingerprints>; steps?: Step[]; hostView?: string; afterTakeover?: boolean }): string[] {
   const moved: string[] = [];
   const f = now.fingerprints;
   if (f.config !== undefined && f.config !== reviewed.fingerprints.config) moved.push("its configuration changed since the review (the stack file, Pulumi.yaml or this checkout's dflash.local.yaml)");
@@ -109,8 +128,9 @@ export function whatMoved(reviewed: ReviewedStack, now: { fingerprints: Partial<
     moved.push(`what its host runs changed since the review:\n  reviewed: ${reviewed.hostView.split("\n")[0]}\n  now:      ${now.hostView.split("\n")[0]}`);
   }
   if (now.steps !== undefined) {
-    const was = reviewed.steps.filter((s) => s.op !== "same").map(stepKey);
-    const is = now.steps.filter((s) => s.op !== "same").map(stepKey);
+    const kept = (s: Step) => s.op !== "same" && !(now.afterTakeover && FOLLOWS_THE_HOST.test(s.resource));
+    const was = reviewed.steps.filter(kept).map(stepKey);
+    const is = now.steps.filter(kept).map(stepKey);
     if (JSON.stringify(was) !== JSON.stringify(is)) moved.push(`its preview now plans other steps:\n  reviewed: ${was.join("; ") || "none"}\n  now:      ${is.join("; ") || "none"}`);
   }
   return moved;

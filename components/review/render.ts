@@ -33,6 +33,8 @@ export interface StackReview {
   error?: string;
   /** Expected downtime, from the host's last measured restart. */
   downtime?: { seconds: number; from: string };
+  /** Why it restarts, when the change alone would not say (Markdown): "host serves `b8`". */
+  restartBecause?: string;
   /** Place in the rollout on its host, when another stack of the review shares it. */
   order?: { position: number; of: number };
   /** The stack's own last benchmark, and that of the configuration serving on the host now. */
@@ -50,7 +52,24 @@ export interface ReviewDocument {
   removed: string[];
 }
 
-const esc = (s: string) => s.replace(/\|/g, "\\|").replace(/\n/g, " ");
+/** Text in Markdown: no HTML, no code span, no table cell or line break of its own. */
+export function cell(s: string): string {
+  return inline(s).replace(/`/g, "&#96;");
+}
+/** Our own text with code spans in it (warnings): no HTML, no table cell or line break of its own. */
+function inline(s: string): string {
+  return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/\|/g, "\\|").replace(/\s*\r?\n\s*/g, " ");
+}
+/** A code span, when the text allows one; else plain escaped text. */
+export function code(s: string): string {
+  return /[`\r\n]/.test(s) ? cell(s) : `\`${s.replace(/\|/g, "\\|")}\``;
+}
+/** A fenced block whose fence is longer than any run of backticks in its content. */
+export function fence(content: string, lang: string): string {
+  const longest = Math.max(0, ...(content.match(/`+/g) ?? []).map((r) => r.length));
+  const f = "`".repeat(Math.max(3, longest + 1));
+  return `${f}${lang}\n${content.replace(/\n+$/, "")}\n${f}`;
+}
 const cap = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 3)}...` : s);
 const fmt = (n: number) => (Number.isInteger(n) ? String(n) : n.toFixed(1));
 
@@ -63,11 +82,8 @@ export function changeWords(s: StackReview): string {
 
 function effectCell(s: StackReview): string {
   switch (s.effect) {
-    case "restart": {
-      // A restart that the host's takeover causes, not the change: say so.
-      const owner = / runs the unit of stack (\S+) \(/.exec(s.hostView.split("\n")[0] ?? "")?.[1];
-      return owner ? `**restart** (host serves \`${owner}\`)` : s.hostView.includes("`up` installs") ? "**restart** (installs)" : "**restart**";
-    }
+    case "restart":
+      return s.restartBecause ? `**restart** (${s.restartBecause})` : "**restart**";
     case "preview failed":
       return "**preview failed**";
     case "no change":
@@ -89,38 +105,53 @@ export function warningsOf(s: StackReview): string[] {
   return out;
 }
 
-function summary(doc: ReviewDocument): string {
+/** A list of names, at most `max` of them shown. */
+function names(list: readonly string[], max: number): string {
+  const shown = list.slice(0, max).map(code).join(", ");
+  return list.length > max ? `${shown} and ${list.length - max} more` : shown;
+}
+
+/**
+ * The summary: the table of every stack first (cells capped), then the rollout order, removed
+ * stack files and warnings; warnings give way first when the whole would not fit in `room`.
+ */
+function summary(doc: ReviewDocument, room: number): string {
   const restarts = doc.stacks.filter((s) => s.effect === "restart").length;
   const lines = [
     MARKER,
     `## Stack review: ${doc.stacks.length} stack${doc.stacks.length === 1 ? "" : "s"}, ${restarts} restart${restarts === 1 ? "" : "s"}`,
     "",
-    `\`${doc.head.slice(0, 12)}\` against \`${doc.base.slice(0, 12)}\`, previewed ${doc.createdAt} against \`${doc.backend}\` and the hosts.`,
+    `${code(doc.head.slice(0, 60))} against ${code(doc.base.slice(0, 12))}, previewed ${cell(doc.createdAt)} against ${code(doc.backend)} and the hosts.`,
     "",
   ];
-  if (doc.stacks.length === 0) lines.push("This change touches no stack: no stack file, and not Pulumi.yaml.", "");
-  const warned = doc.stacks.flatMap((s) => warningsOf(s).map((w) => `- **${s.stack}**: ${esc(cap(w, 400))}`));
-  if (warned.length) lines.push("> [!WARNING]", ...warned.map((w) => `> ${w}`), "");
+  if (doc.stacks.length === 0) lines.push("This change touches no stack: no stack file, not Pulumi.yaml, not the program.", "");
   if (doc.stacks.length) {
     lines.push("| Stack | Host | What changes | Restart | Expected downtime | Rollout |", "|---|---|---|---|---|---|");
     for (const s of doc.stacks) {
       const order = s.order ? `${s.order.position} of ${s.order.of} on this host` : "";
-      lines.push(`| \`${s.stack}\` | ${esc(s.host)} | ${esc(changeWords(s))} | ${effectCell(s)} | ${downtimeCell(s)} | ${order} |`);
+      lines.push(`| ${code(s.stack)} | ${cell(cap(s.host, 60))} | ${cell(changeWords(s))} | ${effectCell(s)} | ${downtimeCell(s)} | ${order} |`);
     }
     lines.push("");
   }
   const shared = [...new Set(doc.stacks.filter((s) => s.order).map((s) => s.host))];
   if (shared.length) {
     lines.push("Rollout order where stacks share a host (`npm run apply` follows it; each `up` replaces the one before it on that host, and the stack serving there now goes last):", "");
-    for (const host of shared) lines.push(`- ${host}: ${doc.stacks.filter((s) => s.host === host && s.order).sort((a, b) => a.order!.position - b.order!.position).map((s) => `\`${s.stack}\``).join(" -> ")}`);
+    for (const host of shared.slice(0, 20)) lines.push(`- ${cell(cap(host, 60))}: ${doc.stacks.filter((s) => s.host === host && s.order).sort((a, b) => a.order!.position - b.order!.position).map((s) => code(s.stack)).join(" -> ")}`);
+    if (shared.length > 20) lines.push(`- and ${shared.length - 20} more hosts: see the Rollout column`);
     lines.push("");
   }
-  if (doc.removed.length) lines.push(`Stack files removed: ${doc.removed.map((s) => `\`${s}\``).join(", ")}. Nothing previews them, and their hosts keep what they run: \`npx pulumi destroy --stack <name>\` takes one down.`, "");
-  return `${lines.join("\n")}\n`;
+  if (doc.removed.length) lines.push(`Stack files removed: ${names(doc.removed, 20)}. Nothing previews them, and their hosts keep what they run: \`npx pulumi destroy --stack <name>\` takes one down.`, "");
+  const base = `${lines.join("\n")}\n`;
+  const warned = doc.stacks.flatMap((s) => warningsOf(s).map((w) => `> - **${cell(s.stack)}**: ${inline(cap(w, 400))}`));
+  if (!warned.length) return base;
+  let shown = warned;
+  const block = (w: string[]) => `> [!WARNING]\n${w.join("\n")}${w.length < warned.length ? `\n> - and ${warned.length - w.length} more warnings: see each stack's section` : ""}\n\n`;
+  while (shown.length && base.length + block(shown).length > room) shown = shown.slice(0, Math.floor(shown.length / 2));
+  return base + block(shown);
 }
 
 function benchTable(b: StackReview["benchmark"]): string {
-  const cols = [b.self && { name: `this stack (\`${b.self.stack}\`, ${b.self.takenAt.slice(0, 16)})`, f: b.self.figures }, b.serving && { name: `serving now (\`${b.serving.stack}\`, ${b.serving.takenAt.slice(0, 16)})`, f: b.serving.figures }].filter(
+  const cols = [b.self && { name: `this stack (${code(b.self.stack)}, ${cell(b.self.takenAt.slice(0, 16))})`, f: b.self.figures }, b.serving && { name: `serving now (${code(b.serving.stack)}, ${cell(b.serving.takenAt.slice(0, 16))})`, f: b.serving.figures }].filter(
     (c): c is { name: string; f: Figures } => !!c,
   );
   if (!cols.length) return "No benchmark of this stack or of the configuration serving now is in state.\n";
@@ -145,18 +176,18 @@ function benchTable(b: StackReview["benchmark"]): string {
 
 /** A stack's section: full, or without the unit diff and steps (`short`). */
 function section(s: StackReview, short: boolean): string {
-  const head = `<details><summary><b>${s.stack}</b>: ${s.effect}${s.changes.length ? `, ${esc(cap(changeWords(s), 120))}` : ""}</summary>\n\n`;
-  const parts = [`Touched because: ${s.because}. Host: ${s.host}.`, ""];
-  if (s.error) parts.push("The preview failed:", "", "```text", cap(s.error, short ? 600 : 4000), "```", "");
-  if (s.changes.length) parts.push("Settings that change: " + s.changes.map((c) => `\`${c.words}\``).join(", ") + ".", "");
+  const head = `<details><summary><b>${cell(s.stack)}</b>: ${cell(s.effect)}${s.changes.length ? `, ${cell(cap(changeWords(s), 120))}` : ""}</summary>\n\n`;
+  const parts = [`Touched because: ${cell(s.because)}. Host: ${cell(s.host)}.`, ""];
+  if (s.error) parts.push("The preview failed:", "", fence(cap(s.error, short ? 600 : 4000), "text"), "");
+  if (s.changes.length) parts.push("Settings that change: " + s.changes.map((c) => code(c.words)).join(", ") + ".", "");
   if (s.hostView) {
-    if (short) parts.push(`On the host: ${esc(cap(s.hostView.split("\n")[0], 400))} (the unit's lines are left out for length).`, "");
-    else parts.push("On the host, against what it really runs now:", "", "```diff", cap(s.hostView, 12_000), "```", "");
+    if (short) parts.push(`On the host: ${cell(cap(s.hostView.split("\n")[0], 400))} (the unit's lines are left out for length).`, "");
+    else parts.push("On the host, against what it really runs now:", "", fence(cap(s.hostView, 12_000), "diff"), "");
   }
   const changing = s.steps.filter((st) => st.op !== "same");
-  if (!short && changing.length) parts.push("Steps of `up`: " + changing.map((st) => `\`${st.resource}\` ${st.op}${st.keys.length ? ` (${st.keys.join(", ")})` : ""}`).join("; ") + ".", "");
+  if (!short && changing.length) parts.push("Steps of `up`: " + changing.map((st) => `${code(st.resource)} ${cell(st.op)}${st.keys.length ? ` (${cell(st.keys.join(", "))})` : ""}`).join("; ") + ".", "");
   parts.push(benchTable(s.benchmark));
-  return `${head}${parts.join("\n")}\n</details>\n`;
+  return `${head}${parts.join("\n")}\n</details>\n\n`;
 }
 
 /**
@@ -165,7 +196,7 @@ function section(s: StackReview, short: boolean): string {
  * section was shortened or left out.
  */
 export function renderReview(doc: ReviewDocument, limit = COMMENT_LIMIT): string {
-  const head = summary(doc);
+  const head = summary(doc, limit - 2000);
   const footer = (shortened: string[], omitted: string[]) => {
     const notes: string[] = [];
     if (shortened.length) notes.push(`Shortened to fit one comment (unit lines and steps left out): ${shortened.map((s) => `\`${s}\``).join(", ")}.`);

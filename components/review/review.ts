@@ -18,8 +18,9 @@ import { figuresOf, type StoredResult } from "../benchmark/compare";
 import { overlayFor, readOverlay, mergeSettings } from "../sglang-service/overlay";
 import { servingStackIn } from "../sglang-service/remote/observe";
 import { configChanges, configWarnings, mergeConfig, projectConfigOf, stackConfigOf, stackOfPath, touchedStacks, type Touched } from "./change";
+import { maskSecrets } from "./redact";
 import { canonicalJson, downtimeOf, effectOf, RECORD_FILE, resourceName, REVIEW_FORMAT, ReviewedStack, ReviewRecord, reviewRecordSchema, rolloutOrder, sha256, Step, timingsSchema, whatMoved } from "./record";
-import { BenchmarkView, renderReview, ReviewDocument, StackReview } from "./render";
+import { BenchmarkView, code, renderReview, ReviewDocument, StackReview } from "./render";
 
 export interface ReviewOptions {
   /** The project folder (Pulumi.yaml, its stacks folder), inside a git work tree. */
@@ -51,7 +52,12 @@ export function resolveBase(dir: string, base: string | undefined): string {
   if (base !== undefined) {
     const sha = verify(base);
     if (!sha) throw new Error(`--base ${base} names no commit of the git repository at ${dir}; give a branch, tag or commit (e.g. origin/main)`);
-    return sha;
+    // The change is what HEAD adds since it left `base`, not `base`'s own later commits.
+    try {
+      return git(dir, ["merge-base", "HEAD", sha]).trim();
+    } catch {
+      throw new Error(`HEAD and --base ${base} have no common commit in the git repository at ${dir} (a shallow clone? fetch with --depth 0, e.g. actions/checkout fetch-depth: 0)`);
+    }
   }
   for (const main of ["origin/HEAD", "origin/main", "main", "origin/master", "master"]) {
     if (!verify(main)) continue;
@@ -60,9 +66,10 @@ export function resolveBase(dir: string, base: string | undefined): string {
   throw new Error(`no main branch (origin/HEAD, origin/main, main, origin/master, master) in the git repository at ${dir}; give --base REF`);
 }
 
-/** The project's stacks folder, relative to it (Pulumi.yaml's stackConfigDir). */
+/** The project's stacks folder, relative to it (Pulumi.yaml's stackConfigDir), "." for the project folder. */
 function stacksDirOf(projectText: string): string {
-  return ((YAML.parse(projectText) ?? {}) as { stackConfigDir?: string }).stackConfigDir ?? ".";
+  const dir = ((YAML.parse(projectText) ?? {}) as { stackConfigDir?: string }).stackConfigDir ?? ".";
+  return path.normalize(dir).replace(/\/+$/, "") || ".";
 }
 
 const stackFile = (stacksDir: string, stack: string) => path.join(stacksDir, `Pulumi.${stack}.yaml`);
@@ -83,15 +90,28 @@ function atRevision(dir: string, rev: string, file: string): string | undefined 
 
 /** Paths (relative to the project folder) that differ between `base` and the working tree, untracked files included. */
 function changedFiles(dir: string, base: string): string[] {
-  const tracked = git(dir, ["diff", "--name-only", "--relative", base, "--", "."]).split("\n");
+  // --no-renames: a renamed stack file is a removed stack and a new one.
+  const tracked = git(dir, ["diff", "--name-only", "--no-renames", "--relative", base, "--", "."]).split("\n");
   const untracked = git(dir, ["ls-files", "--others", "--exclude-standard", "--", "."]).split("\n");
   return [...new Set([...tracked, ...untracked].filter(Boolean))].sort();
 }
 
-/** A backend URL with any password in it masked. */
+/** A backend URL with any password or signature in it masked (the user part ends at the last "@"). */
 export function maskedBackend(url: string | undefined): string {
   if (!url) return "the default backend";
-  return url.replace(/(\/\/[^:/@]+:)[^@]*@/, "$1***@").replace(/([?&](password|sslpassword)=)[^&]*/gi, "$1***");
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)([^:/@]*):.*@/i, "$1$2:***@").replace(/([?&](password|sslpassword|sig|token|secret|key|sas)=)[^&]*/gi, "$1***");
+}
+
+/**
+ * sha256 of the project's files other than its configuration (tracked and untracked, not
+ * ignored): the program, its dependencies' lock file, this tool. `apply` refuses to run other code.
+ */
+export function programFingerprint(dir: string, stacksDir: string, plansDir: string): string {
+  const files = git(dir, ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."]).split("\0").filter(Boolean);
+  const plans = path.relative(dir, plansDir);
+  const isConfig = (f: string) => f === "Pulumi.yaml" || stackOfPath(f, stacksDir === "." ? "" : stacksDir) !== undefined || (!plans.startsWith("..") && (f === plans || f.startsWith(`${plans}/`)));
+  const lines = [...new Set(files)].filter((f) => !isConfig(f) && fs.existsSync(path.join(dir, f)) && fs.statSync(path.join(dir, f)).isFile()).sort().map((f) => `${f} ${sha256(fs.readFileSync(path.join(dir, f)).toString("latin1"))}`);
+  return sha256(lines.join("\n"));
 }
 
 /** What a preview showed: its steps, what the program said each node runs, and why it failed. */
@@ -111,14 +131,14 @@ export async function previewOf(stack: Stack, planFile: string | undefined): Pro
     const m = e.resourcePreEvent?.metadata;
     if (m && !IGNORED_TYPES.test(m.type)) steps.set(m.urn, { resource: resourceName(m.urn), op: m.op, keys: [...new Set((m.diffs ?? []).map((k) => k.split(/[.[]/)[0]))].sort() });
     const d = e.diagnosticEvent;
-    if (d?.severity === "info" && d.urn?.includes("::dflash:sglang:Service::")) views.push(d.message.trimEnd());
-    if (d?.severity === "error") errors.push(d.message.trim());
+    if (d?.severity === "info" && d.urn?.includes("::dflash:sglang:Service::")) views.push(maskSecrets(d.message.trimEnd()));
+    if (d?.severity === "error") errors.push(maskSecrets(d.message.trim()));
   };
   const sorted = () => [...steps.values()].sort((a, b) => a.resource.localeCompare(b.resource));
   try {
     await stack.preview({ plan: planFile, color: "never", onEvent });
   } catch (e) {
-    return { steps: sorted(), hostView: views.join("\n"), error: errors.join("\n") || (e as Error).message.split("\n").slice(0, 20).join("\n") };
+    return { steps: sorted(), hostView: views.join("\n"), error: maskSecrets(errors.join("\n") || (e as Error).message.split("\n").slice(0, 20).join("\n")) };
   }
   return { steps: sorted(), hostView: views.join("\n") };
 }
@@ -144,6 +164,9 @@ async function existingState(ws: LocalWorkspace, stack: string): Promise<StateVi
 interface ConfigView {
   fingerprint: string;
   merged: Record<string, unknown>;
+  /** Node 0's address, as the stack's `host` output names it. */
+  address: string;
+  /** Node 0 as one machine: its address, and its SSH port where it is not 22. */
   host: string;
 }
 
@@ -155,8 +178,10 @@ function configOf(dir: string, env: Record<string, string>, stacksDir: string, s
   const overlay = env.DFLASH_LOCAL_OVERLAY === "off" ? undefined : readOverlay(dir, stack);
   const local = overlay ? overlayFor(overlay, stack) : {};
   const merged = mergeSettings(mergeConfig(projectConfigOf(project), own), local) as Record<string, unknown>;
-  const host = (merged.host as { address?: unknown } | undefined)?.address;
-  return { fingerprint: sha256(canonicalJson({ project, stack: own, local })), merged, host: typeof host === "string" ? host : "?" };
+  const h = (merged.host ?? {}) as { address?: unknown; port?: unknown };
+  const address = typeof h.address === "string" ? h.address : "?";
+  const host = h.port !== undefined && h.port !== 22 ? `${address}:${String(h.port)}` : address;
+  return { fingerprint: sha256(canonicalJson({ project, stack: own, local })), merged, address, host };
 }
 
 function benchmarkView(stack: string, outputs: Record<string, unknown>): BenchmarkView | undefined {
@@ -170,7 +195,7 @@ function benchmarkView(stack: string, outputs: Record<string, unknown>): Benchma
 }
 
 /** Expected downtime from a measured restart: this stack's on the same host, else that of the stack serving there now. */
-function downtimeFrom(candidates: { stack: string; host: string; outputs: Record<string, unknown> }[], host: string): StackReview["downtime"] {
+function downtimeFrom(candidates: { stack: string; outputs: Record<string, unknown> }[], host: string): StackReview["downtime"] {
   for (const c of candidates) {
     const t = timingsSchema.safeParse(c.outputs.restartTimings);
     if (!t.success || c.outputs.host !== host) continue;
@@ -197,34 +222,62 @@ export async function runReview(o: ReviewOptions): Promise<ReviewResult> {
   const dirty = git(o.dir, ["status", "--porcelain", "--", "."]).trim() !== "";
   const projectText = fs.readFileSync(path.join(o.dir, "Pulumi.yaml"), "utf8");
   const stacksDir = stacksDirOf(projectText);
+  const inStacks = stacksDir === "." ? "" : stacksDir;
   const baseProjectText = atRevision(o.dir, base, "Pulumi.yaml");
   const baseStacks = stacksIn(o.dir, stacksDir).filter((s) => atRevision(o.dir, base, stackFile(stacksDir, s)) !== undefined);
   // A stack file whose configuration is the base's is not a change (`stack init` adds its
   // encryptionsalt; a comment or the keys' order is not a setting).
   const changed = changedFiles(o.dir, base).filter((f) => {
-    const stack = stackOfPath(f, stacksDir === "." ? "" : stacksDir);
+    const stack = stackOfPath(f, inStacks);
     if (stack === undefined || !fs.existsSync(path.join(o.dir, f))) return true;
     const was = atRevision(o.dir, base, f);
     return was === undefined || canonicalJson(stackConfigOf(was)) !== canonicalJson(stackConfigOf(fs.readFileSync(path.join(o.dir, f), "utf8")));
   });
-  const { touched, removed } = touchedStacks(changed, stacksIn(o.dir, stacksDir), stacksDir === "." ? "" : stacksDir, o.named, baseStacks);
+  const { touched, removed } = touchedStacks(changed, stacksIn(o.dir, stacksDir), inStacks, o.named, baseStacks);
   say(`${touched.length} stack(s) touched against ${base.slice(0, 12)}: ${touched.map((t) => t.stack).join(", ") || "none"}`);
   fs.mkdirSync(o.plansDir, { recursive: true });
-  for (const f of fs.readdirSync(o.plansDir)) if (f === RECORD_FILE || f.endsWith(".plan.json")) fs.rmSync(path.join(o.plansDir, f));
+  removeEarlierReview(o.plansDir);
   const ws = await workspace(o.dir, o.env);
   const reviewed: (StackReview & { record: ReviewedStack })[] = [];
   for (const t of touched) reviewed.push(await reviewStack(ws, o, t, { base, baseProjectText, stacksDir }, say));
   const serving = new Map(reviewed.map((r) => [r.host, servingStackIn(r.hostView, r.stack)]));
   const ordered = rolloutOrder(reviewed, (host) => serving.get(host));
   for (const host of new Set(ordered.map((r) => r.host))) {
-    const restarts = ordered.filter((r) => r.host === host && r.effect === "restart");
+    const here = ordered.filter((r) => r.host === host);
+    // The stack serving now goes last; when a stack before it restarts, its own `up` then finds
+    // another unit on the host and restarts too (a stack is declarative), whatever it changes.
+    const last = here[here.length - 1];
+    const takers = here.filter((r) => r !== last && r.effect === "restart");
+    if (takers.length && last.stack === serving.get(host) && last.effect !== "restart" && last.effect !== "preview failed") {
+      last.restartBecause = `after ${code(takers[takers.length - 1].stack)} takes the host`;
+      last.effect = "restart";
+      last.record.effect = "restart";
+      last.downtime = last.downtime ?? takers[takers.length - 1].downtime;
+    }
+    const restarts = here.filter((r) => r.effect === "restart");
     if (restarts.length > 1) restarts.forEach((r, i) => (r.order = { position: i + 1, of: restarts.length }));
   }
   const createdAt = new Date().toISOString();
   const document: ReviewDocument = { base, head: dirty ? `${head} + working tree` : head, createdAt, backend: maskedBackend(o.env.PULUMI_BACKEND_URL), stacks: ordered, removed };
-  const record: ReviewRecord = { format: REVIEW_FORMAT, base, head: document.head, createdAt, stacks: ordered.map((r) => r.record) };
+  const record: ReviewRecord = { format: REVIEW_FORMAT, base, head: document.head, program: programFingerprint(o.dir, stacksDir, o.plansDir), createdAt, stacks: ordered.map((r) => r.record) };
   fs.writeFileSync(path.join(o.plansDir, RECORD_FILE), `${JSON.stringify(record, null, 2)}\n`);
   return { markdown: renderReview(document), record, document };
+}
+
+/** Removes what an earlier review wrote into the plans folder (its record and the plans it names), nothing else. */
+function removeEarlierReview(plansDir: string): void {
+  for (const name of [RECORD_FILE, `${RECORD_FILE}.applied`]) {
+    const file = path.join(plansDir, name);
+    if (!fs.existsSync(file)) continue;
+    try {
+      for (const s of (JSON.parse(fs.readFileSync(file, "utf8")) as { stacks?: { plan?: unknown }[] }).stacks ?? []) {
+        if (typeof s.plan === "string" && /^[^/]+\.plan\.json$/.test(s.plan)) fs.rmSync(path.join(plansDir, s.plan), { force: true });
+      }
+    } catch {
+      // Not a record of ours: leave the folder's other files alone.
+    }
+    fs.rmSync(file, { force: true });
+  }
 }
 
 async function reviewStack(ws: LocalWorkspace, o: ReviewOptions, t: Touched, at: { base: string; baseProjectText: string | undefined; stacksDir: string }, say: (l: string) => void): Promise<StackReview & { record: ReviewedStack }> {
@@ -232,22 +285,37 @@ async function reviewStack(ws: LocalWorkspace, o: ReviewOptions, t: Touched, at:
   const baseFile = atRevision(o.dir, at.base, stackFile(at.stacksDir, t.stack));
   const before = baseFile === undefined ? undefined : mergeConfig(projectConfigOf(at.baseProjectText), stackConfigOf(baseFile));
   const after = mergeConfig(projectConfigOf(fs.readFileSync(path.join(o.dir, "Pulumi.yaml"), "utf8")), stackConfigOf(fs.readFileSync(path.join(o.dir, stackFile(at.stacksDir, t.stack)), "utf8")));
-  const prior = await existingState(ws, t.stack);
+  const known = (await ws.listStacks()).some((s) => s.name === t.stack);
+  const prior = known ? await stateOf(ws, t.stack) : undefined;
   say(`previewing ${t.stack} (${t.because})`);
-  const stack = await Stack.createOrSelect(t.stack, ws);
   const planName = `${t.stack}.plan.json`;
-  const preview = await previewOf(stack, path.join(o.plansDir, planName));
+  const planFile = path.join(o.plansDir, planName);
+  let preview: PreviewView;
+  try {
+    preview = await previewOf(await Stack.createOrSelect(t.stack, ws), planFile);
+  } catch (e) {
+    preview = { steps: [], hostView: "", error: maskSecrets((e as Error).message.split("\n").slice(0, 20).join("\n")) };
+  }
   const state = prior ?? { fingerprint: "none", outputs: {} };
   const effect = preview.error ? "preview failed" : effectOf(preview.steps, preview.hostView);
   const warnings = configWarnings(before, after);
-  if (state.fingerprint === "none") warnings.push("never deployed: `up` installs it for the first time (the review created its empty stack in the backend)");
+  if (state.fingerprint === "none") {
+    warnings.push(
+      known
+        ? "no resources in state (destroyed, or never deployed): `up` installs it"
+        : "never deployed: `up` installs it for the first time (the review created its empty stack in the backend; commit the stack file's `encryptionsalt` if `stack init` added one)",
+    );
+  }
   const owner = servingStackIn(preview.hostView, t.stack);
   const hostLine = preview.hostView.split("\n")[0] ?? "";
-  if (!preview.error && owner !== t.stack && / runs the unit of /.test(hostLine)) warnings.push(`its host runs ${owner ? `stack ${owner}'s unit` : "a unit of no dflash-sglang stack"}; \`up\` replaces it`);
+  const takenOver = !preview.error && owner !== t.stack && / runs the unit of /.test(hostLine);
+  if (takenOver) warnings.push(`its host runs ${owner ? `stack ${owner}'s unit` : "a unit of no dflash-sglang stack"}; \`up\` replaces it`);
   const servingState = owner && owner !== t.stack ? await existingState(ws, owner).catch(() => undefined) : undefined;
-  const candidates = [{ stack: t.stack, host: config.host, outputs: state.outputs }, ...(servingState && owner ? [{ stack: owner, host: config.host, outputs: servingState.outputs }] : [])];
-  const plan = effect === "preview failed" || effect === "no change" ? null : planName;
-  if (!plan) fs.rmSync(path.join(o.plansDir, planName), { force: true });
+  const candidates = [{ stack: t.stack, outputs: state.outputs }, ...(servingState && owner ? [{ stack: owner, outputs: servingState.outputs }] : [])];
+  // Kept for every stack that could be applied: a "no change" one may still be, after another
+  // stack of its host restarts before it (runReview reclassifies it).
+  const plan = effect === "preview failed" || !fs.existsSync(planFile) ? null : planName;
+  if (!plan) fs.rmSync(planFile, { force: true });
   const review: StackReview = {
     stack: t.stack,
     because: t.because,
@@ -258,12 +326,23 @@ async function reviewStack(ws: LocalWorkspace, o: ReviewOptions, t: Touched, at:
     hostView: preview.hostView,
     steps: preview.steps,
     ...(preview.error ? { error: preview.error } : {}),
-    ...(effect === "restart" ? { downtime: downtimeFrom(candidates, config.host) } : {}),
+    ...(effect === "restart" ? { downtime: downtimeFrom(candidates, config.address) } : {}),
+    ...(effect === "restart" && takenOver ? { restartBecause: owner ? `host serves ${code(owner)}` : "host runs a unit of no stack" } : {}),
+    ...(effect === "restart" && preview.hostView.includes("`up` installs") ? { restartBecause: "installs" } : {}),
     benchmark: { self: benchmarkView(t.stack, state.outputs), serving: owner && owner !== t.stack && servingState ? benchmarkView(owner, servingState.outputs) : undefined },
   };
   return {
     ...review,
-    record: { stack: t.stack, host: config.host, effect, plan, steps: preview.steps, hostView: preview.hostView, fingerprints: { config: config.fingerprint, state: state.fingerprint, host: sha256(preview.hostView) } },
+    record: {
+      stack: t.stack,
+      host: config.host,
+      effect,
+      plan,
+      planSha: plan ? sha256(fs.readFileSync(planFile, "utf8")) : null,
+      steps: preview.steps,
+      hostView: preview.hostView,
+      fingerprints: { config: config.fingerprint, state: state.fingerprint, host: sha256(preview.hostView) },
+    },
   };
 }
 
@@ -276,12 +355,15 @@ export interface ApplyOptions {
   output?: (text: string) => void;
 }
 
-/** A refusal of `apply`: what moved since the review; nothing was changed. */
+/** A refusal of `apply`: what moved since the review; nothing was changed (or, when it says so, what was). */
 export class ReviewMoved extends Error {}
 
 export function readRecord(plansDir: string): ReviewRecord {
   const file = path.join(plansDir, RECORD_FILE);
-  if (!fs.existsSync(file)) throw new ReviewMoved(`no review in ${plansDir} (${RECORD_FILE} is missing): run \`npm run review -- --plans ${plansDir}\` first`);
+  if (!fs.existsSync(file)) {
+    const applied = fs.existsSync(`${file}.applied`) ? " (this review was applied already: its record is review.json.applied)" : "";
+    throw new ReviewMoved(`no review to apply in ${plansDir}${applied}: run \`npm run review -- --plans ${plansDir}\` first`);
+  }
   const parsed = reviewRecordSchema.safeParse(JSON.parse(fs.readFileSync(file, "utf8")));
   if (!parsed.success) throw new ReviewMoved(`${file} is not a review this version can apply (${parsed.error.issues[0]?.message}); run \`npm run review\` again`);
   return parsed.data;
@@ -297,57 +379,73 @@ export async function runApply(o: ApplyOptions): Promise<Applied[]> {
   const record = readRecord(o.plansDir);
   const stacksDir = stacksDirOf(fs.readFileSync(path.join(o.dir, "Pulumi.yaml"), "utf8"));
   const ws = await workspace(o.dir, o.env);
-  const moved: string[] = [];
   const failedBefore = record.stacks.filter((s) => s.effect === "preview failed");
   if (failedBefore.length) throw new ReviewMoved(`the review's preview failed for ${failedBefore.map((s) => s.stack).join(", ")}: fix that and run \`npm run review\` again; nothing was changed`);
-  // Before anything changes: every stack's configuration and state, and the host of the
-  // first stack of each host, as reviewed.
+  const moved: string[] = [];
+  if (programFingerprint(o.dir, stacksDir, o.plansDir) !== record.program) moved.push(`the program (the project's files other than its configuration) is not the one reviewed at ${record.head}: check out that commit`);
+  for (const r of record.stacks) {
+    if (r.plan && (!fs.existsSync(path.join(o.plansDir, r.plan)) || sha256(fs.readFileSync(path.join(o.plansDir, r.plan), "utf8")) !== r.planSha)) moved.push(`${r.stack}: its plan file ${r.plan} is missing or not the one the review wrote`);
+  }
+  /** Everything `apply` checks of a stack now: config, state, and (`withHost`) a fresh preview. */
+  const check = async (r: ReviewedStack, withHost: boolean, afterTakeover = false): Promise<{ lines: string[]; hostView?: string }> => {
+    if (!fs.existsSync(path.join(o.dir, stackFile(stacksDir, r.stack)))) return { lines: ["its stack file is gone"] };
+    const config = configOf(o.dir, o.env, stacksDir, r.stack);
+    const state = (await existingState(ws, r.stack)) ?? { fingerprint: "none", outputs: {} };
+    const lines = whatMoved(r, { fingerprints: { config: config.fingerprint, state: state.fingerprint } });
+    if (lines.length || !withHost) return { lines };
+    const now = await previewOf(await Stack.select(r.stack, ws), undefined);
+    if (now.error) return { lines: [`its preview now fails: ${now.error.split("\n")[0]}`] };
+    if (afterTakeover) return { lines: whatMoved(r, { fingerprints: {}, steps: now.steps, afterTakeover }), hostView: now.hostView };
+    return { lines: whatMoved(r, { fingerprints: { host: sha256(now.hostView) }, steps: now.steps, hostView: now.hostView }), hostView: now.hostView };
+  };
+  // Before anything changes: every stack's configuration and state, and for the first stack
+  // of each host what the host runs and the steps its preview plans.
+  const applies = (r: ReviewedStack) => r.plan !== null && r.effect !== "no change";
   const firstOnHost = new Set<string>();
-  const checked = new Set<string>();
+  for (const r of record.stacks) {
+    const first = applies(r) && !record.stacks.some((x) => x.host === r.host && firstOnHost.has(x.stack));
+    if (first) firstOnHost.add(r.stack);
+    if (first) say(`checking ${r.stack} against the review and its host`);
+    moved.push(...(await check(r, first)).lines.map((l) => `${r.stack}: ${l}`));
+  }
+  if (moved.length) throw new ReviewMoved(`refused: what was reviewed has moved, so nothing was changed.\n${moved.map((m) => `- ${m}`).join("\n")}\nRun \`npm run review\` again and review what it shows now.`);
+  const done: Applied[] = [];
+  const stopped = (stack: string, lines: string[]) =>
+    new ReviewMoved(`stopped before ${stack}: ${lines.join("; ")}.\nApplied before it: ${done.filter((d) => d.result === "applied").map((d) => d.stack).join(", ") || "none"}; nothing else was changed. Run \`npm run review\` again for the rest.`);
+  let previous: { host: string; unitHash: string; stack: string } | undefined;
+  let changedSomething = false;
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-apply-"));
   try {
     for (const r of record.stacks) {
-      if (!fs.existsSync(path.join(o.dir, stackFile(stacksDir, r.stack)))) {
-        moved.push(`${r.stack}: its stack file is gone`);
-        continue;
-      }
-      const config = configOf(o.dir, o.env, stacksDir, r.stack);
-      const state = (await existingState(ws, r.stack)) ?? { fingerprint: "none", outputs: {} };
-      const lines = whatMoved(r, { fingerprints: { config: config.fingerprint, state: state.fingerprint } });
-      if (!lines.length && r.plan && !firstOnHost.has(r.host)) {
-        firstOnHost.add(r.host);
-        say(`checking ${r.stack} against its host`);
-        const now = await previewOf(await Stack.select(r.stack, ws), undefined);
-        if (now.error) lines.push(`its preview now fails: ${now.error.split("\n")[0]}`);
-        else lines.push(...whatMoved(r, { fingerprints: { host: sha256(now.hostView) }, steps: now.steps, hostView: now.hostView }));
-        checked.add(r.stack);
-      }
-      moved.push(...lines.map((l) => `${r.stack}: ${l}`));
-    }
-    if (moved.length) throw new ReviewMoved(`refused: what was reviewed has moved, so nothing was changed.\n${moved.map((m) => `- ${m}`).join("\n")}\nRun \`npm run review\` again and review what it shows now.`);
-    const done: Applied[] = [];
-    let previous: { host: string; unitHash: string; stack: string } | undefined;
-    for (const r of record.stacks) {
-      if (!r.plan) {
+      if (!applies(r) || !r.plan) {
         done.push({ stack: r.stack, result: "nothing to apply" });
         continue;
       }
       const stack = await Stack.select(r.stack, ws);
       let plan = path.join(o.plansDir, r.plan);
-      if (!checked.has(r.stack)) {
+      if (firstOnHost.has(r.stack)) {
+        // Checked before the first `up`; checked again if another `up` of this apply ran since
+        // (minutes, in which someone else may have moved this host).
+        if (changedSomething) {
+          const { lines } = await check(r, true);
+          if (lines.length) throw stopped(r.stack, lines);
+        }
+      } else {
         // A later stack of a host: the stack before it has just replaced the host's unit, so its
         // reviewed plan (made against the unit before) no longer holds; a new preview must plan
-        // the same steps, against the unit that stack installed.
+        // the reviewed steps (readiness and benchmark aside, which follow the host), against the
+        // unit that stack installed.
         plan = path.join(scratch, `${r.stack}.plan.json`);
-        const now = await previewOf(stack, plan);
-        const lines = now.error ? [`its preview now fails: ${now.error.split("\n")[0]}`] : whatMoved(r, { fingerprints: {}, steps: now.steps });
+        const { lines } = await check(r, false);
+        const now = lines.length ? undefined : await previewOf(stack, plan);
+        if (now?.error) lines.push(`its preview now fails: ${now.error.split("\n")[0]}`);
+        else if (now) lines.push(...whatMoved(r, { fingerprints: {}, steps: now.steps, afterTakeover: true }));
         const expected = previous && previous.host === r.host ? `runs the unit of stack ${previous.stack} (${previous.unitHash.slice(0, 12)})` : undefined;
-        if (expected && !now.hostView.split("\n")[0].includes(expected)) lines.push(`its host should run what ${previous!.stack} installed, but: ${now.hostView.split("\n")[0]}`);
-        if (lines.length) {
-          throw new ReviewMoved(`stopped before ${r.stack}: ${lines.join("; ")}.\nApplied before it: ${done.filter((d) => d.result === "applied").map((d) => d.stack).join(", ") || "none"}. Run \`npm run review\` again for the rest.`);
-        }
+        if (now && !now.error && (!expected || !now.hostView.split("\n")[0].includes(expected))) lines.push(`its host should run what ${previous?.stack ?? "the stack before it"} installed, but: ${now.hostView.split("\n")[0]}`);
+        if (lines.length) throw stopped(r.stack, lines);
       }
-      say(`applying ${r.stack} (${r.effect}) under its reviewed plan`);
+      say(`applying ${r.stack} (${r.effect}) under its ${firstOnHost.has(r.stack) ? "reviewed" : "re-checked"} plan`);
+      changedSomething = true;
       const up = await stack.up({ plan, color: "never", onOutput: o.output });
       const unitHash = up.outputs.unitHash?.value;
       previous = typeof unitHash === "string" ? { host: r.host, unitHash, stack: r.stack } : undefined;

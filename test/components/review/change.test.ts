@@ -56,3 +56,10 @@ test("warnings: drainPolicy proceed, a tpSize change, a GPU change", () => {
   assert.match(configWarnings({}, { service: { environment: { CUDA_VISIBLE_DEVICES: "0,1" } } })[0], /GPUs it runs on change/);
   assert.deepEqual(configWarnings({ model: { tpSize: 8 } }, { model: { tpSize: 8 } }), []);
 });
+
+test("a change of the program (components, index.ts, the lock file) touches every stack", () => {
+  for (const file of ["components/sglang-service/render.ts", "index.ts", "package-lock.json"]) {
+    assert.deepEqual(touchedStacks([file], STACKS, "stacks").touched.map((t) => t.because), STACKS.map(() => "program changed"), file);
+  }
+  assert.deepEqual(touchedStacks(["docs/review.md", "test/x.test.ts"], STACKS, "stacks").touched, []);
+});

@@ -22,6 +22,7 @@ const reviewed: ReviewedStack = {
   host: "h",
   effect: "restart",
   plan: "s.plan.json",
+  planSha: "p",
   steps: [step("sglang-restart", "update", ["create"]), step("sglang-ready", "update", ["hostRuns", "unitHash"])],
   hostView: "u on h runs the unit of stack other (abc); `up` replaces it",
   fingerprints: { config: "c", state: "s", host: "h1" },
@@ -52,4 +53,18 @@ test("rollout: per host, the stack serving now goes last", () => {
     { stack: "d", host: "h1" },
   ];
   assert.deepEqual(rolloutOrder(stacks, (h) => (h === "h1" ? "a" : undefined)).map((s) => s.stack), ["b", "d", "a", "c"]);
+});
+
+test("credentials alone restart nothing; a node's own restart or presence does", () => {
+  assert.equal(effectOf([step("sglang-host", "update", ["connection"]), step("sglang-restart", "update", ["connection"]), step("sglang-unit", "update", ["connection"])]), "update, no restart");
+  assert.equal(effectOf([step("sglang-restart", "update", ["stdin"])]), "restart", "new secrets reach the server by a restart");
+  assert.equal(effectOf([step("sglang-restart-node1", "update", ["create"])]), "restart");
+  assert.equal(effectOf([step("sglang-host-node1", "replace")]), "restart");
+});
+
+test("a later stack of a host: readiness and benchmark steps follow the host and are not compared", () => {
+  const steps = [step("sglang-restart", "update", ["create"]), step("sglang-ready", "update", ["hostRuns", "unitHash"]), step("benchmark-run", "update", ["settings"])];
+  const afterTakeover = [step("sglang-restart", "update", ["create"]), step("sglang-ready", "update", ["hostRuns"])];
+  assert.deepEqual(whatMoved({ ...reviewed, steps }, { fingerprints: {}, steps: afterTakeover, afterTakeover: true }), []);
+  assert.match(whatMoved({ ...reviewed, steps }, { fingerprints: {}, steps: [step("sglang-ready", "update", ["hostRuns"])], afterTakeover: true })[0], /plans other steps/);
 });

@@ -29,6 +29,7 @@ function stack(i: number): StackReview {
     hostView: `sglang-k26 on 10.0.0.${(i % 5) + 1} runs the unit of stack b${i + 1}t4-w2048 (0123456789ab); \`up\` replaces it with stack b${i}t4-w2048's unit (ba9876543210), changing 60 lines:\n${unit}`,
     steps: [{ resource: "sglang-restart", op: "update", keys: ["create"] }],
     downtime: { seconds: 431.5, from: "x" },
+    restartBecause: `host serves \`b${i + 1}t4-w2048\``,
     benchmark: { self: { stack: `b${i}t4-w2048`, takenAt: "2026-12-01T10:00:00Z", figures: figures(180) }, serving: { stack: `b${i + 1}t4-w2048`, takenAt: "2026-12-01T11:00:00Z", figures: figures(190) } },
   };
 }
@@ -55,10 +56,10 @@ test("a handful of stacks are shown in full: unit lines, steps, benchmarks side 
   assert.match(md, /\| `b2t4-w2048` \| 10\.0\.0\.3 \| budget 2 -> 6 \| \*\*restart\*\* \(host serves `b3t4-w2048`\) \|/);
 });
 
-test("warnings come before the table, in GitHub's alert form", () => {
+test("the table comes first; warnings follow it, in GitHub's alert form, before the sections", () => {
   const md = renderReview(doc(8));
   const warning = md.indexOf("> [!WARNING]");
-  assert.ok(warning > 0 && warning < md.indexOf("| Stack |"));
+  assert.ok(warning > md.indexOf("| Stack |") && warning < md.indexOf("<details>"));
   assert.match(md, /> - \*\*b7t4-w2048\*\*: `timeouts.drainPolicy: proceed`/);
 });
 
@@ -70,4 +71,31 @@ test("a thousand stacks: still under the limit, saying it was cut", () => {
 
 test("no stack touched: says so", () => {
   assert.match(renderReview({ ...doc(0) }), /This change touches no stack/);
+});
+
+test("text from configuration, hosts and errors cannot inject Markdown or HTML", () => {
+  const evil = stack(1);
+  evil.changes = [{ key: "service.unitName", words: "unitName a -> <!-- hidden", secret: false }, { key: "x", words: "x 1 -> y\n\n</details>\n\n# LGTM", secret: false }];
+  evil.error = "config broke:\n```\n</details><details open><summary>fake</summary>\n```";
+  evil.effect = "preview failed";
+  evil.host = "h|x<b>";
+  const md = renderReview({ ...doc(0), stacks: [evil] });
+  // What renders as Markdown: without fenced blocks (a fence closes only on a run as long as its
+  // own) and code spans, which show their text as it is.
+  const rendered = md.replace(/^(`{3,})[^\n]*\n[\s\S]*?\n\1$/gm, "").replace(/`[^`\n]*`/g, "");
+  assert.equal(rendered.match(/<!--/g)?.length, 1, `the marker is the only HTML comment:\n${rendered.split("\n").filter((l) => l.includes("<!--")).join("\n")}`);
+  assert.doesNotMatch(rendered, /^# LGTM|<details open>|h\\\|x<b>/m);
+  assert.equal(rendered.match(/<details>/g)?.length, 1);
+  assert.equal(rendered.match(/<\/details>/g)?.length, 1, "the section closes once");
+  // The error's own fence is longer than any run of backticks in it.
+  assert.match(md, /````text\nconfig broke:\n```\n/);
+  assert.match(md, /\| h\\\|x&lt;b> \|/);
+});
+
+test("40 stacks whose previews failed, with long hosts and many removed files: every stack is still in the table", () => {
+  const failing = Array.from({ length: 40 }, (_, i) => ({ ...stack(i + 1), effect: "preview failed" as const, host: "h".repeat(253), error: "e".repeat(5000), warnings: ["w".repeat(900), "v".repeat(900)] }));
+  const md = renderReview({ ...doc(0), stacks: failing, removed: Array.from({ length: 40 }, (_, i) => `gone-${i}`) });
+  assert.ok(md.length <= COMMENT_LIMIT);
+  for (let i = 1; i <= 40; i++) assert.match(md, new RegExp(`^\\| \`b${i}t4-w2048\` \\|`, "m"));
+  assert.match(md, /and 20 more/);
 });

@@ -104,15 +104,27 @@ test("after the stack file changed since the review, apply refuses and changes n
   git("checkout", "--", ".");
 });
 
-test("a change of Pulumi.yaml reviews every stack; a stack it does not change is a no-op", async () => {
+test("a change of Pulumi.yaml reviews every stack; the stack serving goes last, and the host ends serving it", async () => {
   await (await ws.stack(B)).up();
   fs.appendFileSync(path.join(ws.dir, "Pulumi.yaml"), "# a comment only\n");
   commit("Pulumi.yaml: a comment");
   const r = await review();
-  assert.deepEqual(r.record.stacks.map((s) => s.stack).sort(), [A, B].sort());
+  // A restarts (its host serves B); B changes nothing by itself, but its `up` after A's finds
+  // A's unit there and restarts: it is applied last, so the host ends serving B again.
+  assert.deepEqual(r.record.stacks.map((s) => [s.stack, s.effect]), [[A, "restart"], [B, "restart"]]);
   const b = r.document.stacks.find((s) => s.stack === B)!;
-  assert.equal(b.effect, "no change");
-  assert.equal(r.record.stacks.find((s) => s.stack === B)!.plan, null);
-  assert.match(r.markdown, /\| `b16t4-w2048` \| [^|]+ \| none of its settings \(Pulumi\.yaml changed elsewhere\) \| no \| none \|/);
-  assert.equal(r.document.stacks.find((s) => s.stack === A)!.effect, "restart", "A's host serves B: its up would restart");
+  assert.deepEqual(b.changes, []);
+  assert.match(r.markdown, /\| `b16t4-w2048` \| [^|]+ \| none of its settings \(Pulumi\.yaml changed elsewhere\) \| \*\*restart\*\* \(after `b8t4-w2048` takes the host\) \| ~[\d.]+ s \| 2 of 2 on this host \|/);
+  assert.deepEqual(await apply(), [{ stack: A, result: "applied" }, { stack: B, result: "applied" }]);
+  assert.equal(await stackOfUnit(), B);
+});
+
+test("a no-op: a stack named for review whose up would change nothing", async () => {
+  fs.writeFileSync(path.join(ws.dir, "NOTES.md"), "not a stack\n");
+  git("add", "NOTES.md");
+  commit("notes");
+  const r = await runReview({ dir: ws.dir, env: ws.env, base: "HEAD~1", plansDir: plans, named: (s) => s === B });
+  assert.deepEqual(r.record.stacks.map((s) => [s.stack, s.effect]), [[B, "no change"]]);
+  assert.match(r.markdown, /\| `b16t4-w2048` \| [^|]+ \| no setting \| no \| none \|/);
+  assert.deepEqual(await apply(), [{ stack: B, result: "nothing to apply" }]);
 });
