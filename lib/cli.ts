@@ -17,6 +17,15 @@ export function inProjectFolder<T>(type: ValueType<T>): ValueType<T> {
   return { expects: `${type.expects}, relative to the project folder`, parse: (text) => type.parse(text === "" ? "" : path.resolve(REPO_ROOT, text)) };
 }
 
+/** A pattern of stack names, as --stacks takes it. */
+export const stackPattern: ValueType<string> = {
+  expects: "a pattern of stack names (* any characters, ? one)",
+  parse(glob) {
+    if (glob === "") throw new Error("");
+    return glob;
+  },
+};
+
 /**
  * Runs scripts/setup.sh: npm dependencies, the pinned Pulumi toolchain, bubblewrap and,
  * with `hosts`, the simulated hosts' image and compiled simulators. Each step is cached;

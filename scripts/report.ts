@@ -8,7 +8,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { LocalWorkspace } from "@pulumi/pulumi/automation";
 import { pulumiCommand, pulumiEnv, REPO_ROOT } from "../lib/pulumi-env";
-import { command, existingDirectory, inProjectFolder, oneOf, option, outputDirectory, parseCommandOrExit, setUp, UsageError, ValueType } from "../lib/cli";
+import { command, existingDirectory, inProjectFolder, oneOf, option, outputDirectory, parseCommandOrExit, setUp, stackPattern, UsageError } from "../lib/cli";
 import { KEPT_WORKSPACES, keptWorkspaceDir, workspaceEnv } from "../lib/workspace";
 import { emptyPassphraseRefusal } from "../lib/secrets-passphrase";
 import { globMatcher, renderMarkdown, renderSvg, ReportRow, withHistory } from "../components/benchmark/report";
@@ -16,14 +16,6 @@ import { readHistory } from "../components/benchmark/history";
 
 const SOURCES = ["project", "demo", "sweep"] as const;
 type Source = (typeof SOURCES)[number];
-
-const stackPattern: ValueType<string> = {
-  expects: "a pattern of stack names (* any characters, ? one)",
-  parse(glob) {
-    if (glob === "") throw new Error("");
-    return glob;
-  },
-};
 
 const INVOCATION = "npm run report --";
 const COMMAND = command({

@@ -2,20 +2,12 @@
 // document for the pull request (components/review/). `npm run review -- --help` lists the options.
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { command, inProjectFolder, option, outputDirectory, parseCommandOrExit, setUp, text, ValueType } from "../lib/cli";
+import { command, inProjectFolder, option, outputDirectory, parseCommandOrExit, setUp, stackPattern, text } from "../lib/cli";
 import { pulumiEnv, REPO_ROOT } from "../lib/pulumi-env";
 import { emptyPassphraseRefusal } from "../lib/secrets-passphrase";
 import { globMatcher } from "../components/benchmark/report";
 import { runReview } from "../components/review/review";
 import { COMMENT_LIMIT } from "../components/review/render";
-
-const stackPattern: ValueType<string> = {
-  expects: "a pattern of stack names (* any characters, ? one)",
-  parse(glob) {
-    if (glob === "") throw new Error("");
-    return glob;
-  },
-};
 
 const INVOCATION = "npm run review --";
 const COMMAND = command({
