@@ -68,10 +68,14 @@ test("the host: root may not log in where the tool connects, and deploy's sudo r
   assert.match((await sshAs(host, "deploy", "sudo -n -- bash -c true")).stderr, /sudo: a password is required/);
 });
 
-test("up through sudo: the server serves, its secret files are root's 0600 files, and every host step was `sudo -n -- bash -s`", async () => {
+test("up through sudo, with a short benchmark: the server serves, its secret files are root's 0600 files, and every host step was `sudo -n -- bash -s`", async () => {
   let output = "";
+  // The benchmark reads who serves and holds the host's lock through sudo too.
+  ws.setStackConfig("main", "benchmark", { runs: 1, warmupRuns: 0, maxTokens: 32, longContextTokens: [1024], concurrency: [2], coding: false });
   const up = await (await ws.stack("main")).up({ onOutput: (s) => (output += s) });
+  ws.setStackConfig("main", "benchmark", { enabled: false });
   assert.equal(up.summary.result, "succeeded");
+  assert.equal((up.outputs.benchmark?.value as { measured_on?: { mainPid?: number } } | null)?.measured_on?.mainPid, await mainPid(), "measured the server this stack deployed");
   assert.equal((await serving()).speculative_ddtree_budget, 16);
   assert.equal(await sh(`stat -c '%U %a' /etc/dflash-sglang/${UNIT}.*`).then((s) => [...new Set(s.split("\n"))].join()), "root 600");
   const commands = await sudoCommands();
