@@ -61,9 +61,10 @@ export function connectionOf(d: Deployment, privateKey: pulumi.Input<string>, ho
 /**
  * A host step of @pulumi/command: `command` (a shell command line for root) with `stdin`, as
  * the SSH user runs it (become.ts: itself as root, or `sudo -n -- bash -s` with the command in
- * front of its stdin). The stdin stays secret where it was.
+ * front of its stdin). The stdin stays secret where it was; as root, both are as given.
  */
-function hostStep(host: Deployment["host"], command: string, stdin: pulumi.Input<string>): { create: string; stdin: pulumi.Output<string> } {
+function hostStep(host: Deployment["host"], command: string, stdin: pulumi.Input<string>): { create: string; stdin: pulumi.Input<string> } {
+  if (host.become === undefined) return { create: command, stdin };
   return { create: asSshUser(host.become, command).command, stdin: pulumi.output(stdin).apply((text) => asSshUser(host.become, command, text).stdin) };
 }
 
