@@ -48,14 +48,24 @@ export function asSshUser(become: Become | undefined, command: string, stdin = "
 }
 
 /**
+ * sudo's words when it refuses to run anything (sudo 1.8 and 1.9): a password wanted, the
+ * command not allowed, a terminal wanted (`requiretty`), the account refused. Its warnings
+ * (`sudo: unable to resolve host ...`) precede commands it does run, so they are not here.
+ */
+const SUDO_REFUSED =
+  /^sudo: (a password is required|a terminal is required|sorry, you must have a tty|no tty present|account validation failure|PAM account management error)|^Sorry, user \S+ (is not allowed|may not run sudo)|is not in the sudoers file/;
+
+/**
  * Pure: sudo's own refusal (it ran nothing), from a step's exit status and stderr, as the line
  * sudo printed; undefined when sudo ran the command (whatever the command's own status).
  */
 export function sudoRefusal(code: number, stderr: string): string | undefined {
   if (code === 127 && /sudo: (command )?not found/.test(stderr)) return "sudo is not installed";
   if (code !== 1) return undefined;
-  const line = stderr.split("\n").find((l) => /^sudo: |^Sorry, user \S+ (is not allowed|may not run sudo)|is not in the sudoers file/.test(l));
-  return line?.trim();
+  return stderr
+    .split("\n")
+    .find((l) => SUDO_REFUSED.test(l))
+    ?.trim();
 }
 
 /** What to tell a user whose sudo refused: who, where, that nothing ran, and what to do. */

@@ -49,8 +49,11 @@ test("sudo's own refusals are told from the command's failures", () => {
   assert.equal(sudoRefusal(1, "Sorry, user deploy is not allowed to execute '/usr/bin/bash -s' as root on gpu1.\n"), "Sorry, user deploy is not allowed to execute '/usr/bin/bash -s' as root on gpu1.");
   assert.equal(sudoRefusal(1, "deploy is not in the sudoers file.\n"), "deploy is not in the sudoers file.");
   assert.equal(sudoRefusal(127, "bash: line 1: sudo: command not found\n"), "sudo is not installed");
-  // The command's own exit 1, and sudo's words at another status, are the command's.
+  assert.equal(sudoRefusal(1, "sudo: sorry, you must have a tty to run sudo\n"), "sudo: sorry, you must have a tty to run sudo");
+  // The command's own exit 1, also after a warning of a sudo that ran it, and sudo's words at
+  // another status, are the command's.
   assert.equal(sudoRefusal(1, "grep: /etc/x: No such file or directory\n"), undefined);
+  assert.equal(sudoRefusal(1, "sudo: unable to resolve host gpu1: Name or service not known\nno unit\n"), undefined);
   assert.equal(sudoRefusal(3, "sudo: a password is required\n"), undefined);
   assert.equal(sudoRefusal(0, ""), undefined);
 });
