@@ -49,8 +49,8 @@ async function replay(owned: OwnedHosts, where: string, rev: string | undefined,
     const worker = async () => {
       for (let i = next++; i < cases.length; i = next++) {
         const { file, case: c } = cases[i];
-        say(`case ${path.basename(file)}${c.group ? " (two-node group)" : ""}: ${c.steps.map(describe).join(" | ")}`);
-        results.push({ file, r: await runSequence((n, o) => owned.start(n, o), hosts.stop, `case-${i}`, c.group, c.steps, say, checkout?.root) });
+        say(`case ${path.basename(file)}${c.group ? " (two-node group)" : ""}${c.sudo ? " (through sudo)" : ""}: ${c.steps.map(describe).join(" | ")}`);
+        results.push({ file, r: await runSequence((n, o) => owned.start(n, o), hosts.stop, `case-${i}`, c, c.steps, say, checkout?.root) });
       }
     };
     await Promise.all(Array.from({ length: Math.min(parallel, cases.length) }, worker));
@@ -114,15 +114,15 @@ async function main(owned: OwnedHosts): Promise<number> {
     const worker = async () => {
       for (let i = next++; i < sequences; i = next++) {
         const plan = plans[i];
-        say(`sequence ${i} (seed ${seed}${plan.group ? ", two-node group" : ""}): ${plan.steps.map(describe).join(" | ")}`);
-        let r = await runSequence(start, hosts.stop, `${seed}-${i}`, plan.group, plan.steps, say, checkout?.root);
+        say(`sequence ${i} (seed ${seed}${plan.group ? ", two-node group" : ""}${plan.sudo ? ", through sudo" : ""}): ${plan.steps.map(describe).join(" | ")}`);
+        let r = await runSequence(start, hosts.stop, `${seed}-${i}`, plan, plan.steps, say, checkout?.root);
         if (r.violations.length && options.shrink) {
           let smallest = r.steps.map((s) => s.step);
           for (let shrinking = true; shrinking; ) {
             shrinking = false;
             for (const candidate of shorter(smallest)) {
               say(`  shrinking ${i}: trying ${candidate.length} step(s)`);
-              const again = await runSequence(start, hosts.stop, `${seed}-${i}-s`, plan.group, candidate, say, checkout?.root);
+              const again = await runSequence(start, hosts.stop, `${seed}-${i}-s`, plan, candidate, say, checkout?.root);
               if (again.violations.length) {
                 smallest = candidate;
                 r = { ...again, label: r.label };
@@ -134,7 +134,7 @@ async function main(owned: OwnedHosts): Promise<number> {
           const dir = path.join(REPO_ROOT, "test", "campaign", "cases");
           fs.mkdirSync(dir, { recursive: true });
           const file = path.join(dir, `seed-${seed}-sequence-${i}.json`);
-          const kept: RegressionCase = { name: `seed ${seed}, sequence ${i}, shrunk`, source: `npm run campaign -- --seed ${seed} --sequences ${sequences} --steps ${steps}${weights ? ` --weights ${formatWeights(weights)}` : ""}${options.dense ? " --dense" : ""} --shrink`, group: plan.group, steps: smallest, brokeBefore: { revision: rev || "HEAD", violations: r.violations } };
+          const kept: RegressionCase = { name: `seed ${seed}, sequence ${i}, shrunk`, source: `npm run campaign -- --seed ${seed} --sequences ${sequences} --steps ${steps}${weights ? ` --weights ${formatWeights(weights)}` : ""}${options.dense ? " --dense" : ""} --shrink`, group: plan.group, ...(plan.sudo ? { sudo: true } : {}), steps: smallest, brokeBefore: { revision: rev || "HEAD", violations: r.violations } };
           fs.writeFileSync(file, `${JSON.stringify(kept, null, 2)}\n`);
           say(`  shrunk to ${smallest.length} step(s): ${file}`);
         }

@@ -16,14 +16,22 @@ import { readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "
 import { failureCause } from "../components/sweep/sweep";
 import { oneOf, option, parseCommandOrExit } from "../lib/cli";
 import { SGLANG_LINES, SglangLine } from "../simhost/sim/sglang/lines";
+import { sudoersFor } from "../components/sglang-service/become";
 
 const { options } = parseCommandOrExit("npx tsx bench/faults.ts", {
   summary: "The fault table: each fault injected into the new configuration of a reconfiguration on a simulated host,\nwith requests in flight; outcome, time to detect, time to recover, requests lost. Writes bench/results/faults.{json,md}.",
   options: {
     line: option({ type: oneOf(["release", "main", "both"] as const), placeholder: "LINE", description: "the SGLang the hosts run: its last release, main, or every row against each", default: "both" }),
+    sudo: option({
+      type: oneOf(["release", "main", "both", "none"] as const),
+      placeholder: "LINE",
+      description: "the line whose hosts root may not log in to: the stack reaches them as deploy, through sudo with the README's sudoers lines",
+      default: "release",
+    }),
   },
 });
 const LINES_RUN: readonly SglangLine[] = options.line === "both" ? SGLANG_LINES : [options.line];
+const throughSudo = (line: SglangLine) => options.sudo === "both" || options.sudo === line;
 
 /** The hosts of a line's run (the lines run at once, each on its own hosts). */
 const hostNames = (line: SglangLine) => ({ host: `faults-${line}-${process.pid}`, node1: `faults-${line}-node1-${process.pid}` });
@@ -361,7 +369,8 @@ async function streamChat(host: hosts.HostInfo, maxTokens: number, apiKey?: stri
 async function runLine(owned: OwnedHosts, line: SglangLine): Promise<Record<string, unknown>[]> {
   const names = hostNames(line);
   const { host: HOST, node1: NODE1 } = names;
-  const [host, node1] = await Promise.all([HOST, NODE1].map((n) => owned.start(n, { sglang: { profile: "ddtree-fork", line, loadSeconds: 3, warmupSeconds: 0.3 } })));
+  const sudoers = throughSudo(line) ? { sudoers: sudoersFor("deploy") } : {};
+  const [host, node1] = await Promise.all([HOST, NODE1].map((n) => owned.start(n, { sglang: { profile: "ddtree-fork", line, loadSeconds: 3, warmupSeconds: 0.3 }, ...sudoers })));
   const base = { ...readRepoStackConfig(GOOD), ...simHostConfig(host), "dflash-sglang:safety": { stableSeconds: 2 }, "dflash-sglang:timeouts": { readySeconds: 60, pollMs: 250 }, "dflash-sglang:benchmark": { enabled: false } };
   const ws = simWorkspace({ [STACK]: base });
   const sh = async (cmd: string) => (await hosts.ssh(host, cmd)).stdout.trim();
@@ -454,7 +463,7 @@ async function runLine(owned: OwnedHosts, line: SglangLine): Promise<Record<stri
           thenFixed = `UNEXPECTED: ${failureCause((e as Error).message).slice(0, 100)}`;
         }
       }
-      const row = { sglang: line, fault: sc.name, outcome, cause: cause.trim(), detectSeconds: detect, recoverSeconds: failedAt ? ((ended - failedAt) / 1000).toFixed(1) : "-", upSeconds: ((ended - started) / 1000).toFixed(1), requestsInFlight: inFlight.length, requestsLost: inFlight.length - completed, thenFixed, notes: ctx.notes.join("; ") };
+      const row = { sglang: line, login: host.become ? `${host.user}, sudo` : host.user, fault: sc.name, outcome, cause: cause.trim(), detectSeconds: detect, recoverSeconds: failedAt ? ((ended - failedAt) / 1000).toFixed(1) : "-", upSeconds: ((ended - started) / 1000).toFixed(1), requestsInFlight: inFlight.length, requestsLost: inFlight.length - completed, thenFixed, notes: ctx.notes.join("; ") };
       rows.push(row);
       process.stderr.write(`${JSON.stringify(row)}\n`);
     }
@@ -468,7 +477,7 @@ async function runLine(owned: OwnedHosts, line: SglangLine): Promise<Record<stri
 async function main(owned: OwnedHosts): Promise<void> {
   // The lines at once, each on its own hosts and workspace (they share the machine's cores).
   const rows = (await Promise.all(LINES_RUN.map((line) => runLine(owned, line)))).flat();
-  const out = { command: `npx tsx bench/faults.ts --line ${options.line}`, date: new Date().toISOString(), machine: "2 cores, 24 GB", loadSeconds: 3, rows };
+  const out = { command: `npx tsx bench/faults.ts --line ${options.line} --sudo ${options.sudo}`, date: new Date().toISOString(), machine: "2 cores, 24 GB", loadSeconds: 3, rows };
   const dir = path.join(REPO_ROOT, "bench/results");
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, "faults.json"), JSON.stringify(out, null, 2) + "\n");
@@ -495,9 +504,12 @@ async function main(owned: OwnedHosts): Promise<void> {
     "fatal by default on main, the window flag's deprecated alias only in the release). The two ran at once, each on",
     "hosts of its own, sharing the machine's two cores: times are those of a busy machine.",
     "",
-    "| SGLang | fault | outcome | cause reported | detect s | recover s | up s | in flight | lost | then, fixed | notes |",
-    "|---|---|---|---|---:|---:|---:|---:|---:|---|---|",
-    ...rows.map((r) => `| ${r.sglang} | ${r.fault} | ${r.outcome} | ${String(r.cause || "-").replace(/\|/g, "\\|")} | ${r.detectSeconds} | ${r.recoverSeconds} | ${r.upSeconds} | ${r.requestsInFlight} | ${r.requestsLost} | ${r.thenFixed} | ${r.notes || "-"} |`),
+    "The login column says how the stack reached the hosts: as root, or (`--sudo`) as `deploy` on hosts where root may",
+    "not log in, every host step through `sudo -n -- bash -s` with the README's sudoers lines (issue 23).",
+    "",
+    "| SGLang | login | fault | outcome | cause reported | detect s | recover s | up s | in flight | lost | then, fixed | notes |",
+    "|---|---|---|---|---|---:|---:|---:|---:|---|---|",
+    ...rows.map((r) => `| ${r.sglang} | ${r.login ?? "root"} | ${r.fault} | ${r.outcome} | ${String(r.cause || "-").replace(/\|/g, "\\|")} | ${r.detectSeconds} | ${r.recoverSeconds} | ${r.upSeconds} | ${r.requestsInFlight} | ${r.requestsLost} | ${r.thenFixed} | ${r.notes || "-"} |`),
     "",
   ].join("\n");
   fs.writeFileSync(path.join(dir, "faults.md"), md);

@@ -54,7 +54,7 @@ export function mergedConfig(stackConfig: Record<string, unknown>): Record<strin
 /** Config that points a stack at a simulated host. */
 export function simHostConfig(host: HostInfo, unitName = "sglang-k26"): Record<string, unknown> {
   return {
-    [`${NS}:host`]: { address: host.address, port: host.port, user: host.user, privateKeyPath: host.privateKeyPath, hostKey: host.hostKey },
+    [`${NS}:host`]: { address: host.address, port: host.port, user: host.user, ...(host.become ? { become: host.become } : {}), privateKeyPath: host.privateKeyPath, hostKey: host.hostKey },
     // Hosts share the machine's port space: each server listens on its own address.
     [`${NS}:service`]: { unitName, port: host.sglangPort, listenAddress: host.address },
   };

@@ -4,11 +4,12 @@
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { argument, command, flag, json, option, parseProgramOrExit, positiveInteger, positiveNumber, UsageError, type ValueType } from "./command-line";
+import { argument, command, flag, json, oneOf, option, parseProgramOrExit, positiveInteger, positiveNumber, UsageError, type ValueType } from "./command-line";
 import { parseFaults } from "./sim/faults";
 import * as YAML from "yaml";
 import { simHostConfigLines, withSimHostOverlay } from "../lib/workspace";
 import { OVERLAY_FILE, parseOverlay } from "../components/sglang-service/overlay";
+import { sudoersFor } from "../components/sglang-service/become";
 import { configure, fault, hostInfo, projectBuildProfile, reclaimOrphans, start, START_DEFAULTS, status, stop, stopAll, validateHostName, type ModelSpec } from "./hosts";
 
 const hostName: ValueType<string> = {
@@ -51,6 +52,13 @@ const stackName: ValueType<string> = {
   },
 };
 
+/** `start --sudo`: what the user deploy may do through sudo on a host where root may not log in. */
+const SUDO_RIGHTS = {
+  all: "deploy ALL=(root) NOPASSWD: ALL\n",
+  listed: sudoersFor("deploy"),
+  password: "deploy ALL=(ALL) ALL\n",
+} as const;
+
 const INVOCATION = "npm run simhost --";
 const PROGRAM = {
   summary: "Simulated GPU hosts on this machine: Debian containers with systemd and sshd on 127.0.0.N, simulated SGLang and GPUs.",
@@ -64,6 +72,11 @@ const PROGRAM = {
         sglang: option({ type: jsonObject('{"profile":"ddtree-fork"}'), placeholder: "JSON", description: "settings of the SGLang simulator, see simhost/sim/sglang/", default: "{}" }),
         models: option({ type: models, placeholder: "JSON", description: "fake model trees; without it, the Kimi-K2.6 target and its DFlash drafter" }),
         "boot-timeout": option({ type: positiveNumber, placeholder: "SECONDS", description: "how long the boot may take", default: String(START_DEFAULTS.bootTimeoutMs / 1000) }),
+        sudo: option({
+          type: oneOf(["all", "listed", "password"] as const),
+          placeholder: "RIGHTS",
+          description: "root may not log in over SSH: deploy logs in and runs the host steps through sudo, which allows it all, the README's sudoers lines (listed), or all with a password",
+        }),
       },
     },
     stop: command({
@@ -124,6 +137,7 @@ async function main(): Promise<void> {
         sglang: { ...(profile ? { profile } : {}), ...options.sglang },
         models: options.models,
         bootTimeoutMs: options["boot-timeout"] * 1000,
+        ...(options.sudo ? { sudoers: SUDO_RIGHTS[options.sudo] } : {}),
         onProgress: (message) => console.error(`simhost: ${message}`),
       });
       console.log(JSON.stringify(host));

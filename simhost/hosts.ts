@@ -25,6 +25,10 @@ const REPO_ROOT = path.resolve(__dirname, "..");
 export const STATE_ROOT = "/run/dflash-simhost";
 const ADDRESSES_DIR = path.join(STATE_ROOT, "addresses");
 const SSH_PORT = 22;
+/** On a host where root may not log in (StartOptions.sudoers): the one port where it may, for the harness's own access (ssh()). */
+const ROOT_PORT = 2201;
+/** The plain user of the rootfs (rootfs.sh), who logs in where root may not. */
+const PLAIN_USER = "deploy";
 const SGLANG_PORT = 30000;
 const FIRST_HOST_OCTET = 10;
 const LAST_HOST_OCTET = 250;
@@ -67,6 +71,14 @@ export interface StartOptions {
    * what happens to a host stopped in the middle of its boot. Defaults to false.
    */
   holdBoot?: boolean;
+  /**
+   * Root may not log in over SSH (sshd `PermitRootLogin no`): the host is reached as the user
+   * `deploy`, whose sudo rights are this text (/etc/sudoers.d/deploy, e.g.
+   * "deploy ALL=(root) NOPASSWD: ALL"), and HostInfo says `become: "sudo"`. The harness's own
+   * root access (ssh(): faults, checks) goes to ROOT_PORT, the only port where root may log in.
+   * Defaults to none: root logs in.
+   */
+  sudoers?: string;
 }
 
 /** What a start gets for the options it is not given. */
@@ -81,7 +93,11 @@ export interface HostInfo {
   name: string;
   address: string;
   port: number;
-  user: "root";
+  /** Who deploys: root, or `deploy` where root may not log in (then through sudo: `become`). */
+  user: "root" | "deploy";
+  become?: "sudo";
+  /** Where root logs in for the harness (ssh()) when it may not on `port`; absent: `port`. */
+  rootPort?: number;
   privateKeyPath: string;
   /** The host's ed25519 public key line, `ssh-ed25519 AAAA...`. */
   hostKey: string;
@@ -195,6 +211,8 @@ export interface HostTreeParams {
   models: ModelSpec[];
   facts: RootfsFacts;
   holdBoot?: boolean;
+  /** StartOptions.sudoers. */
+  sudoers?: string;
 }
 
 /** The unit that keeps a host's boot from finishing (StartOptions.holdBoot). */
@@ -268,10 +286,7 @@ export function renderHostTree(p: HostTreeParams): HostEntry[] {
     file("/etc/hosts", `127.0.0.1\tlocalhost\n${p.address}\t${p.name}\n`),
     { kind: "dir", path: "/root/.ssh", mode: 0o700 },
     file("/root/.ssh/authorized_keys", `${p.clientPublicKey.trim()}\n`, 0o600),
-    file(
-      "/etc/ssh/sshd_config.d/10-simhost.conf",
-      [`ListenAddress ${p.address}`, "PermitRootLogin prohibit-password", "PasswordAuthentication no", "UseDNS no", ""].join("\n"),
-    ),
+    file("/etc/ssh/sshd_config.d/10-simhost.conf", [`ListenAddress ${p.address}`, ...(p.sudoers === undefined ? ["PermitRootLogin prohibit-password"] : [`ListenAddress ${p.address}:${ROOT_PORT}`, "PermitRootLogin no"]), "PasswordAuthentication no", "UseDNS no", ""].join("\n")),
     file("/usr/local/bin/nvidia-smi", '#!/bin/sh\nexec /usr/local/bin/node /opt/dflash-sim/nvidia-smi.js "$@"\n', 0o755),
     file(`${sitePackages}/sglang/__init__.py`, ""),
     // execv keeps the PID, so systemd's MainPID is the simulator itself.
@@ -283,6 +298,17 @@ export function renderHostTree(p: HostTreeParams): HostEntry[] {
     file("/etc/dflash-sim/sglang.json", `${stableJson(p.sglang)}\n`),
     file("/etc/dflash-sim/faults.json", "{}\n"),
   ];
+  if (p.sudoers !== undefined) {
+    entries.push(
+      // sshd reads the keys as the user: root-owned and readable (StrictModes accepts root's).
+      { kind: "dir", path: `/home/${PLAIN_USER}/.ssh`, mode: 0o755 },
+      file(`/home/${PLAIN_USER}/.ssh/authorized_keys`, `${p.clientPublicKey.trim()}\n`, 0o644),
+      file(`/etc/sudoers.d/${PLAIN_USER}`, p.sudoers.endsWith("\n") ? p.sudoers : `${p.sudoers}\n`, 0o440),
+      // Last of the drop-ins, and a Match block ends at the end of its file: root logs in on
+      // ROOT_PORT only (the harness), never where the tool connects.
+      file("/etc/ssh/sshd_config.d/99-simhost-root-port.conf", [`Match LocalPort ${ROOT_PORT}`, "\tPermitRootLogin prohibit-password", ""].join("\n")),
+    );
+  }
   for (const model of p.models) {
     validateModel(model);
     entries.push(file(path.posix.join(model.path, "config.json"), `${stableJson({ sim_size_gib: model.sizeGiB })}\n`));
@@ -576,7 +602,7 @@ export interface SshOptions {
   knownHostsPath?: string;
 }
 
-/** Runs `command` on the host with the system ssh, pinned to the host's key and identity. */
+/** Runs `command` on the host as root with the system ssh, pinned to the host's key and identity. */
 export function ssh(host: HostInfo, command: string, opts: SshOptions = {}): Promise<SshResult> {
   const args = [
     "-F", "none",
@@ -588,8 +614,8 @@ export function ssh(host: HostInfo, command: string, opts: SshOptions = {}): Pro
     "-o", "ConnectTimeout=5",
     "-o", "LogLevel=ERROR",
     "-i", host.privateKeyPath,
-    "-p", String(host.port),
-    `${host.user}@${host.address}`,
+    "-p", String(host.rootPort ?? host.port),
+    `root@${host.address}`,
     "--",
     command,
   ];
@@ -732,6 +758,7 @@ export async function start(name: string, opts: StartOptions = {}): Promise<Host
         models: opts.models ?? DEFAULT_MODELS,
         facts: inspectRootfs(rootfs),
         holdBoot: opts.holdBoot,
+        sudoers: opts.sudoers,
       }),
     );
     const knownHostsPath = path.join(stateDir, "known_hosts");
@@ -740,7 +767,7 @@ export async function start(name: string, opts: StartOptions = {}): Promise<Host
       name,
       address,
       port: SSH_PORT,
-      user: "root",
+      ...(opts.sudoers === undefined ? { user: "root" as const } : { user: PLAIN_USER, become: "sudo" as const, rootPort: ROOT_PORT }),
       privateKeyPath: clientKey.privateKeyPath,
       hostKey,
       sglangPort: SGLANG_PORT,

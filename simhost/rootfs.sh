@@ -5,7 +5,7 @@
 # in a temporary folder and renamed into place.
 set -euo pipefail
 suite=bookworm
-packages=systemd,systemd-sysv,dbus,openssh-server,iproute2,python3,curl,procps
+packages=systemd,systemd-sysv,dbus,openssh-server,iproute2,python3,curl,procps,sudo
 recipe_hash=$( (echo "$suite $packages"; cat "${BASH_SOURCE[0]}") | sha256sum | cut -c1-16)
 cache_root=${DFLASH_SIMHOST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dflash-pulumi/simhost}
 dest="$cache_root/rootfs-$suite-$recipe_hash"
@@ -37,6 +37,9 @@ start=$(date +%s)
 say "debootstrap $suite from $mirror (cold: about 2 minutes)"
 debootstrap --variant=minbase --include="$packages" "$suite" "$tmp" "$mirror" >"$cache_root/debootstrap.log" 2>&1 \
   || fail "debootstrap failed; last lines of $cache_root/debootstrap.log:$(echo; tail -n 15 "$cache_root/debootstrap.log")"
+# A plain user for hosts where root may not log in over SSH (simhost start's sudoers option
+# gives it its key and its sudo rights); "*": no password, and not a locked account.
+chroot "$tmp" useradd --create-home --shell /bin/bash --password '*' deploy
 # Per-host identity (machine-id, host keys) is made at host start, never shared.
 rm -f "$tmp"/etc/ssh/ssh_host_* "$tmp/etc/machine-id"
 : >"$tmp/etc/machine-id"

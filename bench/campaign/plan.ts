@@ -77,9 +77,11 @@ export type Step =
   | { op: "refresh"; stack: StackName }
   | { op: "destroy"; stack: StackName; fault?: TimedFault; atSeconds?: number };
 
-/** A sequence: its steps, on one host or a two-node group. */
+/** A sequence: its steps, on one host or a two-node group, reached as root or through sudo. */
 export interface Sequence {
   group: boolean;
+  /** Root may not log in: the stacks reach the hosts as `deploy`, through sudo with the README's sudoers lines. */
+  sudo: boolean;
   steps: Step[];
 }
 
@@ -197,9 +199,13 @@ export function planSequence(seed: number, index: number, steps: number, weights
   return out;
 }
 
-/** Pure: sequence `index` of a campaign: its steps, and whether it runs on a two-node group (one in four). */
+/**
+ * Pure: sequence `index` of a campaign: its steps, whether it runs on a two-node group (one in
+ * four), and whether through sudo (one in two: seed and index of odd sum, so that the groups
+ * of one seed run as root and those of the next through sudo).
+ */
 export function planCampaignSequence(seed: number, index: number, steps: number, weights?: FaultWeights, dense = false): Sequence {
-  return { group: index % 4 === 3, steps: planSequence(seed, index, steps, weights, dense) };
+  return { group: index % 4 === 3, sudo: (seed + index) % 2 === 1, steps: planSequence(seed, index, steps, weights, dense) };
 }
 
 /** What a configuration looks like from the server's /server_info. */

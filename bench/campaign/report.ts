@@ -61,6 +61,8 @@ export function tally(runs: CampaignRun[]) {
   return {
     sequences: results.length,
     groups: results.filter((r) => r.group).length,
+    /** Reached as deploy through sudo (results recorded before issue 23 have no `sudo`: as root). */
+    throughSudo: results.filter((r) => r.sudo === true).length,
     steps: steps.length,
     violations: results.reduce((n, r) => n + r.violations.length, 0),
     requests: { completed: requests.filter((x) => x === "completed").length, refused: requests.filter((x) => x === "refused").length, cut: requests.filter((x) => x === "cut").length },
@@ -90,9 +92,9 @@ export function renderCampaign(title: string, runs: CampaignRun[], least: number
     runs.length === 1 ? `Command: \`${runs[0].command}\` (${runs[0].date}, this machine: 2 cores).` : "Runs (each on fresh simulated hosts, through the real engine):",
     ...(runs.length === 1 ? [] : ["", ...runs.map((r) => `- \`${r.command}\` (${r.date}${r.rev ? `, program of ${r.rev}` : ""}): ${r.results.length} sequences, ${(r.wallSeconds / 60).toFixed(0)} min`)]),
     "",
-    "| sequences (two-node) | steps | invariant violations | client requests: completed / refused / cut | wall time |",
+    "| sequences (two-node, through sudo) | steps | invariant violations | client requests: completed / refused / cut | wall time |",
     "|---|---:|---:|---|---:|",
-    `| ${t.sequences} (${t.groups}) | ${t.steps} | ${t.violations} | ${t.requests.completed} / ${t.requests.refused} / ${t.requests.cut} | ${(t.wallSeconds / 60).toFixed(0)} min |`,
+    `| ${t.sequences} (${t.groups}, ${t.throughSudo}) | ${t.steps} | ${t.violations} | ${t.requests.completed} / ${t.requests.refused} / ${t.requests.cut} | ${(t.wallSeconds / 60).toFixed(0)} min |`,
     "",
     `Outcomes of up: ${t.okUps} succeeded, ${t.failedUps} failed (a fault, or a change the host refuses), each then checked. ${stepBound}; longest step ${t.longestStep.toFixed(0)} s.`,
     "",

@@ -21,6 +21,7 @@ import type { EngineEvent } from "@pulumi/pulumi/automation";
 import { killEngine } from "../../lib/engine-process";
 import * as hosts from "../../simhost/hosts";
 import { projectConfig, readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../lib/workspace";
+import { sudoersFor } from "../../components/sglang-service/become";
 import { allowedAfter, FaultKind, Proven, secretForms, Serving, servingOf, StackName, Step, STACKS, TimedFault, TIMED_FAULTS } from "./plan";
 
 export const UNIT = "sglang-k26";
@@ -67,6 +68,8 @@ export interface StepRecord {
 export interface SequenceResult {
   label: string;
   group: boolean;
+  /** The stacks reached the hosts as deploy through sudo (absent in runs recorded before issue 23: as root). */
+  sudo?: boolean;
   steps: StepRecord[];
   violations: string[];
   seconds: number;
@@ -617,14 +620,16 @@ export function describe(s: Step): string {
  * stops at its first violated step. `projectRoot` runs another checkout's program (to show a
  * regression case failing before its fix).
  */
-export async function runSequence(start: StartHost, stop: (name: string) => Promise<void>, label: string, group: boolean, steps: Step[], say: (l: string) => void, projectRoot?: string): Promise<SequenceResult> {
+export async function runSequence(start: StartHost, stop: (name: string) => Promise<void>, label: string, shape: { group: boolean; sudo?: boolean }, steps: Step[], say: (l: string) => void, projectRoot?: string): Promise<SequenceResult> {
   const started = Date.now();
+  const { group } = shape;
   const name = `campaign-${process.pid}-${label.replace(/[^A-Za-z0-9-]/g, "-")}`.slice(0, 60);
   const names = group ? [name, `${name}-n1`] : [name];
-  const sim = { sglang: { profile: "ddtree-fork" as const, loadSeconds: 2, warmupSeconds: 0.3 } };
+  // Through sudo: root may not log in, and deploy may run only what the README's sudoers lines allow.
+  const sim = { sglang: { profile: "ddtree-fork" as const, loadSeconds: 2, warmupSeconds: 0.3 }, ...(shape.sudo ? { sudoers: sudoersFor("deploy") } : {}) };
   const [host, node1] = await Promise.all(names.map((n) => start(n, sim)));
   const ws = simWorkspace(Object.fromEntries(STACKS.map((s) => [s, SequenceRunner.baseConfig(host, node1, s === "a" ? "b8t4-w2048" : "b4t4-w2048")])), { projectRoot });
-  const result: SequenceResult = { label, group, steps: [], violations: [], seconds: 0 };
+  const result: SequenceResult = { label, group, sudo: shape.sudo === true, steps: [], violations: [], seconds: 0 };
   try {
     const seq = new SequenceRunner(host, node1, ws, label.replace(/[^A-Za-z0-9]/g, ""));
     result.violations.push(...(await seq.baseline()).map((v) => `baseline: ${v}`));
@@ -669,6 +674,8 @@ export interface RegressionCase {
   /** Where it comes from (an issue's sequence, or the campaign's seed and index). */
   source: string;
   group: boolean;
+  /** Through sudo (planCampaignSequence); absent: as root. */
+  sudo?: boolean;
   steps: Step[];
   /** What it broke before its fix (and at which revision), for the reader. */
   brokeBefore?: { revision: string; violations: string[] };

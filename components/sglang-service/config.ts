@@ -76,6 +76,8 @@ export interface NodeConnection {
   user: string;
   hostKey: string;
   privateKey: string;
+  /** host.become (nodes[N].become): how the SSH user runs the host steps as root; unset for root. */
+  become?: "sudo";
 }
 
 /** What the stack's configuration names now: the unit's name, and every node's connection (node 0 first). */
@@ -98,7 +100,7 @@ export function nodesFromConfig(get: (key: string) => string | undefined, stack:
   if (hostKey === undefined) throw new Error(noKeyMessage(stack));
   const connections = [d.host, ...d.nodes].map((h, i) => {
     const own = i > 0 ? d.nodes[i - 1].privateKeyPath : undefined;
-    return { host: h.address, port: h.port, user: h.user, hostKey: h.hostKey, privateKey: own ? keyFileText(own, `nodes[${i - 1}].privateKeyPath`, stack) : hostKey };
+    return { host: h.address, port: h.port, user: h.user, hostKey: h.hostKey, privateKey: own ? keyFileText(own, `nodes[${i - 1}].privateKeyPath`, stack) : hostKey, ...(h.become ? { become: h.become } : {}) };
   });
   return { unitName: d.service.unitName, connections };
 }

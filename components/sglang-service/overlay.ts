@@ -22,7 +22,7 @@ import { closest } from "../../simhost/command-line";
 export const OVERLAY_FILE = "dflash.local.yaml";
 
 /** The keys an overlay may set: where a stack runs (how to reach the host, where the server listens), not what it runs. */
-export const OVERLAY_KEYS = { host: ["address", "port", "user", "privateKeyPath", "hostKey"], service: ["listenAddress", "port", "distInitPort"] } as const;
+export const OVERLAY_KEYS = { host: ["address", "port", "user", "become", "privateKeyPath", "hostKey"], service: ["listenAddress", "port", "distInitPort"] } as const;
 export const OVERLAY_SECTIONS = Object.keys(OVERLAY_KEYS) as (keyof typeof OVERLAY_KEYS)[];
 export type OverlaySettings = Partial<Record<keyof typeof OVERLAY_KEYS, unknown>>;
 

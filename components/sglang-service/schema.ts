@@ -31,11 +31,20 @@ function hostSchemaAt(key: string) {
     }),
     /** SSH port. Defaults to 22. */
     port: port(`${key}.port`).default(22),
-    /** SSH user. Defaults to root (systemctl and unit files need it). */
+    /**
+     * SSH user. Defaults to root: the host steps (systemctl, unit files, the secret files) run
+     * as root, so any other user needs `become: sudo`.
+     */
     user: z
       .string(must(`${key}.user`, 'a plain user name (letters, digits, "_", "." and "-", not beginning with "-")'))
       .regex(/^[A-Za-z_][A-Za-z0-9_.-]{0,31}$/)
       .default("root"),
+    /**
+     * "sudo": log in as `user` (any user; for hosts where root may not log in over SSH) and
+     * run every host step as root through `sudo -n` (never with a password): `user` needs the
+     * sudoers line of README, "Hosts where root cannot log in". Defaults to none: `user` is root.
+     */
+    become: oneOf(`${key}.become`, ["sudo"], " (run the host steps as root through sudo -n), or left out when the user is root").optional(),
     /** Private key file on the machine running Pulumi; or set the secret `sshPrivateKey` instead. */
     privateKeyPath: absolutePath(`${key}.privateKeyPath`).optional(),
     /**

@@ -18,6 +18,8 @@ import { renderPreflightScript, renderStageRemoval, renderStageScript, renderTra
 import type { StackSecrets } from "./config";
 import { PROVIDER_VERSION, Presence, Ready } from "./provider";
 import { describeHostChange, hostRunsOf, readLiveUnit } from "./remote/observe";
+import { asSshUser } from "./become";
+import { NoRootAccess } from "./remote/ssh";
 
 export interface SglangServiceArgs {
   /** The validated configuration (see schema.ts: parseDeployment). */
@@ -48,9 +50,22 @@ function secretStdin(unitName: string, presence: SecretPresence, secrets: StackS
 
 export const COMPONENT_TYPE = "dflash:sglang:Service";
 
-/** The SSH connection to the deployment's host, as a secret (it carries the private key). */
+/**
+ * The SSH connection to the deployment's host, as a secret (it carries the private key).
+ * `become` only where set, so that a root host's connection (and state) stays as it was.
+ */
 export function connectionOf(d: Deployment, privateKey: pulumi.Input<string>, host: Deployment["host"] = d.host) {
-  return pulumi.secret(pulumi.output(privateKey).apply((key) => ({ host: host.address, port: host.port, user: host.user, hostKey: host.hostKey, privateKey: key })));
+  return pulumi.secret(pulumi.output(privateKey).apply((key) => ({ host: host.address, port: host.port, user: host.user, hostKey: host.hostKey, privateKey: key, ...(host.become ? { become: host.become } : {}) })));
+}
+
+/**
+ * A host step of @pulumi/command: `command` (a shell command line for root) with `stdin`, as
+ * the SSH user runs it (become.ts: itself as root, or `sudo -n -- bash -s` with the command in
+ * front of its stdin). The stdin stays secret where it was; as root, both are as given.
+ */
+function hostStep(host: Deployment["host"], command: string, stdin: pulumi.Input<string>): { create: string; stdin: pulumi.Input<string> } {
+  if (host.become === undefined) return { create: command, stdin };
+  return { create: asSshUser(host.become, command).command, stdin: pulumi.output(stdin).apply((text) => asSshUser(host.become, command, text).stdin) };
 }
 
 /** The same connection for @pulumi/command: host key pinned, a bounded number of dial attempts. */
@@ -123,7 +138,7 @@ export class SglangService extends pulumi.ComponentResource {
     // here, before anything has changed what a host runs.
     const hostReads = pulumi.all(planned.map((n) => n.conn)).apply((conns) =>
       Promise.all(conns.map((c) => readLiveUnit(c, d.service.unitName))).catch((e: Error) => {
-        throw new ProgramError(e.message);
+        throw new ProgramError(e instanceof NoRootAccess ? `stack ${stack}: ${e.message}` : e.message);
       }),
     );
     const hostView = hostReads.apply(async (views) => {
@@ -147,7 +162,7 @@ export class SglangService extends pulumi.ComponentResource {
       // tears the old unit down first. A host that cannot run it keeps the old server.
       const preflight = new command.remote.Command(
         `${name}-preflight${n.suffix}`,
-        { connection, create: `bash -s # preflight ${d.service.unitName} for stack ${stack}`, stdin: renderPreflightScript(checked), addPreviousOutputInEnv: false },
+        { connection, ...hostStep(n.host, `bash -s # preflight ${d.service.unitName} for stack ${stack}`, renderPreflightScript(checked)), addPreviousOutputInEnv: false },
         { parent: this, additionalSecretOutputs: ["connection"] },
       );
       // This stack on the node: created first, deleted last; its delete is the teardown.
@@ -181,8 +196,7 @@ export class SglangService extends pulumi.ComponentResource {
         `${name}-unit${n.suffix}`,
         {
           connection,
-          create: `bash -s # stage ${d.service.unitName} for stack ${stack}`,
-          stdin: stageScript,
+          ...hostStep(n.host, `bash -s # stage ${d.service.unitName} for stack ${stack}`, stageScript),
           addPreviousOutputInEnv: false,
         },
         { parent: this, dependsOn: [onNode], additionalSecretOutputs: ["connection"] },
@@ -193,8 +207,7 @@ export class SglangService extends pulumi.ComponentResource {
         `${name}-restart${n.suffix}`,
         {
           connection,
-          create: `bash ${shellQuote(transactionPath(d.service.unitName, stack))} restart ${n.unitHash}`,
-          stdin: pulumi.all([stdin, hostView]).apply(([text]) => text),
+          ...hostStep(n.host, `bash ${shellQuote(transactionPath(d.service.unitName, stack))} restart ${n.unitHash}`, pulumi.all([stdin, hostView]).apply(([text]) => text)),
           addPreviousOutputInEnv: false,
         },
         { parent: this, dependsOn: [staged], additionalSecretOutputs: ["connection"] },

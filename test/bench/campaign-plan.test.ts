@@ -30,8 +30,10 @@ test("over many sequences every operation, key change and fault kind is drawn", 
   }
 });
 
-test("one sequence in four runs on a two-node group; neighbouring seeds draw unrelated first steps", () => {
+test("one sequence in four runs on a two-node group, one in two through sudo (groups too, on every other seed); neighbouring seeds draw unrelated first steps", () => {
   assert.deepEqual([0, 1, 2, 3, 7].map((i) => planCampaignSequence(1, i, 2).group), [false, false, false, true, true]);
+  assert.deepEqual([0, 1, 2, 3].map((i) => planCampaignSequence(1, i, 2).sudo), [true, false, true, false]);
+  assert.deepEqual([0, 1, 2, 3].map((i) => planCampaignSequence(2, i, 2).sudo), [false, true, false, true]);
   const firstOps = Array.from({ length: 40 }, (_, s) => planSequence(s, 0, 1)[0].op);
   // mulberry32 seeded with nearby numbers draws nearby first values: mix() spreads them.
   assert.ok(firstOps.filter((o) => o === "up").length >= 20, firstOps.join(" "));

@@ -27,7 +27,7 @@ describe("regression cases", { concurrency: 2 }, () => {
   for (const [i, { file, case: c }] of CASES.entries()) {
     test(`${path.basename(file, ".json")}: ${c.name}`, async () => {
       const log: string[] = [];
-      const r = await runSequence(hosts.start, hosts.stop, `case${i}`, c.group, c.steps, (l) => log.push(l));
+      const r = await runSequence(hosts.start, hosts.stop, `case${i}`, c, c.steps, (l) => log.push(l));
       assert.deepEqual(r.violations, [], `${c.source}\n${c.steps.map(describeStep).join("\n")}\n${log.join("\n")}`);
       assert.equal(r.steps.length, c.steps.length);
     });
@@ -37,7 +37,7 @@ describe("regression cases", { concurrency: 2 }, () => {
   test(`a short seeded campaign: seed ${seed}, one sequence of ${steps} steps`, async () => {
     const plan = planCampaignSequence(seed, 0, steps);
     const log: string[] = [];
-    const r = await runSequence(hosts.start, hosts.stop, `seed${seed}`, plan.group, plan.steps, (l) => log.push(l));
+    const r = await runSequence(hosts.start, hosts.stop, `seed${seed}`, plan, plan.steps, (l) => log.push(l));
     assert.deepEqual(r.violations, [], `npm run campaign -- --seed ${seed} --sequences 1 --steps ${steps} --shrink reproduces it\n${log.join("\n")}`);
     assert.equal(r.steps.length, steps);
   });

@@ -62,3 +62,12 @@ test("the config lines for a simulated host, run by the real CLI, give the stack
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+// Issue 23: a simulated host where root may not log in (`simhost start --sudo ...`).
+test("stack-config --write for a host reached through sudo: the overlay says user deploy and become sudo, and the overlay accepts them", async () => {
+  const { withSimHostOverlay } = await import("../../lib/workspace");
+  const { overlayFor, parseOverlay } = await import("../../components/sglang-service/overlay");
+  const host = { name: "h1", address: "127.0.0.10", port: 22, user: "deploy" as const, become: "sudo" as const, rootPort: 2201, privateKeyPath: "/run/dflash-simhost/h1/id_ed25519", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKey", sglangPort: 30000, gpus: 8, gpuMemoryMiB: 97887, stateDir: "/x", knownHostsPath: "/x" };
+  const overlay = overlayFor(parseOverlay(withSimHostOverlay(undefined, host, "b16t4-w2048"), ["b16t4-w2048"]), "b16t4-w2048");
+  assert.deepEqual(overlay.host, { address: "127.0.0.10", port: 22, user: "deploy", become: "sudo", privateKeyPath: "/run/dflash-simhost/h1/id_ed25519", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKey" });
+});

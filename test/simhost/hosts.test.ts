@@ -91,6 +91,25 @@ describe("pure parts", () => {
     );
   });
 
+  // Issue 23: the host the tool reaches as deploy, through sudo. Booted in sudo.test.ts.
+  test("a host where root may not log in: deploy's key and sudoers file; root only on the harness's port", () => {
+    const entries = renderHostTree({ ...params, sudoers: "deploy ALL=(root) NOPASSWD: /usr/bin/bash -s" });
+    const byPath = new Map(entries.map((e): [string, HostEntry] => [e.path, e]));
+    assert.deepEqual(byPath.get("/etc/ssh/sshd_config.d/10-simhost.conf"), {
+      kind: "file",
+      path: "/etc/ssh/sshd_config.d/10-simhost.conf",
+      mode: 0o644,
+      content: "ListenAddress 127.0.0.42\nListenAddress 127.0.0.42:2201\nPermitRootLogin no\nPasswordAuthentication no\nUseDNS no\n",
+    });
+    // Last of the drop-ins: a Match block lasts to the end of its file.
+    assert.equal(entries.filter((e) => e.path.startsWith("/etc/ssh/sshd_config.d/")).map((e) => e.path).sort().pop(), "/etc/ssh/sshd_config.d/99-simhost-root-port.conf");
+    assert.deepEqual(byPath.get("/etc/ssh/sshd_config.d/99-simhost-root-port.conf"), { kind: "file", path: "/etc/ssh/sshd_config.d/99-simhost-root-port.conf", mode: 0o644, content: "Match LocalPort 2201\n\tPermitRootLogin prohibit-password\n" });
+    // sshd reads authorized_keys as the user: root-owned, readable by all.
+    assert.deepEqual(byPath.get("/home/deploy/.ssh/authorized_keys"), { kind: "file", path: "/home/deploy/.ssh/authorized_keys", mode: 0o644, content: "ssh-ed25519 AAAAkey simhost-h1\n" });
+    assert.deepEqual(byPath.get("/etc/sudoers.d/deploy"), { kind: "file", path: "/etc/sudoers.d/deploy", mode: 0o440, content: "deploy ALL=(root) NOPASSWD: /usr/bin/bash -s\n" });
+    assert.ok(!renderHostTree(params).some((e) => e.path.startsWith("/home/deploy") || e.path.startsWith("/etc/sudoers.d")), "a root host gives deploy nothing");
+  });
+
   test("model paths outside an absolute, '..'-free path are refused", () => {
     assert.throws(() => renderHostTree({ ...params, models: [{ path: "/models/../etc", sizeGiB: 1 }] }), /must be an absolute path without '\.\.'/);
     assert.throws(() => renderHostTree({ ...params, models: [{ path: "models/m", sizeGiB: 1 }] }), /must be an absolute path/);

@@ -328,12 +328,14 @@ function configuredNodes(config: ConfigGetter | undefined, stack: string): Parti
 
 /**
  * The connection to use for a node the state knows as `recorded`: the credentials the
- * stack's configuration holds now (a rotated SSH key or host key) when it still names the
- * same address and port for that node; otherwise (the node moved, or the configuration
- * cannot be read) the recorded one, which reaches the old place.
+ * stack's configuration holds now (a rotated SSH key or host key, another SSH user and how it
+ * becomes root) when it still names the same address and port for that node; otherwise (the
+ * node moved, or the configuration cannot be read) the recorded one, which reaches the old place.
  */
 export function currentConnection(recorded: Connection, now: NodeConnection | undefined): Connection {
-  return now && now.host === recorded.host && now.port === recorded.port ? { ...recorded, user: now.user, hostKey: now.hostKey, privateKey: now.privateKey } : recorded;
+  if (!now || now.host !== recorded.host || now.port !== recorded.port) return recorded;
+  const { become: _recorded, ...rest } = recorded;
+  return { ...rest, user: now.user, hostKey: now.hostKey, privateKey: now.privateKey, ...(now.become ? { become: now.become } : {}) };
 }
 
 /**

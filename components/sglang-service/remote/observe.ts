@@ -1,7 +1,7 @@
 // What a node runs now, read when the program runs (preview and up alike), so that a
 // reviewer sees what `up` will change on the host, whichever stack put the live unit
 // there, even for a stack that has never been deployed. Reads only.
-import { Connection, Ssh } from "./ssh";
+import { Connection, NoRootAccess, Ssh } from "./ssh";
 import { sha256, shellQuote, unitLineChanges, unitPath, unitStack } from "../render";
 import { RUN_DIR } from "../script";
 import { redactSecrets } from "../parse";
@@ -20,7 +20,15 @@ export async function readLiveUnit(conn: Connection, unitName: string): Promise<
   const unit = shellQuote(unitPath(unitName));
   // The transaction's mark of its last removal of this unit (script.ts mark_removed).
   const removed = shellQuote(`${RUN_DIR}/removed/${unitName}`);
-  const r = await Ssh.once(conn, `stat -c %Y ${unit} 2>/dev/null && cat ${unit} || { cat ${removed} 2>/dev/null; exit 3; }`);
+  // The program's first command on the host: a user that is not root (and sudo that refuses,
+  // ssh.ts) stops the run here, before anything has changed.
+  const r = await Ssh.once(conn, `[ "$(id -u)" = 0 ] || { echo "@@notroot $(id -un)"; exit 5; }; stat -c %Y ${unit} 2>/dev/null && cat ${unit} || { cat ${removed} 2>/dev/null; exit 3; }`);
+  if (r.code === 5 && r.stdout.startsWith("@@notroot ")) {
+    throw new NoRootAccess(
+      `the SSH user ${conn.user} on ${conn.host}:${conn.port} is not root (the host steps need root: systemctl, unit files, secret files) and host.become is not set. ` +
+        "Nothing was changed. Set host.become: sudo (with the sudoers lines of README, \"Hosts where root cannot log in\"), or log in as root.",
+    );
+  }
   if (r.code !== 0) {
     const at = Number(r.stdout.trim());
     return { host: conn.host, live: null, ...(r.code === 3 && r.stdout.trim() && Number.isInteger(at) ? { removedAt: at } : {}) };

@@ -1,11 +1,13 @@
 // SSH to a GPU host with the system's OpenSSH client: the host key is pinned (checked
 // before anything runs), one multiplexed connection serves every poll of a step, and the
-// private key lives only in a 0700 temp folder for the duration of the step.
+// private key lives only in a 0700 temp folder for the duration of the step. Every command
+// runs as root: as the SSH user, or through sudo (become.ts: the connection's `become`).
 import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
+import { asSshUser, Become, sudoRefusal, sudoRefusedMessage } from "../become";
 
 export interface Connection {
   host: string;
@@ -13,6 +15,8 @@ export interface Connection {
   user: string;
   privateKey: string;
   hostKey: string;
+  /** "sudo": `user` runs every command as root through `sudo -n` (become.ts). Unset: `user` is root. */
+  become?: Become;
 }
 
 export interface RunResult {
@@ -58,7 +62,10 @@ export class Ssh {
     const until = Date.now() + (opts.retryMs ?? 0);
     let told = false;
     for (;;) {
-      const r = await ssh.run("true", { timeoutMs: 30_000 });
+      const r = await ssh.run("true", { timeoutMs: 30_000 }).catch((e: Error) => {
+        ssh.close();
+        throw e;
+      });
       if (r.code === 0) return ssh;
       if (r.code === 255 && transientSshFailure(r.stderr) && Date.now() < until) {
         if (!told) opts.onRetry?.(r.stderr.trim());
@@ -73,7 +80,8 @@ export class Ssh {
 
   /**
    * One script on its own connection, for a single read: no multiplexing to set up and tear
-   * down. The host key is checked as by open; ssh's own failures (exit 255) throw the same way.
+   * down. The host key is checked as by open; ssh's own failures (exit 255) and sudo's refusal
+   * throw the same way.
    */
   static async once(conn: Connection, script: string, timeoutMs = 30_000): Promise<RunResult> {
     const ssh = Ssh.prepare(conn);
@@ -109,18 +117,20 @@ export class Ssh {
   }
 
   /**
-   * Runs a POSIX sh script on the host. `input` goes to its stdin: the way to pass secrets,
-   * which must never be part of a command line (visible in `ps` on the host).
-   * Never rejects on a non-zero exit: the caller decides.
+   * Runs a POSIX sh script on the host, as root. `input` goes to its stdin: the way to pass
+   * secrets, which must never be part of a command line (visible in `ps` on the host).
+   * Never rejects on a non-zero exit (the caller decides), but does when sudo refuses to run
+   * it: that is not the script's answer.
    */
   run(script: string, opts: { timeoutMs?: number; input?: string; multiplex?: boolean } = {}): Promise<RunResult> {
     const timeoutMs = opts.timeoutMs ?? 60_000;
+    const remote = asSshUser(this.conn.become, script, opts.input);
     return new Promise((resolve, reject) => {
-      const child = spawn("ssh", [...this.baseArgs(opts.multiplex ?? true), "--", `${this.conn.user}@${this.conn.host}`, script], { stdio: ["pipe", "pipe", "pipe"] });
+      const child = spawn("ssh", [...this.baseArgs(opts.multiplex ?? true), "--", `${this.conn.user}@${this.conn.host}`, remote.command], { stdio: ["pipe", "pipe", "pipe"] });
       // ssh may exit before it reads its stdin (a refused host, an option error): the write
       // then fails with EPIPE, which the exit status already reports.
       child.stdin.on("error", () => undefined);
-      child.stdin.end(opts.input ?? "");
+      child.stdin.end(remote.stdin);
       let stdout = "";
       let stderr = "";
       child.stdout.on("data", (d) => (stdout += d));
@@ -135,7 +145,10 @@ export class Ssh {
       });
       child.on("close", (code) => {
         clearTimeout(timer);
-        resolve({ code: code ?? 255, stdout, stderr });
+        const r = { code: code ?? 255, stdout, stderr };
+        const sudo = this.conn.become === "sudo" ? sudoRefusal(r.code, r.stderr) : undefined;
+        if (sudo !== undefined) reject(new NoRootAccess(sudoRefusedMessage(this.conn.user, `${this.conn.host}:${this.conn.port}`, sudo)));
+        else resolve(r);
       });
     });
   }
@@ -146,8 +159,11 @@ export class Ssh {
    * `ended` resolves with its exit status when it ends for any reason; `onOutput` gets what it prints.
    */
   hold(script: string, onOutput?: (text: string) => void): { ended: Promise<number>; stop: () => void } {
-    const child = spawn("ssh", [...this.baseArgs(false), "--", `${this.conn.user}@${this.conn.host}`, script], { stdio: ["pipe", onOutput ? "pipe" : "ignore", "ignore"] });
+    const remote = asSshUser(this.conn.become, script);
+    const child = spawn("ssh", [...this.baseArgs(false), "--", `${this.conn.user}@${this.conn.host}`, remote.command], { stdio: ["pipe", onOutput ? "pipe" : "ignore", "ignore"] });
     child.stdin!.on("error", () => undefined);
+    // Through sudo the script goes first on the stdin that stays open (become.ts).
+    if (remote.stdin) child.stdin!.write(remote.stdin);
     if (onOutput) child.stdout!.on("data", (d: Buffer) => onOutput(d.toString("utf8")));
     const ended = new Promise<number>((resolve) => {
       child.on("error", () => resolve(255));
@@ -218,6 +234,9 @@ function canConnect(port: number): Promise<boolean> {
     sock.once("error", () => resolve(false));
   });
 }
+
+/** The SSH user cannot run the host steps as root (sudo refuses, or it is not root and host.become is unset): nothing ran. */
+export class NoRootAccess extends Error {}
 
 /** Opens, runs fn, always closes. */
 export async function withSsh<T>(conn: Connection, fn: (ssh: Ssh) => Promise<T>): Promise<T> {

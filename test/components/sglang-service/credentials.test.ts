@@ -4,7 +4,9 @@
 // the new ones. State still holds the old ones until an `up`, so whatever runs from state
 // alone (refresh's read, destroy's teardown) must take the stack's current configuration,
 // which Pulumi hands to providers with --run-program. Fails on f93069e: its refresh read the
-// host with the key from state.
+// host with the key from state. Issue 23: the first rotation also closes root's login to the
+// tool, which then logs in as deploy and becomes root through sudo (host.become), the way a
+// host is hardened once the tool no longer needs root's login.
 import { after, before, test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
@@ -14,6 +16,7 @@ import { execFileSync } from "node:child_process";
 import * as hosts from "../../../simhost/hosts";
 import { readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../../lib/workspace";
 import { hostShell } from "../../support/hostShell";
+import { sudoersFor } from "../../../components/sglang-service/become";
 
 const HOST = `credentials-${process.pid}`;
 const UNIT = "sglang-k26";
@@ -31,15 +34,18 @@ function newKey(name: string): string {
 }
 
 /**
- * Authorizes only `toolKey` for the tool (the harness keeps its own key) and gives the host a
- * new ed25519 host key; returns it as `type base64`. The harness's known_hosts follows.
+ * Authorizes only `toolKey` for the tool, as the user deploy (the harness keeps root's login
+ * with its own key), and gives the host a new ed25519 host key; returns it as `type base64`.
+ * The harness's known_hosts follows.
  */
 async function rotate(toolKey: string): Promise<string> {
   const harness = fs.readFileSync(`${host.privateKeyPath}.pub`, "utf8").trim();
   const tool = fs.readFileSync(`${toolKey}.pub`, "utf8").trim();
   const out = await sh(
     [
-      `printf '%s\\n%s\\n' '${harness}' '${tool}' > /root/.ssh/authorized_keys`,
+      `printf '%s\\n' '${harness}' > /root/.ssh/authorized_keys`,
+      `mkdir -p /home/deploy/.ssh && printf '%s\\n' '${tool}' > /home/deploy/.ssh/authorized_keys && chmod 644 /home/deploy/.ssh/authorized_keys`,
+      `echo ${Buffer.from(sudoersFor("deploy")).toString("base64")} | base64 -d > /etc/sudoers.d/deploy && chmod 440 /etc/sudoers.d/deploy`,
       "rm -f /etc/ssh/ssh_host_ed25519_key /etc/ssh/ssh_host_ed25519_key.pub",
       "ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key",
       "systemctl reload ssh",
@@ -81,14 +87,20 @@ after(async () => {
   fs.rmSync(keys, { recursive: true, force: true });
 });
 
-test("a new key file and a new host key, the old key revoked: refresh, then up, reach the host with them", async () => {
+/** How many commands sudo has run for deploy (its log in the journal). */
+const sudoRuns = async () => Number(await sh("journalctl -q --no-pager -o cat _COMM=sudo | grep -c '^ *deploy : PWD=.*COMMAND=/usr/bin/bash -s$' || true"));
+
+test("a new key file, a new host key and a new SSH user (deploy, through sudo), root's login and the old key revoked: refresh, then up, reach the host with them", async () => {
   const second = newKey("tool-2");
   const hostKey = await rotate(second);
-  ws.setStackConfig("main", "host", hostConfig({ privateKeyPath: second, hostKey }));
+  ws.setStackConfig("main", "host", hostConfig({ privateKeyPath: second, hostKey, user: "deploy", become: "sudo" }));
   const stack = await ws.stack("main");
   const pid = await mainPid();
   const refresh = await stack.refresh({ runProgram: true });
   assert.equal(refresh.summary.result, "succeeded");
+  // The program's own read, then the readiness provider's (its connection check and its read):
+  // the provider too takes the SSH user and how it becomes root from the configuration.
+  assert.ok((await sudoRuns()) >= 3, `refresh read the host as root through sudo, as the configuration says now (sudo ran ${await sudoRuns()} command(s))`);
   const up = await stack.up();
   assert.equal(up.summary.result, "succeeded");
   assert.equal(await mainPid(), pid, "new credentials alone restart nothing");
@@ -99,7 +111,7 @@ test("rotated again, to the secret sshPrivateKey (the key file left revoked): de
   const hostKey = await rotate(third);
   const stack = await ws.stack("main");
   await stack.setConfig("dflash-sglang:sshPrivateKey", { value: fs.readFileSync(third, "utf8"), secret: true });
-  ws.setStackConfig("main", "host", hostConfig({ privateKeyPath: path.join(keys, "tool-2"), hostKey }));
+  ws.setStackConfig("main", "host", hostConfig({ privateKeyPath: path.join(keys, "tool-2"), hostKey, user: "deploy", become: "sudo" }));
   // Without --run-program the providers get the last `up`'s configuration (Pulumi's rule
   // for refresh and destroy): the old key is refused, and the message says what to run.
   const plain = await stack.destroy().then(

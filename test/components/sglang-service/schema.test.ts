@@ -404,3 +404,21 @@ test("a key Pulumi.yaml sets but the stack's own section lacks: the message says
   assert.equal(replacedObjectNote(["model", "path"], project, "s"), "");
   assert.equal(replacedObjectNote(["host"], project, "s"), "", "a whole section");
 });
+
+// Issue 23: hosts where root cannot log in.
+test("host.become and nodes[N].become: \"sudo\" or left out; anything else, or a misspelt key, is refused naming what is valid", () => {
+  const raw = validRaw();
+  assert.equal(parseDeployment(raw, STACK).host.become, undefined, "root by default: no become");
+  const d = parseDeployment({ ...raw, host: { ...raw.host, user: "ubuntu", become: "sudo" }, nodes: [{ ...raw.host, user: "admin", become: "sudo" }], model: { ...raw.model, tpSize: 16 } }, STACK);
+  assert.deepEqual([d.host.user, d.host.become, d.nodes[0].user, d.nodes[0].become], ["ubuntu", "sudo", "admin", "sudo"]);
+  assert.deepEqual(problemLines({ ...raw, host: { ...raw.host, become: "su" } }), [
+    '  - dflash-sglang:host.become: host.become must be one of "sudo" (run the host steps as root through sudo -n), or left out when the user is root',
+  ]);
+  assert.deepEqual(problemLines({ ...raw, host: { ...raw.host, become: true } }), [
+    '  - dflash-sglang:host.become: host.become must be one of "sudo" (run the host steps as root through sudo -n), or left out when the user is root',
+  ]);
+  assert.deepEqual(problemLines({ ...raw, host: { ...raw.host, becomeMethod: "sudo" } }), [
+    '  - dflash-sglang:host: host has unknown key(s) "becomeMethod"; valid keys: address, port, user, become, privateKeyPath, hostKey',
+  ]);
+  assert.match(problemLines({ ...raw, nodes: [{ ...raw.host, become: "doas" }], model: { ...raw.model, tpSize: 16 } }).join("\n"), /dflash-sglang:nodes\.0\.become: nodes\[N\]\.become must be one of "sudo"/);
+});

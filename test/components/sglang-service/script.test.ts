@@ -224,6 +224,18 @@ test("the host lock's note names the holder while held and is gone once the step
   }
 });
 
+// Issue 23: through sudo (host.become), the note also names the SSH user the operator came as.
+test("the note of a step that came through sudo names the SSH user too", () => {
+  const run = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-lock-"));
+  try {
+    const r = inBash(transaction, `export SSH_CLIENT="10.0.0.9 40000 22" SUDO_USER=deploy; run=${run}; lock_wait=1; lock; cat "$run/host.lock.note"; exit 0`);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^stack "b16t4-w2048" \(unit sglang-k26, from 10\.0\.0\.9 as deploy, since \d{4}-/m);
+  } finally {
+    fs.rmSync(run, { recursive: true, force: true });
+  }
+});
+
 // Check before you stop: a server of ours under another unit name holds the GPUs from GPU 0.
 test("another server of ours active on the node (or waiting for its GPUs in a recovery) is found by its unit file, named with its stack; this unit, a unit of no stack and a stopped one are not", () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-units-"));

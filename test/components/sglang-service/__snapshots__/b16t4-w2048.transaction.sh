@@ -78,8 +78,9 @@ release_note() { rm -f "$run/host.lock.note"; }
 # EXIT hooks, run in order (one trap: a second `trap ... EXIT` would replace the first).
 exit_hooks=()
 at_exit() { exit_hooks+=("$1"); trap 'for h in "${exit_hooks[@]}"; do "$h"; done' EXIT; }
-# Says who we are to a stack that has to wait: stack, unit, the operator's address, since when.
-whoami_note() { echo "stack \"$stack\" (unit ${unit%.service}, from ${SSH_CLIENT%% *}, since $(date -u +%FT%TZ))"; }
+# Says who we are to a stack that has to wait: stack, unit, the operator's address (and SSH
+# user, when it came through sudo), since when.
+whoami_note() { echo "stack \"$stack\" (unit ${unit%.service}, from ${SSH_CLIENT%% *}${SUDO_USER:+ as $SUDO_USER}, since $(date -u +%FT%TZ))"; }
 # Prints who holds the host while their restart is proven (nothing if nobody else does).
 # A note counts while its claim ($run/rollout.due: until when) lasts: the restart sets it to
 # cover the moments until the readiness step starts, and that step (`prove`, in its own SSH
@@ -596,7 +597,7 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
     if [ -z "${DFLASH_HOST_STEP:-}" ] && command -v systemd-run >/dev/null 2>&1; then
       step_unit="dflash-step-${unit%.service}-$1-$(date +%s%N)"
       exec systemd-run --unit "$step_unit" --description "dflash-sglang: $1 of ${unit%.service} for stack $stack" \
-        --pipe --wait --collect --quiet --setenv=DFLASH_HOST_STEP="$step_unit" --setenv=SSH_CLIENT="${SSH_CLIENT:-}" \
+        --pipe --wait --collect --quiet --setenv=DFLASH_HOST_STEP="$step_unit" --setenv=SSH_CLIENT="${SSH_CLIENT:-}" --setenv=SUDO_USER="${SUDO_USER:-}" \
         bash "$0" "$@"
     fi
     ;;
