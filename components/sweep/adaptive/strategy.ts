@@ -11,8 +11,9 @@
 // 4. a launch that ran out of memory rules out every configuration that needs at least its
 //    memory (space.ts needsAtLeast), without launching them;
 // 5. a full pass within noise of the best is repeated (same server) to separate the two;
-// 6. it stops by itself once every configuration not launched has less than the stated
-//    chance of beating the best by the tolerance (or at the budget), and says how sure it is.
+// 6. it stops by itself once no configuration left has more than a small chance (10 %) of
+//    beating the best by the tolerance (or at the budget), and says how sure it is: the
+//    joint chance that nothing, launched or not, beats its choice by the tolerance.
 // The chance is the surrogate's, from measurements only: the true best is known only in
 // simulation (bench/adaptive-sweep.ts checks it there).
 import { GridPoint, needsAtLeast } from "./space";
@@ -60,8 +61,8 @@ export interface StrategyOptions {
   budget: { gpuSeconds?: number; launches?: number };
   /** Relative: a configuration within this of the best is as good. Defaults to 0.01. */
   tolerance: number;
-  /** Stop once the chance that no configuration left beats the best by the tolerance is this. */
-  confidence: number;
+  /** Stop once no configuration left has this chance to beat the best by the tolerance. */
+  stopChance: number;
   /** Launches of the first design. */
   initialLaunches: number;
   /** Full passes of one launch at most (the first and its repeats). */
@@ -69,7 +70,8 @@ export interface StrategyOptions {
   seed: number;
 }
 
-export const DEFAULT_STRATEGY: Omit<StrategyOptions, "objective" | "budget" | "seed"> = { tolerance: 0.01, confidence: 0.95, initialLaunches: Number(process.env.INIT ?? 5), maxFullPasses: 2 };
+/** Tuned on the replay of bench/adaptive-sweep.ts (seeds 1-20 of five surfaces); measured there on other seeds. */
+export const DEFAULT_STRATEGY: Omit<StrategyOptions, "objective" | "budget" | "seed"> = { tolerance: 0.01, stopChance: 0.1, initialLaunches: 6, maxFullPasses: 4 };
 
 /** Pure: the objective's value of one pass, or undefined where it lacks the phase. */
 export function objectiveOf(f: PassFigures, o: Objective): { value: number; requests: number; relSpread: number } | undefined {
@@ -151,35 +153,81 @@ export function ruledOut(points: GridPoint[], records: LaunchRecord[]): Map<stri
   return out;
 }
 
-/** The best candidate: full-passed, not failing the coding check, highest value. */
-function incumbentOf(measured: Measured[]): Measured | undefined {
-  return measured.filter((m) => m.fullPasses > 0 && m.codingPassed !== false).sort((a, b) => b.value - a.value || a.point.name.localeCompare(b.point.name))[0];
+/**
+ * Pure: the chance that a configuration not launched starts at all (the constraint learned from
+ * failures, as SCOOT learns its crash/OOM constraints, here in its simplest form): 1 where a
+ * launch that started needs at least its memory, 0 where one that ran out needs at most; in
+ * between, by where its tree (log2 of budget x topk, half an octave more without a window)
+ * lies between the largest tree that started and the smallest that ran out. 1 while nothing
+ * ran out of memory.
+ */
+export function feasibility(p: GridPoint, points: GridPoint[], records: LaunchRecord[]): number {
+  const byName = new Map(points.map((q) => [q.name, q]));
+  const oom = records.filter((r) => r.failure?.outOfMemory).map((r) => byName.get(r.point)!).filter(Boolean);
+  if (oom.length === 0) return 1;
+  const ok = records.filter((r) => !r.failure).map((r) => byName.get(r.point)!).filter(Boolean);
+  if (ok.some((q) => needsAtLeast(q, p))) return 1;
+  if (oom.some((q) => needsAtLeast(p, q))) return 0;
+  const tree = (q: GridPoint) => Math.log2(q.budget * q.topk) + (q.window === "none" ? 0.5 : 0);
+  const fits = Math.max(...ok.map(tree), -Infinity);
+  const fails = Math.min(...oom.map(tree));
+  const t = tree(p);
+  if (t <= fits) return 0.9;
+  if (t >= fails) return 0.1;
+  return 0.9 - (0.8 * (t - fits)) / (fails - fits);
 }
 
 export interface Chance {
   point: string;
-  /** The chance that it beats the incumbent by more than the tolerance. */
+  /** The chance that it starts (feasibility). */
+  starts: number;
+  /** The chance that it starts and beats the incumbent by more than the tolerance. */
   beats: number;
   mean: number;
   sd: number;
 }
 
-/** Pure: every configuration not launched (nor ruled out, nor in flight): its chance to beat the incumbent, from the surrogate. */
-export function chances(points: GridPoint[], records: LaunchRecord[], inFlight: string[], o: StrategyOptions): { incumbent?: Measured; open: Chance[] } {
+export interface Assessment {
+  measured: Measured[];
+  /** The best candidate: full-passed, not failing the coding check, of the highest surrogate mean at its own point
+   * (its measurement, steadied by its neighbours': the highest raw mean of many noisy ones is biased up). */
+  incumbent?: Measured;
+  /** The surrogate's mean and standard deviation at each measured point. */
+  smoothed: Map<string, { mean: number; sd: number }>;
+  /** Every configuration not launched, ruled out or in flight: its chance to beat the incumbent. */
+  open: Chance[];
+  ruledOut: Map<string, string>;
+}
+
+/** Pure: what the sweep knows: the measured points, the incumbent, and the chances of the rest. */
+export function assess(points: GridPoint[], records: LaunchRecord[], inFlight: string[], o: StrategyOptions): Assessment {
   const measured = measuredPoints(points, records, o.objective);
-  const incumbent = incumbentOf(measured);
   const launched = new Set(records.map((r) => r.point));
   const out = ruledOut(points, records);
   const candidates = points.filter((p) => !launched.has(p.name) && !out.has(p.name) && !inFlight.includes(p.name));
-  if (!incumbent || measured.length === 0) return { incumbent, open: candidates.map((p) => ({ point: p.name, beats: 1, mean: NaN, sd: NaN })) };
+  const smoothed = new Map<string, { mean: number; sd: number }>();
+  const unknown = () => candidates.map((p) => ({ point: p.name, starts: feasibility(p, points, records), beats: 1, mean: NaN, sd: NaN }));
+  if (measured.length === 0) return { measured, smoothed, open: unknown(), ruledOut: out };
   const scale = Math.max(...measured.map((m) => m.value));
   const predict = surrogate(measured.map((m) => ({ x: m.point.x, y: m.value / scale, sd: m.se / scale }) satisfies Observation));
-  const threshold = (incumbent.value * (1 + o.tolerance)) / scale;
+  for (const m of measured) {
+    const p = predict(m.point.x);
+    smoothed.set(m.point.name, { mean: p.mean * scale, sd: p.sd * scale });
+  }
+  const incumbent = measured
+    .filter((m) => m.fullPasses > 0 && m.codingPassed !== false)
+    .sort((a, b) => smoothed.get(b.point.name)!.mean - smoothed.get(a.point.name)!.mean || a.point.name.localeCompare(b.point.name))[0];
+  if (!incumbent) return { measured, smoothed, open: unknown(), ruledOut: out };
+  const threshold = (smoothed.get(incumbent.point.name)!.mean * (1 + o.tolerance)) / scale;
   return {
+    measured,
     incumbent,
+    smoothed,
+    ruledOut: out,
     open: candidates.map((p) => {
       const { mean, sd } = predict(p.x);
-      return { point: p.name, beats: 1 - normalCdf((threshold - mean) / sd), mean: mean * scale, sd: sd * scale };
+      const starts = feasibility(p, points, records);
+      return { point: p.name, starts, beats: starts * (1 - normalCdf((threshold - mean) / sd)), mean: mean * scale, sd: sd * scale };
     }),
   };
 }
@@ -218,9 +266,8 @@ export function decide(points: GridPoint[], records: LaunchRecord[], inFlight: s
     const perLaunch = records.reduce((s, r) => s + r.launchSeconds + (r.passes[0]?.figures.benchmarkSeconds ?? 0), 0) / records.length;
     if (spent + perLaunch * (inFlight.length + 1) > o.budget.gpuSeconds) return { kind: "stop", why: `another launch would pass the budget of ${(o.budget.gpuSeconds / 3600).toFixed(2)} GPU-hours (${(spent / 3600).toFixed(2)} spent)` };
   }
-  const out = ruledOut(points, records);
+  const { incumbent, open, ruledOut: out, smoothed } = assess(points, records, inFlight, o);
   const design = initialDesign(points, o.initialLaunches, o.seed).filter((p) => !launched.has(p.name) && !out.has(p.name));
-  const { incumbent, open } = chances(points, records, inFlight, o);
   if (design.length > 0 && launches < o.initialLaunches) return { kind: "launch", point: design[0].name, why: "first design (space-filling)" };
   if (open.length === 0) return { kind: "stop", why: "every configuration is launched, in flight or ruled out" };
   if (!incumbent) {
@@ -228,14 +275,15 @@ export function decide(points: GridPoint[], records: LaunchRecord[], inFlight: s
     const next = initialDesign(points, launches + 1, o.seed).find((p) => !launched.has(p.name) && !out.has(p.name)) ?? points.find((p) => open.some((c) => c.point === p.name))!;
     return { kind: "launch", point: next.name, why: "no working configuration measured yet" };
   }
-  const confidence = process.env.STOPRULE === "max" ? 1 - Math.max(...open.map((c) => c.beats)) : open.reduce((s, c) => s * (1 - c.beats), 1);
-  if (confidence >= o.confidence) return { kind: "stop", why: `no configuration left has a real chance to beat ${incumbent.point.name} by ${(o.tolerance * 100).toFixed(0)} % (chance none does: ${(confidence * 100).toFixed(1)} %)` };
+  const likeliest = Math.max(...open.map((c) => c.beats));
+  if (likeliest < o.stopChance) return { kind: "stop", why: `no configuration left has a ${(o.stopChance * 100).toFixed(0)} % chance to beat ${incumbent.point.name} by ${(o.tolerance * 100).toFixed(0)} % (the likeliest: ${(likeliest * 100).toFixed(1)} %)` };
+  const best = smoothed.get(incumbent.point.name)!.mean;
   const ei = (c: Chance) => {
-    const z = (c.mean - incumbent.value) / c.sd;
-    return (c.mean - incumbent.value) * normalCdf(z) + c.sd * Math.exp(-(z * z) / 2) / Math.sqrt(2 * Math.PI);
+    const z = (c.mean - best) / c.sd;
+    return c.starts * ((c.mean - best) * normalCdf(z) + (c.sd * Math.exp(-(z * z) / 2)) / Math.sqrt(2 * Math.PI));
   };
-  const best = [...open].sort((a, b) => ei(b) - ei(a) || a.point.localeCompare(b.point))[0];
-  return { kind: "launch", point: best.point, why: `expected improvement ${ei(best).toFixed(2)} tok/s over ${incumbent.point.name} (chance to beat it: ${(best.beats * 100).toFixed(1)} %)` };
+  const next = [...open].sort((a, b) => ei(b) - ei(a) || a.point.localeCompare(b.point))[0];
+  return { kind: "launch", point: next.point, why: `expected improvement ${ei(next).toFixed(2)} tok/s over ${incumbent.point.name} (chance to beat it by ${(o.tolerance * 100).toFixed(0)} %: ${(next.beats * 100).toFixed(1)} %)` };
 }
 
 /**
@@ -244,16 +292,17 @@ export function decide(points: GridPoint[], records: LaunchRecord[], inFlight: s
  * noise of the best (and not beyond the repeats).
  */
 export function nextPass(points: GridPoint[], records: LaunchRecord[], point: string, o: StrategyOptions): PassKind | "done" {
-  const measured = measuredPoints(points, records, o.objective);
+  const { measured, incumbent: leader } = assess(points, records, [], o);
   const me = measured.find((m) => m.point.name === point);
   if (!me) return "done";
-  const others = measured.filter((m) => m.point.name !== point);
-  const incumbent = incumbentOf(others);
+  const incumbent = leader && leader.point.name !== point ? leader : assess(points, records.filter((r) => r.point !== point), [], o).incumbent;
   if (me.fullPasses === 0) return !incumbent || me.value + 2 * me.se >= incumbent.value * (1 - o.tolerance) ? "full" : "done";
-  if (me.fullPasses >= o.maxFullPasses || !incumbent || me.codingPassed === false) return "done";
-  const gap = me.value - incumbent.value;
-  const noise = Math.hypot(me.se, incumbent.se);
-  return Math.abs(gap) < 2 * noise && Math.abs(gap) < o.tolerance * incumbent.value * 2 ? "full" : "done";
+  if (me.fullPasses >= o.maxFullPasses || me.codingPassed === false) return "done";
+  // A contender (it could be the best, or within the tolerance of it) is measured until its
+  // standard error is under half the tolerance, while its server is up: a repeat costs a
+  // benchmark, separating two contenders later would cost a launch.
+  const contender = !incumbent || me.value + 2 * me.se >= incumbent.value * (1 - o.tolerance);
+  return contender && me.se > (o.tolerance / 2) * me.value ? "full" : "done";
 }
 
 export interface Conclusion {
@@ -268,11 +317,8 @@ export interface Conclusion {
 
 /** Pure: the configuration the sweep recommends and how sure it is. */
 export function conclude(points: GridPoint[], records: LaunchRecord[], o: StrategyOptions): Conclusion {
-  const measured = measuredPoints(points, records, o.objective);
-  const chosen = incumbentOf(measured);
-  const out = ruledOut(points, records);
+  const { measured, incumbent: chosen, ruledOut: out, open } = assess(points, records, [], o);
   if (!chosen) return { confidence: 0, withinNoise: [], ruledOut: out, measured };
-  const { open } = chances(points, records, [], o);
   let confidence = open.reduce((s, c) => s * (1 - c.beats), 1);
   const withinNoise: string[] = [];
   for (const m of measured) {

@@ -1,8 +1,10 @@
 // Pure: a Gaussian-process surrogate of the objective over the grid's coordinates (what
-// Vidur-Search and SCOOT replace launches with, here in its plainest form): a squared-
-// exponential kernel with one length per axis, chosen among a few by the marginal
+// Vidur-Search and SCOOT replace launches with, here in a plain form): a squared-exponential
+// kernel with one length per axis, plus a share of an additive kernel (one per axis: budget,
+// topk and window mostly act on their own, so a launch informs every configuration that
+// shares one of its settings), lengths and share chosen among a few by the marginal
 // likelihood, each observation with its own noise (its measured standard error). It
-// predicts a mean and a standard deviation for every configuration not yet launched.
+// predicts a mean and a standard deviation for every configuration.
 
 export interface Observation {
   x: readonly number[];
@@ -24,10 +26,18 @@ const LENGTHS: number[][] = [
   [0.5, 2.0],
 ];
 
-function kernel(a: readonly number[], b: readonly number[], lengths: number[], variance: number): number {
+/** Shares of the additive part tried. */
+const ADDITIVE = [0, 0.5, 0.8];
+
+function kernel(a: readonly number[], b: readonly number[], lengths: number[], variance: number, additive: number): number {
   let d2 = 0;
-  for (let i = 0; i < a.length; i++) d2 += ((a[i] - b[i]) / lengths[i]) ** 2;
-  return variance * Math.exp(-d2 / 2);
+  let sum = 0;
+  for (let i = 0; i < a.length; i++) {
+    const di = ((a[i] - b[i]) / lengths[i]) ** 2;
+    d2 += di;
+    sum += Math.exp(-di / 2);
+  }
+  return variance * ((1 - additive) * Math.exp(-d2 / 2) + (additive * sum) / a.length);
 }
 
 /** Cholesky factor (lower) of a symmetric positive-definite matrix. */
@@ -67,6 +77,7 @@ function solveUpper(l: number[][], b: number[]): number[] {
 
 interface Fit {
   lengths: number[];
+  additive: number;
   variance: number;
   mean: number;
   chol: number[][];
@@ -74,15 +85,15 @@ interface Fit {
   logLikelihood: number;
 }
 
-function fitWith(obs: Observation[], lengths: number[], mean: number, variance: number): Fit {
-  const k = obs.map((a, i) => obs.map((b, j) => kernel(a.x, b.x, lengths, variance) + (i === j ? a.sd ** 2 + 1e-9 : 0)));
+function fitWith(obs: Observation[], lengths: number[], additive: number, mean: number, variance: number): Fit {
+  const k = obs.map((a, i) => obs.map((b, j) => kernel(a.x, b.x, lengths, variance, additive) + (i === j ? a.sd ** 2 + 1e-9 : 0)));
   const chol = cholesky(k);
   const r = obs.map((o) => o.y - mean);
   const z = solveLower(chol, r);
   const alpha = solveUpper(chol, z);
   const logDet = chol.reduce((s, row, i) => s + Math.log(row[i]), 0);
   const logLikelihood = -0.5 * z.reduce((s, v) => s + v * v, 0) - logDet;
-  return { lengths, variance, mean, chol, alpha, logLikelihood };
+  return { lengths, additive, variance, mean, chol, alpha, logLikelihood };
 }
 
 /** The surrogate of `obs`: a predictor for any point. Needs at least one observation. */
@@ -94,13 +105,13 @@ export function surrogate(obs: Observation[]): (x: readonly number[]) => Predict
   const spread = Math.max(0.03, Math.sqrt(ys.reduce((s, y) => s + (y - mean) ** 2, 0) / ys.length), (Math.max(...ys) - Math.min(...ys)) / 2);
   const variance = spread ** 2;
   let best: Fit | undefined;
-  for (const a of LENGTHS[0]) for (const b of LENGTHS[1]) for (const c of LENGTHS[2]) {
-    const fit = fitWith(obs, [a, b, c], mean, variance);
+  for (const a of LENGTHS[0]) for (const b of LENGTHS[1]) for (const c of LENGTHS[2]) for (const share of ADDITIVE) {
+    const fit = fitWith(obs, [a, b, c], share, mean, variance);
     if (!best || fit.logLikelihood > best.logLikelihood) best = fit;
   }
   const f = best!;
   return (x) => {
-    const kx = obs.map((o) => kernel(x, o.x, f.lengths, f.variance));
+    const kx = obs.map((o) => kernel(x, o.x, f.lengths, f.variance, f.additive));
     const m = f.mean + kx.reduce((s, v, i) => s + v * f.alpha[i], 0);
     const v = solveLower(f.chol, kx);
     const var_ = f.variance - v.reduce((s, t) => s + t * t, 0);
