@@ -1,7 +1,7 @@
 // The performance model's own table of a grid on a surface: what a full-grid sweep on a
 // simulated host with that surface would measure, on average, and the true best (known only
 // in simulation). The replay (components/sweep/adaptive/replay.ts) draws its passes from it.
-import * as fs from "node:fs";
+import { readSurfaceFile } from "./grid";
 import { generationDecodeRate, acceptLength, SpecSettings } from "../../simhost/sim/sglang/perf";
 import { outOfMemory, parseSurface, PerfSurface } from "../../simhost/sim/sglang/surface";
 import type { GridPoint } from "../../components/sweep/adaptive/space";
@@ -9,7 +9,7 @@ import type { ReplayEntry } from "../../components/sweep/adaptive/replay";
 import type { Objective } from "../../components/sweep/adaptive/strategy";
 
 export function readSurface(file: string): PerfSurface {
-  return parseSurface(JSON.parse(fs.readFileSync(file, "utf8")));
+  return parseSurface(readSurfaceFile(file));
 }
 
 export function specOf(p: GridPoint): SpecSettings {

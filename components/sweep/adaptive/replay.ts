@@ -26,9 +26,11 @@ export interface ReplayCosts {
   /** Requests per phase of a short pass and of a full pass. */
   shortRequests: number;
   fullRequests: number;
-  /** GPU seconds of a short pass and of a full pass. */
+  /** GPU seconds of a short pass and of a full pass (their benchmarks). */
   shortPassSeconds: number;
   fullPassSeconds: number;
+  /** What a pass after the first adds besides its benchmark: the `up` that starts it (the engine's fixed cost). */
+  passOverheadSeconds: number;
 }
 
 export interface ReplayOutcome {
@@ -109,8 +111,9 @@ export function replay(points: GridPoint[], table: Record<string, ReplayEntry>, 
       let kind: PassKind | "done" = "short";
       while (kind !== "done") {
         const figures = drawPass(rand, e, kind, costs);
-        record.passes.push({ kind, figures });
-        at += figures.benchmarkSeconds;
+        const heldSeconds = figures.benchmarkSeconds + (record.passes.length > 0 ? costs.passOverheadSeconds : 0);
+        record.passes.push({ kind, figures, heldSeconds });
+        at += heldSeconds;
         kind = nextPass(points, records, done.point, o);
       }
     }

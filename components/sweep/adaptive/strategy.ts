@@ -43,10 +43,16 @@ export type PassKind = "short" | "full";
 export interface LaunchRecord {
   point: string;
   host: string;
-  /** GPU seconds of the launch: drain + stop + GPU release + load to ready, or the failed attempt's time. */
+  /**
+   * Seconds the host was held for the launch: the launching `up`'s wall time less its
+   * benchmark (the restart, the load, and the engine's own time), or the failed attempt's.
+   */
   launchSeconds: number;
+  /** The stack's restartTimings (drain + stop + GPU release + load to ready), as reported; absent for a failed launch. */
+  restartSeconds?: number;
   failure?: { cause: string; outOfMemory: boolean };
-  passes: { kind: PassKind; figures: PassFigures }[];
+  /** heldSeconds: what the pass added to the host's time: the first pass its benchmark, a later one its whole `up`. */
+  passes: { kind: PassKind; figures: PassFigures; heldSeconds: number }[];
 }
 
 export interface Objective {
@@ -249,9 +255,16 @@ export function initialDesign(points: GridPoint[], n: number, seed: number): Gri
   return chosen;
 }
 
-/** GPU seconds spent so far: every launch and every pass. */
+/** GPU seconds spent so far: every launch and every pass, on every host. */
 export function spentSeconds(records: LaunchRecord[]): number {
-  return records.reduce((s, r) => s + r.launchSeconds + r.passes.reduce((t, p) => t + p.figures.benchmarkSeconds, 0), 0);
+  return records.reduce((s, r) => s + r.launchSeconds + r.passes.reduce((t, p) => t + p.heldSeconds, 0), 0);
+}
+
+/** GPU seconds per host. */
+export function spentPerHost(records: LaunchRecord[]): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const r of records) out.set(r.host, (out.get(r.host) ?? 0) + spentSeconds([r]));
+  return out;
 }
 
 export type Decision = { kind: "launch"; point: string; why: string } | { kind: "stop"; why: string };
@@ -263,7 +276,7 @@ export function decide(points: GridPoint[], records: LaunchRecord[], inFlight: s
   if (o.budget.launches !== undefined && launches >= o.budget.launches) return { kind: "stop", why: `the budget of ${o.budget.launches} launches is spent` };
   if (o.budget.gpuSeconds !== undefined && records.length > 0) {
     const spent = spentSeconds(records);
-    const perLaunch = records.reduce((s, r) => s + r.launchSeconds + (r.passes[0]?.figures.benchmarkSeconds ?? 0), 0) / records.length;
+    const perLaunch = records.reduce((s, r) => s + r.launchSeconds + (r.passes[0]?.heldSeconds ?? 0), 0) / records.length;
     if (spent + perLaunch * (inFlight.length + 1) > o.budget.gpuSeconds) return { kind: "stop", why: `another launch would pass the budget of ${(o.budget.gpuSeconds / 3600).toFixed(2)} GPU-hours (${(spent / 3600).toFixed(2)} spent)` };
   }
   const { incumbent, open, ruledOut: out, smoothed } = assess(points, records, inFlight, o);
