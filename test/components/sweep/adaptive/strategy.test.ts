@@ -69,7 +69,7 @@ test("the budget stops it: a number of launches, or GPU-hours before a launch wo
   assert.deepEqual(decide(POINTS, records, [], options({ budget: { launches: 2 } })), { kind: "stop", why: "the budget of 2 launches is spent" });
   const d = decide(POINTS, records, [], options({ budget: { gpuSeconds: 1000 } }));
   assert.equal(d.kind, "stop");
-  assert.match((d as { why: string }).why, /another launch would pass the budget of 0\.28 GPU-hours \(0\.25 spent\)/);
+  assert.match((d as { why: string }).why, /another launch would pass the budget of 0\.28 GPU-hours \(0\.24 spent\)/);
 });
 
 test("a configuration failing the coding check is never chosen", () => {
