@@ -11,7 +11,8 @@ import { REPO_ROOT } from "../lib/pulumi-env";
 import { inProjectFolder, listOf, oneOf, option, parseCommandOrExit, positiveInteger, positiveNumber, text } from "../lib/cli";
 import { GridPoint, gridPoints } from "../components/sweep/adaptive/space";
 import { replay, ReplayCosts, ReplayEntry } from "../components/sweep/adaptive/replay";
-import { DEFAULT_STRATEGY, LaunchRecord, Objective, StrategyOptions } from "../components/sweep/adaptive/strategy";
+import { conclude, DEFAULT_STRATEGY, LaunchRecord, Objective, StrategyOptions } from "../components/sweep/adaptive/strategy";
+import { renderAdaptiveMarkdown, renderAdaptiveSvg } from "../components/sweep/adaptive/report";
 import { summarize } from "./stats";
 import { percentile } from "../components/benchmark/stats";
 import { GRID, SURFACES } from "./adaptive/grid";
@@ -154,6 +155,16 @@ function main(): void {
       "",
     );
     results.push({ surface: surfaceName, source: file, costs, summary: s, rows });
+    if (adaptive) {
+      // The end-to-end adaptive run's own report, as `npm run sweep -- --strategy adaptive` writes it.
+      const records = (e2e.adaptive as { records: LaunchRecord[] }).records;
+      const strategy = e2e.strategy as StrategyOptions;
+      const report = { points: recPoints, records, conclusion: conclude(recPoints, records, strategy), objective: strategy.objective, longContextTokens: 8192, why: adaptive.why, resumed: [] };
+      const base = path.join(REPO_ROOT, "bench", "results", `${path.basename(file, ".json")}-report`);
+      fs.writeFileSync(`${base}.md`, `# Adaptive sweep report (end to end, ${surfaceName} surface)\n\nRendered from ${path.basename(file)} by \`${COMMAND}\`. The full grid was also run: ${full.launches} launches, ${(full.gpuSeconds / 3600).toFixed(2)} GPU-hours.\n\n${renderAdaptiveMarkdown(report)}\n![Short vs long context decode tok/s, Pareto front, chosen configuration; GPU hours spent against the full grid](${path.basename(base)}.svg)\n`);
+      fs.writeFileSync(`${base}.svg`, renderAdaptiveSvg(report));
+      lines.push(`The adaptive run's report: [${path.basename(base)}.md](${path.basename(base)}.md) ([chart](${path.basename(base)}.svg)).`, "");
+    }
   }
   const all = results.flatMap((r) => r.rows as RunRow[]);
   const total = summary(all);

@@ -128,9 +128,10 @@ export async function runAdaptive(o: AdaptiveRunOptions): Promise<AdaptiveRunRes
   if (o.resume) {
     // A launch whose `up` finished but whose journal line was lost: its stack's outputs say what it measured.
     for (const p of o.points) {
-      if (records.some((r) => r.point === p.name)) continue;
-      const outputs = await (await o.ws.stack(p.name)).outputs().catch(() => ({}) as Record<string, { value: unknown }>);
       const config = o.ws.stackConfig(p.name);
+      // Only a stack this sweep wrote can hold what it measured (selecting any other would create it).
+      if (records.some((r) => r.point === p.name) || Object.keys(config).length === 0) continue;
+      const outputs = await (await o.ws.stack(p.name)).outputs().catch(() => ({}) as Record<string, { value: unknown }>);
       const bench = config[`${NS}:benchmark`] as { runId?: string } | undefined;
       const spec = config[`${NS}:speculative`];
       if (!outputs.benchmark?.value || !bench?.runId || JSON.stringify(spec) !== JSON.stringify(speculativeOf(p))) continue;
