@@ -129,7 +129,9 @@ export function renderAdaptiveSvg(r: AdaptiveReport): string {
     for (const x of m) {
       const chosen = x === r.conclusion.chosen;
       out.push(`<circle cx="${px(x.short).toFixed(1)}" cy="${py(x.long!).toFixed(1)}" r="${chosen ? 6 : 4}" fill="${chosen ? "#d62728" : front.has(x) ? "#1f6fb4" : "#bbb"}"><title>${esc(x.point.name)}: ${x.short} / ${x.long} tok/s, accept length ${x.acceptLength ?? "-"}</title></circle>`);
-      if (chosen || front.has(x)) out.push(`<text x="${(px(x.short) + 7).toFixed(1)}" y="${(py(x.long!) - 5).toFixed(1)}"${chosen ? ' fill="#d62728" font-weight="bold"' : ""}>${esc(x.point.name)}</text>`);
+      // Labels right of the point, or left of it in the plot's right quarter.
+      const right = px(x.short) < plot.x + plot.w * 0.75;
+      if (chosen || front.has(x)) out.push(`<text x="${(px(x.short) + (right ? 7 : -7)).toFixed(1)}" y="${(py(x.long!) - 5).toFixed(1)}" text-anchor="${right ? "start" : "end"}"${chosen ? ' fill="#d62728" font-weight="bold"' : ""}>${esc(x.point.name)}</text>`);
     }
   } else {
     out.push(`<text x="${plot.x}" y="${plot.y + 20}">nothing measured at both context lengths</text>`);
@@ -140,7 +142,7 @@ export function renderAdaptiveSvg(r: AdaptiveReport): string {
   const bx = 540;
   const bw = 50;
   const top = plot.y;
-  const scale = plot.h / Math.max(spent, estimate ?? 0, 1);
+  const scale = (plot.h - 24) / Math.max(spent, estimate ?? 0, 1);
   out.push(`<text x="${bx}" y="${top - 6}">GPU hours</text>`);
   const bar = (x: number, v: number, fill: string, label: string) => {
     out.push(`<rect x="${x}" y="${(top + plot.h - v * scale).toFixed(1)}" width="${bw}" height="${(v * scale).toFixed(1)}" fill="${fill}"/>`);
