@@ -39,7 +39,7 @@ async function main(owned: OwnedHosts): Promise<void> {
   const names = Array.from({ length: options.hosts }, (_, i) => `ae2e-${process.pid}-${i + 1}`);
   const infos = await Promise.all(names.map((n) => owned.start(n, { sglang: { profile: "ddtree-fork", loadSeconds: options.load, warmupSeconds: 0.5, surface: surfaceJson } })));
   const hosts = infos.map((h) => ({ name: h.name, config: simHostConfig(h) }));
-  const out: Record<string, unknown> = { surface: name, surfaceSpec: surfaceJson, loadSeconds: options.load, hosts: options.hosts, points: points.map((p) => p.name), passes: DEFAULT_PASSES, strategy, started: new Date().toISOString() };
+  const out: Record<string, unknown> = { command: `npx tsx bench/adaptive-e2e.ts ${process.argv.slice(2).join(" ")}`.trim(), surface: name, surfaceSpec: surfaceJson, loadSeconds: options.load, hosts: options.hosts, points: points.map((p) => p.name), passes: DEFAULT_PASSES, strategy, started: new Date().toISOString() };
   const file = path.join(REPO_ROOT, "bench", "results", `adaptive-e2e-${name}${options.points ? `-${options.points}` : ""}.json`);
   for (const mode of options.modes) {
     const ws = simWorkspace({});

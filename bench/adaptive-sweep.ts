@@ -109,20 +109,25 @@ function summary(rows: RunRow[]) {
 }
 
 /** A recorded full grid (bench/adaptive-e2e.ts) as a replay table: each configuration's measured figures, noise and costs. */
-function recordedTable(file: string, points: GridPoint[]): { table: Record<string, ReplayEntry>; costs: ReplayCosts; e2e: Record<string, unknown> } {
+function recordedTable(file: string, points: GridPoint[]): { table: Record<string, ReplayEntry>; costs: ReplayCosts; e2e: Record<string, unknown>; noise: { short: number; long: number } } {
   const e2e = JSON.parse(fs.readFileSync(file, "utf8")) as Record<string, unknown> & { full: { records: LaunchRecord[] } };
   const d2: Record<number, number> = { 2: 1.128, 3: 1.693, 4: 2.059, 5: 2.326, 6: 2.534 };
   const table: Record<string, ReplayEntry> = {};
   const passSeconds: number[] = [];
+  const sdOf = (ph: { median: number; min: number; max: number; requests: number }) => (ph.max - ph.min) / ph.median / (d2[Math.min(ph.requests, 6)] ?? 1);
+  // The measured noise: one relative sd per phase, the median over the grid of each configuration's
+  // range / d2 (six requests give a rough estimate each; their median is steady).
+  const started = e2e.full.records.filter((r) => r.passes[0]);
+  const shortSd = median(started.map((r) => sdOf(r.passes[0].figures.short)));
+  const longSd = median(started.filter((r) => r.passes[0].figures.long).map((r) => sdOf(r.passes[0].figures.long!)));
   for (const r of e2e.full.records) {
     if (!points.some((p) => p.name === r.point)) continue;
     const f = r.passes[0]?.figures;
-    const sdOf = (ph: { median: number; min: number; max: number; requests: number }) => (ph.max - ph.min) / ph.median / (d2[Math.min(ph.requests, 6)] ?? 1);
     if (f) passSeconds.push(f.benchmarkSeconds);
     table[r.point] = {
       ...(r.failure ? { failure: r.failure } : {}),
-      short: f ? { mean: f.short.median, sd: sdOf(f.short) } : { mean: 0, sd: 0 },
-      long: f?.long ? { mean: f.long.median, sd: sdOf(f.long) } : null,
+      short: f ? { mean: f.short.median, sd: shortSd } : { mean: 0, sd: 0 },
+      long: f?.long ? { mean: f.long.median, sd: longSd } : null,
       acceptLength: f?.acceptLength ?? null,
       codingPassed: f?.codingPassed ?? null,
       launchSeconds: r.launchSeconds,
@@ -132,7 +137,7 @@ function recordedTable(file: string, points: GridPoint[]): { table: Record<strin
   const shortPasses = adaptive.flatMap((r) => r.passes.filter((p) => p.kind === "short").map((p) => p.figures.benchmarkSeconds));
   const laterPasses = adaptive.flatMap((r) => r.passes.slice(1).map((p) => p.heldSeconds - p.figures.benchmarkSeconds));
   const costs: ReplayCosts = { ...MODEL_COSTS, fullPassSeconds: median(passSeconds), shortPassSeconds: shortPasses.length ? median(shortPasses) : MODEL_COSTS.shortPassSeconds, passOverheadSeconds: laterPasses.length ? median(laterPasses) : MODEL_COSTS.passOverheadSeconds };
-  return { table, costs, e2e };
+  return { table, costs, e2e, noise: { short: shortSd, long: longSd } };
 }
 
 function main(): void {
@@ -154,7 +159,7 @@ function main(): void {
     results.push({ surface: name, source: "model", summary: s, fullGridHits: grid, best, rows });
   }
   for (const file of options.recorded ?? []) {
-    const { table, costs, e2e } = recordedTable(file, points);
+    const { table, costs, e2e, noise } = recordedTable(file, points);
     const surfaceName = String(e2e.surface);
     const model = modelTable(points, readSurface(path.join(REPO_ROOT, "bench", "surfaces", `${surfaceName}.json`)), { shortPromptTokens: 128, longContextTokens: 8192, maxTokens: 128, baseNoise: 0, launchSeconds: 0 });
     // The truth stays the model's: the recording's figures are measurements.
@@ -171,6 +176,10 @@ function main(): void {
     const adaptive = e2e.adaptive as { gpuSeconds: number; launches: number; chosen: string; confidence: number; why: string } | undefined;
     lines.push(
       `### ${surfaceName}, end to end (${path.basename(file)})`,
+      "",
+      `Recorded by \`npx tsx bench/adaptive-e2e.ts --surface bench/surfaces/${surfaceName}.json --load ${e2e.loadSeconds} --hosts ${e2e.hosts}\` (${e2e.started}): the full grid, then the adaptive sweep, each in a fresh workspace, through \`pulumi up\` on the same ${e2e.hosts} simulated hosts.`,
+      "",
+      `Noise measured there: a request's decode rate spreads ${pct(noise.short)} (short context) and ${pct(noise.long)} (long) as a relative sd (median over the grid of range / d2 of six requests); the replay draws each configuration's requests around its recorded median with it.`,
       "",
       `Costs measured there (median): a full pass's benchmark ${costs.fullPassSeconds.toFixed(1)} s, a short pass's ${costs.shortPassSeconds.toFixed(1)} s, the \`up\` of a later pass ${costs.passOverheadSeconds.toFixed(1)} s besides its benchmark; launches as recorded per configuration.`,
       "",
@@ -195,7 +204,8 @@ function main(): void {
       lines.push(`The adaptive run's report: [${path.basename(base)}.md](${path.basename(base)}.md) ([chart](${path.basename(base)}.svg)).`, "");
     }
   }
-  const all = results.flatMap((r) => r.rows as RunRow[]);
+  // The headline is over the model's surfaces; a recorded grid's row stands apart (its truth is the model's, its figures are measurements).
+  const all = results.filter((r) => r.source === "model").flatMap((r) => r.rows as RunRow[]);
   const total = summary(all);
   const argv = process.argv.slice(2).join(" ");
   const md = [
@@ -208,14 +218,14 @@ function main(): void {
     `Seeds ${options["first-seed"]}-${options["first-seed"] + options.seeds - 1} per surface (the strategy's settings were tuned on seeds 1-20 of the model surfaces), ${options.hosts} hosts in parallel.`,
     "",
     `"model": the performance model's mean figures on the surface (simhost/sim/sglang/perf.ts with bench/surfaces/<name>.json), each request drawn with a relative sd of ${options["base-noise"]} (the simulator's benchmark's own spread) combined with the surface's noise; a launch costs ${options["launch-seconds"]} s (the seed's load), a short pass ${MODEL_COSTS.shortPassSeconds} s, a full pass ${MODEL_COSTS.fullPassSeconds} s (as the simulator measures them), a later pass's \`up\` ${MODEL_COSTS.passOverheadSeconds} s more (engine fixed cost); a launch in the OOM region costs half a load.`,
-    `"recorded": the figures of a full grid run end to end (bench/adaptive-e2e.ts), each configuration's median and per-request spread, and the costs measured there.`,
+    `"recorded": the figures of a full grid run end to end (bench/adaptive-e2e.ts): each configuration's measured median as its mean, the noise measured over that grid, and the costs measured there. The end-to-end run's load was scaled down to 15 s while its benchmarks run at the simulator's real decode speed and each \`up\` carries the engine's own time on a loaded 2-core machine: a launch cost about 3 full passes there, not the seed's 23, so launches saved are worth less there (its fractions are not the model rows').`,
     "The true best is the model's (noise-free); it is known only in simulation. A hit: the chosen configuration's true value is within 1 % of the true best.",
     "The last column: the full grid under the same noise (every configuration one full pass, same seeds), choosing the highest measured median (as today's report) or by the same surrogate.",
     "",
     "| surface | figures | configurations | true best (tok/s) | hits | worst chosen / best | median GPU time / full grid | 90th percentile | median launches | median stated confidence | full grid's hits (highest median, smoothed) |",
     "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|",
     ...tableRows,
-    `| **all** | | | | ${total.hits}/${total.runs} (${pct(total.hitRate)}) | ${pct(total.worstRatio)} | ${pct(total.medianFraction)} | ${pct(total.p90Fraction)} | ${total.medianLaunches} | ${pct(total.medianConfidence)} | |`,
+    `| **all model surfaces** | | | | ${total.hits}/${total.runs} (${pct(total.hitRate)}) | ${pct(total.worstRatio)} | ${pct(total.medianFraction)} | ${pct(total.p90Fraction)} | ${total.medianLaunches} | ${pct(total.medianConfidence)} | |`,
     "",
     ...lines,
   ].join("\n");
