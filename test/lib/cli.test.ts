@@ -29,7 +29,7 @@ test("npm run sweep -- --help prints the options and starts nothing (no set-up, 
 test("npm run sweep -- --stack b8 (a typo of --stacks) is refused naming --stack, before set-up", () => {
   const before = simulatedHosts();
   const r = npmRun("sweep", "--stack", "b8");
-  assertRefused(r, "npm run sweep: unknown option --stack; did you mean --stacks? (valid: --stacks, --hosts, --sim-hosts, --sim-load-seconds, --resume, --keep-going, --help)", "npm run sweep -- --help");
+  assertRefused(r, "npm run sweep: unknown option --stack; did you mean --stacks? (valid: --stacks, --hosts, --sim-hosts, --sim-load-seconds, --sim-surface, --resume, --keep-going, --strategy, --budgets, --topks, --windows, --compact-cache, --objective, --long-context, --long-weight, --gpu-hours, --launches, --seed, --help)", "npm run sweep -- --help");
   assertNothingStarted(r, before, SCRIPT_HOSTS);
 });
 
@@ -45,6 +45,9 @@ test("sweep: a missing value, a bad value, a pattern that matches no stack file,
     [["--hosts", "package.json"], 'got "package.json": it holds no list of hosts'],
     [["--resume", "b8"], 'unexpected argument "b8" (this command takes no arguments)'],
     [["--hosts", "package.json", "--sim-hosts", "3"], "--sim-hosts and --hosts exclude each other; give one of them"],
+    [["--objective", "long"], "--objective is an option of --strategy adaptive"],
+    [["--strategy", "adaptive", "--stacks", "b8*"], "--stacks is an option of --strategy full (the adaptive sweep makes its stacks from the grid options)"],
+    [["--strategy", "adaptive", "--sim-surface", "package.json"], "surface: surface has unknown key(s)"],
   ];
   for (const [args, message] of cases) {
     const r = runScript("scripts/sweep.ts", ...args);

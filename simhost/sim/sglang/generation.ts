@@ -24,6 +24,7 @@ import type * as http from "node:http";
 import type { ServerArgs } from "./flags";
 import { SpecSettings, acceptLength, acceptancePerToken, batchSlowdown, countTokens, perfAt, timeToFirstToken } from "./perf";
 import { Completion, completionText } from "./text";
+import { PerfSurface, requestNoise } from "./surface";
 import { RadixCache } from "./radix_cache";
 import { faultsFor, readFaults } from "../faults";
 
@@ -36,6 +37,8 @@ export interface GenerationSettings {
   args: ServerArgs;
   spec: SpecSettings;
   speedScale: number;
+  /** The shape of the performance model over the settings, and its measurement noise (./surface.ts). */
+  surface: PerfSurface;
   /** The model's context length (what /v1/models reports as max_model_len). */
   contextLength: number;
   modelId: () => string;
@@ -83,7 +86,7 @@ export class Generation {
 
   /** Accepted tokens per verification step over the requests served so far; the model's own before any. */
   avgAcceptLength(): number {
-    const tau = this.verifySteps > 0 ? this.verifiedTokens / this.verifySteps : acceptLength(this.settings.spec, 0);
+    const tau = this.verifySteps > 0 ? this.verifiedTokens / this.verifySteps : acceptLength(this.settings.spec, 0, this.settings.surface);
     return Math.round(tau * 1000) / 1000;
   }
 
@@ -195,7 +198,7 @@ export class Generation {
     const completion = completionText(prompt, maxTokens, faultsFor(readFaults(), this.settings.args).corruptOutput, ignoreEos);
     // match_prefix runs on all but the last prompt token: at least one is always computed.
     const cachedTokens = this.cache ? Math.max(0, Math.min(this.cache.match(prompt), promptTokens - 1)) : 0;
-    return { prompt, joiner, promptTokens, completion, accept: acceptancePerToken(this.settings.spec, prompt, joiner, completion.tokens, completion.naturalEnd), cachedTokens };
+    return { prompt, joiner, promptTokens, completion, accept: acceptancePerToken(this.settings.spec, prompt, joiner, completion.tokens, completion.naturalEnd, this.settings.surface), cachedTokens };
   }
 
   /**
@@ -208,10 +211,12 @@ export class Generation {
    * counts them. `onPiece` gets each burst; `onDone` runs once all are out.
    */
   private run(res: http.ServerResponse, job: Job, onPiece: (p: Progress) => void, onDone: () => void): void {
-    const { spec, speedScale } = this.settings;
+    const { spec, speedScale, surface } = this.settings;
     const tokens = job.completion.tokens;
     const cost = (k: number) => 1 / job.accept[k];
-    const stepMs = (k: number) => perfAt(spec, job.promptTokens + k, speedScale).stepSeconds * batchSlowdown(this.running.size) * 1000;
+    // The surface's measurement noise: one draw per request, by its number in this server's life.
+    const noise = requestNoise(surface, spec, this.requestsTotal);
+    const stepMs = (k: number) => perfAt(spec, job.promptTokens + k, speedScale, surface).stepSeconds * noise * batchSlowdown(this.running.size) * 1000;
     // The gauges are set when a prefill batch runs (log_prefill_stats), from the running
     // batch without the requests this prefill just admitted.
     this.settings.onPrefill();
@@ -219,7 +224,7 @@ export class Generation {
     this.requestsTotal++;
     this.promptTokensTotal += job.promptTokens;
     res.on("close", () => this.running.delete(res));
-    const firstTokenAt = Date.now() + timeToFirstToken(job.promptTokens, spec, speedScale, job.cachedTokens) * 1000;
+    const firstTokenAt = Date.now() + timeToFirstToken(job.promptTokens, spec, speedScale, job.cachedTokens, surface) * 1000;
     let dueAt = firstTokenAt;
     let emitted = 0;
     let credit = 0.5;

@@ -32,6 +32,7 @@ import { planMemory } from "./memory";
 import { GpuStore } from "../gpu";
 import { faultsFor, readFaults } from "../faults";
 import { SpecSettings, perfAt, specSettings } from "./perf";
+import { PerfSurface, outOfMemory, parseSurface } from "./surface";
 import { Generation } from "./generation";
 import { LINES, LineTraits, SGLANG_LINES, SglangLine, boolEnv, startupArgsLine } from "./lines";
 
@@ -59,19 +60,27 @@ interface SimConfig {
    * after its removal, or ["/server_info"] for one from before it existed.
    */
   removedEndpoints: string[];
+  /** The performance model's shape over the settings (./surface.ts); its default when absent. */
+  surface: PerfSurface;
 }
 
 const CONFIG_FILE = process.env.DFLASH_SIM_SGLANG_CONFIG ?? "/etc/dflash-sim/sglang.json";
 
 function readConfig(): SimConfig {
-  const defaults: SimConfig = { profile: "upstream", line: "main", loadSecondsPerGiB: 0.005, warmupSeconds: 0.5, schedulerExitSeconds: 0.5, speedScale: 1, rendezvousSeconds: 120, removedEndpoints: [] };
-  let raw: Partial<SimConfig> = {};
+  const defaults: SimConfig = { profile: "upstream", line: "main", loadSecondsPerGiB: 0.005, warmupSeconds: 0.5, schedulerExitSeconds: 0.5, speedScale: 1, rendezvousSeconds: 120, removedEndpoints: [], surface: parseSurface(undefined) };
+  let raw: Partial<Omit<SimConfig, "surface">> & { surface?: unknown } = {};
   try {
     raw = JSON.parse(fs.readFileSync(CONFIG_FILE, "utf8"));
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
   }
-  const cfg = { ...defaults, ...raw };
+  let surface: PerfSurface;
+  try {
+    surface = parseSurface(raw.surface);
+  } catch (e) {
+    throw new Error(`${CONFIG_FILE}: ${(e as Error).message}`);
+  }
+  const cfg = { ...defaults, ...raw, surface };
   if (!BUILD_PROFILES.includes(cfg.profile)) throw new Error(`${CONFIG_FILE}: unknown profile ${cfg.profile}`);
   if (!SGLANG_LINES.includes(cfg.line)) throw new Error(`${CONFIG_FILE}: unknown SGLang line ${cfg.line} (${SGLANG_LINES.join(" or ")})`);
   return cfg;
@@ -192,7 +201,7 @@ class Server {
     readonly config: SimConfig,
     readonly contextLength: number,
   ) {
-    this.generation = new Generation({ args, spec, speedScale: config.speedScale, contextLength, modelId: () => this.modelId(), onPrefill: () => this.publishGauges(), log });
+    this.generation = new Generation({ args, spec, speedScale: config.speedScale, surface: config.surface, contextLength, modelId: () => this.modelId(), onPrefill: () => this.publishGauges(), log });
   }
 
   /** Requests in flight, as the drain and the gauges count them. */
@@ -231,7 +240,7 @@ class Server {
         this.publishGauges();
       }
     };
-    setInterval(tick, Math.max(1, perfAt(this.spec, 0, this.config.speedScale).stepSeconds * 1000)).unref();
+    setInterval(tick, Math.max(1, perfAt(this.spec, 0, this.config.speedScale, this.config.surface).stepSeconds * 1000)).unref();
   }
 
   metrics(): string {
@@ -294,7 +303,7 @@ class Server {
         if (this.phase !== "ready") return void res.writeHead(503).end();
         // SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION (default on): a 1 s sleep, then a one-token
         // generation; a health check takes at least a second.
-        return void setTimeout(() => void res.writeHead(this.gracefullyExit ? 503 : 200).end(), 1_000 + perfAt(this.spec, 0, this.config.speedScale).stepSeconds * 1000);
+        return void setTimeout(() => void res.writeHead(this.gracefullyExit ? 503 : 200).end(), 1_000 + perfAt(this.spec, 0, this.config.speedScale, this.config.surface).stepSeconds * 1000);
       case "GET /v1/models":
         return json(200, { object: "list", data: [{ id: this.modelId(), object: "model", created: 0, owned_by: "sglang", root: this.args.model_path, max_model_len: this.contextLength }] });
       case "GET /get_server_info":
@@ -421,6 +430,12 @@ async function main(): Promise<void> {
     // as the fault stays set. Clearing it lets the load finish (a test holds a rollout at
     // this point, then lets it go, instead of racing a timer).
     while (faultsFor(readFaults(), args).hangDuringLoad) await sleep(0.2);
+  }
+  if (outOfMemory(config.surface, spec)) {
+    // The surface's out-of-memory region (./surface.ts): the tree's CUDA graph capture does not
+    // fit, half-way through the load (srt/model_executor/cuda_graph_runner.py).
+    await sleep(loadSeconds / 2);
+    die(1, traceback("sglang/srt/model_executor/cuda_graph_runner.py, in __init__", `Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 4.00 GiB (DDTree budget ${spec.budget}, topk ${spec.topk}).\nPossible solutions: a smaller --mem-fraction-static, a smaller --cuda-graph-max-bs, or --disable-cuda-graph (slower).`));
   }
   if (faults.crashDuringLoad) {
     await sleep(loadSeconds / 2);

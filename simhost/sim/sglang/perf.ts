@@ -12,6 +12,7 @@
 //   writes after its natural end of answer when ignore_eos forces it on. `acceptLength`
 //   is natural, varied text; `effectiveAcceptLength` is a given text.
 import type { ServerArgs } from "./flags";
+import { DEFAULT_SURFACE, PerfSurface, surfaceGain } from "./surface";
 
 export interface SpecSettings {
   algorithm: string | null;
@@ -51,7 +52,7 @@ export function specSettings(args: ServerArgs, env: Record<string, string | unde
   };
 }
 
-export function acceptLength(s: SpecSettings, contextTokens: number): number {
+export function acceptLength(s: SpecSettings, contextTokens: number, surface: PerfSurface = DEFAULT_SURFACE): number {
   const chain = 1 + 5 * (1 - Math.exp(-s.blockSize / 8));
   let tau: number;
   switch (s.algorithm) {
@@ -62,7 +63,7 @@ export function acceptLength(s: SpecSettings, contextTokens: number): number {
       break;
     case "DDTREE": {
       const budget = s.budget ?? s.blockSize;
-      const topkFit = Math.max(0.5, 1 - 0.05 * Math.abs(s.topk - 4));
+      const topkFit = Math.max(0.5, 1 - 0.05 * Math.abs(s.topk - surface.topkBest));
       tau = chain * (1 + 0.45 * (1 - Math.exp(-budget / 8)) * topkFit);
       break;
     }
@@ -95,8 +96,8 @@ const POST_EOS_GAIN = 1.6;
  * what one step can accept (the block for DFLASH/DDTREE; draft steps + the bonus token for
  * chain drafters). Equals `acceptLength` for natural text (repetition 0, not post-EOS).
  */
-export function effectiveAcceptLength(s: SpecSettings, contextTokens: number, t: TextTraits): number {
-  const natural = acceptLength(s, contextTokens);
+export function effectiveAcceptLength(s: SpecSettings, contextTokens: number, t: TextTraits, surface: PerfSurface = DEFAULT_SURFACE): number {
+  const natural = acceptLength(s, contextTokens, surface);
   if (s.algorithm === null) return natural;
   const perStep = s.algorithm === "DFLASH" || s.algorithm === "DDTREE" ? s.blockSize : s.steps + 1;
   const repetition = Math.min(1, Math.max(0, t.repetition));
@@ -104,15 +105,16 @@ export function effectiveAcceptLength(s: SpecSettings, contextTokens: number, t:
   return Math.min(raised, Math.max(natural, perStep));
 }
 
-export function perfAt(s: SpecSettings, contextTokens: number, speedScale = 1): PerfPoint {
+/** The model at one context length; `surface` (./surface.ts) reshapes it over the settings. */
+export function perfAt(s: SpecSettings, contextTokens: number, speedScale = 1, surface: PerfSurface = DEFAULT_SURFACE): PerfPoint {
   const targetContext = 1 + (contextTokens / 65536) * 0.5;
-  const tau = acceptLength(s, contextTokens);
+  const tau = acceptLength(s, contextTokens, surface);
   let step = TARGET_STEP_SECONDS * targetContext;
   if (s.algorithm !== null) {
     const nodes = s.algorithm === "DDTREE" ? (s.budget ?? s.blockSize) : s.algorithm === "DFLASH" ? s.blockSize : s.steps * Math.max(1, s.topk);
     const draftContext = s.window !== null ? Math.min(contextTokens, s.window) : contextTokens;
     const draft = DRAFT_STEP_SECONDS * (1 + (draftContext / 32768) * 1.5) * (s.compactCache ? 0.9 : 1);
-    step = step * (1 + 0.012 * nodes) + draft;
+    step = (step * (1 + surface.nodeCost * nodes) + draft) / surfaceGain(surface, s);
   }
   step /= speedScale;
   return { acceptLength: round(tau), stepSeconds: step, decodeTokensPerSecond: round(tau / step) };
@@ -122,10 +124,10 @@ export function perfAt(s: SpecSettings, contextTokens: number, speedScale = 1): 
  * Ground truth of a whole generation: decode tokens/s from the first to the last of
  * `outputTokens` tokens, as the context grows by one token per token.
  */
-export function generationDecodeRate(s: SpecSettings, promptTokens: number, outputTokens: number, speedScale = 1): number {
+export function generationDecodeRate(s: SpecSettings, promptTokens: number, outputTokens: number, speedScale = 1, surface: PerfSurface = DEFAULT_SURFACE): number {
   let seconds = 0;
-  for (let k = 1; k < outputTokens; k++) seconds += 1 / perfAt(s, promptTokens + k, speedScale).decodeTokensPerSecond;
-  return seconds > 0 ? (outputTokens - 1) / seconds : perfAt(s, promptTokens, speedScale).decodeTokensPerSecond;
+  for (let k = 1; k < outputTokens; k++) seconds += 1 / perfAt(s, promptTokens + k, speedScale, surface).decodeTokensPerSecond;
+  return seconds > 0 ? (outputTokens - 1) / seconds : perfAt(s, promptTokens, speedScale, surface).decodeTokensPerSecond;
 }
 
 /**
@@ -133,9 +135,9 @@ export function generationDecodeRate(s: SpecSettings, promptTokens: number, outp
  * the first `cachedTokens` come from the prefix cache: only the rest is prefilled
  * (srt/managers/schedule_batch.py: extend_input_len = len(fill_ids) - len(prefix_indices)).
  */
-export function timeToFirstToken(promptTokens: number, s: SpecSettings, speedScale = 1, cachedTokens = 0): number {
+export function timeToFirstToken(promptTokens: number, s: SpecSettings, speedScale = 1, cachedTokens = 0, surface: PerfSurface = DEFAULT_SURFACE): number {
   const prefilled = promptTokens - Math.min(Math.max(0, cachedTokens), promptTokens);
-  return 0.02 / speedScale + prefilled / (PREFILL_TOKENS_PER_SECOND * speedScale) + perfAt(s, promptTokens, speedScale).stepSeconds;
+  return 0.02 / speedScale + prefilled / (PREFILL_TOKENS_PER_SECOND * speedScale) + perfAt(s, promptTokens, speedScale, surface).stepSeconds;
 }
 
 /** Per-request slowdown when `running` requests share the batch (aggregate throughput still rises). */
@@ -276,7 +278,7 @@ export function windowRepetitions(text: string, windows: ReadonlyArray<readonly 
  * window is set, else all of it (DFlash's drafter attends to the whole context unless
  * --speculative-draft-window-size caps its KV cache). Tokens from `naturalEnd` on are post-EOS.
  */
-export function acceptancePerToken(s: SpecSettings, prompt: string, joiner: string, output: readonly string[], naturalEnd: number): number[] {
+export function acceptancePerToken(s: SpecSettings, prompt: string, joiner: string, output: readonly string[], naturalEnd: number, surface: PerfSurface = DEFAULT_SURFACE): number[] {
   const promptTokens = countTokens(prompt);
   if (s.algorithm === null) return output.map(() => 1);
   const outputStart: number[] = [];
@@ -292,5 +294,5 @@ export function acceptancePerToken(s: SpecSettings, prompt: string, joiner: stri
     return [tokenStart(s.window === null ? 0 : Math.max(0, context - s.window)), tokenStart(context)] as const;
   });
   const repetition = windowRepetitions(prompt + joiner + output.join(""), windows);
-  return output.map((_, k) => effectiveAcceptLength(s, promptTokens + k, { repetition: repetition[k], postEos: k >= naturalEnd }));
+  return output.map((_, k) => effectiveAcceptLength(s, promptTokens + k, { repetition: repetition[k], postEos: k >= naturalEnd }, surface));
 }

@@ -1,0 +1,238 @@
+// Benchmark: how often the adaptive sweep chooses a configuration within 1 % of the true best,
+// and what share of the full grid's GPU time it spends, over many seeds and several surfaces.
+// The strategy runs against a replay (components/sweep/adaptive/replay.ts): per configuration,
+// the performance model's mean figures on the surface (the truth, known only in simulation)
+// with the noise the simulator's benchmark measures, or a full grid recorded end to end by
+// bench/adaptive-e2e.ts (--recorded). Writes bench/results/adaptive-sweep.{md,json}.
+// Run: npx tsx bench/adaptive-sweep.ts [--seeds 40] [--recorded bench/results/adaptive-e2e-single-peak.json] (--help: the options)
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { REPO_ROOT } from "../lib/pulumi-env";
+import { inProjectFolder, listOf, oneOf, option, parseCommandOrExit, positiveInteger, positiveNumber, text } from "../lib/cli";
+import { GridPoint, gridPoints } from "../components/sweep/adaptive/space";
+import { drawPass, replay, ReplayCosts, ReplayEntry } from "../components/sweep/adaptive/replay";
+import { prng } from "../lib/prng";
+import { conclude, DEFAULT_STRATEGY, LaunchRecord, Objective, StrategyOptions } from "../components/sweep/adaptive/strategy";
+import { renderAdaptiveMarkdown, renderAdaptiveSvg } from "../components/sweep/adaptive/report";
+import { summarize } from "./stats";
+import { percentile } from "../components/benchmark/stats";
+import { GRID, SURFACES } from "./adaptive/grid";
+import { modelTable, readSurface, trueValues } from "./adaptive/model";
+
+const COMMAND = "npx tsx bench/adaptive-sweep.ts";
+const { options } = parseCommandOrExit(COMMAND, {
+  summary: "Replays the adaptive sweep against the performance model's figures on several surfaces (and against recorded\nfull grids), many seeds each; writes bench/results/adaptive-sweep.{md,json}.",
+  options: {
+    surfaces: option({ type: listOf(oneOf(SURFACES)), placeholder: "LIST", description: "surfaces of bench/surfaces/", default: SURFACES.join(",") }),
+    seeds: option({ type: positiveInteger, placeholder: "N", description: "seeded runs per surface", default: "40" }),
+    "first-seed": option({ type: positiveInteger, placeholder: "N", description: "the first seed (the strategy was tuned on seeds 1-20)", default: "101" }),
+    hosts: option({ type: positiveInteger, placeholder: "N", description: "hosts in parallel", default: "2" }),
+    objective: option({ type: oneOf(["short", "long", "mix"] as const), placeholder: "KIND", description: "decode tok/s at short context, at 8192 tokens, or their mean", default: "short" }),
+    "launch-seconds": option({ type: positiveNumber, placeholder: "S", description: "GPU seconds of a launch (the seed's load)", default: "420" }),
+    "base-noise": option({ type: positiveNumber, placeholder: "SD", description: "relative sd of one request's decode rate besides the surface's own noise", default: "0.02" }),
+    recorded: option({ type: listOf(inProjectFolder(text)), placeholder: "FILES", description: "full grids recorded by bench/adaptive-e2e.ts, replayed with their own figures and costs" }),
+    out: option({ type: text, placeholder: "NAME", description: "results name under bench/results/", default: "adaptive-sweep" }),
+  },
+});
+
+/** The passes' costs at the seed's scale: the benchmarks as the simulator measures them (it decodes at real speed), and the engine's fixed cost of an `up` (bench/results/reconfigure.md). */
+const MODEL_COSTS: ReplayCosts = { shortRequests: 3, fullRequests: 6, shortPassSeconds: 6, fullPassSeconds: 18, passOverheadSeconds: 10 };
+
+interface RunRow {
+  seed: number;
+  chosen: string | null;
+  hit: boolean;
+  /** True value of the chosen / the true best. */
+  ratio: number;
+  fraction: number;
+  launches: number;
+  confidence: number;
+  why: string;
+}
+
+function runMany(points: GridPoint[], table: Record<string, ReplayEntry>, costs: ReplayCosts, objective: Objective, truth: Map<string, number>): RunRow[] {
+  const best = Math.max(...truth.values());
+  const rows: RunRow[] = [];
+  for (let seed = options["first-seed"]; seed < options["first-seed"] + options.seeds; seed++) {
+    const strategy: StrategyOptions = { ...DEFAULT_STRATEGY, objective, budget: {}, seed };
+    const r = replay(points, table, costs, strategy, options.hosts);
+    const chosen = r.conclusion.chosen?.point.name ?? null;
+    const ratio = chosen ? (truth.get(chosen) ?? 0) / best : 0;
+    rows.push({ seed, chosen, hit: ratio >= 1 - DEFAULT_STRATEGY.tolerance, ratio, fraction: r.gpuSeconds / r.fullGridGpuSeconds, launches: r.launches, confidence: r.conclusion.confidence, why: r.why });
+  }
+  return rows;
+}
+
+/**
+ * The full grid under the same noise: every configuration measured once in full; its choice as
+ * today's report makes it (the highest measured median) and as the adaptive sweep would (the
+ * surrogate's, steadied by neighbours). Hits of each over the seeds.
+ */
+function fullGridHits(points: GridPoint[], table: Record<string, ReplayEntry>, costs: ReplayCosts, objective: Objective, truth: Map<string, number>): { raw: number; smoothed: number } {
+  const best = Math.max(...truth.values());
+  let raw = 0;
+  let smoothed = 0;
+  for (let seed = options["first-seed"]; seed < options["first-seed"] + options.seeds; seed++) {
+    const rand = prng(seed * 7919 + 17);
+    const records: LaunchRecord[] = points.map((p) => {
+      const e = table[p.name];
+      if (e.failure) return { point: p.name, host: "h1", launchSeconds: e.launchSeconds, failure: e.failure, passes: [] };
+      const figures = drawPass(rand, e, "full", costs);
+      return { point: p.name, host: "h1", launchSeconds: e.launchSeconds, passes: [{ kind: "full", figures, heldSeconds: figures.benchmarkSeconds }] };
+    });
+    const value = (r: LaunchRecord) => (objective.kind === "short" ? r.passes[0].figures.short.median : objective.kind === "long" ? r.passes[0].figures.long!.median : (1 - objective.longWeight) * r.passes[0].figures.short.median + objective.longWeight * r.passes[0].figures.long!.median);
+    const top = records.filter((r) => !r.failure && r.passes[0].figures.codingPassed !== false).sort((a, b) => value(b) - value(a))[0];
+    if ((truth.get(top.point) ?? 0) >= 0.99 * best) raw++;
+    const chosen = conclude(points, records, { ...DEFAULT_STRATEGY, objective, budget: {}, seed }).chosen;
+    if (chosen && (truth.get(chosen.point.name) ?? 0) >= 0.99 * best) smoothed++;
+  }
+  return { raw, smoothed };
+}
+
+const median = (xs: number[]) => summarize(xs).median;
+const quantile = (xs: number[], q: number) => percentile([...xs].sort((a, b) => a - b), q * 100);
+const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
+
+function summary(rows: RunRow[]) {
+  const fr = rows.map((r) => r.fraction);
+  const hits = rows.filter((r) => r.hit).length;
+  return {
+    runs: rows.length,
+    hits,
+    hitRate: hits / rows.length,
+    medianFraction: median(fr),
+    p90Fraction: quantile(fr, 0.9),
+    medianLaunches: median(rows.map((r) => r.launches)),
+    worstRatio: Math.min(...rows.map((r) => r.ratio)),
+    medianConfidence: median(rows.map((r) => r.confidence)),
+  };
+}
+
+/** A recorded full grid (bench/adaptive-e2e.ts) as a replay table: each configuration's measured figures, noise and costs. */
+function recordedTable(file: string, points: GridPoint[]): { table: Record<string, ReplayEntry>; costs: ReplayCosts; e2e: Record<string, unknown>; noise: { short: number; long: number } } {
+  const e2e = JSON.parse(fs.readFileSync(file, "utf8")) as Record<string, unknown> & { full: { records: LaunchRecord[] } };
+  const d2: Record<number, number> = { 2: 1.128, 3: 1.693, 4: 2.059, 5: 2.326, 6: 2.534 };
+  const table: Record<string, ReplayEntry> = {};
+  const passSeconds: number[] = [];
+  const sdOf = (ph: { median: number; min: number; max: number; requests: number }) => (ph.max - ph.min) / ph.median / (d2[Math.min(ph.requests, 6)] ?? 1);
+  // The measured noise: one relative sd per phase, the median over the grid of each configuration's
+  // range / d2 (six requests give a rough estimate each; their median is steady).
+  const started = e2e.full.records.filter((r) => r.passes[0]);
+  const shortSd = median(started.map((r) => sdOf(r.passes[0].figures.short)));
+  const longSd = median(started.filter((r) => r.passes[0].figures.long).map((r) => sdOf(r.passes[0].figures.long!)));
+  for (const r of e2e.full.records) {
+    if (!points.some((p) => p.name === r.point)) continue;
+    const f = r.passes[0]?.figures;
+    if (f) passSeconds.push(f.benchmarkSeconds);
+    table[r.point] = {
+      ...(r.failure ? { failure: r.failure } : {}),
+      short: f ? { mean: f.short.median, sd: shortSd } : { mean: 0, sd: 0 },
+      long: f?.long ? { mean: f.long.median, sd: longSd } : null,
+      acceptLength: f?.acceptLength ?? null,
+      codingPassed: f?.codingPassed ?? null,
+      launchSeconds: r.launchSeconds,
+    };
+  }
+  const adaptive = (e2e as { adaptive?: { records: LaunchRecord[] } }).adaptive?.records ?? [];
+  const shortPasses = adaptive.flatMap((r) => r.passes.filter((p) => p.kind === "short").map((p) => p.figures.benchmarkSeconds));
+  const laterPasses = adaptive.flatMap((r) => r.passes.slice(1).map((p) => p.heldSeconds - p.figures.benchmarkSeconds));
+  const costs: ReplayCosts = { ...MODEL_COSTS, fullPassSeconds: median(passSeconds), shortPassSeconds: shortPasses.length ? median(shortPasses) : MODEL_COSTS.shortPassSeconds, passOverheadSeconds: laterPasses.length ? median(laterPasses) : MODEL_COSTS.passOverheadSeconds };
+  return { table, costs, e2e, noise: { short: shortSd, long: longSd } };
+}
+
+function main(): void {
+  const points = gridPoints(GRID);
+  const objective: Objective = { kind: options.objective, longWeight: 0.5 };
+  const results: Record<string, unknown>[] = [];
+  const lines: string[] = [];
+  const tableRows: string[] = [];
+  for (const name of options.surfaces) {
+    const surface = readSurface(path.join(REPO_ROOT, "bench", "surfaces", `${name}.json`));
+    const table = modelTable(points, surface, { shortPromptTokens: 128, longContextTokens: 8192, maxTokens: 128, baseNoise: options["base-noise"], launchSeconds: options["launch-seconds"] });
+    const truth = trueValues(table, objective);
+    const rows = runMany(points, table, MODEL_COSTS, objective, truth);
+    const s = summary(rows);
+    const best = [...truth.entries()].sort((a, b) => b[1] - a[1])[0];
+    const failing = Object.values(table).filter((e) => e.failure).length;
+    const grid = fullGridHits(points, table, MODEL_COSTS, objective, truth);
+    tableRows.push(`| ${name} | model | ${points.length}${failing ? ` (${failing} OOM)` : ""} | ${best[0]} (${best[1].toFixed(1)}) | ${s.hits}/${s.runs} (${pct(s.hitRate)}) | ${pct(s.worstRatio)} | ${pct(s.medianFraction)} | ${pct(s.p90Fraction)} | ${s.medianLaunches} | ${pct(s.medianConfidence)} | ${grid.raw}/${s.runs}, ${grid.smoothed}/${s.runs} |`);
+    results.push({ surface: name, source: "model", summary: s, fullGridHits: grid, best, rows });
+  }
+  for (const file of options.recorded ?? []) {
+    const { table, costs, e2e, noise } = recordedTable(file, points);
+    const surfaceName = String(e2e.surface);
+    const model = modelTable(points, readSurface(path.join(REPO_ROOT, "bench", "surfaces", `${surfaceName}.json`)), { shortPromptTokens: 128, longContextTokens: 8192, maxTokens: 128, baseNoise: 0, launchSeconds: 0 });
+    // The truth stays the model's: the recording's figures are measurements.
+    const truth = trueValues(model, objective);
+    const recPoints = points.filter((p) => table[p.name]);
+    const rows = runMany(recPoints, table, costs, objective, new Map([...truth].filter(([n]) => table[n])));
+    const s = summary(rows);
+    const best = [...truth.entries()].filter(([n]) => table[n]).sort((a, b) => b[1] - a[1])[0];
+    const grid = fullGridHits(recPoints, table, costs, objective, new Map([...truth].filter(([n]) => table[n])));
+    tableRows.push(`| ${surfaceName} | recorded (${path.basename(file)}) | ${recPoints.length} | ${best[0]} (${best[1].toFixed(1)}) | ${s.hits}/${s.runs} (${pct(s.hitRate)}) | ${pct(s.worstRatio)} | ${pct(s.medianFraction)} | ${pct(s.p90Fraction)} | ${s.medianLaunches} | ${pct(s.medianConfidence)} | ${grid.raw}/${s.runs}, ${grid.smoothed}/${s.runs} |`);
+    const ratios = recPoints.filter((p) => !table[p.name].failure && truth.get(p.name)).map((p) => table[p.name].short.mean / truth.get(p.name)!);
+    const measuredBest = recPoints.filter((p) => !table[p.name].failure).sort((a, b) => table[b.name].short.mean - table[a.name].short.mean)[0];
+    const full = e2e.full as { gpuSeconds: number; launches: number; chosen: string };
+    const adaptive = e2e.adaptive as { gpuSeconds: number; launches: number; chosen: string; confidence: number; why: string } | undefined;
+    lines.push(
+      `### ${surfaceName}, end to end (${path.basename(file)})`,
+      "",
+      `Recorded by \`npx tsx bench/adaptive-e2e.ts --surface bench/surfaces/${surfaceName}.json --load ${e2e.loadSeconds} --hosts ${e2e.hosts}\` (${e2e.started}): the full grid, then the adaptive sweep, each in a fresh workspace, through \`pulumi up\` on the same ${e2e.hosts} simulated hosts.`,
+      "",
+      `Noise measured there: a request's decode rate spreads ${pct(noise.short)} (short context) and ${pct(noise.long)} (long) as a relative sd (median over the grid of range / d2 of six requests); the replay draws each configuration's requests around its recorded median with it.`,
+      "",
+      `Costs measured there (median): a full pass's benchmark ${costs.fullPassSeconds.toFixed(1)} s, a short pass's ${costs.shortPassSeconds.toFixed(1)} s, the \`up\` of a later pass ${costs.passOverheadSeconds.toFixed(1)} s besides its benchmark; launches as recorded per configuration.`,
+      "",
+      `Measured / model short-context decode rate over the grid: median ${median(ratios).toFixed(3)} (min ${Math.min(...ratios).toFixed(3)}, max ${Math.max(...ratios).toFixed(3)}); the full grid's fastest measured: ${measuredBest.name} (${table[measuredBest.name].short.mean}), the model's: ${best[0]} (${best[1].toFixed(1)}).`,
+      "",
+      "| run | launches | GPU s | of the full grid | chosen | true value / true best | stated confidence |",
+      "|---|---:|---:|---:|---|---:|---:|",
+      `| full grid, end to end | ${full.launches} | ${full.gpuSeconds.toFixed(0)} | 100 % | ${full.chosen} | ${pct((truth.get(full.chosen) ?? 0) / best[1])} | |`,
+      ...(adaptive ? [`| adaptive, end to end (seed ${(e2e.strategy as { seed: number }).seed}) | ${adaptive.launches} | ${adaptive.gpuSeconds.toFixed(0)} | ${pct(adaptive.gpuSeconds / full.gpuSeconds)} | ${adaptive.chosen} | ${pct((truth.get(adaptive.chosen) ?? 0) / best[1])} | ${pct(adaptive.confidence)} |`] : []),
+      `| adaptive, replay of this full grid (${s.runs} seeds, median) | ${s.medianLaunches} | | ${pct(s.medianFraction)} | (hits ${s.hits}/${s.runs}) | worst ${pct(s.worstRatio)} | ${pct(s.medianConfidence)} |`,
+      "",
+    );
+    results.push({ surface: surfaceName, source: file, costs, summary: s, rows });
+    if (adaptive) {
+      // The end-to-end adaptive run's own report, as `npm run sweep -- --strategy adaptive` writes it.
+      const records = (e2e.adaptive as { records: LaunchRecord[] }).records;
+      const strategy = e2e.strategy as StrategyOptions;
+      const report = { points: recPoints, records, conclusion: conclude(recPoints, records, strategy), objective: strategy.objective, longContextTokens: 8192, why: adaptive.why, resumed: [] };
+      const base = path.join(REPO_ROOT, "bench", "results", `${path.basename(file, ".json")}-report`);
+      fs.writeFileSync(`${base}.md`, `# Adaptive sweep report (end to end, ${surfaceName} surface)\n\nRendered from ${path.basename(file)} by \`${COMMAND}\`. The full grid was also run: ${full.launches} launches, ${(full.gpuSeconds / 3600).toFixed(2)} GPU-hours.\n\n${renderAdaptiveMarkdown(report)}\n![Short vs long context decode tok/s, Pareto front, chosen configuration; GPU hours spent against the full grid](${path.basename(base)}.svg)\n`);
+      fs.writeFileSync(`${base}.svg`, renderAdaptiveSvg(report));
+      lines.push(`The adaptive run's report: [${path.basename(base)}.md](${path.basename(base)}.md) ([chart](${path.basename(base)}.svg)).`, "");
+    }
+  }
+  // The headline is over the model's surfaces; a recorded grid's row stands apart (its truth is the model's, its figures are measurements).
+  const all = results.filter((r) => r.source === "model").flatMap((r) => r.rows as RunRow[]);
+  const total = summary(all);
+  const argv = process.argv.slice(2).join(" ");
+  const md = [
+    "# Adaptive sweep: best configuration for a fraction of the grid's GPU time",
+    "",
+    `Command: \`${COMMAND}${argv ? ` ${argv}` : ""}\` (${new Date().toISOString()}).`,
+    "",
+    `Grid: budgets ${GRID.budgets.join(", ")} x topk ${GRID.topks.join(", ")} x window ${GRID.windows.join(", ")} (compact cache with the window): ${points.length} valid configurations.`,
+    `Objective: ${options.objective === "short" ? "single-stream decode tok/s at short context (128-token prompt)" : options.objective === "long" ? "single-stream decode tok/s at 8192 tokens" : "the mean of short and 8192-token decode tok/s"}; the coding check as a constraint.`,
+    `Seeds ${options["first-seed"]}-${options["first-seed"] + options.seeds - 1} per surface (the strategy's settings were tuned on seeds 1-20 of the model surfaces), ${options.hosts} hosts in parallel.`,
+    "",
+    `"model": the performance model's mean figures on the surface (simhost/sim/sglang/perf.ts with bench/surfaces/<name>.json), each request drawn with a relative sd of ${options["base-noise"]} combined with the surface's noise (the simulator's own benchmark spreads about 0.06: see the recorded row, and the run with --base-noise 0.06); a launch costs ${options["launch-seconds"]} s (the seed's load), a short pass ${MODEL_COSTS.shortPassSeconds} s, a full pass ${MODEL_COSTS.fullPassSeconds} s (as the simulator measures them), a later pass's \`up\` ${MODEL_COSTS.passOverheadSeconds} s more (engine fixed cost); a launch in the OOM region costs half a load.`,
+    `"recorded": the figures of a full grid run end to end (bench/adaptive-e2e.ts): each configuration's measured median as its mean, the noise measured over that grid, and the costs measured there. The end-to-end run's load was scaled down to 15 s while its benchmarks run at the simulator's real decode speed and each \`up\` carries the engine's own time on a loaded 2-core machine: a launch cost about 3 full passes there, not the seed's 23, so launches saved are worth less there (its fractions are not the model rows').`,
+    "The true best is the model's (noise-free); it is known only in simulation. A hit: the chosen configuration's true value is within 1 % of the true best.",
+    "The last column: the full grid under the same noise (every configuration one full pass, same seeds), choosing the highest measured median (as today's report) or by the same surrogate.",
+    "",
+    "| surface | figures | configurations | true best (tok/s) | hits | worst chosen / best | median GPU time / full grid | 90th percentile | median launches | median stated confidence | full grid's hits (highest median, smoothed) |",
+    "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|",
+    ...tableRows,
+    `| **all model surfaces** | | | | ${total.hits}/${total.runs} (${pct(total.hitRate)}) | ${pct(total.worstRatio)} | ${pct(total.medianFraction)} | ${pct(total.p90Fraction)} | ${total.medianLaunches} | ${pct(total.medianConfidence)} | |`,
+    "",
+    ...lines,
+  ].join("\n");
+  const dir = path.join(REPO_ROOT, "bench", "results");
+  fs.writeFileSync(path.join(dir, `${options.out}.md`), md + "\n");
+  fs.writeFileSync(path.join(dir, `${options.out}.json`), JSON.stringify({ command: `${COMMAND} ${argv}`.trim(), grid: GRID, costs: MODEL_COSTS, results }, null, 1) + "\n");
+  process.stdout.write(md + "\n");
+}
+
+main();

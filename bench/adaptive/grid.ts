@@ -1,0 +1,13 @@
+// The grid and surfaces of the adaptive sweep's benchmarks (bench/adaptive-sweep.ts, bench/adaptive-e2e.ts).
+import * as fs from "node:fs";
+import type { GridSpec } from "../../components/sweep/grid";
+
+/** Budgets 4-32, topk 2-8, a window or none (compact cache with the window): 38 valid configurations. */
+export const GRID: GridSpec = { budgets: [4, 6, 8, 12, 16, 24, 32], topks: [2, 4, 8], windows: [2048, "none"], compactCache: "auto" };
+
+/** The surfaces the benchmarks run on, in bench/surfaces/. */
+export const SURFACES = ["single-peak", "ridge", "two-peaks", "oom", "noisy"] as const;
+
+export function readSurfaceFile(file: string): unknown {
+  return JSON.parse(fs.readFileSync(file, "utf8"));
+}

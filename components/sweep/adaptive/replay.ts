@@ -1,0 +1,124 @@
+// Pure: an adaptive sweep driven against a table of per-configuration results instead of
+// hosts (a replay of a full-grid sweep's recorded figures, or of the performance model):
+// each pass draws its requests around the configuration's recorded mean with its recorded
+// noise, seeded, and costs what the recording says a launch and a pass cost. `hosts` hosts
+// run in parallel, as the real sweep's workers do: a host that is free asks for the next
+// launch with what has finished by then. The strategy's decisions see only the passes'
+// figures, as in the real sweep.
+import { prng } from "../../../lib/prng";
+import { GridPoint } from "./space";
+import { conclude, Conclusion, decide, LaunchRecord, nextPass, PassFigures, PassKind, spentSeconds, StrategyOptions } from "./strategy";
+
+/** One configuration's recorded figures (or the model's). */
+export interface ReplayEntry {
+  /** Failed to start: its cause, and whether it ran out of memory. */
+  failure?: { cause: string; outOfMemory: boolean };
+  /** Mean decode tok/s per request at short context, and its relative standard deviation per request. */
+  short: { mean: number; sd: number };
+  long: { mean: number; sd: number } | null;
+  acceptLength: number | null;
+  codingPassed: boolean | null;
+  /** GPU seconds of a launch (a failed one: until it failed). */
+  launchSeconds: number;
+}
+
+export interface ReplayCosts {
+  /** Requests per phase of a short pass and of a full pass. */
+  shortRequests: number;
+  fullRequests: number;
+  /** GPU seconds of a short pass and of a full pass (their benchmarks). */
+  shortPassSeconds: number;
+  fullPassSeconds: number;
+  /** What a pass after the first adds besides its benchmark: the `up` that starts it (the engine's fixed cost). */
+  passOverheadSeconds: number;
+}
+
+export interface ReplayOutcome {
+  records: LaunchRecord[];
+  conclusion: Conclusion;
+  gpuSeconds: number;
+  /** The full grid: every configuration launched and measured in full once. */
+  fullGridGpuSeconds: number;
+  launches: number;
+  why: string;
+}
+
+function gaussian(rand: () => number): number {
+  const u1 = rand() || 1e-12;
+  return Math.sqrt(-2 * Math.log(u1)) * Math.cos(2 * Math.PI * rand());
+}
+
+function phase(rand: () => number, m: { mean: number; sd: number }, n: number) {
+  const draws = Array.from({ length: n }, () => m.mean * (1 + m.sd * gaussian(rand))).sort((a, b) => a - b);
+  const median = n % 2 ? draws[(n - 1) / 2] : (draws[n / 2 - 1] + draws[n / 2]) / 2;
+  const r = (x: number) => Math.round(x * 100) / 100;
+  return { median: r(median), min: r(draws[0]), max: r(draws[n - 1]), requests: n };
+}
+
+/** Pure: the figures one pass of `kind` would report for `e`. */
+export function drawPass(rand: () => number, e: ReplayEntry, kind: PassKind, c: ReplayCosts): PassFigures {
+  const n = kind === "short" ? c.shortRequests : c.fullRequests;
+  return {
+    short: phase(rand, e.short, n),
+    long: e.long ? phase(rand, e.long, n) : null,
+    acceptLength: e.acceptLength,
+    codingPassed: kind === "full" ? e.codingPassed : null,
+    benchmarkSeconds: kind === "short" ? c.shortPassSeconds : c.fullPassSeconds,
+  };
+}
+
+/** Pure: the GPU seconds of the full grid on this table: every launch, and a full pass of each that starts. */
+export function fullGridSeconds(table: Record<string, ReplayEntry>, c: ReplayCosts): number {
+  return Object.values(table).reduce((s, e) => s + e.launchSeconds + (e.failure ? 0 : c.fullPassSeconds), 0);
+}
+
+/** Runs the strategy against the table with `hosts` parallel hosts; seeded. */
+export function replay(points: GridPoint[], table: Record<string, ReplayEntry>, costs: ReplayCosts, o: StrategyOptions, hosts: number): ReplayOutcome {
+  const rand = prng(o.seed * 7919 + 17);
+  const records: LaunchRecord[] = [];
+  // Launches in progress: the host's time at which it finishes, and its point.
+  const running: { host: number; point: string; at: number }[] = [];
+  const free = Array.from({ length: hosts }, (_, i) => ({ host: i, at: 0 }));
+  let why = "";
+  let stopped = false;
+  const runLaunch = (point: string, host: number, at: number) => {
+    running.push({ host, point, at: at + table[point].launchSeconds });
+  };
+  for (;;) {
+    // Every free host asks for a launch, in host order, with what has finished by now.
+    free.sort((a, b) => a.at - b.at || a.host - b.host);
+    while (!stopped && free.length > 0) {
+      const h = free[0];
+      const d = decide(points, records, running.map((r) => r.point), o);
+      if (d.kind === "stop") {
+        why = d.why;
+        if (running.length === 0) stopped = true;
+        break;
+      }
+      free.shift();
+      runLaunch(d.point, h.host, h.at);
+    }
+    if (running.length === 0) break;
+    // The next launch to finish its start: its passes run on it, one after the other, each
+    // decided with what has finished by then.
+    running.sort((a, b) => a.at - b.at || a.host - b.host);
+    const done = running.shift()!;
+    const e = table[done.point];
+    const record: LaunchRecord = { point: done.point, host: `h${done.host + 1}`, launchSeconds: e.launchSeconds, passes: [], ...(e.failure ? { failure: e.failure } : {}) };
+    records.push(record);
+    let at = done.at;
+    if (!e.failure) {
+      let kind: PassKind | "done" = "short";
+      while (kind !== "done") {
+        const figures = drawPass(rand, e, kind, costs);
+        const heldSeconds = figures.benchmarkSeconds + (record.passes.length > 0 ? costs.passOverheadSeconds : 0);
+        record.passes.push({ kind, figures, heldSeconds });
+        at += heldSeconds;
+        kind = nextPass(points, records, done.point, o);
+      }
+    }
+    free.push({ host: done.host, at });
+    stopped = false;
+  }
+  return { records, conclusion: conclude(points, records, o), gpuSeconds: spentSeconds(records), fullGridGpuSeconds: fullGridSeconds(table, costs), launches: records.length, why };
+}

@@ -1,0 +1,156 @@
+// Pure: the adaptive sweep's report: its choice and how sure it is, the GPU time it spent per
+// host against what the full grid would have cost, every launch, and the Pareto front of short
+// vs long context decode rate and acceptance length with the chosen configuration marked;
+// Markdown and an SVG chart. Plain data in, text out.
+import type { GridPoint } from "./space";
+import { Conclusion, LaunchRecord, Measured, Objective, spentPerHost, spentSeconds } from "./strategy";
+
+export interface AdaptiveReport {
+  points: GridPoint[];
+  records: LaunchRecord[];
+  conclusion: Conclusion;
+  objective: Objective;
+  longContextTokens: number;
+  /** Why it stopped launching. */
+  why: string;
+  /** Launches a resume took over (not repeated). */
+  resumed: string[];
+}
+
+/** Pure: the measured configurations no other beats on all of short and long decode rate and acceptance length. */
+export function paretoFront(measured: Measured[]): Measured[] {
+  const axes = (m: Measured) => [m.short, m.long ?? 0, m.acceptLength ?? 0];
+  const dominates = (a: Measured, b: Measured) => {
+    const x = axes(a);
+    const y = axes(b);
+    return x.every((v, i) => v >= y[i]) && x.some((v, i) => v > y[i]);
+  };
+  return measured.filter((m) => !measured.some((o) => o !== m && dominates(o, m))).sort((a, b) => b.short - a.short);
+}
+
+/**
+ * Pure: what the full grid would have cost: every valid configuration launched and measured
+ * once in full, at this run's own mean launch and full-pass costs (it was not run).
+ */
+export function fullGridEstimate(points: GridPoint[], records: LaunchRecord[]): number | undefined {
+  const started = records.filter((r) => !r.failure);
+  const full = started.flatMap((r) => r.passes.filter((p) => p.kind === "full").map((p) => p.figures.benchmarkSeconds));
+  if (started.length === 0 || full.length === 0) return undefined;
+  const launch = started.reduce((s, r) => s + r.launchSeconds, 0) / started.length;
+  return points.length * (launch + full.reduce((s, x) => s + x, 0) / full.length);
+}
+
+const hours = (s: number) => `${(s / 3600).toFixed(2)} h`;
+const cell = (t: string) => t.replace(/\|/g, "\\|");
+
+function objectiveText(o: Objective, long: number): string {
+  if (o.kind === "short") return "single-stream decode tok/s at short context";
+  if (o.kind === "long") return `single-stream decode tok/s at ${long} tokens of context`;
+  return `${((1 - o.longWeight) * 100).toFixed(0)} % short-context + ${(o.longWeight * 100).toFixed(0)} % ${long}-token decode tok/s`;
+}
+
+export function renderAdaptiveMarkdown(r: AdaptiveReport): string {
+  const c = r.conclusion;
+  const spent = spentSeconds(r.records);
+  const estimate = fullGridEstimate(r.points, r.records);
+  const front = paretoFront(c.measured);
+  const lines: string[] = [];
+  lines.push(`Objective: ${objectiveText(r.objective, r.longContextTokens)}, the coding check as a constraint. Grid: ${r.points.length} configurations.`, "");
+  if (c.chosen) {
+    lines.push(
+      `**Chosen: ${c.chosen.point.name}**, ${c.chosen.value.toFixed(1)} tok/s (±${c.chosen.se.toFixed(1)}, ${c.chosen.requests} requests). ` +
+        `Chance that no configuration, launched or not, beats it by 1 %: ${(c.confidence * 100).toFixed(1)} % (the surrogate's and the measurements' estimate; the true best is known only in simulation).` +
+        (c.withinNoise.length ? ` Within noise of it: ${c.withinNoise.join(", ")}.` : ""),
+    );
+  } else {
+    lines.push("**No configuration chosen**: none was measured in full with the coding check passing.");
+  }
+  lines.push("", `Stopped: ${r.why}.`, "");
+  lines.push("## GPU time", "", "| host | launches | launch s | benchmark s | total |", "|---|---:|---:|---:|---:|");
+  for (const [host, total] of spentPerHost(r.records)) {
+    const mine = r.records.filter((x) => x.host === host);
+    const launch = mine.reduce((s, x) => s + x.launchSeconds, 0);
+    lines.push(`| ${host} | ${mine.length} | ${launch.toFixed(0)} | ${(total - launch).toFixed(0)} | ${hours(total)} |`);
+  }
+  lines.push(`| **all** | ${r.records.length} | | | **${hours(spent)}** |`);
+  lines.push(
+    "",
+    estimate !== undefined
+      ? `The full grid would have cost about ${hours(estimate)} (${r.points.length} launches and full passes at this run's mean costs): this run spent ${((spent / estimate) * 100).toFixed(0)} % of it.`
+      : "No full pass finished: no estimate of the full grid's cost.",
+    "GPU time is the time each host was held: a launch is its `up` less the benchmark (restart, weight load, the engine's own time), a pass its benchmark (a later pass its whole `up`, which restarts nothing).",
+    "",
+  );
+  if (r.resumed.length) lines.push(`Resumed: ${r.resumed.join(", ")} were taken from the journal or the stacks' outputs, not launched again.`, "");
+  lines.push("## Launches", "", "| # | configuration | host | launch s | passes | short tok/s | long tok/s | accept length | coding | note |", "|---:|---|---|---:|---|---:|---:|---:|---|---|");
+  r.records.forEach((x, i) => {
+    const last = x.passes[x.passes.length - 1]?.figures;
+    const coding = x.passes.map((p) => p.figures.codingPassed).filter((v) => v !== null);
+    lines.push(
+      `| ${i + 1} | ${x.point} | ${x.host} | ${x.launchSeconds.toFixed(0)} | ${x.passes.map((p) => p.kind).join(", ") || "-"} | ${last?.short.median ?? "-"} | ${last?.long?.median ?? "-"} | ${last?.acceptLength ?? "-"} | ${coding.length ? (coding.every(Boolean) ? "pass" : "FAIL") : "-"} | ${x.failure ? `failed: ${cell(x.failure.cause)}` : ""} |`,
+    );
+  });
+  if (c.ruledOut.size) lines.push("", `Ruled out without a launch (they need at least the memory of a launch that ran out): ${[...c.ruledOut].map(([p, by]) => `${p} (${by})`).join(", ")}.`);
+  lines.push("", "## Pareto front", "", "Measured configurations that no other beats on short-context and long-context decode rate and acceptance length at once.", "", "| configuration | short tok/s | long tok/s | accept length | |", "|---|---:|---:|---:|---|");
+  for (const m of front) lines.push(`| ${m.point.name} | ${m.short} | ${m.long ?? "-"} | ${m.acceptLength ?? "-"} | ${m === c.chosen ? "**chosen**" : ""} |`);
+  return lines.join("\n") + "\n";
+}
+
+const esc = (t: string) => t.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+
+/** The chart: short vs long decode rate of every measured configuration, the front joined, the chosen one marked; and a bar of GPU time spent against the full grid. */
+export function renderAdaptiveSvg(r: AdaptiveReport): string {
+  const W = 720;
+  const H = 420;
+  const plot = { x: 70, y: 40, w: 420, h: 320 };
+  const m = r.conclusion.measured.filter((x) => x.long !== null);
+  const front = new Set(paretoFront(r.conclusion.measured));
+  const out: string[] = [`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="11">`, `<rect width="${W}" height="${H}" fill="white"/>`];
+  out.push(`<text x="${plot.x}" y="20" font-size="13">Measured configurations: short vs ${r.longContextTokens}-token decode tok/s (Pareto front joined, chosen in red)</text>`);
+  if (m.length) {
+    const xs = m.map((x) => x.short);
+    const ys = m.map((x) => x.long!);
+    const pad = (lo: number, hi: number) => [lo - (hi - lo || 1) * 0.1, hi + (hi - lo || 1) * 0.1];
+    const [x0, x1] = pad(Math.min(...xs), Math.max(...xs));
+    const [y0, y1] = pad(Math.min(...ys), Math.max(...ys));
+    const px = (v: number) => plot.x + ((v - x0) / (x1 - x0)) * plot.w;
+    const py = (v: number) => plot.y + plot.h - ((v - y0) / (y1 - y0)) * plot.h;
+    out.push(`<rect x="${plot.x}" y="${plot.y}" width="${plot.w}" height="${plot.h}" fill="none" stroke="#999"/>`);
+    for (let i = 0; i <= 4; i++) {
+      const vx = x0 + ((x1 - x0) * i) / 4;
+      const vy = y0 + ((y1 - y0) * i) / 4;
+      out.push(`<text x="${px(vx).toFixed(1)}" y="${plot.y + plot.h + 14}" text-anchor="middle">${vx.toFixed(0)}</text>`);
+      out.push(`<text x="${plot.x - 6}" y="${(py(vy) + 4).toFixed(1)}" text-anchor="end">${vy.toFixed(0)}</text>`);
+    }
+    out.push(`<text x="${plot.x + plot.w / 2}" y="${plot.y + plot.h + 30}" text-anchor="middle">short-context decode tok/s</text>`);
+    out.push(`<text transform="translate(18 ${plot.y + plot.h / 2}) rotate(-90)" text-anchor="middle">${r.longContextTokens}-token decode tok/s</text>`);
+    const onFront = m.filter((x) => front.has(x)).sort((a, b) => a.short - b.short);
+    if (onFront.length > 1) out.push(`<polyline fill="none" stroke="#1f6fb4" stroke-width="1.5" points="${onFront.map((x) => `${px(x.short).toFixed(1)},${py(x.long!).toFixed(1)}`).join(" ")}"/>`);
+    for (const x of m) {
+      const chosen = x === r.conclusion.chosen;
+      out.push(`<circle cx="${px(x.short).toFixed(1)}" cy="${py(x.long!).toFixed(1)}" r="${chosen ? 6 : 4}" fill="${chosen ? "#d62728" : front.has(x) ? "#1f6fb4" : "#bbb"}"><title>${esc(x.point.name)}: ${x.short} / ${x.long} tok/s, accept length ${x.acceptLength ?? "-"}</title></circle>`);
+      // Labels right of the point, or left of it in the plot's right quarter.
+      const right = px(x.short) < plot.x + plot.w * 0.75;
+      if (chosen || front.has(x)) out.push(`<text x="${(px(x.short) + (right ? 7 : -7)).toFixed(1)}" y="${(py(x.long!) - 5).toFixed(1)}" text-anchor="${right ? "start" : "end"}"${chosen ? ' fill="#d62728" font-weight="bold"' : ""}>${esc(x.point.name)}</text>`);
+    }
+  } else {
+    out.push(`<text x="${plot.x}" y="${plot.y + 20}">nothing measured at both context lengths</text>`);
+  }
+  // GPU time: spent against the full grid's estimate.
+  const spent = spentSeconds(r.records);
+  const estimate = fullGridEstimate(r.points, r.records);
+  const bx = 540;
+  const bw = 50;
+  const top = plot.y;
+  const scale = (plot.h - 24) / Math.max(spent, estimate ?? 0, 1);
+  out.push(`<text x="${bx}" y="${top - 6}">GPU hours</text>`);
+  const bar = (x: number, v: number, fill: string, label: string) => {
+    out.push(`<rect x="${x}" y="${(top + plot.h - v * scale).toFixed(1)}" width="${bw}" height="${(v * scale).toFixed(1)}" fill="${fill}"/>`);
+    out.push(`<text x="${x + bw / 2}" y="${(top + plot.h - v * scale - 4).toFixed(1)}" text-anchor="middle">${(v / 3600).toFixed(2)}</text>`);
+    out.push(`<text x="${x + bw / 2}" y="${top + plot.h + 14}" text-anchor="middle">${label}</text>`);
+  };
+  bar(bx, spent, "#1f6fb4", "spent");
+  if (estimate !== undefined) bar(bx + bw + 20, estimate, "#bbb", "full grid");
+  out.push("</svg>");
+  return out.join("\n") + "\n";
+}

@@ -1,0 +1,251 @@
+// The adaptive sweep on hosts: the strategy's decisions (strategy.ts) carried out with
+// `pulumi up` through the Automation API, one launch at a time per host, hosts in parallel.
+// A launch is an `up` of the point's stack with the short pass's benchmark settings; each
+// further pass the strategy asks for is an `up` that changes only `dflash-sglang:benchmark`
+// (its runId), which re-runs the benchmark on the server already up and restarts nothing.
+// Every finished launch and pass is appended to a journal in the workspace; --resume reads
+// it (and, for a launch it lacks, the stack's outputs) so that no finished launch is repeated.
+// The full grid runs through the same code: every point, one full pass each.
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { createHash } from "node:crypto";
+import type { SimWorkspace } from "../../../lib/workspace";
+import { figuresOf, StoredResult } from "../../benchmark/compare";
+import type { BenchmarkSettingsInput } from "../../benchmark/schema";
+import { failureCause, recordedElsewhere, SweepHost } from "../sweep";
+import { GridPoint, speculativeOf } from "./space";
+import { decide, Decision, LaunchRecord, nextPass, PassFigures, PassKind, StrategyOptions } from "./strategy";
+
+const NS = "dflash-sglang";
+
+/** The benchmark settings of the two passes: the same requests, the full one has more of them and the coding check. */
+export interface PassSettings {
+  short: BenchmarkSettingsInput;
+  full: BenchmarkSettingsInput;
+}
+
+export const DEFAULT_PASSES: PassSettings = {
+  short: { runs: 3, warmupRuns: 0, maxTokens: 128, shortPromptTokens: 128, longContextTokens: [8192], concurrency: [1], coding: false },
+  full: { runs: 6, warmupRuns: 0, maxTokens: 128, shortPromptTokens: 128, longContextTokens: [8192], concurrency: [1], coding: true, codingMaxTokens: 512 },
+};
+
+export interface AdaptiveRunOptions {
+  ws: SimWorkspace;
+  points: GridPoint[];
+  /** "adaptive": the strategy decides; "full": every point, one full pass each (the grid as today). */
+  mode: "adaptive" | "full";
+  strategy: StrategyOptions;
+  passes: PassSettings;
+  /** The long context the objective reads (one of the passes' longContextTokens). */
+  longContextTokens: number;
+  /** Stack config every point gets besides its speculative block and benchmark (e.g. safety). */
+  base: Record<string, unknown>;
+  hosts: SweepHost[];
+  resume: boolean;
+  /** Go on after a failed launch (it is a data point); without it, a failure stops further launches. */
+  keepGoing: boolean;
+  /** The hosts were booted for this run: a stack whose state names another host is started afresh (sweep.ts). */
+  hostsAreFresh: boolean;
+  progress: (host: string, line: string) => void;
+  shouldStop: () => boolean;
+  signal?: AbortSignal;
+}
+
+export interface AdaptiveRunResult {
+  records: LaunchRecord[];
+  /** Why it stopped launching. */
+  why: string;
+  /** Launches the resume took from the journal or the stacks' outputs (not repeated). */
+  resumed: string[];
+}
+
+/** Pure: the journal's identity: what a resumed run must share with the one it resumes. */
+export function journalKey(points: GridPoint[], mode: string, strategy: StrategyOptions, passes: PassSettings, longContextTokens: number): string {
+  const { budget: _budget, ...decisions } = strategy;
+  return createHash("sha256")
+    .update(JSON.stringify({ points: points.map((p) => p.name), mode, decisions, passes, longContextTokens }))
+    .digest("hex")
+    .slice(0, 16);
+}
+
+/** The journal: one JSON line per finished launch or pass (the launch's record so far); the last line of a point wins. */
+export function readJournal(file: string, key: string): LaunchRecord[] {
+  if (!fs.existsSync(file)) return [];
+  const lines = fs.readFileSync(file, "utf8").split("\n").filter(Boolean);
+  const header = lines.length ? (JSON.parse(lines[0]) as { key?: string }) : {};
+  if (header.key !== key) throw new Error(`${file} is the journal of another sweep (another grid, objective, strategy or benchmark passes): remove it, or run the same sweep again to resume it`);
+  const byPoint = new Map<string, LaunchRecord>();
+  // A line cut by a kill is the last one: what it would have said is lost, the rest stands.
+  for (const line of lines.slice(1)) {
+    try {
+      const r = JSON.parse(line) as LaunchRecord;
+      byPoint.set(r.point, r);
+    } catch {
+      break;
+    }
+  }
+  return [...byPoint.values()];
+}
+
+/** Pure: a pass's figures from a stack's benchmark output, at the objective's long context. */
+export function passFigures(benchmark: StoredResult, longContextTokens: number): PassFigures {
+  const f = figuresOf(benchmark);
+  const long = f.long.find((l) => l.contextTokens === longContextTokens)?.decode ?? null;
+  return {
+    short: f.short,
+    long,
+    acceptLength: f.acceptLength,
+    codingPassed: f.coding ? f.coding.passed === f.coding.tasks : null,
+    benchmarkSeconds: (benchmark as { duration?: number }).duration ?? 0,
+  };
+}
+
+/** Pure: the GPU seconds of a launch from a stack's restartTimings output. */
+export function launchSecondsOf(timings: unknown): number {
+  const t = (timings ?? {}) as Record<string, unknown>;
+  const n = (k: string) => (typeof t[k] === "number" ? (t[k] as number) : 0);
+  return n("drainSeconds") + n("stopSeconds") + n("gpuReleaseSeconds") + n("loadToReadySeconds");
+}
+
+const round = (x: number) => Math.round(x * 10) / 10;
+
+/** Pure: whether a failed launch ran out of GPU memory (torch's or SGLang's wording). */
+export function isOutOfMemory(cause: string): boolean {
+  return /out of memory|Not enough memory/i.test(cause);
+}
+
+/** Pure: the runId of a pass: its kind and its number on this launch. */
+export function runIdOf(kind: PassKind, n: number): string {
+  return `${kind}-${n}`;
+}
+
+export async function runAdaptive(o: AdaptiveRunOptions): Promise<AdaptiveRunResult> {
+  const journal = path.join(o.ws.dir, "adaptive-journal.jsonl");
+  const key = journalKey(o.points, o.mode, o.strategy, o.passes, o.longContextTokens);
+  const records: LaunchRecord[] = o.resume ? readJournal(journal, key) : [];
+  if (!o.resume || !fs.existsSync(journal)) fs.writeFileSync(journal, JSON.stringify({ key, started: new Date().toISOString() }) + "\n");
+  const resumed = records.map((r) => r.point);
+  if (o.resume) {
+    // A launch whose `up` finished but whose journal line was lost: its stack's outputs say what it measured.
+    for (const p of o.points) {
+      const config = o.ws.stackConfig(p.name);
+      // Only a stack this sweep wrote can hold what it measured (selecting any other would create it).
+      if (records.some((r) => r.point === p.name) || Object.keys(config).length === 0) continue;
+      const outputs = await (await o.ws.stack(p.name)).outputs().catch(() => ({}) as Record<string, { value: unknown }>);
+      const bench = config[`${NS}:benchmark`] as { runId?: string } | undefined;
+      const spec = config[`${NS}:speculative`];
+      if (!outputs.benchmark?.value || !bench?.runId || JSON.stringify(spec) !== JSON.stringify(speculativeOf(p))) continue;
+      const kind: PassKind = bench.runId.startsWith("full") ? "full" : "short";
+      // Its wall time is lost with the journal line: the restart's timings stand in for the launch.
+      const figures = passFigures(outputs.benchmark.value as StoredResult, o.longContextTokens);
+      const restartSeconds = round(launchSecondsOf(outputs.restartTimings?.value));
+      const record: LaunchRecord = { point: p.name, host: "(resumed)", launchSeconds: restartSeconds, restartSeconds, passes: [{ kind, figures, heldSeconds: figures.benchmarkSeconds }] };
+      records.push(record);
+      resumed.push(p.name);
+      fs.appendFileSync(journal, JSON.stringify(record) + "\n");
+    }
+    for (const p of resumed) o.progress("-", `${p}: already launched (${records.find((r) => r.point === p)!.failure ? "failed" : "measured"}); not launched again (--resume)`);
+  }
+  const save = (r: LaunchRecord) => fs.appendFileSync(journal, JSON.stringify(r) + "\n");
+
+  const inFlight = new Set<string>();
+  let why = "";
+  let failed = false;
+  let waiters: (() => void)[] = [];
+  const changed = () => new Promise<void>((resolve) => waiters.push(resolve));
+  const wake = () => {
+    const w = waiters;
+    waiters = [];
+    for (const f of w) f();
+  };
+  const next = (): Decision => {
+    if (o.mode === "adaptive") return decide(o.points, records, [...inFlight], o.strategy);
+    const p = o.points.find((x) => !inFlight.has(x.name) && !records.some((r) => r.point === x.name));
+    return p ? { kind: "launch", point: p.name, why: "full grid" } : { kind: "stop", why: "every configuration of the grid is measured" };
+  };
+
+  const up = async (host: SweepHost, point: GridPoint, kind: PassKind, n: number) => {
+    const config = { ...o.base, [`${NS}:speculative`]: speculativeOf(point), [`${NS}:benchmark`]: { ...o.passes[kind], runId: runIdOf(kind, n) }, ...host.config };
+    for (const [k, v] of Object.entries(config)) o.ws.setStackConfig(point.name, k.replace(`${NS}:`, ""), v);
+    return (await o.ws.stack(point.name)).up({ signal: o.signal });
+  };
+
+  const launch = async (host: SweepHost, point: GridPoint, reason: string) => {
+    const record: LaunchRecord = { point: point.name, host: host.name, launchSeconds: 0, passes: [] };
+    const started = Date.now();
+    o.progress(host.name, `${point.name}: launch (${reason})`);
+    try {
+      const gone = o.hostsAreFresh ? recordedElsewhere(o.ws.stackConfig(point.name), o.hosts) : undefined;
+      if (gone) {
+        o.progress(host.name, `${point.name}: its state is for a simulated host of an earlier run (${gone.address}:${gone.port}), which is gone; starting it afresh`);
+        await o.ws.removeStack(point.name);
+      }
+      const first: PassKind = o.mode === "full" ? "full" : "short";
+      const result = await up(host, point, first, 1);
+      const figures = passFigures(result.outputs.benchmark.value as StoredResult, o.longContextTokens);
+      record.launchSeconds = round((Date.now() - started) / 1000 - figures.benchmarkSeconds);
+      record.restartSeconds = round(launchSecondsOf(result.outputs.restartTimings?.value));
+      record.passes.push({ kind: first, figures, heldSeconds: figures.benchmarkSeconds });
+    } catch (e) {
+      const cause = failureCause((e as Error).message);
+      // A failed launch held the host from its start to its failure; the engine's own time is in it too.
+      record.launchSeconds = round((Date.now() - started) / 1000);
+      record.failure = { cause, outOfMemory: isOutOfMemory(cause) };
+      failed = true;
+      records.push(record);
+      save(record);
+      o.progress(host.name, `${point.name}: FAILED after ${record.launchSeconds} s: ${cause}${record.failure.outOfMemory ? " (out of memory: rules out the configurations that need at least its memory)" : ""}`);
+      return;
+    }
+    records.push(record);
+    save(record);
+    const say = () => {
+      const p = record.passes[record.passes.length - 1];
+      return `${p.kind} pass: ${p.figures.short.median} tok/s short${p.figures.long ? `, ${p.figures.long.median} at ${o.longContextTokens}` : ""}, accept length ${p.figures.acceptLength ?? "-"} (${p.figures.benchmarkSeconds} s)`;
+    };
+    o.progress(host.name, `${point.name}: launched in ${record.launchSeconds} s (restart ${record.restartSeconds} s); ${say()}`);
+    if (o.mode === "full") return;
+    for (let kind = nextPass(o.points, records, point.name, o.strategy); kind !== "done" && !o.shouldStop(); kind = nextPass(o.points, records, point.name, o.strategy)) {
+      const n = record.passes.filter((p) => p.kind === kind).length + 1;
+      const passStarted = Date.now();
+      try {
+        const result = await up(host, point, kind, n);
+        // Only the benchmark changed: the server must not have been restarted.
+        const restarted = round(launchSecondsOf(result.outputs.restartTimings?.value)) !== record.restartSeconds;
+        record.passes.push({ kind, figures: passFigures(result.outputs.benchmark.value as StoredResult, o.longContextTokens), heldSeconds: round((Date.now() - passStarted) / 1000) });
+        save(record);
+        o.progress(host.name, `${point.name}: ${say()}${restarted ? " (the server was restarted for it)" : ""}`);
+      } catch (e) {
+        o.progress(host.name, `${point.name}: the ${kind} pass FAILED: ${failureCause((e as Error).message)}; keeping what it measured before`);
+        return;
+      }
+    }
+  };
+
+  const worker = async (host: SweepHost) => {
+    for (;;) {
+      if (o.shouldStop()) return;
+      if (failed && !o.keepGoing) {
+        why = "a launch failed (without --keep-going)";
+        return;
+      }
+      const d = next();
+      if (d.kind === "stop") {
+        why = d.why;
+        if (inFlight.size === 0) return;
+        await changed();
+        continue;
+      }
+      inFlight.add(d.point);
+      try {
+        await launch(host, o.points.find((p) => p.name === d.point)!, d.why);
+      } finally {
+        inFlight.delete(d.point);
+        wake();
+      }
+    }
+  };
+  await Promise.all(o.hosts.map(worker));
+  if (o.shouldStop() && !why) why = "stopped by request";
+  return { records, why, resumed };
+}

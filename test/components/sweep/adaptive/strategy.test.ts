@@ -1,0 +1,97 @@
+// The adaptive sweep's decisions (components/sweep/adaptive/strategy.ts), pure: what a launch
+// that ran out of memory rules out, when a launched server gets its full pass, when the sweep
+// stops (by itself, or at its budget), and, replayed against the performance model on three
+// surfaces, that it finds a configuration within 1 % of the true best for far less than the
+// full grid (bench/adaptive-sweep.ts measures the same over many more seeds).
+import { test } from "node:test";
+import * as assert from "node:assert/strict";
+import { gridPoints } from "../../../../components/sweep/adaptive/space";
+import { DEFAULT_STRATEGY, LaunchRecord, PassFigures, StrategyOptions, conclude, decide, feasibility, initialDesign, nextPass, ruledOut } from "../../../../components/sweep/adaptive/strategy";
+import { replay } from "../../../../components/sweep/adaptive/replay";
+import { GRID } from "../../../../bench/adaptive/grid";
+import { modelTable, readSurface, trueValues } from "../../../../bench/adaptive/model";
+import { REPO_ROOT } from "../../../../lib/pulumi-env";
+import * as path from "node:path";
+
+const POINTS = gridPoints(GRID);
+const options = (extra: Partial<StrategyOptions> = {}): StrategyOptions => ({ ...DEFAULT_STRATEGY, objective: { kind: "short", longWeight: 0 }, budget: {}, seed: 1, ...extra });
+const figures = (tps: number, extra: Partial<PassFigures> = {}): PassFigures => ({ short: { median: tps, min: tps * 0.99, max: tps * 1.01, requests: 3 }, long: { median: tps * 0.9, min: tps * 0.89, max: tps * 0.91, requests: 3 }, acceptLength: 7, codingPassed: null, benchmarkSeconds: 6, ...extra });
+const launched = (point: string, tps: number, kinds: ("short" | "full")[] = ["short"]): LaunchRecord => ({
+  point,
+  host: "h1",
+  launchSeconds: 420,
+  passes: kinds.map((kind, i) => ({ kind, figures: figures(tps, kind === "full" ? { codingPassed: true, benchmarkSeconds: 18 } : {}), heldSeconds: i ? 28 : 6 })),
+});
+const oom = (point: string): LaunchRecord => ({ point, host: "h1", launchSeconds: 210, failure: { cause: "Capture cuda graph failed: CUDA out of memory", outOfMemory: true }, passes: [] });
+
+test("the grid has the issue's size: budgets 4-32, topk 2-8, a window or none", () => {
+  assert.equal(POINTS.length, 38);
+  assert.ok(POINTS.every((p) => p.topk <= p.budget));
+});
+
+test("a launch that ran out of memory rules out every configuration needing at least its memory, and no other", () => {
+  const out = ruledOut(POINTS, [oom("b12t8-w2048")]);
+  assert.deepEqual([...out.keys()].sort(), ["b12t8-wnone", "b16t8-w2048", "b16t8-wnone", "b24t8-w2048", "b24t8-wnone", "b32t8-w2048", "b32t8-wnone"]);
+  assert.ok([...out.values()].every((by) => by === "b12t8-w2048"));
+  assert.equal(ruledOut(POINTS, [{ ...oom("b12t8-w2048"), failure: { cause: "SSH to 10.0.0.1 failed", outOfMemory: false } }]).size, 0, "another failure says nothing about memory");
+});
+
+test("feasibility is learned from failures: certain above an OOM, likely below a success, in between by tree size", () => {
+  const p = (name: string) => POINTS.find((x) => x.name === name)!;
+  const records = [oom("b16t8-w2048"), launched("b8t4-w2048", 180)];
+  assert.equal(feasibility(p("b24t8-w2048"), POINTS, records), 0);
+  assert.equal(feasibility(p("b4t2-w2048"), POINTS, records), 1);
+  const between = feasibility(p("b12t8-w2048"), POINTS, records);
+  assert.ok(between > 0.1 && between < 0.9, String(between));
+  assert.equal(feasibility(p("b12t8-w2048"), POINTS, [launched("b8t4-w2048", 180)]), 1, "nothing ran out yet");
+});
+
+test("the first design is spread over the grid, seeded, and launched first", () => {
+  const design = initialDesign(POINTS, 6, 1);
+  assert.equal(new Set(design.map((p) => p.name)).size, 6);
+  assert.deepEqual(initialDesign(POINTS, 6, 1), design, "the same seed, the same design");
+  assert.ok(new Set(design.map((p) => p.budget)).size >= 3 && new Set(design.map((p) => p.window)).size === 2);
+  const d = decide(POINTS, [], [], options());
+  assert.deepEqual(d, { kind: "launch", point: design[0].name, why: "first design (space-filling)" });
+  assert.equal(decide(POINTS, [], [design[0].name], options()).kind === "launch" && (decide(POINTS, [], [design[0].name], options()) as { point: string }).point, design[1].name, "a launch in flight is not launched twice");
+});
+
+test("a short pass that could be the best gets its full pass on the same launch; a clearly slower one does not", () => {
+  const best = launched("b12t4-w2048", 190, ["short", "full", "full", "full", "full"]);
+  assert.equal(nextPass(POINTS, [best, launched("b8t4-w2048", 189)], "b8t4-w2048", options()), "full");
+  assert.equal(nextPass(POINTS, [best, launched("b32t8-w2048", 160)], "b32t8-w2048", options()), "done");
+  assert.equal(nextPass(POINTS, [launched("b8t4-w2048", 150)], "b8t4-w2048", options()), "full", "nothing measured in full yet");
+  assert.equal(nextPass(POINTS, [launched("b8t4-w2048", 150, ["short", "full", "full", "full", "full"])], "b8t4-w2048", options()), "done", "at most maxFullPasses");
+});
+
+test("the budget stops it: a number of launches, or GPU-hours before a launch would pass them", () => {
+  const records = [launched("b12t4-w2048", 190, ["short", "full"]), launched("b4t2-w2048", 170)];
+  assert.deepEqual(decide(POINTS, records, [], options({ budget: { launches: 2 } })), { kind: "stop", why: "the budget of 2 launches is spent" });
+  const d = decide(POINTS, records, [], options({ budget: { gpuSeconds: 1000 } }));
+  assert.equal(d.kind, "stop");
+  assert.match((d as { why: string }).why, /another launch would pass the budget of 0\.28 GPU-hours \(0\.24 spent\)/);
+});
+
+test("a configuration failing the coding check is never chosen", () => {
+  const fails = { ...launched("b12t4-w2048", 200, ["short", "full"]) };
+  fails.passes[1].figures.codingPassed = false;
+  const c = conclude(POINTS, [fails, launched("b8t4-w2048", 180, ["short", "full"])], options());
+  assert.equal(c.chosen?.point.name, "b8t4-w2048");
+});
+
+for (const surface of ["single-peak", "two-peaks", "oom"]) {
+  test(`replayed on the ${surface} surface, it stops by itself within 1 % of the true best for under half the full grid's GPU time`, () => {
+    const table = modelTable(POINTS, readSurface(path.join(REPO_ROOT, "bench", "surfaces", `${surface}.json`)), { shortPromptTokens: 128, longContextTokens: 8192, maxTokens: 128, baseNoise: 0.02, launchSeconds: 420 });
+    const truth = trueValues(table, { kind: "short", longWeight: 0 });
+    const best = Math.max(...truth.values());
+    for (const seed of [1, 2, 3]) {
+      const r = replay(POINTS, table, { shortRequests: 3, fullRequests: 6, shortPassSeconds: 6, fullPassSeconds: 18, passOverheadSeconds: 10 }, options({ seed }), 2);
+      const chosen = r.conclusion.chosen!.point.name;
+      assert.ok(truth.get(chosen)! >= 0.99 * best, `seed ${seed}: ${chosen} ${truth.get(chosen)} against ${best}`);
+      assert.ok(r.gpuSeconds < 0.5 * r.fullGridGpuSeconds, `seed ${seed}: ${r.gpuSeconds} of ${r.fullGridGpuSeconds}`);
+      assert.match(r.why, /no configuration left has a 10 % chance to beat/);
+      assert.equal(new Set(r.records.map((x) => x.point)).size, r.records.length, "no configuration launched twice");
+      if (surface === "oom") assert.ok(r.conclusion.ruledOut.size > 0, "an OOM ruled some out");
+    }
+  });
+}
