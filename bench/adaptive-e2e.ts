@@ -21,6 +21,7 @@ const { options } = parseCommandOrExit("npx tsx bench/adaptive-e2e.ts", {
   options: {
     surface: option({ type: inProjectFolder(text), placeholder: "FILE", description: "the simulated hosts' performance surface (JSON)", default: "bench/surfaces/single-peak.json" }),
     load: option({ type: positiveNumber, placeholder: "S", description: "simulated weight load time, in seconds", default: "20" }),
+    speed: option({ type: positiveNumber, placeholder: "K", description: "the simulated hosts decode and prefill K times as fast as the performance model (speedScale), so that a benchmark is K times shorter", default: "1" }),
     hosts: option({ type: positiveInteger, placeholder: "N", description: "simulated hosts", default: "2" }),
     points: option({ type: integerBetween(1, gridPoints(GRID).length), placeholder: "N", description: "only the first N configurations of the grid (a smoke run)" }),
     modes: option({ type: listOf(oneOf(["full", "adaptive"] as const)), placeholder: "LIST", description: "the runs, in order", default: "full,adaptive" }),
@@ -37,10 +38,19 @@ async function main(owned: OwnedHosts): Promise<void> {
   const points = gridPoints(GRID).slice(0, options.points);
   const strategy: StrategyOptions = { ...DEFAULT_STRATEGY, objective: { kind: "short", longWeight: 0 }, budget: {}, seed: options.seed };
   const names = Array.from({ length: options.hosts }, (_, i) => `ae2e-${process.pid}-${i + 1}`);
-  const infos = await Promise.all(names.map((n) => owned.start(n, { sglang: { profile: "ddtree-fork", loadSeconds: options.load, warmupSeconds: 0.5, surface: surfaceJson } })));
+  const infos = await Promise.all(names.map((n) => owned.start(n, { sglang: { profile: "ddtree-fork", loadSeconds: options.load, warmupSeconds: 0.5, speedScale: options.speed, surface: surfaceJson } })));
   const hosts = infos.map((h) => ({ name: h.name, config: simHostConfig(h) }));
-  const out: Record<string, unknown> = { command: `npx tsx bench/adaptive-e2e.ts ${process.argv.slice(2).join(" ")}`.trim(), surface: name, surfaceSpec: surfaceJson, loadSeconds: options.load, hosts: options.hosts, points: points.map((p) => p.name), passes: DEFAULT_PASSES, strategy, started: new Date().toISOString() };
+  const out: Record<string, unknown> = { command: `npx tsx bench/adaptive-e2e.ts ${process.argv.slice(2).join(" ")}`.trim(), surface: name, surfaceSpec: surfaceJson, loadSeconds: options.load, speedScale: options.speed, hosts: options.hosts, points: points.map((p) => p.name), passes: DEFAULT_PASSES, strategy, started: new Date().toISOString() };
   const file = path.join(REPO_ROOT, "bench", "results", `adaptive-e2e-${name}${options.points ? `-${options.points}` : ""}.json`);
+  // A run of one mode keeps the other mode's run of the same set-up (run them one after the other).
+  if (fs.existsSync(file)) {
+    const before = JSON.parse(fs.readFileSync(file, "utf8")) as Record<string, unknown>;
+    const same = (k: string) => JSON.stringify(before[k]) === JSON.stringify(out[k]);
+    if (["surfaceSpec", "loadSeconds", "speedScale", "hosts", "points", "passes"].every(same)) {
+      for (const mode of ["full", "adaptive"]) if (!options.modes.includes(mode as "full") && before[mode]) out[mode] = before[mode];
+      out.commands = [...((before.commands as string[] | undefined) ?? [before.command as string]), out.command];
+    }
+  }
   for (const mode of options.modes) {
     const ws = simWorkspace({});
     const t0 = Date.now();
@@ -61,7 +71,7 @@ async function main(owned: OwnedHosts): Promise<void> {
         shouldStop: () => false,
       });
       const c = conclude(points, run.records, strategy);
-      out[mode] = { wallSeconds: (Date.now() - t0) / 1000, why: run.why, gpuSeconds: spentSeconds(run.records), launches: run.records.length, chosen: c.chosen?.point.name ?? null, confidence: c.confidence, records: run.records };
+      out[mode] = { started: new Date(t0).toISOString(), strategy: mode === "adaptive" ? strategy : undefined, wallSeconds: (Date.now() - t0) / 1000, why: run.why, gpuSeconds: spentSeconds(run.records), launches: run.records.length, chosen: c.chosen?.point.name ?? null, confidence: c.confidence, records: run.records };
       fs.mkdirSync(path.dirname(file), { recursive: true });
       fs.writeFileSync(file, JSON.stringify(out, null, 1) + "\n");
       process.stderr.write(`${mode}: ${run.records.length} launches, ${spentSeconds(run.records).toFixed(0)} GPU s, chose ${c.chosen?.point.name} (${run.why})\n`);

@@ -45,13 +45,34 @@ export interface Timings {
   requestsCut: number | null;
 }
 
-export type ReadyOutputs = ReadyInputs & Omit<ReadinessResult, "loadToReadySeconds"> & { timings: Timings };
+export type ReadyOutputs = ReadyInputs & Omit<ReadinessResult, "loadToReadySeconds" | "mainStartedAt" | "mainAgeSeconds"> & { timings: Timings };
 
 interface RestartResult {
   drainSeconds: number;
   stopSeconds: number;
   requestsCut: number | null;
   gpuReleaseSeconds: number;
+  /** The host's clock (epoch seconds) when it started the new unit. */
+  at?: number;
+}
+
+/** Seconds the engine may take between a restart and the readiness step that follows it. */
+const ENGINE_GAP_SECONDS = 120;
+
+/**
+ * Pure: the seconds from the start of the new server to serving. The load begins when the
+ * restart starts the unit (without waiting), before the readiness step begins: so it is the
+ * main process's age when it served, if that process is the one the restart started (within
+ * a few seconds of the restart's clock) and it started just before this step (the engine's
+ * gap). Otherwise (a server proven again without a restart, a clock or ps not read) it is
+ * the readiness step's own wait.
+ */
+export function loadToReady(restartAt: number | undefined, ready: Pick<ReadinessResult, "loadToReadySeconds" | "mainStartedAt" | "mainAgeSeconds">): number {
+  const { loadToReadySeconds: waited, mainStartedAt, mainAgeSeconds } = ready;
+  if (restartAt === undefined || mainStartedAt === undefined || mainAgeSeconds === undefined) return waited;
+  const startedByRestart = Math.abs(mainStartedAt - restartAt) <= 5;
+  const beforeThisStep = mainAgeSeconds - waited;
+  return startedByRestart && beforeThisStep >= 0 && beforeThisStep <= ENGINE_GAP_SECONDS ? mainAgeSeconds : waited;
 }
 
 /** The `@@result` line a restart printed last. */
@@ -243,7 +264,7 @@ export async function applyReady(i: ReadyInputs): Promise<ReadyOutputs> {
       drainSeconds: first?.drainSeconds ?? 0,
       stopSeconds: first?.stopSeconds ?? 0,
       gpuReleaseSeconds: Math.max(0, ...results.map((r) => r?.gpuReleaseSeconds ?? 0)),
-      loadToReadySeconds: ready.loadToReadySeconds,
+      loadToReadySeconds: loadToReady(first?.at, ready),
       requestsCut: first ? first.requestsCut : 0,
     };
     return { ...i, mainPid: ready.mainPid, acceptLength: ready.acceptLength, serverArgs: ready.serverArgs, timings };

@@ -44,14 +44,16 @@ export interface LaunchRecord {
   point: string;
   host: string;
   /**
-   * Seconds the host was held for the launch: the launching `up`'s wall time less its
-   * benchmark (the restart, the load, and the engine's own time), or the failed attempt's.
+   * GPU seconds of the launch: the stack's restartTimings (drain, stop, GPU release, load to
+   * serving); a failed launch has none: its attempt's wall time (the engine's own time in it).
    */
   launchSeconds: number;
+  /** Wall seconds of every `up` of this launch (restart, benchmarks and the engine's own time); absent in a replay. */
+  wallSeconds?: number;
   /** The stack's restartTimings (drain + stop + GPU release + load to ready), as reported; absent for a failed launch. */
   restartSeconds?: number;
   failure?: { cause: string; outOfMemory: boolean };
-  /** heldSeconds: what the pass added to the host's time: the first pass its benchmark, a later one its whole `up`. */
+  /** heldSeconds: the GPU seconds the pass added: its benchmark (a replay may add the engine's time of a later pass's `up`). */
   passes: { kind: PassKind; figures: PassFigures; heldSeconds: number }[];
 }
 
