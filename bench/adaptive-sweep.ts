@@ -37,6 +37,7 @@ const { options } = parseCommandOrExit(COMMAND, {
 
 /** The passes' costs at the seed's scale: the benchmarks as the simulator measures them (it decodes at real speed), and the engine's fixed cost of an `up` (bench/results/reconfigure.md). */
 const MODEL_COSTS: ReplayCosts = { shortRequests: 3, fullRequests: 6, shortPassSeconds: 6, fullPassSeconds: 18, passOverheadSeconds: 10 };
+const startedOf = (records: LaunchRecord[]) => records.filter((r) => !r.failure && r.passes[0]);
 
 interface RunRow {
   seed: number;
@@ -109,7 +110,7 @@ function summary(rows: RunRow[]) {
 }
 
 /** A recorded full grid (bench/adaptive-e2e.ts) as a replay table: each configuration's measured figures, noise and costs. */
-function recordedTable(file: string, points: GridPoint[]): { table: Record<string, ReplayEntry>; costs: ReplayCosts; e2e: Record<string, unknown>; noise: { short: number; long: number } } {
+function recordedTable(file: string, points: GridPoint[]): { table: Record<string, ReplayEntry>; costs: ReplayCosts; e2e: Record<string, unknown>; noise: { short: number; long: number; passToPass: number | null; repeated: number } } {
   const e2e = JSON.parse(fs.readFileSync(file, "utf8")) as Record<string, unknown> & { full: { records: LaunchRecord[] } };
   const d2: Record<number, number> = { 2: 1.128, 3: 1.693, 4: 2.059, 5: 2.326, 6: 2.534 };
   const table: Record<string, ReplayEntry> = {};
@@ -137,7 +138,16 @@ function recordedTable(file: string, points: GridPoint[]): { table: Record<strin
   const shortPasses = adaptive.flatMap((r) => r.passes.filter((p) => p.kind === "short").map((p) => p.figures.benchmarkSeconds));
   const laterPasses = adaptive.flatMap((r) => r.passes.slice(1).map((p) => p.heldSeconds - p.figures.benchmarkSeconds));
   const costs: ReplayCosts = { ...MODEL_COSTS, fullPassSeconds: median(passSeconds), shortPassSeconds: shortPasses.length ? median(shortPasses) : MODEL_COSTS.shortPassSeconds, passOverheadSeconds: laterPasses.length ? median(laterPasses) : MODEL_COSTS.passOverheadSeconds };
-  return { table, costs, e2e, noise: { short: shortSd, long: longSd } };
+  // What repeats on one server show: the spread of a configuration's full-pass medians (the same
+  // requests each pass), pooled over the adaptive run's configurations measured more than once.
+  const repeated = adaptive.map((r) => r.passes.filter((p) => p.kind === "full").map((p) => p.figures.short.median)).filter((xs) => xs.length >= 2);
+  const variances = repeated.map((xs) => {
+    const m = xs.reduce((a, b) => a + b, 0) / xs.length;
+    return { v: xs.reduce((a, x) => a + ((x - m) / m) ** 2, 0), df: xs.length - 1 };
+  });
+  const df = variances.reduce((a, x) => a + x.df, 0);
+  const passToPass = df > 0 ? Math.sqrt(variances.reduce((a, x) => a + x.v, 0) / df) : null;
+  return { table, costs, e2e, noise: { short: shortSd, long: longSd, passToPass, repeated: repeated.length } };
 }
 
 function main(): void {
@@ -161,7 +171,8 @@ function main(): void {
   for (const file of options.recorded ?? []) {
     const { table, costs, e2e, noise } = recordedTable(file, points);
     const surfaceName = String(e2e.surface);
-    const model = modelTable(points, readSurface(path.join(REPO_ROOT, "bench", "surfaces", `${surfaceName}.json`)), { shortPromptTokens: 128, longContextTokens: 8192, maxTokens: 128, baseNoise: 0, launchSeconds: 0 });
+    const speedScale = Number(e2e.speedScale ?? 1);
+    const model = modelTable(points, readSurface(path.join(REPO_ROOT, "bench", "surfaces", `${surfaceName}.json`)), { shortPromptTokens: 128, longContextTokens: 8192, maxTokens: 128, baseNoise: 0, launchSeconds: 0, speedScale });
     // The truth stays the model's: the recording's figures are measurements.
     const truth = trueValues(model, objective);
     const recPoints = points.filter((p) => table[p.name]);
@@ -172,31 +183,41 @@ function main(): void {
     tableRows.push(`| ${surfaceName} | recorded (${path.basename(file)}) | ${recPoints.length} | ${best[0]} (${best[1].toFixed(1)}) | ${s.hits}/${s.runs} (${pct(s.hitRate)}) | ${pct(s.worstRatio)} | ${pct(s.medianFraction)} | ${pct(s.p90Fraction)} | ${s.medianLaunches} | ${pct(s.medianConfidence)} | ${grid.raw}/${s.runs}, ${grid.smoothed}/${s.runs} |`);
     const ratios = recPoints.filter((p) => !table[p.name].failure && truth.get(p.name)).map((p) => table[p.name].short.mean / truth.get(p.name)!);
     const measuredBest = recPoints.filter((p) => !table[p.name].failure).sort((a, b) => table[b.name].short.mean - table[a.name].short.mean)[0];
-    const full = e2e.full as { gpuSeconds: number; launches: number; chosen: string };
-    const adaptive = e2e.adaptive as { gpuSeconds: number; launches: number; chosen: string; confidence: number; why: string } | undefined;
+    type E2eRun = { gpuSeconds: number; wallSeconds: number; launches: number; chosen: string; confidence: number; why: string; strategy?: StrategyOptions; records: LaunchRecord[] };
+    const full = e2e.full as E2eRun;
+    const adaptive = e2e.adaptive as E2eRun | undefined;
+    const commands = (e2e.commands as string[] | undefined) ?? [String(e2e.command)];
+    const strategyOf = (r: E2eRun) => r.strategy ?? (e2e.strategy as StrategyOptions);
+    const wallOf = (r: E2eRun) => r.records.reduce((a, x) => a + (x.wallSeconds ?? 0), 0);
+    // Where the end-to-end run lies among the replay's seeds: the share of seeds that spent less.
+    const rank = adaptive ? rows.filter((r) => r.fraction < adaptive.gpuSeconds / full.gpuSeconds).length / rows.length : 0;
     lines.push(
       `### ${surfaceName}, end to end (${path.basename(file)})`,
       "",
-      `Recorded by \`npx tsx bench/adaptive-e2e.ts --surface bench/surfaces/${surfaceName}.json --load ${e2e.loadSeconds} --hosts ${e2e.hosts}\` (${e2e.started}): the full grid, then the adaptive sweep, each in a fresh workspace, through \`pulumi up\` on the same ${e2e.hosts} simulated hosts.`,
+      `Recorded by ${commands.map((c) => `\`${c}\``).join(", then ")} (${e2e.started}): the full grid, then the adaptive sweep, each in a fresh workspace, through \`pulumi up\` on the same ${e2e.hosts} simulated hosts (${surfaceName} surface, speedScale ${speedScale}, weight load ${e2e.loadSeconds} s).`,
       "",
-      `Noise measured there: a request's decode rate spreads ${pct(noise.short)} (short context) and ${pct(noise.long)} (long) as a relative sd (median over the grid of range / d2 of six requests); the replay draws each configuration's requests around its recorded median with it.`,
+      `Scale: the simulated hosts decode and prefill ${speedScale} times as fast as the model, so a full pass takes ${costs.fullPassSeconds.toFixed(1)} s (median) and a launch ${median(startedOf(full.records).map((r) => r.launchSeconds)).toFixed(1)} s: a launch costs ${(median(startedOf(full.records).map((r) => r.launchSeconds)) / costs.fullPassSeconds).toFixed(1)} full passes, the seed's ${(options["launch-seconds"] / MODEL_COSTS.fullPassSeconds).toFixed(1)} (${options["launch-seconds"]} s of loading against an ${MODEL_COSTS.fullPassSeconds} s pass). Decode rates there are ${speedScale} times the model's; the truth below is the model's at the same scale.`,
       "",
-      `Costs measured there (median): a full pass's benchmark ${costs.fullPassSeconds.toFixed(1)} s, a short pass's ${costs.shortPassSeconds.toFixed(1)} s, the \`up\` of a later pass ${costs.passOverheadSeconds.toFixed(1)} s besides its benchmark; launches as recorded per configuration.`,
+      `GPU time, as the stacks' outputs hold it: a launch is its restart timings (drain, stop, GPU release, load to serving), a pass its benchmark's duration. The engine's own time (planning, SSH, the steps' checks: on this loaded 2-core machine ${median(startedOf(full.records).map((r) => (r.wallSeconds ?? 0) - r.launchSeconds - r.passes[0].heldSeconds)).toFixed(0)} s per launching \`up\`) is not scaled with the rest; it is in the wall column.`,
+      "",
+      `Noise measured there: a request's decode rate spreads ${pct(noise.short)} (short context) and ${pct(noise.long)} (long) as a relative sd (median over the grid of range / d2 of six requests); the replay draws each configuration's requests around its recorded median with it. ` +
+        (noise.passToPass !== null ? `Repeated full passes on one server (the same requests each time; ${noise.repeated} configurations of the adaptive run) spread ${pct(noise.passToPass)} pass to pass, where the replay's draws spread a 6-request median by about ${pct(1.25 * noise.short / Math.sqrt(6))}: the replay is the noisier of the two.` : ""),
       "",
       `Measured / model short-context decode rate over the grid: median ${median(ratios).toFixed(3)} (min ${Math.min(...ratios).toFixed(3)}, max ${Math.max(...ratios).toFixed(3)}); the full grid's fastest measured: ${measuredBest.name} (${table[measuredBest.name].short.mean}), the model's: ${best[0]} (${best[1].toFixed(1)}).`,
       "",
-      "| run | launches | GPU s | of the full grid | chosen | true value / true best | stated confidence |",
-      "|---|---:|---:|---:|---|---:|---:|",
-      `| full grid, end to end | ${full.launches} | ${full.gpuSeconds.toFixed(0)} | 100 % | ${full.chosen} | ${pct((truth.get(full.chosen) ?? 0) / best[1])} | |`,
-      ...(adaptive ? [`| adaptive, end to end (seed ${(e2e.strategy as { seed: number }).seed}) | ${adaptive.launches} | ${adaptive.gpuSeconds.toFixed(0)} | ${pct(adaptive.gpuSeconds / full.gpuSeconds)} | ${adaptive.chosen} | ${pct((truth.get(adaptive.chosen) ?? 0) / best[1])} | ${pct(adaptive.confidence)} |`] : []),
-      `| adaptive, replay of this full grid (${s.runs} seeds, median) | ${s.medianLaunches} | | ${pct(s.medianFraction)} | (hits ${s.hits}/${s.runs}) | worst ${pct(s.worstRatio)} | ${pct(s.medianConfidence)} |`,
+      "| run | launches | GPU s | of the full grid | wall s of the `up`s | chosen | true value / true best | stated confidence |",
+      "|---|---:|---:|---:|---:|---|---:|---:|",
+      `| full grid, end to end | ${full.launches} | ${full.gpuSeconds.toFixed(0)} | 100 % | ${wallOf(full).toFixed(0)} | ${full.chosen} | ${pct((truth.get(full.chosen) ?? 0) / best[1])} | |`,
+      ...(adaptive ? [`| adaptive, end to end (seed ${strategyOf(adaptive).seed}) | ${adaptive.launches} | ${adaptive.gpuSeconds.toFixed(0)} | ${pct(adaptive.gpuSeconds / full.gpuSeconds)} | ${wallOf(adaptive).toFixed(0)} | ${adaptive.chosen} | ${pct((truth.get(adaptive.chosen) ?? 0) / best[1])} | ${pct(adaptive.confidence)} |`] : []),
+      `| adaptive, replay of this full grid (${s.runs} seeds, median) | ${s.medianLaunches} | | ${pct(s.medianFraction)} (90th percentile ${pct(s.p90Fraction)}) | | (hits ${s.hits}/${s.runs}) | worst ${pct(s.worstRatio)} | ${pct(s.medianConfidence)} |`,
       "",
+      ...(adaptive ? [`The end-to-end run spent less than ${pct(rank)} of the replay's seeds did${(truth.get(adaptive.chosen) ?? 0) >= (1 - DEFAULT_STRATEGY.tolerance) * best[1] ? ", and its choice is a hit, as " + s.hits + " of the replay's " + s.runs + " are" : ", and its choice is a miss, as " + (s.runs - s.hits) + " of the replay's " + s.runs + " are"}.`, ""] : []),
     );
     results.push({ surface: surfaceName, source: file, costs, summary: s, rows });
     if (adaptive) {
       // The end-to-end adaptive run's own report, as `npm run sweep -- --strategy adaptive` writes it.
-      const records = (e2e.adaptive as { records: LaunchRecord[] }).records;
-      const strategy = e2e.strategy as StrategyOptions;
+      const records = adaptive.records;
+      const strategy = strategyOf(adaptive);
       const report = { points: recPoints, records, conclusion: conclude(recPoints, records, strategy), objective: strategy.objective, longContextTokens: 8192, why: adaptive.why, resumed: [] };
       const base = path.join(REPO_ROOT, "bench", "results", `${path.basename(file, ".json")}-report`);
       fs.writeFileSync(`${base}.md`, `# Adaptive sweep report (end to end, ${surfaceName} surface)\n\nRendered from ${path.basename(file)} by \`${COMMAND}\`. The full grid was also run: ${full.launches} launches, ${(full.gpuSeconds / 3600).toFixed(2)} GPU-hours.\n\n${renderAdaptiveMarkdown(report)}\n![Short vs long context decode tok/s, Pareto front, chosen configuration; GPU hours spent against the full grid](${path.basename(base)}.svg)\n`);
@@ -218,7 +239,7 @@ function main(): void {
     `Seeds ${options["first-seed"]}-${options["first-seed"] + options.seeds - 1} per surface (the strategy's settings were tuned on seeds 1-20 of the model surfaces), ${options.hosts} hosts in parallel.`,
     "",
     `"model": the performance model's mean figures on the surface (simhost/sim/sglang/perf.ts with bench/surfaces/<name>.json), each request drawn with a relative sd of ${options["base-noise"]} combined with the surface's noise (the simulator's own benchmark spreads about 0.06: see the recorded row, and the run with --base-noise 0.06); a launch costs ${options["launch-seconds"]} s (the seed's load), a short pass ${MODEL_COSTS.shortPassSeconds} s, a full pass ${MODEL_COSTS.fullPassSeconds} s (as the simulator measures them), a later pass's \`up\` ${MODEL_COSTS.passOverheadSeconds} s more (engine fixed cost); a launch in the OOM region costs half a load.`,
-    `"recorded": the figures of a full grid run end to end (bench/adaptive-e2e.ts): each configuration's measured median as its mean, the noise measured over that grid, and the costs measured there. The end-to-end run's load was scaled down to 15 s while its benchmarks run at the simulator's real decode speed and each \`up\` carries the engine's own time on a loaded 2-core machine: a launch cost about 3 full passes there, not the seed's 23, so launches saved are worth less there (its fractions are not the model rows').`,
+    `"recorded": the figures of a full grid run end to end (bench/adaptive-e2e.ts): each configuration's measured median as its mean, the per-request noise measured over that grid, and the costs measured there (launches as recorded, passes at their median durations, no engine time). Its truth is the model's at the hosts' speedScale; see its section below.`,
     "The true best is the model's (noise-free); it is known only in simulation. A hit: the chosen configuration's true value is within 1 % of the true best.",
     "The last column: the full grid under the same noise (every configuration one full pass, same seeds), choosing the highest measured median (as today's report) or by the same surrogate.",
     "",

@@ -23,6 +23,8 @@ export interface ModelTableOptions {
   /** Relative standard deviation of one request's decode rate without the surface's own noise (the text's). */
   baseNoise: number;
   launchSeconds: number;
+  /** The simulated hosts' speedScale (decode and prefill that many times as fast). Defaults to 1. */
+  speedScale?: number;
 }
 
 /** The model's mean figures per point (a failed launch, in the out-of-memory region, costs half a load). */
@@ -34,8 +36,8 @@ export function modelTable(points: GridPoint[], surface: PerfSurface, o: ModelTa
       const oom = outOfMemory(surface, s);
       const entry: ReplayEntry = {
         ...(oom ? { failure: { cause: "Capture cuda graph failed: CUDA out of memory", outOfMemory: true } } : {}),
-        short: { mean: generationDecodeRate(s, o.shortPromptTokens, o.maxTokens, 1, surface), sd },
-        long: { mean: generationDecodeRate(s, o.longContextTokens, o.maxTokens, 1, surface), sd },
+        short: { mean: generationDecodeRate(s, o.shortPromptTokens, o.maxTokens, o.speedScale ?? 1, surface), sd },
+        long: { mean: generationDecodeRate(s, o.longContextTokens, o.maxTokens, o.speedScale ?? 1, surface), sd },
         acceptLength: acceptLength(s, o.shortPromptTokens, surface),
         codingPassed: true,
         launchSeconds: oom ? o.launchSeconds / 2 : o.launchSeconds,

@@ -66,19 +66,20 @@ export function renderAdaptiveMarkdown(r: AdaptiveReport): string {
     lines.push("**No configuration chosen**: none was measured in full with the coding check passing.");
   }
   lines.push("", `Stopped: ${r.why}.`, "");
-  lines.push("## GPU time", "", "| host | launches | launch s | benchmark s | total |", "|---|---:|---:|---:|---:|");
+  const wall = (xs: LaunchRecord[]) => (xs.every((x) => x.wallSeconds !== undefined) ? xs.reduce((s, x) => s + x.wallSeconds!, 0).toFixed(0) : "-");
+  lines.push("## GPU time", "", "| host | launches | launch s | benchmark s | GPU time | wall s of its `up`s |", "|---|---:|---:|---:|---:|---:|");
   for (const [host, total] of spentPerHost(r.records)) {
     const mine = r.records.filter((x) => x.host === host);
     const launch = mine.reduce((s, x) => s + x.launchSeconds, 0);
-    lines.push(`| ${host} | ${mine.length} | ${launch.toFixed(0)} | ${(total - launch).toFixed(0)} | ${hours(total)} |`);
+    lines.push(`| ${host} | ${mine.length} | ${launch.toFixed(0)} | ${(total - launch).toFixed(0)} | ${hours(total)} | ${wall(mine)} |`);
   }
-  lines.push(`| **all** | ${r.records.length} | | | **${hours(spent)}** |`);
+  lines.push(`| **all** | ${r.records.length} | | | **${hours(spent)}** | ${wall(r.records)} |`);
   lines.push(
     "",
     estimate !== undefined
       ? `The full grid would have cost about ${hours(estimate)} (${r.points.length} launches and full passes at this run's mean costs): this run spent ${((spent / estimate) * 100).toFixed(0)} % of it.`
       : "No full pass finished: no estimate of the full grid's cost.",
-    "GPU time is the time each host was held: a launch is its `up` less the benchmark (restart, weight load, the engine's own time), a pass its benchmark (a later pass its whole `up`, which restarts nothing).",
+    "GPU time is what the stacks' outputs hold: a launch is its restart timings (drain, stop, GPU release, load to serving; a failed launch: its attempt's wall time), a pass its benchmark's duration. The wall time of the `up`s adds the engine's own time (planning, SSH, the steps' checks), during which the host is held too.",
     "",
   );
   if (r.resumed.length) lines.push(`Resumed: ${r.resumed.join(", ")} were taken from the journal or the stacks' outputs, not launched again.`, "");

@@ -71,6 +71,8 @@ test("first deploy: the rendered unit is installed, active means serving, output
   assert.deepEqual(up.outputs.launchCommand.value.slice(0, 3), ["/usr/bin/python3", "-m", "sglang.launch_server"]);
   assert.match(up.outputs.unitHash.value, /^[0-9a-f]{64}$/);
   for (const k of ["drainSeconds", "stopSeconds", "gpuReleaseSeconds", "loadToReadySeconds"]) assert.equal(typeof up.outputs.restartTimings.value[k], "number");
+  // The load began when the restart started the unit, before the readiness step did: all of it is counted.
+  assert.ok(up.outputs.restartTimings.value.loadToReadySeconds >= 2, `loadToReadySeconds ${up.outputs.restartTimings.value.loadToReadySeconds} < the simulated load of 2 s`);
   // Nothing was drained: the output says so, not "old server (pid 0) drained in 0 s".
   assert.match(up.stdout, /no server ran before \(a first install\)/);
   assert.doesNotMatch(up.stdout, /pid 0\)/);

@@ -3,7 +3,7 @@
 // group, or report drift to `refresh` that is not there).
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { groupFailures, parseNodeState } from "../../../../components/sglang-service/remote/handlers";
+import { groupFailures, loadToReady, parseNodeState } from "../../../../components/sglang-service/remote/handlers";
 
 const HASH = "a".repeat(64);
 
@@ -23,4 +23,15 @@ test("a group restart failed on a node only while its mark is there: an earlier 
   assert.deepEqual(groupFailures(["@@result {}\n", failedOut], [clean, marked], [HASH, HASH]), [{ rank: 1, why: "FAILED: GPU memory on h1 was not released within 3 s" }]);
   assert.deepEqual(groupFailures(["@@result {}\n", failedOut], [clean, clean], [HASH, HASH]), [], "rolled back by an earlier up: not a failure of this one");
   assert.deepEqual(groupFailures(["@@result {}\n", failedOut], [clean, marked], [HASH, "b".repeat(64)]), [], "a mark for another unit");
+});
+
+test("load to ready counts from the start of the process the restart started, not from the readiness step's own start", () => {
+  const at = 1_764_600_000;
+  // The restart started the unit at `at`; the engine took 7 s to begin the readiness step, which waited 100 s.
+  assert.equal(loadToReady(at, { loadToReadySeconds: 100.4, mainStartedAt: at + 1, mainAgeSeconds: 107 }), 107);
+  assert.equal(loadToReady(at, { loadToReadySeconds: 0.3, mainStartedAt: at - 86_400, mainAgeSeconds: 86_400 }), 0.3, "a server proven again without a restart: no load");
+  assert.equal(loadToReady(at, { loadToReadySeconds: 0.3, mainStartedAt: at, mainAgeSeconds: 900 }), 0.3, "the restart's process, started long before this step: proven again, not loaded now");
+  assert.equal(loadToReady(undefined, { loadToReadySeconds: 12, mainStartedAt: at, mainAgeSeconds: 20 }), 12, "no restart result");
+  assert.equal(loadToReady(at, { loadToReadySeconds: 12 }), 12, "ps or the clock could not be read");
+  assert.equal(loadToReady(at, { loadToReadySeconds: 12.6, mainStartedAt: at, mainAgeSeconds: 12 }), 12.6, "whole seconds never lower the wait");
 });
