@@ -3,7 +3,9 @@
 // run.ts), each in a fresh workspace on the same hosts. Writes the full grid's per-
 // configuration figures (the recording bench/adaptive-sweep.ts can replay) and both runs'
 // launches, GPU time and choice to bench/results/adaptive-e2e-<surface>.json.
-// Run: npx tsx bench/adaptive-e2e.ts [--surface bench/surfaces/single-peak.json] [--load 20] (--help: the options)
+// The hosts keep the seed's ratio of weight loading to benchmark, scaled down: they decode K
+// times as fast as the model (--speed, speedScale) and load in 420 / K seconds (--load).
+// Run: npx tsx bench/adaptive-e2e.ts [--surface bench/surfaces/single-peak.json] [--modes full,adaptive] (--help: the options)
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { runWithHosts, type OwnedHosts } from "../simhost/owned-hosts";
@@ -20,8 +22,8 @@ const { options } = parseCommandOrExit("npx tsx bench/adaptive-e2e.ts", {
   summary: "Runs the full grid and the adaptive sweep of one surface through pulumi up on simulated hosts, side by side,\nand writes bench/results/adaptive-e2e-<surface>.json (the full grid's figures are the replay's recording).",
   options: {
     surface: option({ type: inProjectFolder(text), placeholder: "FILE", description: "the simulated hosts' performance surface (JSON)", default: "bench/surfaces/single-peak.json" }),
-    load: option({ type: positiveNumber, placeholder: "S", description: "simulated weight load time, in seconds", default: "20" }),
-    speed: option({ type: positiveNumber, placeholder: "K", description: "the simulated hosts decode and prefill K times as fast as the performance model (speedScale), so that a benchmark is K times shorter", default: "1" }),
+    speed: option({ type: positiveNumber, placeholder: "K", description: "the simulated hosts decode and prefill K times as fast as the performance model (speedScale), so that a benchmark is K times shorter", default: "4" }),
+    load: option({ type: positiveNumber, placeholder: "S", description: "simulated weight load time, in seconds (the seed's 420 s at the same scale: 420 / K)", default: "105" }),
     hosts: option({ type: positiveInteger, placeholder: "N", description: "simulated hosts", default: "2" }),
     points: option({ type: integerBetween(1, gridPoints(GRID).length), placeholder: "N", description: "only the first N configurations of the grid (a smoke run)" }),
     modes: option({ type: listOf(oneOf(["full", "adaptive"] as const)), placeholder: "LIST", description: "the runs, in order", default: "full,adaptive" }),

@@ -254,6 +254,8 @@ export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessR
   let sawStart = false;
   let badGenerations = 0;
   let lastPid = 0;
+  // It served a generation, and waits for systemd's "active".
+  let served = false;
   // Set while the host cannot be observed; shown beside the phase, which it does not change.
   let blind = "";
 
@@ -312,7 +314,7 @@ export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessR
         // not JSON yet
       }
       if (pids.length === 0) {
-        phase = state.mainPid ? "loading weights (port not open yet)" : state.subState === "start-pre" ? "waiting for GPUs to be free (ExecStartPre)" : `starting (${state.activeState}/${state.subState})`;
+        phase = served ? "it had served a generation, then its port closed (before systemd marked it active)" : state.mainPid ? "loading weights (port not open yet)" : state.subState === "start-pre" ? "waiting for GPUs to be free (ExecStartPre)" : `starting (${state.activeState}/${state.subState})`;
         return undefined;
       }
       if (!pids.includes(state.mainPid)) {
@@ -345,6 +347,7 @@ export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessR
       // server once a second, so it may lag a moment; a step after this one (the benchmark,
       // another stack's check) reads the unit's state and must find it "active".
       if (looksLikeText(content) && state.activeState !== "active") {
+        served = true;
         phase = `serving; waiting for systemd to mark ${unit} active (${state.activeState}/${state.subState}: the unit's start gate)`;
         return undefined;
       }

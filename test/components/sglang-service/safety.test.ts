@@ -94,14 +94,16 @@ test("hang during load: the deadline ends the wait, then rollback", async () => 
 });
 
 test("crash shortly after ready: caught by the stability window, then rollback", async () => {
-  // 2 s after SGLang's own "ready": long enough for the tool to have seen it ready on a busy
-  // machine (with 0.5 s, a slow first probe saw only the crash), inside the 5 s window.
-  hosts.fault(HOST, JSON.stringify({ crashAfterReadySeconds: 2, match: { speculative_ddtree_budget: 16 } }));
-  ws.setStackConfig("main", "safety", { stableSeconds: 5, lockWaitSeconds: 120 });
+  // 5 s after SGLang's own "ready": long enough for the tool to have seen it ready on a busy
+  // machine, and systemd's start gate (polling each second) to have marked the unit active (with
+  // 0.5 s, a slow first probe saw only the crash; with 2 s, the crash came before "active"), inside
+  // the 10 s window.
+  hosts.fault(HOST, JSON.stringify({ crashAfterReadySeconds: 5, match: { speculative_ddtree_budget: 16 } }));
+  ws.setStackConfig("main", "safety", { stableSeconds: 10, lockWaitSeconds: 120 });
   const r = await failingUp("main");
   hosts.fault(HOST, "{}");
   ws.setStackConfig("main", "safety", { stableSeconds: 1, lockWaitSeconds: 120 });
-  assert.match(r.message, /failed while the first 5 s after becoming ready .*RuntimeError: CUDA error: an illegal memory access/s);
+  assert.match(r.message, /failed while the first 10 s after becoming ready .*RuntimeError: CUDA error: an illegal memory access/s);
   assert.match(r.message, /Rolled back: .* is back and serving/);
   assert.equal((await serving()).speculative_ddtree_budget, 8);
 });

@@ -76,7 +76,7 @@ test("passes after the first change only the benchmark's runId: one launch per c
     assert.equal(new Set(launches).size, launches.length, "no configuration launched twice");
     assert.ok(launches.length < POINTS.length, `${launches.length} of ${POINTS.length} launched`);
     assert.ok(ups.some((u) => u.runId === "full-1") && ups.some((u) => u.runId === "short-1"));
-    assert.match(result.why, /no configuration left has a 10 % chance/);
+    assert.match(result.why, /no configuration left has a \d+ % chance/);
     const record = result.records.find((r) => r.passes.length > 1)!;
     assert.equal(record.restartSeconds, 24, "the restart timings of the launch");
     assert.ok(result.records.some((r) => r.failure?.outOfMemory) || !launches.includes("b24t4-wnone"));
