@@ -211,7 +211,7 @@ function main(): void {
       ...(adaptive ? [`| adaptive, end to end (seed ${strategyOf(adaptive).seed}) | ${adaptive.launches} | ${adaptive.gpuSeconds.toFixed(0)} | ${pct(adaptive.gpuSeconds / full.gpuSeconds)} | ${wallOf(adaptive).toFixed(0)} | ${adaptive.chosen} | ${pct((truth.get(adaptive.chosen) ?? 0) / best[1])} | ${pct(adaptive.confidence)} |`] : []),
       `| adaptive, replay of this full grid (${s.runs} seeds, median) | ${s.medianLaunches} | | ${pct(s.medianFraction)} (90th percentile ${pct(s.p90Fraction)}) | | (hits ${s.hits}/${s.runs}) | worst ${pct(s.worstRatio)} | ${pct(s.medianConfidence)} |`,
       "",
-      ...(adaptive ? [`The end-to-end run spent less than ${pct(rank)} of the replay's seeds did${(truth.get(adaptive.chosen) ?? 0) >= (1 - DEFAULT_STRATEGY.tolerance) * best[1] ? ", and its choice is a hit, as " + s.hits + " of the replay's " + s.runs + " are" : ", and its choice is a miss, as " + (s.runs - s.hits) + " of the replay's " + s.runs + " are"}.`, ""] : []),
+      ...(adaptive ? [`${pct(rank)} of the replay's seeds spent less than the end-to-end run (the replay's median ${pct(s.medianFraction)}, 90th percentile ${pct(s.p90Fraction)})${(truth.get(adaptive.chosen) ?? 0) >= (1 - DEFAULT_STRATEGY.tolerance) * best[1] ? ", and its choice is a hit, as " + s.hits + " of the replay's " + s.runs + " are" : ", and its choice is a miss, as " + (s.runs - s.hits) + " of the replay's " + s.runs + " are"}.`, ""] : []),
     );
     results.push({ surface: surfaceName, source: file, costs, summary: s, rows });
     if (adaptive) {
