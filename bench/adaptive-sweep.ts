@@ -194,7 +194,7 @@ function main(): void {
     lines.push(
       `### ${surfaceName}, end to end (${path.basename(file)})`,
       "",
-      `Recorded by ${commands.map((c) => `\`${c}\``).join(", then ")} (${e2e.started}): the full grid, then the adaptive sweep, each in a fresh workspace, through \`pulumi up\` on the same ${e2e.hosts} simulated hosts (${surfaceName} surface, speedScale ${speedScale}, weight load ${e2e.loadSeconds} s).`,
+      `Recorded by ${commands.map((c) => `\`${c}\``).join(", then ")} (the full grid from ${(full as { started?: string }).started ?? e2e.started}${adaptive ? `, the adaptive sweep from ${(adaptive as { started?: string }).started ?? e2e.started}` : ""}): the full grid, then the adaptive sweep, each in a fresh workspace, through \`pulumi up\` on the same ${e2e.hosts} simulated hosts (${surfaceName} surface, speedScale ${speedScale}, weight load ${e2e.loadSeconds} s).`,
       "",
       `Scale: the simulated hosts decode and prefill ${speedScale} times as fast as the model, so a full pass takes ${costs.fullPassSeconds.toFixed(1)} s (median) and a launch ${median(startedOf(full.records).map((r) => r.launchSeconds)).toFixed(1)} s: a launch costs ${(median(startedOf(full.records).map((r) => r.launchSeconds)) / costs.fullPassSeconds).toFixed(1)} full passes, the seed's ${(options["launch-seconds"] / MODEL_COSTS.fullPassSeconds).toFixed(1)} (${options["launch-seconds"]} s of loading against an ${MODEL_COSTS.fullPassSeconds} s pass). Decode rates there are ${speedScale} times the model's; the truth below is the model's at the same scale.`,
       "",

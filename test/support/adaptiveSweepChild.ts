@@ -18,7 +18,9 @@ export const KILL_PASSES: PassSettings = {
 
 async function main(): Promise<void> {
   const args = JSON.parse(process.argv[2]) as { dir: string; hosts: SweepHost[]; resume: boolean };
-  const ws = simWorkspace({}, { dir: args.dir });
+  // As `npm run sweep` makes it: each engine in a session of its own, so a kill of the sweep's
+  // process group leaves the `up` in flight running (and holding its stack's lock).
+  const ws = simWorkspace({}, { dir: args.dir, engineInOwnSession: true });
   const run = await runAdaptive({
     ws,
     points: gridPoints(KILL_GRID),

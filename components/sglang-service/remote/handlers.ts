@@ -62,15 +62,16 @@ const ENGINE_GAP_SECONDS = 120;
 /**
  * Pure: the seconds from the start of the new server to serving. The load begins when the
  * restart starts the unit (without waiting), before the readiness step begins: so it is the
- * main process's age when it served, if that process is the one the restart started (within
- * a few seconds of the restart's clock) and it started just before this step (the engine's
- * gap). Otherwise (a server proven again without a restart, a clock or ps not read) it is
+ * main process's age when it served, if that process is the one the restart started (from a
+ * few seconds before the restart's clock to a minute after: the unit's GPU check runs first)
+ * and it started just before this step (the engine's gap). Otherwise (a server proven again without a restart, a clock or ps not read) it is
  * the readiness step's own wait.
  */
 export function loadToReady(restartAt: number | undefined, ready: Pick<ReadinessResult, "loadToReadySeconds" | "mainStartedAt" | "mainAgeSeconds">): number {
   const { loadToReadySeconds: waited, mainStartedAt, mainAgeSeconds } = ready;
   if (restartAt === undefined || mainStartedAt === undefined || mainAgeSeconds === undefined) return waited;
-  const startedByRestart = Math.abs(mainStartedAt - restartAt) <= 5;
+  // The unit's ExecStartPre (the GPU check) runs between the restart's start and the main process.
+  const startedByRestart = mainStartedAt >= restartAt - 5 && mainStartedAt <= restartAt + 60;
   const beforeThisStep = mainAgeSeconds - waited;
   return startedByRestart && beforeThisStep >= 0 && beforeThisStep <= ENGINE_GAP_SECONDS ? mainAgeSeconds : waited;
 }

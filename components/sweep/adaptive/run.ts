@@ -49,6 +49,9 @@ export interface AdaptiveRunOptions {
   progress: (host: string, line: string) => void;
   shouldStop: () => boolean;
   signal?: AbortSignal;
+  /** How long an `up` waits for another engine's lock on its stack (default LOCK_WAIT_SECONDS), looking every lockPollMs (5000). */
+  lockWaitSeconds?: number;
+  lockPollMs?: number;
 }
 
 export interface AdaptiveRunResult {
@@ -109,6 +112,15 @@ export function launchSecondsOf(timings: unknown): number {
 
 const round = (x: number) => Math.round(x * 10) / 10;
 
+/** How long an `up` waits for another engine's lock on its stack, and how often it looks. */
+export const LOCK_WAIT_SECONDS = 1800;
+const LOCK_POLL_MS = 5000;
+
+/** Pure: whether an `up` failed because another engine holds its stack's lock (Pulumi's wording). */
+export function isLocked(message: string): boolean {
+  return /the stack is currently locked/.test(message);
+}
+
 /** Pure: whether a failed launch ran out of GPU memory (torch's or SGLang's wording). */
 export function isOutOfMemory(cause: string): boolean {
   return /out of memory|Not enough memory/i.test(cause);
@@ -149,6 +161,8 @@ export async function runAdaptive(o: AdaptiveRunOptions): Promise<AdaptiveRunRes
   const save = (r: LaunchRecord) => fs.appendFileSync(journal, JSON.stringify(r) + "\n");
 
   const inFlight = new Set<string>();
+  // Stacks another engine kept locked: left alone in this run.
+  const blocked = new Set<string>();
   let why = "";
   let failed = false;
   let waiters: (() => void)[] = [];
@@ -159,15 +173,27 @@ export async function runAdaptive(o: AdaptiveRunOptions): Promise<AdaptiveRunRes
     for (const f of w) f();
   };
   const next = (): Decision => {
-    if (o.mode === "adaptive") return decide(o.points, records, [...inFlight], o.strategy);
-    const p = o.points.find((x) => !inFlight.has(x.name) && !records.some((r) => r.point === x.name));
+    if (o.mode === "adaptive") return decide(o.points, records, [...inFlight, ...blocked], o.strategy);
+    const p = o.points.find((x) => !inFlight.has(x.name) && !blocked.has(x.name) && !records.some((r) => r.point === x.name));
     return p ? { kind: "launch", point: p.name, why: "full grid" } : { kind: "stop", why: "every configuration of the grid is measured" };
   };
 
   const up = async (host: SweepHost, point: GridPoint, kind: PassKind, n: number) => {
     const config = { ...o.base, [`${NS}:speculative`]: speculativeOf(point), [`${NS}:benchmark`]: { ...o.passes[kind], runId: runIdOf(kind, n) }, ...host.config };
     for (const [k, v] of Object.entries(config)) o.ws.setStackConfig(point.name, k.replace(`${NS}:`, ""), v);
-    return (await o.ws.stack(point.name)).up({ signal: o.signal });
+    // The engines run in sessions of their own: a killed sweep's `up` goes on, holding its
+    // stack's lock. Resumed, the sweep waits for it to end (its launch then shows in the
+    // stack's outputs, and this `up` restarts nothing) rather than count the lock as a failure.
+    const waitUntil = Date.now() + (o.lockWaitSeconds ?? LOCK_WAIT_SECONDS) * 1000;
+    for (let said = false; ; said = true) {
+      try {
+        return await (await o.ws.stack(point.name)).up({ signal: o.signal });
+      } catch (e) {
+        if (!isLocked((e as Error).message) || Date.now() > waitUntil || o.shouldStop()) throw e;
+        if (!said) o.progress(host.name, `${point.name}: its stack is locked by another \`pulumi up\` (an interrupted sweep's, still running?); waiting up to ${o.lockWaitSeconds ?? LOCK_WAIT_SECONDS} s for it to end`);
+        await new Promise((r) => setTimeout(r, o.lockPollMs ?? LOCK_POLL_MS));
+      }
+    }
   };
 
   const launch = async (host: SweepHost, point: GridPoint, reason: string) => {
@@ -190,6 +216,12 @@ export async function runAdaptive(o: AdaptiveRunOptions): Promise<AdaptiveRunRes
       record.wallSeconds = round((Date.now() - started) / 1000);
       record.passes.push({ kind: first, figures, heldSeconds: figures.benchmarkSeconds });
     } catch (e) {
+      if (isLocked((e as Error).message)) {
+        // Not a fact about the configuration: nothing is recorded, a later --resume tries it again.
+        blocked.add(point.name);
+        o.progress(host.name, `${point.name}: not launched: its stack is still locked by another \`pulumi up\`; not a data point. If no engine runs it, \`pulumi cancel\` it, then run the sweep again with --resume`);
+        return;
+      }
       const cause = failureCause((e as Error).message);
       // A failed launch held the host from its start to its failure; the engine's own time is in it too.
       record.launchSeconds = round((Date.now() - started) / 1000);
@@ -215,7 +247,13 @@ export async function runAdaptive(o: AdaptiveRunOptions): Promise<AdaptiveRunRes
       try {
         const result = await up(host, point, kind, n);
         // Only the benchmark changed: the server must not have been restarted.
-        const restarted = round(launchSecondsOf(result.outputs.restartTimings?.value)) !== record.restartSeconds;
+        const restart = round(launchSecondsOf(result.outputs.restartTimings?.value));
+        const restarted = restart !== record.restartSeconds;
+        // A pass should restart nothing; if the server was restarted for it, that restart is GPU time too.
+        if (restarted) {
+          record.launchSeconds = round(record.launchSeconds + restart);
+          record.restartSeconds = restart;
+        }
         const figures = passFigures(result.outputs.benchmark.value as StoredResult, o.longContextTokens);
         record.passes.push({ kind, figures, heldSeconds: figures.benchmarkSeconds });
         record.wallSeconds = round((record.wallSeconds ?? 0) + (Date.now() - passStarted) / 1000);

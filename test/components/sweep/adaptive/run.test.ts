@@ -11,8 +11,8 @@ import * as os from "node:os";
 import * as path from "node:path";
 import type { SimWorkspace } from "../../../../lib/workspace";
 import { gridPoints } from "../../../../components/sweep/adaptive/space";
-import { DEFAULT_PASSES, isOutOfMemory, journalKey, launchSecondsOf, readJournal, runAdaptive, AdaptiveRunOptions } from "../../../../components/sweep/adaptive/run";
-import { DEFAULT_STRATEGY, StrategyOptions } from "../../../../components/sweep/adaptive/strategy";
+import { DEFAULT_PASSES, isLocked, isOutOfMemory, journalKey, launchSecondsOf, readJournal, runAdaptive, AdaptiveRunOptions } from "../../../../components/sweep/adaptive/run";
+import { DEFAULT_STRATEGY, initialDesign, StrategyOptions } from "../../../../components/sweep/adaptive/strategy";
 import { resultOf } from "../../../support/benchmarkResults";
 
 const POINTS = gridPoints({ budgets: [4, 8, 12, 16, 24], topks: [2, 4], windows: [2048, "none"], compactCache: "auto" });
@@ -22,7 +22,7 @@ const rate = (budget: number, topk: number) => 190 - 6 * (Math.log2(budget) - Ma
 const OOM = new Set(["b24t4-wnone"]);
 
 /** A workspace whose stacks answer as deployed ones would; counts the launches (an `up` that changes the speculative block). */
-function standIn(dir: string) {
+function standIn(dir: string, locked: Map<string, number> = new Map()) {
   const configs = new Map<string, Record<string, unknown>>();
   const outputs = new Map<string, Record<string, { value: unknown }>>();
   const deployed = new Map<string, string>();
@@ -42,6 +42,12 @@ function standIn(dir: string) {
       return {
         outputs: async () => outputs.get(name) ?? {},
         up: async () => {
+          // Another engine holds this stack's lock for its next `locked` attempts.
+          const left = locked.get(name) ?? 0;
+          if (left > 0) {
+            locked.set(name, left - 1);
+            throw new Error("error: the stack is currently locked by 1 lock(s). Either wait for the other process(es) to end or delete the lock file with `pulumi cancel`.");
+          }
           const c = configs.get(name)!;
           const spec = JSON.stringify(c["dflash-sglang:speculative"]);
           const bench = c["dflash-sglang:benchmark"] as { runId: string; coding: boolean; runs: number };
@@ -129,4 +135,32 @@ test("launch time from restart timings; out-of-memory causes in torch's and SGLa
   assert.ok(isOutOfMemory("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB"));
   assert.ok(isOutOfMemory("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."));
   assert.ok(!isOutOfMemory("sglang serve: error: unrecognized arguments: --speculative-ddtree-budget"));
+});
+
+test("a stack another engine keeps locked (a killed sweep's `up`, still running) is waited for, and never counted as a failure", async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "adaptive-locked-"));
+  // The first launch of the first design.
+  const first = initialDesign(POINTS, STRATEGY.initialLaunches, STRATEGY.seed)[0].name;
+  try {
+    // Locked for two attempts: waited for, then launched.
+    const waited = standIn(dir, new Map([[first, 2]]));
+    const lines: string[] = [];
+    const r = await run(waited.ws, { lockPollMs: 10, progress: (_h, l) => lines.push(l), strategy: { ...STRATEGY, budget: { launches: 3 } } });
+    assert.ok(lines.some((l) => l.includes(`${first}: its stack is locked by another \`pulumi up\``)), lines.join("\n"));
+    assert.ok(r.records.some((x) => x.point === first && !x.failure), "launched once the lock was gone");
+    assert.ok(!r.records.some((x) => x.failure), "no failure recorded");
+    waited.ws.cleanup();
+    // Locked past the wait: not a data point (a later --resume tries it again).
+    const dir2 = fs.mkdtempSync(path.join(os.tmpdir(), "adaptive-locked-"));
+    const stuck = standIn(dir2, new Map([[first, 1_000_000]]));
+    const lines2: string[] = [];
+    const r2 = await run(stuck.ws, { lockPollMs: 10, lockWaitSeconds: 0.05, progress: (_h, l) => lines2.push(l), strategy: { ...STRATEGY, budget: { launches: 3 } } });
+    assert.ok(!r2.records.some((x) => x.point === first), "nothing recorded for it");
+    assert.ok(lines2.some((l) => /not launched: its stack is still locked .*not a data point.*pulumi cancel/.test(l)), lines2.join("\n"));
+    stuck.ws.cleanup();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  assert.equal(isLocked("the stack is currently locked by 1 lock(s)"), true);
+  assert.equal(isLocked("CUDA out of memory"), false);
 });
