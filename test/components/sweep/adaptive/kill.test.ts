@@ -31,7 +31,25 @@ before(async () => {
   }
 });
 
+/** PIDs of the processes the killed sweep left (its engines, in sessions of their own, and their plugins): those whose environment names this test's state. */
+function leftBehind(): number[] {
+  const mark = `PULUMI_BACKEND_URL=file://${path.join(dir, "state")}`;
+  const pids: number[] = [];
+  for (const entry of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    try {
+      if (fs.readFileSync(`/proc/${entry}/environ`, "utf8").split("\0").includes(mark)) pids.push(Number(entry));
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+  return pids;
+}
+
 after(async () => {
+  // The killed sweep's engines and plugins outlive it by design (sessions of their own); the
+  // resumed sweep waited for their locks, but a plugin may linger: stopped by PID.
+  if (dir) for (const pid of leftBehind()) process.kill(pid, "SIGKILL");
   for (const name of NAMES) await hosts.stop(name);
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
