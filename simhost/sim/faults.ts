@@ -19,6 +19,12 @@ export interface Faults {
   loadSlowdown: number;
   /** Crash this many seconds after becoming ready. */
   crashAfterReadySeconds: number | null;
+  /**
+   * /health_generate answers 503 for this many seconds after the server became ready while
+   * generations work (a health check queued behind a busy scheduler): the unit's start gate,
+   * and so systemd's "active", lag behind serving.
+   */
+  healthGenerateLagSeconds: number;
   /** Generations return garbage instead of text. */
   corruptOutput: boolean;
   /**
@@ -45,6 +51,7 @@ export const NO_FAULTS: Faults = {
   hangDuringLoad: false,
   loadSlowdown: 1,
   crashAfterReadySeconds: null,
+  healthGenerateLagSeconds: 0,
   corruptOutput: false,
   hangGenerations: false,
   ignoreSigtermSeconds: 0,
@@ -86,6 +93,7 @@ export function parseFaults(input: unknown): Faults {
         out.match = value as Faults["match"];
         break;
       case "gpuReleaseDelaySeconds":
+      case "healthGenerateLagSeconds":
       case "loadSlowdown":
       case "ignoreSigtermSeconds":
       case "staleSeconds":

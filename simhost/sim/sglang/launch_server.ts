@@ -178,6 +178,8 @@ const HEALTH_CHECK_TIMEOUT_SECONDS = Number(process.env.SGLANG_HEALTH_CHECK_TIME
 
 class Server {
   phase: Phase = "loading";
+  /** When the phase became "ready" (ms). */
+  readyAt = 0;
   /** Nothing waits in this simulator: every request is admitted at once. */
   readonly queued = 0;
   httpServer?: http.Server;
@@ -301,6 +303,7 @@ class Server {
           return void res.writeHead(503).end();
         }
         if (this.phase !== "ready") return void res.writeHead(503).end();
+        if (route === "GET /health_generate" && Date.now() - this.readyAt < faultsFor(readFaults(), this.args).healthGenerateLagSeconds * 1000) return void res.writeHead(503).end();
         // SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION (default on): a 1 s sleep, then a one-token
         // generation; a health check takes at least a second.
         return void setTimeout(() => void res.writeHead(this.gracefullyExit ? 503 : 200).end(), 1_000 + perfAt(this.spec, 0, this.config.speedScale, this.config.surface).stepSeconds * 1000);
@@ -490,6 +493,7 @@ async function main(): Promise<void> {
   await sleep(config.warmupSeconds);
   if (server.gracefullyExit) return;
   server.phase = "ready";
+  server.readyAt = Date.now();
   log("The server is fired up and ready to roll!");
   if (faults.crashAfterReadySeconds !== null) {
     await sleep(faults.crashAfterReadySeconds);

@@ -132,8 +132,14 @@ test("a server restarted while it is measured: its numbers are not stored, and i
 });
 
 test("the report compares two stacks in a table and a chart", async () => {
+  // The new server's health check lags 5 s behind serving, so systemd marks the unit active
+  // late: readiness waits for "active" (a benchmark started before it found the unit
+  // "activating" and refused to measure).
+  hosts.fault(HOST, JSON.stringify({ healthGenerateLagSeconds: 5, match: { speculative_ddtree_budget: 16 } }));
   const up = await (await ws.stack("b16t4-w2048")).up();
+  hosts.fault(HOST, "{}");
   assert.equal(up.summary.result, "succeeded");
+  assert.match(up.stdout, /serving; waiting for systemd to mark sglang-k26\.service active \(activating\/start-post/);
   const rows = await collectRows(ws.dir, ws.env, "b*");
   assert.deepEqual(rows.map((r) => r.stack), ["b16t4-w2048", "b8t4-w2048"]);
   const md = renderMarkdown(rows);
