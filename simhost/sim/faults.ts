@@ -21,8 +21,10 @@ export interface Faults {
   crashAfterReadySeconds: number | null;
   /**
    * /health_generate answers 503 for this many seconds after the server became ready while
-   * generations work (a health check queued behind a busy scheduler): the unit's start gate,
-   * and so systemd's "active", lag behind serving.
+   * generations work: SGLang's health_generate (srt/entrypoints/http_server.py) is a generation
+   * of its own through the scheduler, answered 503 when it does not finish in time, so a busy
+   * or slow scheduler can fail it while other requests are served. The unit's start gate, and
+   * so systemd's "active", lag behind serving.
    */
   healthGenerateLagSeconds: number;
   /** Generations return garbage instead of text. */

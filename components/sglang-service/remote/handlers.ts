@@ -64,8 +64,8 @@ const ENGINE_GAP_SECONDS = 120;
  * restart starts the unit (without waiting), before the readiness step begins: so it is the
  * main process's age when it served, if that process is the one the restart started (from a
  * few seconds before the restart's clock to a minute after: the unit's GPU check runs first)
- * and it started just before this step (the engine's gap). Otherwise (a server proven again without a restart, a clock or ps not read) it is
- * the readiness step's own wait.
+ * and it started just before this step (the engine's gap). Otherwise (a server proven again
+ * without a restart, a clock or ps not read) it is the readiness step's own wait.
  */
 export function loadToReady(restartAt: number | undefined, ready: Pick<ReadinessResult, "loadToReadySeconds" | "mainStartedAt" | "mainAgeSeconds">): number {
   const { loadToReadySeconds: waited, mainStartedAt, mainAgeSeconds } = ready;

@@ -182,15 +182,17 @@ export async function runAdaptive(o: AdaptiveRunOptions): Promise<AdaptiveRunRes
     const config = { ...o.base, [`${NS}:speculative`]: speculativeOf(point), [`${NS}:benchmark`]: { ...o.passes[kind], runId: runIdOf(kind, n) }, ...host.config };
     for (const [k, v] of Object.entries(config)) o.ws.setStackConfig(point.name, k.replace(`${NS}:`, ""), v);
     // The engines run in sessions of their own: a killed sweep's `up` goes on, holding its
-    // stack's lock. Resumed, the sweep waits for it to end (its launch then shows in the
-    // stack's outputs, and this `up` restarts nothing) rather than count the lock as a failure.
-    const waitUntil = Date.now() + (o.lockWaitSeconds ?? LOCK_WAIT_SECONDS) * 1000;
+    // stack's lock. Resumed, the sweep waits for it to end, then deploys the point as this run
+    // wants it (nothing restarts where the killed `up` left it so), rather than count the lock
+    // as a failed configuration.
+    const waitSeconds = o.lockWaitSeconds ?? LOCK_WAIT_SECONDS;
+    const waitUntil = Date.now() + waitSeconds * 1000;
     for (let said = false; ; said = true) {
       try {
         return await (await o.ws.stack(point.name)).up({ signal: o.signal });
       } catch (e) {
         if (!isLocked((e as Error).message) || Date.now() > waitUntil || o.shouldStop()) throw e;
-        if (!said) o.progress(host.name, `${point.name}: its stack is locked by another \`pulumi up\` (an interrupted sweep's, still running?); waiting up to ${o.lockWaitSeconds ?? LOCK_WAIT_SECONDS} s for it to end`);
+        if (!said) o.progress(host.name, `${point.name}: its stack is locked by another \`pulumi up\` (an interrupted sweep's, still running?); waiting up to ${waitSeconds} s for it to end`);
         await new Promise((r) => setTimeout(r, o.lockPollMs ?? LOCK_POLL_MS));
       }
     }
