@@ -119,3 +119,59 @@ export function rank<K>(entries: readonly { key: K; estimate: Estimate }[], s: P
   if (rest.length > 0 && tied.length === 0) return { kind: "best", best: top.key };
   return { kind: "tie", tied: [top.key, ...tied.map((e) => e.key)] };
 }
+
+/** A configuration's value as a normal belief: measured (an estimate) or predicted (e.g. a surrogate's, with the chance it starts at all). */
+export interface Belief<K> {
+  key: K;
+  mean: number;
+  sd: number;
+  /** The chance it exists (starts); 1 for a measured one. */
+  exists: number;
+  /** Whether it may be in the answer (measured and eligible); a predicted one only competes. */
+  member: boolean;
+}
+
+/** The least a member must add to the set's chance to be in it. */
+const MIN_GAIN = 0.02;
+
+/** The smallest set of members that holds a configuration within the tolerance of the true best with the wanted chance, and that chance. */
+export interface CredibleSet<K> {
+  keys: K[];
+  /** The chance that `keys` holds a configuration within the tolerance of the true best, by the beliefs. */
+  chance: number;
+  /** Per member: the chance that it alone is within the tolerance of the true best. */
+  each: Map<K, number>;
+}
+
+/**
+ * Pure: the answer of a search that cannot tell its top configurations apart: draws the true
+ * values from the beliefs (`draws` times, seeded), and adds members, the likeliest to be within
+ * the tolerance of the draw's best first, until the set holds one in at least `confidence` of
+ * the draws, or the next would add less than 2 % to that chance. One member: a best; more: a tie it cannot separate.
+ */
+export function credibleSet<K>(beliefs: readonly Belief<K>[], s: { tolerance: number; confidence: number }, rand: () => number, draws = 400): CredibleSet<K> {
+  const members = beliefs.filter((b) => b.member);
+  if (members.length === 0) return { keys: [], chance: 0, each: new Map() };
+  const z = () => Math.sqrt(-2 * Math.log(rand() || 1e-12)) * Math.cos(2 * Math.PI * rand());
+  // Per draw: which members are within the tolerance of the draw's best.
+  const good: boolean[][] = [];
+  for (let d = 0; d < draws; d++) {
+    const values = beliefs.map((b) => (b.exists >= 1 || rand() < b.exists ? b.mean + b.sd * z() : -Infinity));
+    const best = Math.max(...values);
+    good.push(members.map((m) => values[beliefs.indexOf(m)] >= best * (1 - s.tolerance)));
+  }
+  const each = members.map((_, i) => good.filter((g) => g[i]).length / draws);
+  const order = members.map((_, i) => i).sort((a, b) => each[b] - each[a] || members[b].mean - members[a].mean);
+  const chosen: number[] = [];
+  let chance = 0;
+  for (const i of order) {
+    const next = good.filter((g) => [...chosen, i].some((c) => g[c])).length / draws;
+    // A member that adds (almost) nothing is not a tie: what the set lacks is elsewhere (a
+    // configuration not launched may be better), and the chance says so.
+    if (chosen.length > 0 && next - chance < MIN_GAIN) break;
+    chosen.push(i);
+    chance = next;
+    if (chance >= s.confidence) break;
+  }
+  return { keys: chosen.map((i) => members[i].key), chance, each: new Map(members.map((m, i) => [m.key, each[i]])) };
+}

@@ -7,7 +7,7 @@
 // figures, as in the real sweep.
 import { prng } from "../../../lib/prng";
 import { GridPoint } from "./space";
-import { conclude, Conclusion, decide, LaunchRecord, nextPass, PassFigures, PassKind, spentSeconds, StrategyOptions } from "./strategy";
+import { conclude, Conclusion, decide, firstPass, LaunchRecord, nextPass, PassFigures, PassKind, spentSeconds, StrategyOptions } from "./strategy";
 
 /** One configuration's recorded figures (or the model's). */
 export interface ReplayEntry {
@@ -20,6 +20,8 @@ export interface ReplayEntry {
   codingPassed: boolean | null;
   /** GPU seconds of a launch (a failed one: until it failed). */
   launchSeconds: number;
+  /** Relative standard deviation of a launch's persistent offset: drawn once per launch, it scales all its passes. Absent: 0. */
+  launchSd?: number;
 }
 
 export interface ReplayCosts {
@@ -55,12 +57,13 @@ function phase(rand: () => number, m: { mean: number; sd: number }, n: number) {
   return { median: r(median), min: r(draws[0]), max: r(draws[n - 1]), requests: n };
 }
 
-/** Pure: the figures one pass of `kind` would report for `e`. */
-export function drawPass(rand: () => number, e: ReplayEntry, kind: PassKind, c: ReplayCosts): PassFigures {
+/** Pure: the figures one pass of `kind` would report for `e`, on a launch whose persistent offset scales its speed by `offset`. */
+export function drawPass(rand: () => number, e: ReplayEntry, kind: PassKind, c: ReplayCosts, offset = 1): PassFigures {
   const n = kind === "short" ? c.shortRequests : c.fullRequests;
+  const at = (m: { mean: number; sd: number }) => ({ mean: m.mean * offset, sd: m.sd });
   return {
-    short: phase(rand, e.short, n),
-    long: e.long ? phase(rand, e.long, n) : null,
+    short: phase(rand, at(e.short), n),
+    long: e.long ? phase(rand, at(e.long), n) : null,
     acceptLength: e.acceptLength,
     codingPassed: kind === "full" ? e.codingPassed : null,
     benchmarkSeconds: kind === "short" ? c.shortPassSeconds : c.fullPassSeconds,
@@ -105,12 +108,14 @@ export function replay(points: GridPoint[], table: Record<string, ReplayEntry>, 
     const done = running.shift()!;
     const e = table[done.point];
     const record: LaunchRecord = { point: done.point, host: `h${done.host + 1}`, launchSeconds: e.launchSeconds, passes: [], ...(e.failure ? { failure: e.failure } : {}) };
+    const first = firstPass(records, done.point);
     records.push(record);
     let at = done.at;
     if (!e.failure) {
-      let kind: PassKind | "done" = "short";
+      const offset = Math.max(0.5, 1 + (e.launchSd ?? 0) * gaussian(rand));
+      let kind: PassKind | "done" = first;
       while (kind !== "done") {
-        const figures = drawPass(rand, e, kind, costs);
+        const figures = drawPass(rand, e, kind, costs, offset);
         const heldSeconds = figures.benchmarkSeconds + (record.passes.length > 0 ? costs.passOverheadSeconds : 0);
         record.passes.push({ kind, figures, heldSeconds });
         at += heldSeconds;

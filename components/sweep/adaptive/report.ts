@@ -56,11 +56,21 @@ export function renderAdaptiveMarkdown(r: AdaptiveReport): string {
   const front = paretoFront(c.measured);
   const lines: string[] = [];
   lines.push(`Objective: ${objectiveText(r.objective, r.longContextTokens)}, the coding check as a constraint. Grid: ${r.points.length} configurations.`, "");
-  if (c.chosen) {
+  const tol = "1 %";
+  if (c.chosen && c.tied.length <= 1) {
     lines.push(
-      `**Chosen: ${c.chosen.point.name}**, ${c.chosen.value.toFixed(1)} tok/s (±${c.chosen.se.toFixed(1)}, ${c.chosen.requests} requests). ` +
-        `Chance that no configuration, launched or not, beats it by 1 %: ${(c.confidence * 100).toFixed(1)} % (the surrogate's and the measurements' estimate; the true best is known only in simulation).` +
+      `**Best: ${c.chosen.point.name}**, ${c.chosen.value.toFixed(1)} tok/s (±${c.chosen.se.toFixed(1)}, ${c.chosen.launches} launch${c.chosen.launches > 1 ? "es" : ""}, ${c.chosen.requests} requests). ` +
+        `Chance that it is within ${tol} of the best configuration, launched or not: ${(c.confidence * 100).toFixed(1)} % (from the measurements, their launch-to-launch prior and the surrogate; the true best is known only in simulation).` +
         (c.withinNoise.length ? ` Within noise of it: ${c.withinNoise.join(", ")}.` : ""),
+    );
+  } else if (c.chosen) {
+    const est = (name: string) => {
+      const m = c.measured.find((x) => x.point.name === name)!;
+      return `${name} ${m.value.toFixed(1)} tok/s (±${m.se.toFixed(1)}, ${m.launches} launch${m.launches > 1 ? "es" : ""})`;
+    };
+    lines.push(
+      `**A tie: ${c.tied.join(", ")}**: the measurements cannot tell them apart. ${c.tied.map(est).join("; ")}. ` +
+        `Chance that one of them is within ${tol} of the best configuration, launched or not: ${(c.confidence * 100).toFixed(1)} %. The first has the highest estimate; new launches of them would separate them (launches differ, passes on one server do not).`,
     );
   } else {
     lines.push("**No configuration chosen**: none was measured in full with the coding check passing.");

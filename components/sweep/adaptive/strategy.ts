@@ -23,6 +23,8 @@
 // simulation (bench/adaptive-sweep.ts checks it there).
 import { GridPoint, needsAtLeast } from "./space";
 import { normalCdf, Observation, surrogate } from "./surrogate";
+import { prng } from "../../../lib/prng";
+import { Belief, credibleSet, estimate, LaunchMeasure } from "../../verdict/rule";
 
 /** A phase's single-stream decode rate as a benchmark output gives it (compare.ts DecodeRate). */
 export interface PhaseFigure {
@@ -90,6 +92,16 @@ export interface StrategyOptions {
   repeatSe: number;
   /** Before stopping, a grid neighbour of the incumbent with this chance to be better than it at all is launched. */
   neighbourChance: number;
+  /**
+   * Relative standard deviation of a server launch's persistent offset, the prior of every
+   * estimate (components/verdict/rule.ts): repeated passes on one server cannot average it away,
+   * so a configuration launched once is never known better than this.
+   */
+  launchSd: number;
+  /** The chance the answer must have of holding a configuration within the tolerance of the true best: below it, the answer grows into a tie set. */
+  confidence: number;
+  /** Launches of a configuration already launched, at most, to separate the answer's tie set (launches differ; a repeat on one server does not). */
+  relaunches: number;
   seed: number;
 }
 
@@ -109,6 +121,9 @@ export const DEFAULT_STRATEGY: Omit<StrategyOptions, "objective" | "budget" | "s
   maxFullPasses: 6,
   repeatSe: 0.0033,
   neighbourChance: 0.1,
+  launchSd: 0.015,
+  confidence: 0.9,
+  relaunches: 0,
 };
 
 /** Pure: the objective's value of one pass, or undefined where it lacks the phase. */
@@ -128,8 +143,10 @@ export interface Measured {
   point: GridPoint;
   /** Mean of its passes' values, weighted by requests. */
   value: number;
-  /** Standard error of `value`. */
+  /** Standard error of `value`: its launches' offsets (the prior `launchSd` where there is one) and its requests' noise. */
   se: number;
+  /** Launches that measured it. */
+  launches: number;
   requests: number;
   fullPasses: number;
   codingPassed: boolean | null;
@@ -150,25 +167,37 @@ export function pooledNoise(records: LaunchRecord[], o: Objective): number {
   return Math.max(0.003, median);
 }
 
-/** Pure: what each launched, working configuration measured, combined over its passes. */
-export function measuredPoints(points: GridPoint[], records: LaunchRecord[], o: Objective): Measured[] {
-  const noise = pooledNoise(records, o);
+/** Pure: one launch's value of the objective (its passes weighted by requests) and the requests behind it; undefined without one. */
+export function launchValue(r: LaunchRecord, o: Objective): { value: number; requests: number } | undefined {
+  const values = r.passes.map((p) => objectiveOf(p.figures, o)).filter((v): v is NonNullable<typeof v> => v !== undefined);
+  const requests = values.reduce((s, v) => s + v.requests, 0);
+  if (r.failure || requests === 0) return undefined;
+  return { value: values.reduce((s, v) => s + v.value * v.requests, 0) / requests, requests };
+}
+
+/**
+ * Pure: what each launched, working configuration measured, combined over its launches (the
+ * estimate of components/verdict/rule.ts: launches differ by a persistent offset, so passes on
+ * one server count as one launch).
+ */
+export function measuredPoints(points: GridPoint[], records: LaunchRecord[], o: Pick<StrategyOptions, "objective" | "launchSd">): Measured[] {
+  const noise = pooledNoise(records, o.objective);
   const out: Measured[] = [];
-  for (const r of records) {
-    if (r.failure) continue;
-    const point = points.find((p) => p.name === r.point);
-    const values = r.passes.map((p) => ({ pass: p, v: objectiveOf(p.figures, o) })).filter((p) => p.v !== undefined);
-    if (!point || values.length === 0) continue;
-    const requests = values.reduce((s, p) => s + p.v!.requests, 0);
-    const value = values.reduce((s, p) => s + p.v!.value * p.v!.requests, 0) / requests;
-    const last = r.passes[r.passes.length - 1].figures;
-    const full = r.passes.filter((p) => p.kind === "full");
+  for (const point of points) {
+    const mine = records.filter((r) => r.point === point.name && !r.failure);
+    const launches = mine.map((r) => launchValue(r, o.objective)).filter((v): v is NonNullable<typeof v> => v !== undefined);
+    if (launches.length === 0) continue;
+    const e = estimate(launches.map((l): LaunchMeasure => ({ ...l, requestSd: noise })), o);
+    const passes = mine.flatMap((r) => r.passes);
+    const last = passes[passes.length - 1].figures;
+    const full = passes.filter((p) => p.kind === "full");
     const coding = full.map((p) => p.figures.codingPassed).filter((c): c is boolean => c !== null);
     out.push({
       point,
-      value,
-      se: (value * noise) / Math.sqrt(Math.max(1, requests)),
-      requests,
+      value: e.value,
+      se: e.value * e.relSe,
+      launches: e.launches,
+      requests: e.requests,
       fullPasses: full.length,
       codingPassed: coding.length ? coding.every(Boolean) : null,
       acceptLength: last.acceptLength,
@@ -241,7 +270,7 @@ export interface Assessment {
 
 /** Pure: what the sweep knows: the measured points, the incumbent, and the chances of the rest. */
 export function assess(points: GridPoint[], records: LaunchRecord[], inFlight: string[], o: StrategyOptions): Assessment {
-  const measured = measuredPoints(points, records, o.objective);
+  const measured = measuredPoints(points, records, o);
   const launched = new Set(records.map((r) => r.point));
   const out = ruledOut(points, records);
   const candidates = points.filter((p) => !launched.has(p.name) && !out.has(p.name) && !inFlight.includes(p.name));
@@ -326,13 +355,32 @@ export function gridNeighbours(points: GridPoint[], p: GridPoint): GridPoint[] {
   return points.filter((q) => steps(q).reduce((s, v) => s + v, 0) === 1);
 }
 
+/**
+ * Pure: once exploring is done, a new launch of a configuration of the answer's tie set (the
+ * one of the two highest with fewer launches: separating the top from the next is what the
+ * answer lacks), while the tie set has more than one and `relaunches` allows; else stop.
+ */
+export function relaunchOrStop(points: GridPoint[], records: LaunchRecord[], inFlight: string[], o: StrategyOptions, why: string): Decision {
+  const done = records.filter((r) => !r.failure).length - new Set(records.filter((r) => !r.failure).map((r) => r.point)).size;
+  const { tied } = answerOf(points, records, o);
+  if (tied.length < 2 || done + inFlight.filter((p) => records.some((r) => r.point === p)).length >= o.relaunches) return { kind: "stop", why };
+  const measured = measuredPoints(points, records, o);
+  const top = tied
+    .slice(0, 2)
+    .map((name) => measured.find((m) => m.point.name === name)!)
+    .filter((m) => !inFlight.includes(m.point.name))
+    .sort((a, b) => a.launches - b.launches || b.value - a.value)[0];
+  if (!top) return { kind: "stop", why };
+  return { kind: "launch", point: top.point.name, why: `launch ${top.launches + 1} of ${top.point.name}: the rule cannot yet separate ${tied.join(", ")} (launches differ)` };
+}
+
 export type Decision = { kind: "launch"; point: string; why: string } | { kind: "stop"; why: string };
 
 /** Pure: the next launch, or why there is none. */
 export function decide(points: GridPoint[], records: LaunchRecord[], inFlight: string[], o: StrategyOptions): Decision {
   const launched = new Set([...records.map((r) => r.point), ...inFlight]);
   const launches = launched.size;
-  if (o.budget.launches !== undefined && launches >= o.budget.launches) return { kind: "stop", why: `the budget of ${o.budget.launches} launches is spent` };
+  if (o.budget.launches !== undefined && records.length + inFlight.length >= o.budget.launches) return { kind: "stop", why: `the budget of ${o.budget.launches} launches is spent` };
   if (o.budget.gpuSeconds !== undefined && records.length > 0) {
     const spent = spentSeconds(records);
     const perLaunch = records.reduce((s, r) => s + r.launchSeconds + (r.passes[0]?.heldSeconds ?? 0), 0) / records.length;
@@ -341,7 +389,7 @@ export function decide(points: GridPoint[], records: LaunchRecord[], inFlight: s
   const { incumbent, open, ruledOut: out, smoothed } = assess(points, records, inFlight, o);
   const design = initialDesign(points, o.initialLaunches, o.seed).filter((p) => !launched.has(p.name) && !out.has(p.name));
   if (design.length > 0 && launches < o.initialLaunches) return { kind: "launch", point: design[0].name, why: "first design (space-filling)" };
-  if (open.length === 0) return { kind: "stop", why: "every configuration is launched, in flight or ruled out" };
+  if (open.length === 0) return relaunchOrStop(points, records, inFlight, o, "every configuration is launched, in flight or ruled out");
   if (!incumbent) {
     // Nothing full-measured works yet: keep exploring where the design left the largest gap.
     const next = initialDesign(points, launches + 1, o.seed).find((p) => !launched.has(p.name) && !out.has(p.name)) ?? points.find((p) => open.some((c) => c.point === p.name))!;
@@ -355,7 +403,10 @@ export function decide(points: GridPoint[], records: LaunchRecord[], inFlight: s
   if (neighbour) return { kind: "launch", point: neighbour.point, why: `a grid neighbour of ${incumbent.point.name} with a ${(neighbour.better * 100).toFixed(1)} % chance to be better` };
   const likeliest = Math.max(...open.map((c) => c.beats));
   const stopChance = stopChanceOf(records, o);
-  if (likeliest < stopChance) return { kind: "stop", why: `no configuration left has a ${(stopChance * 100).toFixed(0)} % chance to beat ${incumbent.point.name} by ${(o.tolerance * 100).toFixed(0)} % (the likeliest: ${(likeliest * 100).toFixed(1)} %)` };
+  if (likeliest < stopChance) {
+    const why = `no configuration left has a ${(stopChance * 100).toFixed(0)} % chance to beat ${incumbent.point.name} by ${(o.tolerance * 100).toFixed(0)} % (the likeliest: ${(likeliest * 100).toFixed(1)} %)`;
+    return relaunchOrStop(points, records, inFlight, o, why);
+  }
   const best = smoothed.get(incumbent.point.name)!.mean;
   const ei = (c: Chance) => {
     const z = (c.mean - best) / c.sd;
@@ -363,6 +414,11 @@ export function decide(points: GridPoint[], records: LaunchRecord[], inFlight: s
   };
   const next = [...open].sort((a, b) => ei(b) - ei(a) || a.point.localeCompare(b.point))[0];
   return { kind: "launch", point: next.point, why: `expected improvement ${ei(next).toFixed(2)} tok/s over ${incumbent.point.name} (chance to beat it by ${(o.tolerance * 100).toFixed(0)} %: ${(next.beats * 100).toFixed(1)} %)` };
+}
+
+/** Pure: the first pass of a new launch of `point`: short to screen it, full at once where it was measured before (a launch to separate a tie). */
+export function firstPass(records: LaunchRecord[], point: string): PassKind {
+  return records.some((r) => r.point === point && !r.failure && r.passes.length > 0) ? "full" : "short";
 }
 
 /**
@@ -375,19 +431,31 @@ export function nextPass(points: GridPoint[], records: LaunchRecord[], point: st
   const me = measured.find((m) => m.point.name === point);
   if (!me) return "done";
   const incumbent = leader && leader.point.name !== point ? leader : assess(points, records.filter((r) => r.point !== point), [], o).incumbent;
+  const thisLaunch = [...records].reverse().find((r) => r.point === point)!;
+  if (!thisLaunch.passes.some((p) => p.kind === "full") && me.launches > 1) return "full";
   if (me.fullPasses === 0) return !incumbent || me.value + 2 * me.se >= incumbent.value * (1 - o.tolerance) ? "full" : "done";
-  if (me.fullPasses >= o.maxFullPasses || me.codingPassed === false) return "done";
+  if (thisLaunch.passes.filter((p) => p.kind === "full").length >= o.maxFullPasses || me.codingPassed === false) return "done";
   // A contender (it could be the best, or within the tolerance of it) is measured until its
   // relative standard error is under `repeatSe` (a third of the tolerance by default), while its
   // server is up: a repeat costs a benchmark, separating two contenders later would cost a
   // launch, and a configuration is never launched twice.
   const contender = !incumbent || me.value + 2 * me.se >= incumbent.value * (1 - o.tolerance);
-  return contender && me.se > o.repeatSe * me.value ? "full" : "done";
+  // The launch in progress: repeats shrink its requests' noise, never its launch's offset.
+  const current = [...records].reverse().find((r) => r.point === point)!;
+  const requestSe = pooledNoise(records, o.objective) * Math.sqrt(Math.PI / 2 / Math.max(1, launchValue(current, o.objective)?.requests ?? 1));
+  return contender && requestSe > o.repeatSe ? "full" : "done";
 }
 
 export interface Conclusion {
+  /** The top of the answer: the configuration of highest estimate among those eligible. */
   chosen?: Measured;
-  /** The chance that no other configuration (launched or not) beats the chosen one by the tolerance. */
+  /**
+   * The answer: `chosen` alone when the rule (components/verdict/rule.ts) separates it from
+   * every other eligible configuration; else every configuration it cannot separate from it,
+   * highest estimate first (`chosen` included): a tie.
+   */
+  tied: string[];
+  /** The chance that the answer holds a configuration within the tolerance of the true best (see answerChance). */
   confidence: number;
   /** Launched configurations within noise of the chosen one (two standard errors). */
   withinNoise: string[];
@@ -395,17 +463,34 @@ export interface Conclusion {
   measured: Measured[];
 }
 
-/** Pure: the configuration the sweep recommends and how sure it is. */
+/**
+ * Pure: the answer from what was measured (eligible: a full pass, and the coding check not
+ * failed): the credible set of components/verdict/rule.ts over the measured configurations'
+ * estimates and the surrogate's beliefs of those not launched (which compete, and cannot be
+ * in the answer): one configuration when it alone holds the tolerance's best with `confidence`,
+ * else the few that together do, and that chance.
+ */
+export function answerOf(points: GridPoint[], records: LaunchRecord[], o: StrategyOptions, open?: Chance[]): { measured: Measured[]; eligible: Measured[]; tied: string[]; chance: number } {
+  const measured = measuredPoints(points, records, o);
+  const eligible = measured.filter((m) => m.fullPasses > 0 && m.codingPassed !== false).sort((a, b) => b.value - a.value || a.point.name.localeCompare(b.point.name));
+  if (eligible.length === 0) return { measured, eligible, tied: [], chance: 0 };
+  const others = open ?? assess(points, records, [], o).open;
+  const beliefs: Belief<string>[] = [
+    ...eligible.map((m) => ({ key: m.point.name, mean: m.value, sd: m.se, exists: 1, member: true })),
+    ...others.filter((c) => Number.isFinite(c.mean)).map((c) => ({ key: c.point, mean: c.mean, sd: c.sd, exists: c.starts, member: false })),
+  ];
+  const set = credibleSet(beliefs, { tolerance: o.tolerance, confidence: o.confidence }, prng(o.seed * 104729 + records.length));
+  // Highest estimate first: the answer's top is what a user deploys when it is a tie.
+  const tied = eligible.map((m) => m.point.name).filter((n) => set.keys.includes(n));
+  return { measured, eligible, tied, chance: set.chance };
+}
+
+/** Pure: the configuration the sweep recommends (or the tie it cannot separate) and how sure it is. */
 export function conclude(points: GridPoint[], records: LaunchRecord[], o: StrategyOptions): Conclusion {
-  const { measured, incumbent: chosen, ruledOut: out, open } = assess(points, records, [], o);
-  if (!chosen) return { confidence: 0, withinNoise: [], ruledOut: out, measured };
-  let confidence = open.reduce((s, c) => s * (1 - c.beats), 1);
-  const withinNoise: string[] = [];
-  for (const m of measured) {
-    if (m === chosen || m.codingPassed === false) continue;
-    const sd = Math.hypot(m.se, chosen.se);
-    confidence *= normalCdf((chosen.value * (1 + o.tolerance) - m.value) / sd);
-    if (Math.abs(m.value - chosen.value) < 2 * sd) withinNoise.push(m.point.name);
-  }
-  return { chosen, confidence, withinNoise, ruledOut: out, measured };
+  const { ruledOut: out, open } = assess(points, records, [], o);
+  const { measured, eligible, tied, chance } = answerOf(points, records, o, open);
+  const chosen = eligible.find((m) => m.point.name === tied[0]);
+  if (!chosen) return { tied: [], confidence: 0, withinNoise: [], ruledOut: out, measured };
+  const withinNoise = measured.filter((m) => m !== chosen && m.codingPassed !== false && Math.abs(m.value - chosen.value) < 2 * Math.hypot(m.se, chosen.se)).map((m) => m.point.name);
+  return { chosen, tied, confidence: chance, withinNoise, ruledOut: out, measured };
 }

@@ -33,7 +33,11 @@ test("the full grid's cost is estimated from this run's own launch and full-pass
 
 test("the report names the choice, the GPU time per host against the full grid, and marks the chosen one on the front", () => {
   const md = renderAdaptiveMarkdown(REPORT);
-  assert.match(md, /\*\*Chosen: b8t4-w2048\*\*, 190\.0 tok\/s/);
+  // 190 against 186 tok/s, one launch each: 2 % apart, within a launch's offset (1.5 %) of each other.
+  assert.match(md, /\*\*A tie: b8t4-w2048, b16t4-w2048\*\*: the measurements cannot tell them apart\. b8t4-w2048 190\.0 tok\/s \(±[0-9.]+, 1 launch\)/);
+  const clear = [record("b8t4-w2048", "gpu-1", 190, 170, 7.1), record("b16t4-w2048", "gpu-2", 150, 176, 7.6)];
+  const alone = renderAdaptiveMarkdown({ ...REPORT, records: clear, conclusion: conclude(POINTS, clear, STRATEGY) });
+  assert.match(alone, /\*\*Best: b8t4-w2048\*\*, 190\.0 tok\/s \(±[0-9.]+, 1 launch, 9 requests\)\. Chance that it is within 1 % of the best configuration, launched or not: [0-9.]+ %/);
   assert.match(md, /\| gpu-1 \| 2 \| 800 \| 72 \| 0\.24 h \|/);
   assert.match(md, /\| gpu-2 \| 1 \| 400 \| 36 \| 0\.12 h \|/);
   assert.match(md, /The full grid would have cost about 0\.70 h \(6 launches and full passes at this run's mean costs\): this run spent 52 % of it\./);
