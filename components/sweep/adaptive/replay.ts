@@ -75,9 +75,47 @@ export function fullGridSeconds(table: Record<string, ReplayEntry>, c: ReplayCos
   return Object.values(table).reduce((s, e) => s + e.launchSeconds + (e.failure ? 0 : c.fullPassSeconds), 0);
 }
 
+/**
+ * What drives a sweep: the next launch (a configuration may be launched again: launches
+ * differ), the next pass on a launch's server, and the answer. The adaptive strategy is one;
+ * bench/adaptive/baselines.ts has the sweeps it is compared with.
+ */
+export interface Policy {
+  name: string;
+  decide(points: GridPoint[], records: LaunchRecord[], inFlight: string[]): { kind: "launch"; point: string; why: string } | { kind: "stop"; why: string };
+  /** The first pass of a new launch of `point`; defaults to strategy.ts firstPass (short, full for a configuration measured before). */
+  firstPass?(records: LaunchRecord[], point: string): PassKind;
+  /** After a pass on the launch `record` (in `records`): the next pass on the same server, or done. */
+  nextPass(points: GridPoint[], records: LaunchRecord[], record: LaunchRecord): PassKind | "done";
+  conclude(points: GridPoint[], records: LaunchRecord[]): { chosen?: string; tied: string[]; confidence?: number };
+}
+
+/** The adaptive strategy (strategy.ts) with options `o`, as a policy. */
+export function adaptivePolicy(o: StrategyOptions): Policy & { conclusion(points: GridPoint[], records: LaunchRecord[]): Conclusion } {
+  const conclusion = (points: GridPoint[], records: LaunchRecord[]) => conclude(points, records, o);
+  return {
+    name: "adaptive",
+    decide: (points, records, inFlight) => decide(points, records, inFlight, o),
+    firstPass,
+    nextPass: (points, records, record) => nextPass(points, records, record.point, o),
+    conclude: (points, records) => {
+      const c = conclusion(points, records);
+      return { chosen: c.chosen?.point.name, tied: c.tied, confidence: c.confidence };
+    },
+    conclusion,
+  };
+}
+
 /** Runs the strategy against the table with `hosts` parallel hosts; seeded. */
 export function replay(points: GridPoint[], table: Record<string, ReplayEntry>, costs: ReplayCosts, o: StrategyOptions, hosts: number): ReplayOutcome {
-  const rand = prng(o.seed * 7919 + 17);
+  const policy = adaptivePolicy(o);
+  const r = replayPolicy(points, table, costs, policy, hosts, o.seed);
+  return { ...r, conclusion: policy.conclusion(points, r.records) };
+}
+
+/** Runs any policy against the table with `hosts` parallel hosts; seeded. */
+export function replayPolicy(points: GridPoint[], table: Record<string, ReplayEntry>, costs: ReplayCosts, policy: Policy, hosts: number, seed: number): Omit<ReplayOutcome, "conclusion"> & { answer: ReturnType<Policy["conclude"]> } {
+  const rand = prng(seed * 7919 + 17);
   const records: LaunchRecord[] = [];
   // Launches in progress: the host's time at which it finishes, and its point.
   const running: { host: number; point: string; at: number }[] = [];
@@ -92,7 +130,7 @@ export function replay(points: GridPoint[], table: Record<string, ReplayEntry>, 
     free.sort((a, b) => a.at - b.at || a.host - b.host);
     while (!stopped && free.length > 0) {
       const h = free[0];
-      const d = decide(points, records, running.map((r) => r.point), o);
+      const d = policy.decide(points, records, running.map((r) => r.point));
       if (d.kind === "stop") {
         why = d.why;
         if (running.length === 0) stopped = true;
@@ -108,7 +146,7 @@ export function replay(points: GridPoint[], table: Record<string, ReplayEntry>, 
     const done = running.shift()!;
     const e = table[done.point];
     const record: LaunchRecord = { point: done.point, host: `h${done.host + 1}`, launchSeconds: e.launchSeconds, passes: [], ...(e.failure ? { failure: e.failure } : {}) };
-    const first = firstPass(records, done.point);
+    const first = (policy.firstPass ?? firstPass)(records, done.point);
     records.push(record);
     let at = done.at;
     if (!e.failure) {
@@ -119,11 +157,11 @@ export function replay(points: GridPoint[], table: Record<string, ReplayEntry>, 
         const heldSeconds = figures.benchmarkSeconds + (record.passes.length > 0 ? costs.passOverheadSeconds : 0);
         record.passes.push({ kind, figures, heldSeconds });
         at += heldSeconds;
-        kind = nextPass(points, records, done.point, o);
+        kind = policy.nextPass(points, records, record);
       }
     }
     free.push({ host: done.host, at });
     stopped = false;
   }
-  return { records, conclusion: conclude(points, records, o), gpuSeconds: spentSeconds(records), fullGridGpuSeconds: fullGridSeconds(table, costs), launches: records.length, why };
+  return { records, answer: policy.conclude(points, records), gpuSeconds: spentSeconds(records), fullGridGpuSeconds: fullGridSeconds(table, costs), launches: records.length, why };
 }
