@@ -193,8 +193,10 @@ export function generateSurface(points: GridPoint[], seed: number, o: FamilyOpti
   checkSd(o.launchSd, "launchSd");
   // mulberry32 seeded with nearby numbers starts with nearby draws: mix spreads them.
   const rand = prng(mix(seed, 0));
-  const requestSd = o.requestSd ?? uniform(rand, 0.01, 0.06);
-  const launchSd = o.launchSd ?? uniform(rand, 0, 0.02);
+  // Drawn whether given or not, so that the options change the noise and nothing else.
+  const drawnNoise = [uniform(rand, 0.01, 0.06), uniform(rand, 0, 0.02)];
+  const requestSd = o.requestSd ?? drawnNoise[0];
+  const launchSd = o.launchSd ?? drawnNoise[1];
   const best = uniform(rand, 110, 250);
   const spread = uniform(rand, 0.1, 0.4);
   const drawn = new Set<Feature>();
