@@ -122,7 +122,7 @@ function randomBasis(rand: () => number): [Vec, Vec, Vec] {
 function ridgeBasis(rand: () => number, mixesWindow: boolean): [Vec, Vec, Vec] {
   const angle = uniform(rand, 0, Math.PI);
   const inPlane: Vec = [Math.cos(angle), Math.sin(angle), 0];
-  // Mixing the window: a window component of 0.3-0.8 of the direction.
+  // Mixing the window: a window component 0.3-0.8 times the budget/topk part (either sign).
   const along = mixesWindow ? unit([inPlane[0], inPlane[1], uniform(rand, 0.3, 0.8) * (rand() < 0.5 ? -1 : 1)]) : inPlane;
   const across: Vec = [-Math.sin(angle), Math.cos(angle), 0];
   return [along, across, cross(along, across)];
