@@ -9,26 +9,11 @@
 // threshold 1 %, confidence 95 %, a 1.5 % launch-offset prior) over the policy's candidates:
 // the chosen configuration and every candidate it cannot tell from it (chosen first).
 import type { GridPoint } from "../../components/sweep/adaptive/space";
-import { LaunchRecord, PassKind, pooledNoise, ruledOut, spentSeconds } from "../../components/sweep/adaptive/strategy";
+import type { Policy } from "../../components/sweep/adaptive/replay";
+import { LaunchRecord, pooledNoise, ruledOut, spentSeconds } from "../../components/sweep/adaptive/strategy";
 import { estimate, LaunchMeasure, rank, RuleSettings } from "../../components/verdict/rule";
 import { prng } from "../../lib/prng";
 import { mix } from "../campaign/plan";
-
-export interface Policy {
-  name: string;
-  /**
-   * The next launch (a point may be launched again: launches differ), or stop. `inFlight`:
-   * points launched whose passes have not finished. A stop while launches are in flight means
-   * "nothing now": the driver asks again when one finishes (as the replay does).
-   */
-  decide(points: GridPoint[], records: LaunchRecord[], inFlight: string[]): { kind: "launch"; point: string; why: string } | { kind: "stop"; why: string };
-  /** The first pass of the launch `record` (already in `records`, no passes yet), once its server is up. */
-  firstPass(points: GridPoint[], records: LaunchRecord[], record: LaunchRecord): PassKind;
-  /** After a pass on the launch `record` (already in `records`), the next pass on the same server, or done. */
-  nextPass(points: GridPoint[], records: LaunchRecord[], record: LaunchRecord): PassKind | "done";
-  /** The answer: one configuration, or a tie set it cannot separate (best first); undefined chosen when nothing worked. */
-  conclude(points: GridPoint[], records: LaunchRecord[]): { chosen?: string; tied: string[]; confidence?: number };
-}
 
 /** What one launch is expected to cost (GPU seconds): the policies plan with it and never pass their budget by it. */
 export interface ExpectedCosts {

@@ -9,6 +9,7 @@ import { Policy, ReplayCosts, replay, replayPolicy } from "../../components/swee
 import { StrategyOptions } from "../../components/sweep/adaptive/strategy";
 import { FamilyOptions, GeneratedSurface, drawFamily, toReplayTable } from "./family";
 import { MAX_TIED, score } from "./evaluate";
+import { fullGrid, randomSearch, successiveHalving } from "./baselines";
 
 export interface FamilyRun {
   surface: number;
@@ -31,6 +32,16 @@ export interface FamilyEvaluation {
 /** Baselines run at a GPU budget: each gets what the adaptive sweep spent on the same surface. */
 export type BaselineFactory = (budgetSeconds: number, seed: number) => Policy;
 
+/** Random search and successive halving at the adaptive sweep's spend, and the full grid, expecting the replay's costs. */
+export function baselinesAt(costs: ReplayCosts, launchSeconds: number): Record<string, BaselineFactory> {
+  const expected = { launchSeconds, shortPassSeconds: costs.shortPassSeconds, fullPassSeconds: costs.fullPassSeconds };
+  return {
+    "random search": (budgetSeconds, seed) => randomSearch({ budgetSeconds, seed, costs: expected }),
+    "successive halving": (budgetSeconds, seed) => successiveHalving({ budgetSeconds, seed, costs: expected }),
+    "full grid": () => fullGrid(),
+  };
+}
+
 function truthOf(s: GeneratedSurface): Map<string, number> {
   return new Map(Object.entries(s.truth).flatMap(([n, t]) => (t.kind === "ok" ? [[n, t.short] as [string, number]] : [])));
 }
@@ -48,7 +59,8 @@ export function evaluateFamily(points: GridPoint[], seed: number, n: number, fam
     runs.push({ surface: i, features: surface.features, policy: "adaptive", hit: s.hit, tied: s.tied, ratio: s.ratio, fraction: a.gpuSeconds / a.fullGridGpuSeconds, confidence: a.conclusion.confidence });
     for (const [name, make] of Object.entries(baselines)) {
       const b = replayPolicy(points, table, costs, make(a.gpuSeconds, runSeed), hosts, runSeed);
-      const t = score(b.answer.tied, truth, strategy.tolerance);
+      // A baseline's answer is its own authors' rule: its top by measured mean, alone.
+      const t = score(b.answer.chosen ? [b.answer.chosen] : [], truth, strategy.tolerance);
       runs.push({ surface: i, features: surface.features, policy: name, hit: t.hit, tied: t.tied, ratio: t.ratio, fraction: b.gpuSeconds / b.fullGridGpuSeconds, confidence: b.answer.confidence });
     }
   });

@@ -11,7 +11,8 @@ import { LaunchRecord, PassKind, ruledOut, spentSeconds } from "../../components
 import { prng } from "../../lib/prng";
 import { GRID } from "../../bench/adaptive/grid";
 import { drawFamily, toReplayTable } from "../../bench/adaptive/family";
-import { ExpectedCosts, fullGrid, halvingPlan, Policy, randomSearch, successiveHalving } from "../../bench/adaptive/baselines";
+import { ExpectedCosts, fullGrid, halvingPlan, randomSearch, successiveHalving } from "../../bench/adaptive/baselines";
+import type { Policy } from "../../components/sweep/adaptive/replay";
 
 const points = gridPoints(GRID);
 const COSTS: ReplayCosts = { shortRequests: 3, fullRequests: 6, shortPassSeconds: 6, fullPassSeconds: 18, passOverheadSeconds: 10 };

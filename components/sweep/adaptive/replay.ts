@@ -83,8 +83,8 @@ export function fullGridSeconds(table: Record<string, ReplayEntry>, c: ReplayCos
 export interface Policy {
   name: string;
   decide(points: GridPoint[], records: LaunchRecord[], inFlight: string[]): { kind: "launch"; point: string; why: string } | { kind: "stop"; why: string };
-  /** The first pass of a new launch of `point`; defaults to strategy.ts firstPass (short, full for a configuration measured before). */
-  firstPass?(records: LaunchRecord[], point: string): PassKind;
+  /** The first pass of the launch `record` (in `records`, no passes yet) once its server is up. */
+  firstPass(points: GridPoint[], records: LaunchRecord[], record: LaunchRecord): PassKind;
   /** After a pass on the launch `record` (in `records`): the next pass on the same server, or done. */
   nextPass(points: GridPoint[], records: LaunchRecord[], record: LaunchRecord): PassKind | "done";
   conclude(points: GridPoint[], records: LaunchRecord[]): { chosen?: string; tied: string[]; confidence?: number };
@@ -96,7 +96,7 @@ export function adaptivePolicy(o: StrategyOptions): Policy & { conclusion(points
   return {
     name: "adaptive",
     decide: (points, records, inFlight) => decide(points, records, inFlight, o),
-    firstPass,
+    firstPass: (_points, records, record) => firstPass(records, record.point),
     nextPass: (points, records, record) => nextPass(points, records, record.point, o),
     conclude: (points, records) => {
       const c = conclusion(points, records);
@@ -146,8 +146,8 @@ export function replayPolicy(points: GridPoint[], table: Record<string, ReplayEn
     const done = running.shift()!;
     const e = table[done.point];
     const record: LaunchRecord = { point: done.point, host: `h${done.host + 1}`, launchSeconds: e.launchSeconds, passes: [], ...(e.failure ? { failure: e.failure } : {}) };
-    const first = (policy.firstPass ?? firstPass)(records, done.point);
     records.push(record);
+    const first = policy.firstPass(points, records, record);
     let at = done.at;
     if (!e.failure) {
       const offset = Math.max(0.5, 1 + (e.launchSd ?? 0) * gaussian(rand));
