@@ -2,8 +2,7 @@
 // (the report, the history): this benchmark's (format 2) with where it was measured, and an
 // older one's (format 1, no `format`), built from the few figures a test names.
 import type { BenchmarkResult, PhaseStats } from "../../components/benchmark/run";
-import type { FormatOneResult } from "../../components/benchmark/compare";
-import type { MeasuredOn } from "../../components/benchmark/handler";
+import type { FormatOneResult, MeasuredOn } from "../../components/benchmark/compare";
 
 /** One phase whose per-request decode rates spread `spread` either side of `decode`. */
 export function phase(name: string, o: { decode: number; spread?: number; outputThroughput?: number; concurrency?: number; contextTokens?: number; ttftMs?: number; requests?: number }): PhaseStats {

@@ -9,7 +9,7 @@ import { readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "
 import { REPO_ROOT } from "../../../lib/pulumi-env";
 import { collectRows } from "../../../scripts/report";
 import { renderMarkdown, renderSvg } from "../../../components/benchmark/report";
-import { choose } from "../../../components/benchmark/compare";
+import { choose } from "../../../components/verdict/choose";
 
 const HOST = `bench-${process.pid}`;
 let host: hosts.HostInfo;
