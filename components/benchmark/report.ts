@@ -134,7 +134,7 @@ function estimateText(e: Estimate, runs: number, s: VerdictSettings): string {
 
 /** Pure: the rule's settings in words. */
 export function ruleText(s: VerdictSettings): string {
-  return `A is faster than B only when the whole ${percent(s.confidence)} interval of A/B lies above ${(1 + s.threshold).toFixed(3)} (a difference under ${percent(s.threshold)} is none); each server launch of a configuration counts once, with a launch-to-launch spread of ${percent(s.launchSd)} assumed where it has one (verdict settings: components/verdict/schema.ts).`;
+  return `A is faster than B only when the whole ${percent(s.confidence)} interval of A/B lies above ${(1 + s.threshold).toFixed(3)} (a difference under ${percent(s.threshold)} is none); each server launch of a configuration counts once, and a launch-to-launch spread of ${percent(s.launchSd)} is assumed for a configuration of one launch (pooled with the measured spread where it has more; settings: components/verdict/schema.ts).`;
 }
 
 /** Pure: the paragraph that names the best configuration, or the tie, or why none, with the estimates it rests on and who was not eligible. */
@@ -143,11 +143,11 @@ function renderChoice(choice: Choice): string {
   switch (choice.kind) {
     case "winner": {
       const others = choice.runnerUp ? `than every other eligible configuration (the closest, ${choice.runnerUp.stack}: ${ratioText(choice.runnerUp.comparison)}) and ` : "(the only eligible configuration) ";
-      said = `**Best: ${choice.stack}**: faster by the rule ${others}than the baseline ${choice.baseline.stack} (${ratioText(choice.baseline.comparison)}), in short-context decode tok/s.`;
+      said = `**Best: ${choice.stack}**: faster by the rule ${others}than ${choice.baseline.stack} (the baseline, no speculation: ${ratioText(choice.baseline.comparison)}), in short-context decode tok/s.`;
       break;
     }
     case "tie": {
-      const base = choice.baseline ? ` ${choice.stacks[0]} is faster than the baseline ${choice.baseline.stack} (${ratioText(choice.baseline.comparison)}).` : ` No baseline was compared: ${choice.baselineWhy}.`;
+      const base = choice.baseline ? ` ${choice.stacks[0]} is faster than ${choice.baseline.stack} (the baseline: ${ratioText(choice.baseline.comparison)}).` : ` No baseline was compared: ${choice.baselineWhy}.`;
       said = `**Tie: ${choice.stacks.join(", ")} (within noise)**: the rule cannot tell ${choice.against.map((a) => `${a.stack} from ${choice.stacks[0]} (${ratioText(a.comparison)})`).join(", nor ")}, so none is named best.${base}`;
       break;
     }
@@ -178,7 +178,7 @@ function renderSpeedups(gains: Map<string, Speedup>, s: VerdictSettings): string
     used.set(key, [...(used.get(key) ?? []), stack]);
   }
   return [
-    `Speedup (\`2.41x (2.30-2.52)\`): decode tok/s over the baseline's at the same context (each row's estimate by the rule); output tok/s over the baseline's at the same concurrency; in brackets its ${percent(s.confidence)} interval, and "within noise" where the rule cannot tell it from no speedup. Baselines: the newest no-speculation stack measured on the same host, deployed alike but for speculation, within ${s.maxAgeDays} days of the row, its benchmark without warnings.`,
+    `Speedup (\`2.41x (2.30-2.52)\`): decode tok/s over the baseline's at the same context (each row's estimate by the rule); output tok/s over the baseline's at the same concurrency; in parentheses its ${percent(s.confidence)} interval, and "within noise" where the rule cannot tell it from no speedup. Baselines: the newest no-speculation stack measured on the same host, deployed alike but for speculation, within ${s.maxAgeDays} days of the row, its benchmark without warnings.`,
     "",
     ...[...used].map(([key, stacks]) => `- ${stacks.join(", ")}: ${key}.`),
     ...lines,

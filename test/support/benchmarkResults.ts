@@ -102,7 +102,20 @@ export function formatOneResultOf(s: { decode: number; spread: number; long?: Re
 
 /** The fingerprints configurationOf gives the stacks the tests compare (one benchmark, one code version). */
 export const SETTINGS = { benchmark: "6afe5e8f6155", benchmarkCode: "00fecfdfc67e" };
-const COMMON = { sglangBuild: "ddtree-fork", model: "/models/Kimi-K2.6", tpSize: 8, deployment: "058039ea7b6e", ...SETTINGS };
+/** Every deployment setting but the speculative ones, as configurationOf records them (deploymentSettingsOf), alike for every stack. */
+export const DEPLOYED = {
+  "model.contextLength": null,
+  "model.extraArgs": [],
+  "model.memFractionStatic": 0.85,
+  "model.path": "/models/Kimi-K2.6",
+  "model.quantization": null,
+  "model.tpSize": 8,
+  "service.environment": "none",
+  "service.python": "/usr/bin/python3",
+  nodes: 0,
+  sglangBuild: "ddtree-fork",
+};
+const COMMON = { sglangBuild: "ddtree-fork", model: "/models/Kimi-K2.6", tpSize: 8, deployment: "058039ea7b6e", deploymentSettings: DEPLOYED, ...SETTINGS };
 
 /** A DDTree stack's configuration output. */
 export function ddtree(stack: string, budget: number, extra: Record<string, unknown> = {}): Record<string, unknown> {
