@@ -180,7 +180,7 @@ export function choose(rows: ReportRow[], s: VerdictSettings = DEFAULT_VERDICT):
   const base = use.baseline ? compareRows(top.row, use.baseline, shortRate, s) : undefined;
   const baseline = use.baseline && base ? { stack: use.baseline.stack, comparison: base } : undefined;
   if (baseline && baseline.comparison.verdict !== "better") {
-    return none(`${top.stack}, the fastest eligible configuration, is ${baseline.comparison.verdict === "worse" ? "slower than" : "not faster beyond noise than"} the baseline ${baseline.stack} (${ratioText(baseline.comparison)})`);
+    return none(`${top.stack}, the fastest eligible configuration, is ${baseline.comparison.verdict === "worse" ? "slower than" : "not faster beyond noise than"} ${baseline.stack} (the baseline: ${ratioText(baseline.comparison)})`);
   }
   const against = (e: Estimated): Against => ({ stack: e.stack, comparison: compare(top.estimate, e.estimate, s) });
   if (ranking.kind === "tie" && ranking.tied.length > 1) {
