@@ -3,7 +3,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { createHash } from "node:crypto";
 import * as pulumi from "@pulumi/pulumi";
-import { Deployment } from "../sglang-service/schema";
+import { Deployment, modelSchema, serviceSchema } from "../sglang-service/schema";
 import { childUrn, connectionOf } from "../sglang-service/sglangService";
 import { Benchmark, BENCHMARK_PROVIDER_VERSION } from "./provider";
 
@@ -51,11 +51,12 @@ export type DeploymentSetting = string | number | boolean | null | string[];
  */
 export function deploymentSettingsOf(d: Deployment): Record<string, DeploymentSetting> {
   const out: Record<string, DeploymentSetting> = {};
-  const { listenAddress: _a, port: _p, distInitPort: _d, environment, ...service } = d.service;
-  const { drafterPath: _drafter, ...model } = d.model;
-  for (const [k, v] of Object.entries(service)) out[`service.${k}`] = (v ?? null) as DeploymentSetting;
-  out["service.environment"] = Object.keys(environment).length === 0 ? "none" : `sha256 ${sha12(canonical(environment))}`;
-  for (const [k, v] of Object.entries(model)) out[`model.${k}`] = (v ?? null) as DeploymentSetting;
+  // Every key the schemas know, set or not: an unset optional setting is null, never missing.
+  const service = d.service as Record<string, unknown>;
+  const model = d.model as Record<string, unknown>;
+  for (const k of Object.keys(serviceSchema.shape).filter((k) => !["listenAddress", "port", "distInitPort", "environment"].includes(k))) out[`service.${k}`] = (service[k] ?? null) as DeploymentSetting;
+  out["service.environment"] = Object.keys(d.service.environment).length === 0 ? "none" : `sha256 ${sha12(canonical(d.service.environment))}`;
+  for (const k of Object.keys(modelSchema.shape).filter((k) => k !== "drafterPath")) out[`model.${k}`] = (model[k] ?? null) as DeploymentSetting;
   out.sglangBuild = typeof d.sglangBuild === "string" ? d.sglangBuild : `custom (sha256 ${sha12(canonical(d.sglangBuild))})`;
   out.nodes = d.nodes.length;
   return Object.fromEntries(Object.keys(out).sort().map((k) => [k, out[k]]));
