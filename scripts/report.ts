@@ -11,7 +11,8 @@ import { pulumiCommand, pulumiEnv, REPO_ROOT } from "../lib/pulumi-env";
 import { command, existingDirectory, inProjectFolder, oneOf, option, outputDirectory, parseCommandOrExit, setUp, stackPattern, UsageError } from "../lib/cli";
 import { KEPT_WORKSPACES, keptWorkspaceDir, workspaceEnv } from "../lib/workspace";
 import { emptyPassphraseRefusal } from "../lib/secrets-passphrase";
-import { globMatcher, renderMarkdown, renderSvg, ReportRow, withHistory } from "../components/benchmark/report";
+import { globMatcher, renderMarkdown, renderSvg, withHistory } from "../components/benchmark/report";
+import type { ReportRow } from "../components/verdict/rows";
 import { readHistory } from "../components/benchmark/history";
 
 const SOURCES = ["project", "demo", "sweep"] as const;

@@ -3,7 +3,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { createHash } from "node:crypto";
 import * as pulumi from "@pulumi/pulumi";
-import { Deployment } from "../sglang-service/schema";
+import { Deployment, modelSchema, serviceSchema } from "../sglang-service/schema";
 import { childUrn, connectionOf } from "../sglang-service/sglangService";
 import { Benchmark, BENCHMARK_PROVIDER_VERSION } from "./provider";
 
@@ -40,11 +40,35 @@ const BENCHMARK_CODE_FILES = ["run.ts", "client.ts", "workload.ts", "stats.ts", 
 /** sha256 (12 hex) of the benchmark's code, read once per program run. */
 export const BENCHMARK_CODE_VERSION = sha12(BENCHMARK_CODE_FILES.map((f) => fs.readFileSync(path.join(__dirname, f), "utf8")).join("\0"));
 
+/** A deployment setting as the configuration names it: its value, or a fingerprint where the value may be a secret. */
+export type DeploymentSetting = string | number | boolean | null | string[];
+
+/**
+ * Pure: every setting of what runs but the speculative ones, by its key ("model.quantization"),
+ * sorted: the report takes a no-speculation baseline only where all of them are the same, and
+ * names the one that is not. Not how the host and server are reached (address, ports), nor the
+ * drafter (speculative only); the environment as a fingerprint (it may hold a token).
+ */
+export function deploymentSettingsOf(d: Deployment): Record<string, DeploymentSetting> {
+  const out: Record<string, DeploymentSetting> = {};
+  // Every key the schemas know, set or not: an unset optional setting is null, never missing.
+  const service = d.service as Record<string, unknown>;
+  const model = d.model as Record<string, unknown>;
+  for (const k of Object.keys(serviceSchema.shape).filter((k) => !["listenAddress", "port", "distInitPort", "environment"].includes(k))) out[`service.${k}`] = (service[k] ?? null) as DeploymentSetting;
+  out["service.environment"] = Object.keys(d.service.environment).length === 0 ? "none" : `sha256 ${sha12(canonical(d.service.environment))}`;
+  for (const k of Object.keys(modelSchema.shape).filter((k) => k !== "drafterPath")) out[`model.${k}`] = (model[k] ?? null) as DeploymentSetting;
+  out.sglangBuild = typeof d.sglangBuild === "string" ? d.sglangBuild : `custom (sha256 ${sha12(canonical(d.sglangBuild))})`;
+  out.nodes = d.nodes.length;
+  return Object.fromEntries(Object.keys(out).sort().map((k) => [k, out[k]]));
+}
+
 /**
  * What a benchmark's numbers belong to (also how a sweep recognises a finished config): the
  * speculative settings in the clear for the report, and fingerprints of everything else
  * that changes the numbers. `deployment`: what runs (service, model, speculative settings,
- * build, node count), not how the host and server are reached (address, ports); `benchmark`: the benchmark settings but
+ * build, node count), not how the host and server are reached (address, ports);
+ * `deploymentSettings`: the same but the speculative settings, one by one
+ * (deploymentSettingsOf); `benchmark`: the benchmark settings but
  * runId, enabled and the deadline; `benchmarkCode`: BENCHMARK_CODE_VERSION.
  */
 export function configurationOf(d: Deployment, stack: string): Record<string, unknown> {
@@ -56,6 +80,7 @@ export function configurationOf(d: Deployment, stack: string): Record<string, un
     model: d.model.path,
     tpSize: d.model.tpSize,
     deployment: sha12(canonical({ service: { ...d.service, listenAddress: undefined, port: undefined, distInitPort: undefined }, model: d.model, speculative: d.speculative, sglangBuild: d.sglangBuild, nodes: d.nodes.length })),
+    deploymentSettings: deploymentSettingsOf(d),
     benchmark: sha12(canonical(settings)),
     benchmarkCode: BENCHMARK_CODE_VERSION,
   };

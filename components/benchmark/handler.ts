@@ -16,6 +16,7 @@ import { RUN_DIR } from "../sglang-service/script";
 import { BenchmarkResult, RawRecord, runBenchmark, serverInfo } from "./run";
 import type { BenchmarkSettings } from "./schema";
 import { backendName, keepResult } from "./history";
+import type { MeasuredOn } from "./compare";
 
 exitWithEngine();
 
@@ -43,15 +44,6 @@ export interface BenchmarkInputs {
   /** Where the raw per-request records go (JSONL, one file per stack), relative to the project folder (the provider's working folder). */
   resultsPath: string;
   providerVersion: string;
-}
-
-/** Where and on what the numbers were taken. */
-export interface MeasuredOn {
-  host: string;
-  gpu: string | null;
-  gpuCount: number | null;
-  sglangVersion: string | null;
-  mainPid: number;
 }
 
 export interface BenchmarkOutputs extends BenchmarkInputs {

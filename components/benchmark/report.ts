@@ -1,25 +1,12 @@
 // Pure rendering of the comparison across stacks: a Markdown table and an SVG chart, the
-// best row marked (or the rows tied within noise), from what compare.ts works out.
+// best row marked (or the rows tied within noise), from the verdicts of components/verdict/.
 import type { HistoryRecord } from "./history";
-import { choose, Choice, DecodeRate, figuresOf, Figures, otherSettings, provenanceOf, Speedup, speedups, StoredResult } from "./compare";
-
-export interface ReportRow {
-  stack: string;
-  configuration: Record<string, unknown>;
-  /** The stack's benchmark output (format 1 or 2), or null when it has none. */
-  result: StoredResult | null;
-  takenAt?: string;
-  /** Seconds of the last restart (drain + stop + GPU release + load-to-ready). */
-  restartSeconds?: number;
-  /**
-   * deployed: the stack's outputs; destroyed: its outputs are gone (or the stack too) and the
-   * numbers are the last ones kept (history.ts); never deployed: a stack with no outputs and
-   * nothing kept. Absent: deployed.
-   */
-  status?: "deployed" | "destroyed" | "never deployed";
-  /** Every kept run of the stack, oldest first (history.ts). */
-  runs?: HistoryRecord[];
-}
+import { DecodeRate, figuresOf, Figures } from "./compare";
+import { otherSettings, provenanceOf, warned, type ReportRow } from "../verdict/rows";
+import { choose, ratioText, speedups, type Choice, type Speedup } from "../verdict/choose";
+import type { Comparison, Estimate } from "../verdict/rule";
+import { normalQuantile } from "../verdict/rule";
+import { DEFAULT_VERDICT, type VerdictSettings } from "../verdict/schema";
 
 /**
  * Pure: the rows of the stacks read from a backend, with what the project kept of their
@@ -68,22 +55,26 @@ function choiceMark(choice: Choice, stack: string): "best" | "tie" | undefined {
   return undefined;
 }
 
-const times = (x: number | undefined) => (x === undefined ? "" : `, ${x.toFixed(2)}x`);
+/** A speedup as a cell says it: the ratio, its interval, and "within noise" where the rule calls it a tie. */
+const times = (c: Comparison | undefined) => (c === undefined ? "" : `, ${ratioText(c)}${c.verdict === "tie" ? " within noise" : ""}`);
 const spread = (d: DecodeRate) => `${fmt(d.median)} (${fmt(d.min)}-${fmt(d.max)})`;
 const minute = (iso: string | undefined) => (iso ? iso.slice(0, 16).replace("T", " ") : "-");
 const MARK = "†";
+/** A row whose benchmark warned: shown, never best nor a baseline. */
+const WARNED = "‡";
 
 /**
  * Pure: the comparison table, one row per stack: single-stream decode tokens/s (short prompt
  * with its spread, each long context) and output tokens/s per concurrency level, each with
- * its speedup over the baseline on the same host, TTFT, acceptance length, coding check,
- * restart time, and where, on what and when it was measured; under it, the choice of the best
- * configuration (or the tie), the baselines used, the rows measured under other settings,
- * the benchmarks' warnings, and every run of the stacks measured more than once.
+ * its speedup over its baseline and that speedup's interval, TTFT, acceptance length, coding
+ * check, restart time, and where, on what and when it was measured; under it, the choice of
+ * the best configuration (or the tie, or why none) with the rule's estimates, the baselines
+ * used (or why none), the rows measured under other settings, the benchmarks' warnings, and
+ * every run of the stacks measured more than once.
  */
-export function renderMarkdown(rows: ReportRow[]): string {
-  const choice = choose(rows);
-  const gains = speedups(rows);
+export function renderMarkdown(rows: ReportRow[], s: VerdictSettings = DEFAULT_VERDICT): string {
+  const choice = choose(rows, s);
+  const gains = speedups(rows, s);
   const flagged = otherSettings(rows);
   const figures = new Map(rows.map((r) => [r.stack, r.result ? figuresOf(r.result) : undefined]));
   const all = [...figures.values()].filter((f): f is Figures => f !== undefined);
@@ -109,7 +100,7 @@ export function renderMarkdown(rows: ReportRow[]): string {
     const f = figures.get(r.stack);
     const mark = choiceMark(choice, r.stack);
     const status = r.status === "destroyed" ? " (destroyed)" : r.status === "never deployed" ? " (never deployed)" : "";
-    const name = `${mark === "best" ? `**${r.stack}** (best)` : mark === "tie" ? `${r.stack} (tie)` : r.stack}${status}${flagged.has(r.stack) ? ` ${MARK}` : ""}`;
+    const name = `${mark === "best" ? `**${r.stack}** (best)` : mark === "tie" ? `${r.stack} (tie)` : r.stack}${status}${flagged.has(r.stack) ? ` ${MARK}` : ""}${r.result && warned(r.result) ? ` ${WARNED}` : ""}`;
     const where = provenanceOf(r);
     const tail = [fmt(r.restartSeconds), where.host ?? "-", where.gpu ?? "-", where.sglangVersion ?? "-", minute(where.takenAt)];
     if (!f) {
@@ -128,23 +119,38 @@ export function renderMarkdown(rows: ReportRow[]): string {
     const coding = f.coding ? `${f.coding.passed}/${f.coding.tasks}${f.coding.extraction_failed ? ` (${f.coding.extraction_failed} unextractable)` : ""}` : "-";
     lines.push(`| ${[name, describe(r.configuration), `${spread(f.short)}${times(g?.short)}`, ...longCells, ...levelCells, fmt(f.medianTtftMs, 0), fmt(f.acceptLength, 2), coding, ...tail].join(" | ")} |`);
   }
-  const notes = [renderChoice(choice, rows), renderSpeedups(gains), renderFlagged(flagged), renderWarnings(rows, figures)].filter((n) => n !== "");
+  const notes = [renderChoice(choice), renderSpeedups(gains, s), renderFlagged(flagged), renderWarnings(rows, figures)].filter((n) => n !== "");
   return `${lines.join("\n")}\n${notes.map((n) => `\n${n}`).join("")}${renderHistory(rows)}`;
 }
 
-/** Pure: the paragraph that names the best configuration, or the tie, or why none, and who was not eligible. */
-function renderChoice(choice: Choice, rows: ReportRow[]): string {
-  const decode = (stack: string) => figuresOf(rows.find((r) => r.stack === stack)!.result!).short;
+const percent = (x: number) => `${(x * 100).toFixed(1).replace(/\.0$/, "")} %`;
+
+/** Pure: an estimate as the report says it: value, its interval's half-width, and what it rests on. */
+function estimateText(e: Estimate, runs: number, s: VerdictSettings): string {
+  const half = Math.exp(normalQuantile(0.5 + s.confidence / 2) * e.relSe) - 1;
+  const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+  return `${fmt(e.value)} ±${percent(half)} (${plural(e.launches, "launch", "launches")}${runs > e.launches ? ` of ${plural(runs, "run")}` : ""}, ${plural(e.requests, "request")})`;
+}
+
+/** Pure: the rule's settings in words. */
+export function ruleText(s: VerdictSettings): string {
+  return `A is faster than B only when the whole ${percent(s.confidence)} interval of A/B lies above ${(1 + s.threshold).toFixed(3)} (a difference under ${percent(s.threshold)} is none); each server launch of a configuration counts once, and a launch-to-launch spread of ${percent(s.launchSd)} is assumed for a configuration of one launch (pooled with the measured spread where it has more; settings: components/verdict/schema.ts).`;
+}
+
+/** Pure: the paragraph that names the best configuration, or the tie, or why none, with the estimates it rests on and who was not eligible. */
+function renderChoice(choice: Choice): string {
   let said: string;
   switch (choice.kind) {
     case "winner": {
-      const d = decode(choice.stack);
-      said = `**Best: ${choice.stack}**: its slowest short-context request (${fmt(d.min)} tok/s decode) beat the fastest of every other eligible configuration.`;
+      const others = choice.runnerUp ? `than every other eligible configuration (the closest, ${choice.runnerUp.stack}: ${ratioText(choice.runnerUp.comparison)}) and ` : "(the only eligible configuration) ";
+      said = `**Best: ${choice.stack}**: faster by the rule ${others}than ${choice.baseline.stack} (the baseline, no speculation: ${ratioText(choice.baseline.comparison)}), in short-context decode tok/s.`;
       break;
     }
-    case "tie":
-      said = `**Tie: ${choice.stacks.join(", ")} (within noise)**: the short-context decode spread (min-max) of ${choice.stacks.slice(1).join(", ")} reaches ${choice.stacks[0]}'s slowest request (the highest median), so none is named best.`;
+    case "tie": {
+      const base = choice.baseline ? ` ${choice.stacks[0]} is faster than ${choice.baseline.stack} (the baseline: ${ratioText(choice.baseline.comparison)}).` : ` No baseline was compared: ${choice.baselineWhy}.`;
+      said = `**Tie: ${choice.stacks.join(", ")} (within noise)**: the rule cannot tell ${choice.against.map((a) => `${a.stack} from ${choice.stacks[0]} (${ratioText(a.comparison)})`).join(", nor ")}, so none is named best.${base}`;
       break;
+    }
     case "none":
       said = `**No best configuration**: ${choice.why}.`;
       break;
@@ -154,11 +160,12 @@ function renderChoice(choice: Choice, rows: ReportRow[]): string {
     }
   }
   const excluded = choice.excluded.map((e) => `${e.stack} (${e.why})`).join("; ");
-  return `${said}${excluded ? ` Not eligible: ${excluded}.` : ""} The baseline (no speculation) is never best.\n`;
+  const estimates = choice.estimates.length ? ` Estimates (short-context decode tok/s, the mean of each launch's median): ${choice.estimates.map((e) => `${e.stack} ${estimateText(e.estimate, e.runs, choice.settings)}`).join("; ")}.` : "";
+  return `${said}${excluded ? ` Not eligible: ${excluded}.` : ""}${estimates} The baseline (no speculation) is never best. ${ruleText(choice.settings)}\n`;
 }
 
 /** Pure: which baseline each speedup divides by, and the configurations without one (why). */
-function renderSpeedups(gains: Map<string, Speedup>): string {
+function renderSpeedups(gains: Map<string, Speedup>, s: VerdictSettings): string {
   if (gains.size === 0) return "";
   const used = new Map<string, string[]>();
   const lines: string[] = [];
@@ -171,7 +178,7 @@ function renderSpeedups(gains: Map<string, Speedup>): string {
     used.set(key, [...(used.get(key) ?? []), stack]);
   }
   return [
-    "Speedup (`2.41x`): decode tok/s over the baseline's at the same context (medians); output tok/s over the baseline's at the same concurrency. Baselines: the no-speculation stack measured on the same host.",
+    `Speedup (\`2.41x (2.30-2.52)\`): decode tok/s over the baseline's at the same context (each row's estimate by the rule); output tok/s over the baseline's at the same concurrency; in parentheses its ${percent(s.confidence)} interval, and "within noise" where the rule cannot tell it from no speedup. Baselines: the newest no-speculation stack measured on the same host, deployed alike but for speculation, within ${s.maxAgeDays} days of the row, its benchmark without warnings.`,
     "",
     ...[...used].map(([key, stacks]) => `- ${stacks.join(", ")}: ${key}.`),
     ...lines,
@@ -187,7 +194,7 @@ function renderFlagged(flagged: Map<string, string[]>): string {
 /** Pure: each result's warnings (prompts off their length, cache hits, failed requests). */
 function renderWarnings(rows: ReportRow[], figures: Map<string, Figures | undefined>): string {
   const lines = rows.flatMap((r) => (figures.get(r.stack)?.warnings ?? []).map((w) => `- ${r.stack}: ${w}`));
-  return lines.length ? ["Warnings of the benchmark:", "", ...lines].join("\n") + "\n" : "";
+  return lines.length ? [`${WARNED} Warnings of the benchmark (such a row is neither best nor a baseline):`, "", ...lines].join("\n") + "\n" : "";
 }
 
 /** Pure: every run of the stacks measured more than once, oldest first (nothing when none was). */
@@ -294,23 +301,23 @@ interface Panel {
 const uniform = <T>(values: T[]): T | undefined => (values.length > 0 && values.every((v) => v === values[0]) ? values[0] : undefined);
 
 /** Pure: what each panel shows, for every row. */
-function panels(rows: ReportRow[]): Panel[] {
+function panels(rows: ReportRow[], s: VerdictSettings): Panel[] {
   const figures = rows.map((r) => (r.result ? figuresOf(r.result) : undefined));
-  const gains = speedups(rows);
+  const gains = speedups(rows, s);
   const measured = figures.filter((f): f is Figures => f !== undefined);
   const longs = [...new Set(measured.flatMap((f) => f.long.map((l) => l.contextTokens)))].sort((a, b) => a - b);
   const rates = measured.flatMap((f) => [f.short, ...f.long.map((l) => l.decode)]);
   const tokensTicks = niceTicks(Math.max(0, ...rates.map((d) => Math.max(d.median, d.max)).filter(Number.isFinite)));
-  const speedCell = (stack: string, d: DecodeRate, gain: number | undefined, what: string): Cell => ({
+  const speedCell = (stack: string, d: DecodeRate, gain: Comparison | undefined, what: string): Cell => ({
     value: d.median,
     min: d.min,
     max: d.max,
     // The spread in numbers too: it is often narrower than a whisker can show.
-    label: `${fmt(d.median)} (${fmt(d.min)}–${fmt(d.max)})${gain === undefined ? "" : ` ${gain.toFixed(2)}x`}`,
-    tooltip: `${stack}, ${what}: ${fmt(d.median)} tok/s decode, median of ${d.requests} requests (min ${fmt(d.min)}, max ${fmt(d.max)})${gain === undefined ? "" : `; ${gain.toFixed(2)}x the no-speculation baseline (${gains.get(stack)!.baseline!.stack} on ${gains.get(stack)!.host})`}`,
+    label: `${fmt(d.median)} (${fmt(d.min)}–${fmt(d.max)})${gain === undefined ? "" : ` ${gain.ratio.toFixed(2)}x${gain.verdict === "tie" ? " ~" : ""}`}`,
+    tooltip: `${stack}, ${what}: ${fmt(d.median)} tok/s decode, median of ${d.requests} requests (min ${fmt(d.min)}, max ${fmt(d.max)})${gain === undefined ? "" : `; ${ratioText(gain)} the no-speculation baseline (${gains.get(stack)!.baseline!.stack} on ${gains.get(stack)!.host})${gain.verdict === "tie" ? ", within noise" : ""}`}`,
   });
   const shortPrompt = uniform(measured.map((f) => f.shortPromptTokens));
-  const speedPanel = (detail: string, pick: (f: Figures, g: Speedup | undefined) => [DecodeRate, number | undefined] | undefined, what: string): Panel => ({
+  const speedPanel = (detail: string, pick: (f: Figures, g: Speedup | undefined) => [DecodeRate, Comparison | undefined] | undefined, what: string): Panel => ({
     heading: "Decode tokens/s",
     detail,
     plotWidth: 170,
@@ -368,9 +375,9 @@ function panels(rows: ReportRow[]): Panel[] {
 function choiceLine(choice: Choice): string {
   switch (choice.kind) {
     case "winner":
-      return `Best: ${choice.stack} (its slowest short-prompt request beat every other eligible configuration's fastest).`;
+      return `Best: ${choice.stack} (faster by the rule than ${choice.runnerUp ? "every other eligible configuration and " : ""}the baseline ${choice.baseline.stack}, ${ratioText(choice.baseline.comparison)}).`;
     case "tie":
-      return `Tie within noise: ${choice.stacks.join(", ")} (their short-prompt spreads overlap); none is named best.`;
+      return `Tie within noise: ${choice.stacks.join(", ")} (the rule cannot tell them apart); none is named best.`;
     case "none":
       return `No best configuration: ${choice.why}.`;
     default: {
@@ -381,13 +388,13 @@ function choiceLine(choice: Choice): string {
 }
 
 /** Pure: the comparison chart as SVG, laid out from the rows (see above). */
-export function renderSvg(rows: ReportRow[]): string {
-  const choice = choose(rows);
+export function renderSvg(rows: ReportRow[], s: VerdictSettings = DEFAULT_VERDICT): string {
+  const choice = choose(rows, s);
   const flagged = otherSettings(rows);
-  const ps = panels(rows);
+  const ps = panels(rows, s);
   const requests = uniform(rows.flatMap((r) => (r.result ? [figuresOf(r.result).short, ...figuresOf(r.result).long.map((l) => l.decode)].map((d) => d.requests) : [])));
   const title = "Decode speed, acceptance length and coding check by configuration";
-  const subtitle = `Bars: median${requests ? ` of ${requests} requests` : ""}, single stream; whiskers: min to max; 2.41x: speedup over the no-speculation baseline on the same host.`;
+  const subtitle = `Bars: median${requests ? ` of ${requests} requests` : ""}, single stream; whiskers: min to max; 2.41x: speedup over the no-speculation baseline on the same host (~: within noise).`;
   const chosen = choiceLine(choice);
   const tagWidth = (tag: string) => textWidth(tag, 10, true) + 10;
   const tagOf = (stack: string) => choiceMark(choice, stack);

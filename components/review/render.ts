@@ -3,6 +3,9 @@
 // section per stack. Never longer than the limit, whatever the number of stacks: the summary
 // is kept whole, the sections trimmed (shortest form first) and what was left out said.
 import type { Figures } from "../benchmark/compare";
+import { compare, estimate, type LaunchMeasure } from "../verdict/rule";
+import { levelThroughput, longRate, shortRate } from "../verdict/rows";
+import { DEFAULT_VERDICT, type VerdictSettings } from "../verdict/schema";
 import type { ConfigChange, TouchedBecause } from "./change";
 import type { Effect, Step } from "./record";
 
@@ -150,28 +153,49 @@ function summary(doc: ReviewDocument, room: number): string {
   return base + block(shown);
 }
 
+const signed = (x: number) => `${x >= 0 ? "+" : ""}${(x * 100).toFixed(1)} %`;
+
+/**
+ * Pure: this stack's figure against the serving one's by the report's rule (one launch each,
+ * the launch prior): "faster: +6.8 % (+1.2 to +12.7 %)", "slower: ...", or "tie: ... within
+ * noise"; not compared where either benchmark warned.
+ */
+export function ruleDifference(a: Figures, b: Figures, pick: (f: Figures) => LaunchMeasure | undefined, s: VerdictSettings = DEFAULT_VERDICT): string {
+  const [x, y] = [pick(a), pick(b)];
+  if (!x || !y) return "";
+  if (a.warnings.length || b.warnings.length) return "not compared: a benchmark warned";
+  const c = compare(estimate([x], s), estimate([y], s), s);
+  const said = `${signed(c.ratio - 1)} (${signed(c.low - 1)} to ${signed(c.high - 1)})`;
+  return c.verdict === "better" ? `faster: ${said}` : c.verdict === "worse" ? `slower: ${said}` : `tie: ${said}, within noise`;
+}
+
 function benchTable(b: StackReview["benchmark"]): string {
   const cols = [b.self && { name: `this stack (${code(b.self.stack)}, ${cell(b.self.takenAt.slice(0, 16))})`, f: b.self.figures }, b.serving && { name: `serving now (${code(b.serving.stack)}, ${cell(b.serving.takenAt.slice(0, 16))})`, f: b.serving.figures }].filter(
     (c): c is { name: string; f: Figures } => !!c,
   );
   if (!cols.length) return "No benchmark of this stack or of the configuration serving now is in state.\n";
-  const rows: [string, (f: Figures) => number | null][] = [
-    [`decode tok/s, short (${cols[0].f.shortPromptTokens} tokens)`, (f) => f.short.median],
-    ...[...new Set(cols.flatMap((c) => c.f.long.map((l) => l.contextTokens)))].map((ctx): [string, (f: Figures) => number | null] => [`decode tok/s, ${ctx} tokens`, (f) => f.long.find((l) => l.contextTokens === ctx)?.decode.median ?? null]),
-    ...[...new Set(cols.flatMap((c) => c.f.concurrency.map((l) => l.level)))].map((lvl): [string, (f: Figures) => number | null] => [`output tok/s at ${lvl} concurrent`, (f) => f.concurrency.find((l) => l.level === lvl)?.outputThroughput ?? null]),
-    ["accept length", (f) => f.acceptLength],
-    ["median TTFT, ms", (f) => f.medianTtftMs],
+  // Speeds get the rule's verdict; the acceptance length and TTFT, one figure each without a spread, only their change.
+  type Line = [string, (f: Figures) => number | null, ((f: Figures) => LaunchMeasure | undefined) | undefined];
+  const rows: Line[] = [
+    [`decode tok/s, short (${cols[0].f.shortPromptTokens} tokens)`, (f) => f.short.median, shortRate],
+    ...[...new Set(cols.flatMap((c) => c.f.long.map((l) => l.contextTokens)))].map((ctx): Line => [`decode tok/s, ${ctx} tokens`, (f) => f.long.find((l) => l.contextTokens === ctx)?.decode.median ?? null, longRate(ctx)]),
+    ...[...new Set(cols.flatMap((c) => c.f.concurrency.map((l) => l.level)))].map((lvl): Line => [`output tok/s at ${lvl} concurrent`, (f) => f.concurrency.find((l) => l.level === lvl)?.outputThroughput ?? null, levelThroughput(lvl)]),
+    ["accept length", (f) => f.acceptLength, undefined],
+    ["median TTFT, ms", (f) => f.medianTtftMs, undefined],
   ];
   const two = cols.length === 2;
   const out = [`| | ${cols.map((c) => c.name).join(" | ")}${two ? " | difference |" : " |"}`, `|---|${cols.map(() => "---:").join("|")}|${two ? "---:|" : ""}`];
-  for (const [name, get] of rows) {
+  for (const [name, get, pick] of rows) {
     const v = cols.map((c) => get(c.f));
-    const diff = two && v[0] !== null && v[1] !== null && v[1] !== 0 ? `${v[0]! >= v[1]! ? "+" : ""}${(((v[0]! - v[1]!) / v[1]!) * 100).toFixed(1)}%` : "";
+    let diff = "";
+    if (two && pick) diff = ruleDifference(cols[0].f, cols[1].f, pick);
+    else if (two && v[0] !== null && v[1] !== null && v[1] !== 0) diff = `${signed(v[0]! / v[1]! - 1)} (one figure each)`;
     out.push(`| ${name} | ${v.map((x) => (x === null ? "" : fmt(Math.round(x * 100) / 100))).join(" | ")}${two ? ` | ${diff} |` : " |"}`);
   }
   const coding = cols.map((c) => (c.f.coding ? `${c.f.coding.passed}/${c.f.coding.tasks}` : "not run"));
   out.push(`| coding check | ${coding.join(" | ")}${two ? " | |" : " |"}`);
-  return `${out.join("\n")}\n`;
+  const rule = two ? `\nDifferences of speed: this stack over the one serving now, by the report's rule: "faster" or "slower" only when the whole ${Math.round(DEFAULT_VERDICT.confidence * 100)} % interval lies beyond ${signed(DEFAULT_VERDICT.threshold)}, else "tie" (one launch each, with a launch-to-launch spread of ${(DEFAULT_VERDICT.launchSd * 100).toFixed(1)} % assumed).\n` : "";
+  return `${out.join("\n")}\n${rule}`;
 }
 
 /** A stack's section: full, or without the unit diff and steps (`short`). */

@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { chooseSource, nothingToReport, stackSource } from "../../scripts/report";
-import type { ReportRow } from "../../components/benchmark/report";
+import type { ReportRow } from "../../components/verdict/rows";
 
 const row = (stack: string, takenAt?: string): ReportRow => ({ stack, configuration: {}, result: null, takenAt });
 

@@ -2,8 +2,7 @@
 // (the report, the history): this benchmark's (format 2) with where it was measured, and an
 // older one's (format 1, no `format`), built from the few figures a test names.
 import type { BenchmarkResult, PhaseStats } from "../../components/benchmark/run";
-import type { FormatOneResult } from "../../components/benchmark/compare";
-import type { MeasuredOn } from "../../components/benchmark/handler";
+import type { FormatOneResult, MeasuredOn } from "../../components/benchmark/compare";
 
 /** One phase whose per-request decode rates spread `spread` either side of `decode`. */
 export function phase(name: string, o: { decode: number; spread?: number; outputThroughput?: number; concurrency?: number; contextTokens?: number; ttftMs?: number; requests?: number }): PhaseStats {
@@ -103,7 +102,20 @@ export function formatOneResultOf(s: { decode: number; spread: number; long?: Re
 
 /** The fingerprints configurationOf gives the stacks the tests compare (one benchmark, one code version). */
 export const SETTINGS = { benchmark: "6afe5e8f6155", benchmarkCode: "00fecfdfc67e" };
-const COMMON = { sglangBuild: "ddtree-fork", model: "/models/Kimi-K2.6", tpSize: 8, deployment: "058039ea7b6e", ...SETTINGS };
+/** Every deployment setting but the speculative ones, as configurationOf records them (deploymentSettingsOf), alike for every stack. */
+export const DEPLOYED = {
+  "model.contextLength": null,
+  "model.extraArgs": [],
+  "model.memFractionStatic": 0.85,
+  "model.path": "/models/Kimi-K2.6",
+  "model.quantization": null,
+  "model.tpSize": 8,
+  "service.environment": "none",
+  "service.python": "/usr/bin/python3",
+  nodes: 0,
+  sglangBuild: "ddtree-fork",
+};
+const COMMON = { sglangBuild: "ddtree-fork", model: "/models/Kimi-K2.6", tpSize: 8, deployment: "058039ea7b6e", deploymentSettings: DEPLOYED, ...SETTINGS };
 
 /** A DDTree stack's configuration output. */
 export function ddtree(stack: string, budget: number, extra: Record<string, unknown> = {}): Record<string, unknown> {

@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { COMMENT_LIMIT, MARKER, renderReview, ReviewDocument, StackReview } from "../../../components/review/render";
+import { COMMENT_LIMIT, MARKER, renderReview, ReviewDocument, ruleDifference, StackReview } from "../../../components/review/render";
+import { levelThroughput, shortRate } from "../../../components/verdict/rows";
 import type { Figures } from "../../../components/benchmark/compare";
 
 const figures = (tps: number): Figures => ({
@@ -50,7 +51,10 @@ test("a handful of stacks are shown in full: unit lines, steps, benchmarks side 
   const md = renderReview(doc(2));
   assert.doesNotMatch(md, /Shortened|Left out/);
   assert.match(md, /```diff\n[\s\S]*--flag-number-7 value-1-7/);
-  assert.match(md, /\| decode tok\/s, short \(128 tokens\) \| 180 \| 190 \| -5\.3% \|/);
+  // 180 against 190 over 3 requests each (spread 4), one launch each: slower by the rule, its interval short of the threshold.
+  assert.match(md, /\| decode tok\/s, short \(128 tokens\) \| 180 \| 190 \| slower: -5\.3 % \(-9\.8 % to -0\.5 %\) \|/);
+  assert.match(md, /\| accept length \| 6\.5 \| 6\.5 \| \+0\.0 % \(one figure each\) \|/);
+  assert.match(md, /\nDifferences of speed: this stack over the one serving now, by the report's rule: "faster" or "slower" only when the whole 95 % interval lies beyond \+0\.5 %, else "tie" \(one launch each, with a launch-to-launch spread of 1\.5 % assumed\)\.\n/);
   assert.match(md, /\| coding check \| 5\/5 \| 5\/5 \| \|/);
   assert.match(md, /\| `b1t4-w2048` \| 10\.0\.0\.2 \| budget 1 -> 5 \| \*\*restart\*\* \(host serves `b2t4-w2048`\) \| ~431\.5 s \|/);
   assert.match(md, /\| `b2t4-w2048` \| 10\.0\.0\.3 \| budget 2 -> 6 \| \*\*restart\*\* \(host serves `b3t4-w2048`\) \|/);
@@ -98,4 +102,13 @@ test("40 stacks whose previews failed, with long hosts and many removed files: e
   assert.ok(md.length <= COMMENT_LIMIT);
   for (let i = 1; i <= 40; i++) assert.match(md, new RegExp(`^\\| \`b${i}t4-w2048\` \\|`, "m"));
   assert.match(md, /and 20 more/);
+});
+
+test("the benchmark differences are the report's rule: faster or slower only beyond noise, a tie within it, none where a benchmark warned", () => {
+  assert.equal(ruleDifference(figures(150), figures(190), shortRate), "slower: -21.1 % (-24.9 % to -17.0 %)");
+  assert.equal(ruleDifference(figures(190), figures(150), shortRate), "faster: +26.7 % (+20.4 % to +33.2 %)");
+  assert.equal(ruleDifference(figures(189), figures(190), shortRate), "tie: -0.5 % (-5.2 % to +4.4 %), within noise", "0.5 % apart is within noise");
+  // A throughput is one figure per launch: the launch prior alone makes its interval.
+  assert.equal(ruleDifference(figures(180), figures(181), levelThroughput(4)), "tie: -0.6 % (-4.6 % to +3.7 %), within noise");
+  assert.equal(ruleDifference({ ...figures(150), warnings: ["short: 900 of 1000 prompt tokens came from the prefix cache"] }, figures(190), shortRate), "not compared: a benchmark warned");
 });

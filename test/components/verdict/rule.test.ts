@@ -1,0 +1,50 @@
+// The rule itself: estimates from launches with the launch prior, comparisons with their
+// interval beyond the threshold, rankings that tie what they cannot separate; and its settings.
+import { test } from "node:test";
+import * as assert from "node:assert/strict";
+import { compare, estimate, normalQuantile, rank } from "../../../components/verdict/rule";
+import { DEFAULT_VERDICT, verdictSchema } from "../../../components/verdict/schema";
+
+const launch = (value: number, requestSd = 0.04, requests = 3) => ({ value, requests, requestSd });
+
+test("A/A: identical configurations' estimates give a tie, with one launch or several", () => {
+  const one = estimate([launch(180)], DEFAULT_VERDICT);
+  assert.equal(compare(one, one, DEFAULT_VERDICT).verdict, "tie");
+  const many = estimate([launch(180), launch(183), launch(177)], DEFAULT_VERDICT);
+  const c = compare(many, many, DEFAULT_VERDICT);
+  assert.deepEqual([c.verdict, c.ratio], ["tie", 1]);
+  assert.ok(c.low < 1 && c.high > 1);
+  const r = rank([{ key: "a", estimate: one }, { key: "b", estimate: one }], DEFAULT_VERDICT);
+  assert.deepEqual(r, { kind: "tie", tied: ["a", "b"] });
+});
+
+test("one launch is never more certain than the launch prior; more launches are", () => {
+  const one = estimate([launch(180, 0, 1000)], DEFAULT_VERDICT);
+  assert.equal(one.relSe.toFixed(4), "0.0150");
+  const four = estimate([launch(180, 0, 1000), launch(180, 0, 1000), launch(180, 0, 1000), launch(180, 0, 1000)], DEFAULT_VERDICT);
+  assert.ok(four.relSe < one.relSe / 1.5, `${four.relSe}`);
+});
+
+test("better only when the whole interval lies beyond the threshold; a lone entry is a tie of one", () => {
+  const a = estimate([launch(200)], DEFAULT_VERDICT);
+  const b = estimate([launch(150)], DEFAULT_VERDICT);
+  assert.equal(compare(a, b, DEFAULT_VERDICT).verdict, "better");
+  assert.equal(compare(b, a, DEFAULT_VERDICT).verdict, "worse");
+  // A threshold wider than the difference makes it none.
+  assert.equal(compare(a, b, { ...DEFAULT_VERDICT, threshold: 0.4 }).verdict, "tie");
+  assert.deepEqual(rank([{ key: "a", estimate: a }], DEFAULT_VERDICT), { kind: "tie", tied: ["a"] });
+  assert.equal(normalQuantile(0.975).toFixed(4), "1.9600");
+});
+
+test("the rule's settings: defaults in one schema, unknown keys and bad values refused by name", () => {
+  assert.deepEqual(verdictSchema.parse({}), { threshold: 0.005, confidence: 0.95, launchSd: 0.015, maxAgeDays: 7 });
+  assert.deepEqual(DEFAULT_VERDICT, verdictSchema.parse({}));
+  const message = (input: unknown) => {
+    const r = verdictSchema.safeParse(input);
+    return r.success ? "" : r.error.issues.map((i) => i.message).join("; ");
+  };
+  assert.equal(message({ treshold: 0.01 }), 'verdict has unknown key(s) "treshold"; valid keys: threshold, confidence, launchSd, maxAgeDays');
+  assert.equal(message({ confidence: 1 }), "verdict.confidence must be a number above 0.5 and below 1 (0.95: 95 %)");
+  assert.equal(message({ threshold: -0.1 }), "verdict.threshold must be a number from 0 to 0.5 (0.005: 0.5 %)");
+  assert.equal(message({ maxAgeDays: 0 }), "verdict.maxAgeDays must be a positive number of days");
+});
