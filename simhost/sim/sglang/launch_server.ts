@@ -34,6 +34,7 @@ import { faultsFor, readFaults } from "../faults";
 import { SpecSettings, perfAt, specSettings } from "./perf";
 import { PerfSurface, outOfMemory, parseSurface } from "./surface";
 import { Generation } from "./generation";
+import { takeLaunchOrdinal } from "./launches";
 import { LINES, LineTraits, SGLANG_LINES, SglangLine, boolEnv, startupArgsLine } from "./lines";
 
 interface SimConfig {
@@ -202,8 +203,10 @@ class Server {
     readonly spec: SpecSettings,
     readonly config: SimConfig,
     readonly contextLength: number,
+    /** This start's ordinal on the host (./launches.ts). */
+    launch: number,
   ) {
-    this.generation = new Generation({ args, spec, speedScale: config.speedScale, surface: config.surface, contextLength, modelId: () => this.modelId(), onPrefill: () => this.publishGauges(), log });
+    this.generation = new Generation({ args, spec, speedScale: config.speedScale, surface: config.surface, launch, contextLength, modelId: () => this.modelId(), onPrefill: () => this.publishGauges(), log });
   }
 
   /** Requests in flight, as the drain and the gauges count them. */
@@ -399,7 +402,12 @@ async function main(): Promise<void> {
   const localTp = tp / nnodes;
   const weightsGiB = modelSizeGiB(args.model_path as string, "model");
   const drafterGiB = args.speculative_draft_model_path ? modelSizeGiB(args.speculative_draft_model_path as string, "draft model") : 0;
-  const server = new Server(args, reported, spec, config, contextLength(args));
+  // Every start that gets this far counts, a failing one too: it is a launch on the host.
+  const launch = takeLaunchOrdinal();
+  const server = new Server(args, reported, spec, config, contextLength(args), launch);
+  // Not a line of SGLang: the simulator says which launch-to-launch draw this start got, so a
+  // reader of a sweep's journal can tell a slow launch from a slow configuration.
+  if (config.surface.noise) log(`[simulator] launch ${launch} on this host: every step of this server takes x${server.generation.launchFactor.toFixed(4)} (surface noise.launchSd ${config.surface.noise.launchSd})`);
   const loadSeconds = (config.loadSeconds ?? (weightsGiB + drafterGiB) * config.loadSecondsPerGiB) * faults.loadSlowdown;
 
   for (let r = 0; r < localTp; r++) log("Init torch distributed begin.", nodeRank * localTp + r);
