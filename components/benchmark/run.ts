@@ -10,7 +10,9 @@
 // - accept_length: completion tokens / spec_verify_ct summed over the phase's timed requests;
 // - percentiles linearly interpolated, as numpy's.
 // The workload (./workload.ts) gives every request a document of its own, so the prefix
-// cache never turns a prefill into a hit (cached_tokens is recorded to show it).
+// cache never turns a prefill into a hit (cached_tokens is recorded to show it); the cache is
+// also flushed before every timed phase, and a phase whose flush the server refused says so
+// in `warnings`.
 import { contextLength, Endpoint, flushCache, GenerateResult, promptTokensOf, requestSignal, streamChat, streamGenerate } from "./client";
 import { percentile, summarize } from "./stats";
 import { CODING_TASKS, CodingOutcome, gradeAnswer } from "./coding";
@@ -285,9 +287,13 @@ export async function runBenchmark(
     return st;
   };
 
+  /** bench_serving --flush-cache, before every timed phase: an empty prefix cache (refused while requests run), or the phase is marked. */
+  const flushBefore = async (phase: string) => {
+    if (!(await flushCache(ep))) warnings.push(`${phase}: the server did not flush its prefix cache before this phase; every request still has a prompt of its own`);
+  };
+
   const singleStream = async (phase: string, ctx: number): Promise<PhaseStats> => {
-    // bench_serving --flush-cache: an empty prefix cache first (refused while requests run).
-    if (!(await flushCache(ep))) warnings.push(`${phase}: the server did not flush its prefix cache; every request still has a prompt of its own`);
+    await flushBefore(phase);
     const t0 = performance.now();
     for (let i = 0; i < s.warmupRuns; i++) {
       progress(`${phase}: warm-up ${i + 1}/${s.warmupRuns}`);
@@ -311,6 +317,7 @@ export async function runBenchmark(
     const phase = `concurrency-${level}`;
     const n = Math.max(4 * level, s.runs);
     progress(`${phase}: ${n} requests, ${level} at a time`);
+    await flushBefore(phase);
     const records: RawRecord[] = [];
     const t0 = performance.now();
     await pool(level, Array.from({ length: n }, () => () => one(phase, level, s.shortPromptTokens, t0, true, records)));

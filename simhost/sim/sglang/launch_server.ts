@@ -23,6 +23,8 @@
 // - the context length is --context-length, else the model's max_position_embeddings
 //   (srt/configs/model_config.py, get_context_length).
 // - generation, the prefix cache and the context check: ./generation.ts.
+// - /flush_cache logs as the scheduler does (srt/managers/scheduler.py, flush_cache):
+//   "Cache flushed successfully!", or a warning naming the requests that kept it.
 import * as fs from "node:fs";
 import * as http from "node:http";
 import * as net from "node:net";
@@ -326,7 +328,12 @@ class Server {
         return void res.end(this.metrics());
       case "POST /flush_cache":
         // scheduler.py flush_cache: refused while requests run or wait.
-        return this.generation.flushCache() ? json(200, {}) : json(400, { error: "Cache not flushed: requests are running" });
+        if (this.generation.flushCache()) {
+          log("Cache flushed successfully!");
+          return json(200, {});
+        }
+        log(`Cache not flushed because there are pending requests. #queue-req: ${this.queued}, #running-req: ${this.running.size}`);
+        return json(400, { error: "Cache not flushed: requests are running" });
       case "POST /v1/chat/completions":
         return void this.readBody(req, res, (body) => {
           if (!this.notReady(res)) this.generation.chat(body, res);
