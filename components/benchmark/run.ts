@@ -9,10 +9,10 @@
 //   backend); chunk ITL: the gap between chunks (a speculative chunk is one verify step);
 // - accept_length: completion tokens / spec_verify_ct summed over the phase's timed requests;
 // - percentiles linearly interpolated, as numpy's.
-// The workload (./workload.ts) gives every request a document of its own, so the prefix
-// cache never turns a prefill into a hit (cached_tokens is recorded to show it); the cache is
-// also flushed before every timed phase, and a phase whose flush the server refused says so
-// in `warnings`.
+// The workload (./workload.ts) gives every request a document of its own, in this run and
+// across runs (the run's prompt nonce is in every seed), so the prefix cache never turns a
+// prefill into a hit (cached_tokens is recorded to show it); the cache is also flushed before
+// every timed phase, and a phase whose flush the server refused says so in `warnings`.
 import { contextLength, Endpoint, flushCache, GenerateResult, promptTokensOf, requestSignal, streamChat, streamGenerate } from "./client";
 import { percentile, summarize } from "./stats";
 import { CODING_TASKS, CodingOutcome, gradeAnswer } from "./coding";
@@ -99,6 +99,8 @@ export interface BenchmarkResult {
   duration: number;
   /** Server tokens per character of the workload's text, measured once. */
   chars_per_token: number;
+  /** Mixed into every prompt's seed (workload.ts promptNonce): with it, this run's prompts can be rebuilt. */
+  prompt_nonce: string;
   context_length: number | null;
   /** What a reader must know: prompts off their length, cache hits, failed requests. */
   warnings: string[];
@@ -223,6 +225,8 @@ export async function runBenchmark(
   s: BenchmarkSettings,
   progress: (message: string) => void,
   record: (r: RawRecord) => void,
+  /** This run's (workload.ts promptNonce): no two runs send the same prompt. */
+  promptNonce: string,
 ): Promise<BenchmarkResult> {
   const started = performance.now();
   const warnings: string[] = [];
@@ -246,7 +250,7 @@ export async function runBenchmark(
   const one = async (phase: string, concurrency: number, ctx: number, phaseStart: number, measured: boolean, records: RawRecord[]): Promise<GenerateResult | undefined> => {
     const index = seq++;
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-      const { text, kind } = promptOf(ctx, `${phase}-${index}-${attempt}`, index, charsPerToken);
+      const { text, kind } = promptOf(ctx, `${promptNonce}-${phase}-${index}-${attempt}`, index, charsPerToken);
       const t0 = performance.now();
       const base = { phase, concurrency, context_tokens: ctx, kind, attempt, ...(measured ? {} : { warmup: true }), start_ms: round(t0 - phaseStart) };
       let final = false;
@@ -359,6 +363,7 @@ export async function runBenchmark(
     total_output_tokens: phases.reduce((a, p) => a + p.total_output_tokens, 0),
     duration: round((performance.now() - started) / 1000),
     chars_per_token: round(charsPerToken, 4),
+    prompt_nonce: promptNonce,
     context_length: limit ?? null,
     warnings,
   };
