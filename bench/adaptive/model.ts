@@ -25,11 +25,18 @@ export interface ModelTableOptions {
   launchSeconds: number;
   /** The simulated hosts' speedScale (decode and prefill that many times as fast). Defaults to 1. */
   speedScale?: number;
+  /**
+   * Relative sd of a launch's persistent offset (ReplayEntry.launchSd). Defaults to the
+   * surface's own, as the simulated hosts draw it (noise.launchSd: 1.5 % unless the surface
+   * says otherwise; none without a noise section).
+   */
+  launchSd?: number;
 }
 
 /** The model's mean figures per point (a failed launch, in the out-of-memory region, costs half a load). */
 export function modelTable(points: GridPoint[], surface: PerfSurface, o: ModelTableOptions): Record<string, ReplayEntry> {
   const sd = Math.hypot(o.baseNoise, surface.noise?.sd ?? 0);
+  const launchSd = o.launchSd ?? surface.noise?.launchSd ?? 0;
   return Object.fromEntries(
     points.map((p) => {
       const s = specOf(p);
@@ -41,6 +48,7 @@ export function modelTable(points: GridPoint[], surface: PerfSurface, o: ModelTa
         acceptLength: acceptLength(s, o.shortPromptTokens, surface),
         codingPassed: true,
         launchSeconds: oom ? o.launchSeconds / 2 : o.launchSeconds,
+        ...(launchSd > 0 ? { launchSd } : {}),
       };
       return [p.name, entry];
     }),

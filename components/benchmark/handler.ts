@@ -17,6 +17,7 @@ import { BenchmarkResult, RawRecord, runBenchmark, serverInfo } from "./run";
 import type { BenchmarkSettings } from "./schema";
 import { backendName, keepResult } from "./history";
 import type { MeasuredOn } from "./compare";
+import { promptNonce } from "./workload";
 
 exitWithEngine();
 
@@ -204,6 +205,8 @@ export async function measure(i: BenchmarkInputs): Promise<BenchmarkOutputs> {
         stop.abort();
         throw new Error(`benchmark of ${i.label}: the hold on ${i.connection.host}'s deployment lock ended (SSH session lost); stopped measuring, numbers not stored (raw records so far: ${partial})`);
       });
+      // Prompts no earlier run of this stack sent (recorded in the result and every raw record).
+      const nonce = promptNonce(i.stack, i.settings.runId, takenAt);
       let result: BenchmarkResult;
       try {
         result = await Promise.race([
@@ -211,7 +214,8 @@ export async function measure(i: BenchmarkInputs): Promise<BenchmarkOutputs> {
             { baseUrl, model: i.model, apiKey: i.apiKey || undefined, signal: stop.signal },
             i.settings,
             (m) => void progress(i.urn, `${i.label} benchmark: ${m}`),
-            (r: RawRecord) => fs.appendFileSync(path.resolve(partial), JSON.stringify({ taken_at: takenAt, unit_hash: i.unitHash, ...r }) + "\n"),
+            (r: RawRecord) => fs.appendFileSync(path.resolve(partial), JSON.stringify({ taken_at: takenAt, unit_hash: i.unitHash, prompt_nonce: nonce, ...r }) + "\n"),
+            nonce,
           ),
           deadline,
           lost,

@@ -9,8 +9,10 @@
 //   backend); chunk ITL: the gap between chunks (a speculative chunk is one verify step);
 // - accept_length: completion tokens / spec_verify_ct summed over the phase's timed requests;
 // - percentiles linearly interpolated, as numpy's.
-// The workload (./workload.ts) gives every request a document of its own, so the prefix
-// cache never turns a prefill into a hit (cached_tokens is recorded to show it).
+// The workload (./workload.ts) gives every request a document of its own, in this run and
+// across runs (the run's prompt nonce is in every seed), so the prefix cache never turns a
+// prefill into a hit (cached_tokens is recorded to show it); the cache is also flushed before
+// every timed phase, and a phase whose flush the server refused says so in `warnings`.
 import { contextLength, Endpoint, flushCache, GenerateResult, promptTokensOf, requestSignal, streamChat, streamGenerate } from "./client";
 import { percentile, summarize } from "./stats";
 import { CODING_TASKS, CodingOutcome, gradeAnswer } from "./coding";
@@ -97,6 +99,8 @@ export interface BenchmarkResult {
   duration: number;
   /** Server tokens per character of the workload's text, measured once. */
   chars_per_token: number;
+  /** Mixed into every prompt's seed (workload.ts promptNonce): with it, this run's prompts can be rebuilt. */
+  prompt_nonce: string;
   context_length: number | null;
   /** What a reader must know: prompts off their length, cache hits, failed requests. */
   warnings: string[];
@@ -221,6 +225,8 @@ export async function runBenchmark(
   s: BenchmarkSettings,
   progress: (message: string) => void,
   record: (r: RawRecord) => void,
+  /** This run's (workload.ts promptNonce): no two runs send the same prompt. */
+  promptNonce: string,
 ): Promise<BenchmarkResult> {
   const started = performance.now();
   const warnings: string[] = [];
@@ -244,7 +250,7 @@ export async function runBenchmark(
   const one = async (phase: string, concurrency: number, ctx: number, phaseStart: number, measured: boolean, records: RawRecord[]): Promise<GenerateResult | undefined> => {
     const index = seq++;
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-      const { text, kind } = promptOf(ctx, `${phase}-${index}-${attempt}`, index, charsPerToken);
+      const { text, kind } = promptOf(ctx, `${promptNonce}-${phase}-${index}-${attempt}`, index, charsPerToken);
       const t0 = performance.now();
       const base = { phase, concurrency, context_tokens: ctx, kind, attempt, ...(measured ? {} : { warmup: true }), start_ms: round(t0 - phaseStart) };
       let final = false;
@@ -285,9 +291,13 @@ export async function runBenchmark(
     return st;
   };
 
+  /** bench_serving --flush-cache, before every timed phase: an empty prefix cache (refused while requests run), or the phase is marked. */
+  const flushBefore = async (phase: string) => {
+    if (!(await flushCache(ep))) warnings.push(`${phase}: the server did not flush its prefix cache before this phase; every request still has a prompt of its own`);
+  };
+
   const singleStream = async (phase: string, ctx: number): Promise<PhaseStats> => {
-    // bench_serving --flush-cache: an empty prefix cache first (refused while requests run).
-    if (!(await flushCache(ep))) warnings.push(`${phase}: the server did not flush its prefix cache; every request still has a prompt of its own`);
+    await flushBefore(phase);
     const t0 = performance.now();
     for (let i = 0; i < s.warmupRuns; i++) {
       progress(`${phase}: warm-up ${i + 1}/${s.warmupRuns}`);
@@ -311,6 +321,7 @@ export async function runBenchmark(
     const phase = `concurrency-${level}`;
     const n = Math.max(4 * level, s.runs);
     progress(`${phase}: ${n} requests, ${level} at a time`);
+    await flushBefore(phase);
     const records: RawRecord[] = [];
     const t0 = performance.now();
     await pool(level, Array.from({ length: n }, () => () => one(phase, level, s.shortPromptTokens, t0, true, records)));
@@ -352,6 +363,7 @@ export async function runBenchmark(
     total_output_tokens: phases.reduce((a, p) => a + p.total_output_tokens, 0),
     duration: round((performance.now() - started) / 1000),
     chars_per_token: round(charsPerToken, 4),
+    prompt_nonce: promptNonce,
     context_length: limit ?? null,
     warnings,
   };

@@ -1,12 +1,15 @@
 // The benchmark's workload, pure: what is sent, not how. Two traps of a naive benchmark
 // are avoided here by construction:
-// - the prefix cache: every request (warm-up, measured, concurrent) gets a document of its
-//   own, so SGLang's radix cache cannot turn a long-context prefill into a cache hit;
+// - the prefix cache: every request (warm-up, measured, concurrent, retried) gets a document
+//   of its own, and so does every run (a run's nonce is part of every seed: a re-run or a
+//   repeated pass on the same server sends none of the prompts it has seen), so SGLang's radix
+//   cache cannot turn a long-context prefill into a cache hit;
 // - flattering speculation: documents are generated records that do not repeat (a sentence
 //   repeated 2000 times is trivial to draft), and the questions ask about entries at the
 //   start of the document, outside any drafter window, in three kinds (chat, code, maths).
 // Lengths are in the server's own tokens: `charsPerToken` comes from one calibration
 // request (run.ts), and every measured request's `prompt_tokens` is checked against it.
+import { createHash } from "node:crypto";
 import { prng } from "../../lib/prng";
 
 /** The questions, by kind; a phase cycles through all of them. */
@@ -81,6 +84,15 @@ export function promptOf(tokens: number, seed: string, index: number, charsPerTo
   const question = `\n\n${q.text}`;
   const docChars = Math.max(0, Math.round(tokens * charsPerToken) - question.length);
   return { text: `${documentOf(docChars, seed)}${question}`, kind: q.kind };
+}
+
+/**
+ * Pure: a run's prompt nonce, from what names the run (its stack, benchmark.runId and the
+ * time it was taken): two runs of a stack, even with the same runId, differ by their time;
+ * recorded in the result (prompt_nonce), it rebuilds the run's prompts.
+ */
+export function promptNonce(stack: string, runId: string, takenAt: string): string {
+  return createHash("sha256").update(JSON.stringify([stack, runId, takenAt])).digest("hex").slice(0, 16);
 }
 
 /** What a phase is allowed to send, checked before it sends anything. */

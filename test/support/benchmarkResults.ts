@@ -81,6 +81,7 @@ export function resultOf(s: ResultSpec): BenchmarkResult & { measured_on?: Measu
     total_output_tokens: phases.reduce((a, p) => a + p.total_output_tokens, 0),
     duration: 60,
     chars_per_token: 4.1,
+    prompt_nonce: "0123456789abcdef",
     context_length: 262144,
     warnings: s.warnings ?? [],
     ...(s.on === null ? {} : { measured_on: { ...H200, ...s.on } }),

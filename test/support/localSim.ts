@@ -17,7 +17,7 @@ export function sandbox(sglang: object, faults: object = {}) {
   }
   fs.writeFileSync(path.join(dir, "sglang.json"), JSON.stringify({ loadSeconds: 0.3, warmupSeconds: 0.3, ...sglang }));
   fs.writeFileSync(path.join(dir, "faults.json"), JSON.stringify(faults));
-  const env = { ...process.env, GPU_SIM_DIR: path.join(dir, "gpu"), GPU_SIM_CONFIG: path.join(dir, "gpus.json"), DFLASH_SIM_FAULTS: path.join(dir, "faults.json"), DFLASH_SIM_SGLANG_CONFIG: path.join(dir, "sglang.json") };
+  const env = { ...process.env, GPU_SIM_DIR: path.join(dir, "gpu"), GPU_SIM_CONFIG: path.join(dir, "gpus.json"), DFLASH_SIM_FAULTS: path.join(dir, "faults.json"), DFLASH_SIM_SGLANG_CONFIG: path.join(dir, "sglang.json"), DFLASH_SIM_LAUNCHES: path.join(dir, "launches") };
   return { dir, env, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
 }
 

@@ -1,7 +1,10 @@
 // Pure: an adaptive sweep driven against a table of per-configuration results instead of
 // hosts (a replay of a full-grid sweep's recorded figures, or of the performance model):
 // each pass draws its requests around the configuration's recorded mean with its recorded
-// noise, seeded, and costs what the recording says a launch and a pass cost. `hosts` hosts
+// noise, seeded, and costs what the recording says a launch and a pass cost. A launch may
+// also draw one persistent offset (the entry's `launchSd`) that all of its passes share, as a
+// real server (and the simulated one: simhost/sim/sglang/surface.ts) differs from launch to
+// launch: repeating passes on one launch does not average it away. `hosts` hosts
 // run in parallel, as the real sweep's workers do: a host that is free asks for the next
 // launch with what has finished by then. The strategy's decisions see only the passes'
 // figures, as in the real sweep.
@@ -20,7 +23,10 @@ export interface ReplayEntry {
   codingPassed: boolean | null;
   /** GPU seconds of a launch (a failed one: until it failed). */
   launchSeconds: number;
-  /** Relative standard deviation of a launch's persistent offset: drawn once per launch, it scales all its passes. Absent: 0. */
+  /**
+   * Relative sd of a launch's persistent offset: each launch multiplies every request of all
+   * of its passes by one draw of 1 + launchSd * z. Defaults to none (0).
+   */
   launchSd?: number;
 }
 
@@ -57,13 +63,25 @@ function phase(rand: () => number, m: { mean: number; sd: number }, n: number) {
   return { median: r(median), min: r(draws[0]), max: r(draws[n - 1]), requests: n };
 }
 
-/** Pure: the figures one pass of `kind` would report for `e`, on a launch whose persistent offset scales its speed by `offset`. */
-export function drawPass(rand: () => number, e: ReplayEntry, kind: PassKind, c: ReplayCosts, offset = 1): PassFigures {
+/**
+ * Pure: the persistent speed factor of one launch of `e`: 1 + launchSd * z, floored as the
+ * simulator floors it (a fifth); 1 without a launchSd, drawing nothing then.
+ */
+export function drawLaunchOffset(rand: () => number, e: ReplayEntry): number {
+  if (!e.launchSd) return 1;
+  return Math.max(0.2, 1 + e.launchSd * gaussian(rand));
+}
+
+/**
+ * Pure: the figures one pass of `kind` would report for `e`, on a launch whose persistent
+ * offset is `launchOffset` (drawLaunchOffset; 1, the default, for none).
+ */
+export function drawPass(rand: () => number, e: ReplayEntry, kind: PassKind, c: ReplayCosts, launchOffset = 1): PassFigures {
   const n = kind === "short" ? c.shortRequests : c.fullRequests;
-  const at = (m: { mean: number; sd: number }) => ({ mean: m.mean * offset, sd: m.sd });
+  const on = (m: { mean: number; sd: number }) => ({ mean: m.mean * launchOffset, sd: m.sd });
   return {
-    short: phase(rand, at(e.short), n),
-    long: e.long ? phase(rand, at(e.long), n) : null,
+    short: phase(rand, on(e.short), n),
+    long: e.long ? phase(rand, on(e.long), n) : null,
     acceptLength: e.acceptLength,
     codingPassed: kind === "full" ? e.codingPassed : null,
     benchmarkSeconds: kind === "short" ? c.shortPassSeconds : c.fullPassSeconds,
@@ -116,6 +134,9 @@ export function replay(points: GridPoint[], table: Record<string, ReplayEntry>, 
 /** Runs any policy against the table with `hosts` parallel hosts; seeded. */
 export function replayPolicy(points: GridPoint[], table: Record<string, ReplayEntry>, costs: ReplayCosts, policy: Policy, hosts: number, seed: number): Omit<ReplayOutcome, "conclusion"> & { answer: ReturnType<Policy["conclude"]> } {
   const rand = prng(seed * 7919 + 17);
+  // Launch offsets come from a stream of their own: a table with a launchSd draws the same
+  // requests as one without (common random numbers), only shifted per launch.
+  const launchRand = prng(seed * 104729 + 31);
   const records: LaunchRecord[] = [];
   // Launches in progress: the host's time at which it finishes, and its point.
   const running: { host: number; point: string; at: number }[] = [];
@@ -150,7 +171,7 @@ export function replayPolicy(points: GridPoint[], table: Record<string, ReplayEn
     const first = policy.firstPass(points, records, record);
     let at = done.at;
     if (!e.failure) {
-      const offset = Math.max(0.5, 1 + (e.launchSd ?? 0) * gaussian(rand));
+      const offset = drawLaunchOffset(launchRand, e);
       let kind: PassKind | "done" = first;
       while (kind !== "done") {
         const figures = drawPass(rand, e, kind, costs, offset);

@@ -24,7 +24,7 @@ import type * as http from "node:http";
 import type { ServerArgs } from "./flags";
 import { SpecSettings, acceptLength, acceptancePerToken, batchSlowdown, countTokens, perfAt, timeToFirstToken } from "./perf";
 import { Completion, completionText } from "./text";
-import { PerfSurface, requestNoise } from "./surface";
+import { PerfSurface, launchOffset, requestNoise } from "./surface";
 import { RadixCache } from "./radix_cache";
 import { faultsFor, readFaults } from "../faults";
 
@@ -39,6 +39,8 @@ export interface GenerationSettings {
   speedScale: number;
   /** The shape of the performance model over the settings, and its measurement noise (./surface.ts). */
   surface: PerfSurface;
+  /** This start's ordinal on the host (./launches.ts): the key of its launch-to-launch noise. */
+  launch: number;
   /** The model's context length (what /v1/models reports as max_model_len). */
   contextLength: number;
   modelId: () => string;
@@ -79,9 +81,12 @@ export class Generation {
   private verifiedTokens = 0;
   private verifySteps = 0;
   private readonly cache: RadixCache | null;
+  /** The step-time factor this server's life shares (./surface.ts, launchOffset); 1 without noise. */
+  readonly launchFactor: number;
 
   constructor(readonly settings: GenerationSettings) {
     this.cache = settings.args.disable_radix_cache === true ? null : new RadixCache(RADIX_CACHE_TOKENS);
+    this.launchFactor = launchOffset(settings.surface, settings.spec, settings.launch);
   }
 
   /** Accepted tokens per verification step over the requests served so far; the model's own before any. */
@@ -214,8 +219,9 @@ export class Generation {
     const { spec, speedScale, surface } = this.settings;
     const tokens = job.completion.tokens;
     const cost = (k: number) => 1 / job.accept[k];
-    // The surface's measurement noise: one draw per request, by its number in this server's life.
-    const noise = requestNoise(surface, spec, this.requestsTotal);
+    // The surface's measurement noise: one draw per request, by its number in this server's
+    // life, on top of this launch's own offset, which every request shares.
+    const noise = requestNoise(surface, spec, this.settings.launch, this.requestsTotal) * this.launchFactor;
     const stepMs = (k: number) => perfAt(spec, job.promptTokens + k, speedScale, surface).stepSeconds * noise * batchSlowdown(this.running.size) * 1000;
     // The gauges are set when a prefill batch runs (log_prefill_stats), from the running
     // batch without the requests this prefill just admitted.

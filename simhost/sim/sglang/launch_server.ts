@@ -23,6 +23,8 @@
 // - the context length is --context-length, else the model's max_position_embeddings
 //   (srt/configs/model_config.py, get_context_length).
 // - generation, the prefix cache and the context check: ./generation.ts.
+// - /flush_cache logs as the scheduler does (srt/managers/scheduler.py, flush_cache):
+//   "Cache flushed successfully!", or a warning naming the requests that kept it.
 import * as fs from "node:fs";
 import * as http from "node:http";
 import * as net from "node:net";
@@ -34,6 +36,7 @@ import { faultsFor, readFaults } from "../faults";
 import { SpecSettings, perfAt, specSettings } from "./perf";
 import { PerfSurface, outOfMemory, parseSurface } from "./surface";
 import { Generation } from "./generation";
+import { takeLaunchOrdinal } from "./launches";
 import { LINES, LineTraits, SGLANG_LINES, SglangLine, boolEnv, startupArgsLine } from "./lines";
 
 interface SimConfig {
@@ -202,8 +205,10 @@ class Server {
     readonly spec: SpecSettings,
     readonly config: SimConfig,
     readonly contextLength: number,
+    /** This start's ordinal on the host (./launches.ts). */
+    launch: number,
   ) {
-    this.generation = new Generation({ args, spec, speedScale: config.speedScale, surface: config.surface, contextLength, modelId: () => this.modelId(), onPrefill: () => this.publishGauges(), log });
+    this.generation = new Generation({ args, spec, speedScale: config.speedScale, surface: config.surface, launch, contextLength, modelId: () => this.modelId(), onPrefill: () => this.publishGauges(), log });
   }
 
   /** Requests in flight, as the drain and the gauges count them. */
@@ -323,7 +328,12 @@ class Server {
         return void res.end(this.metrics());
       case "POST /flush_cache":
         // scheduler.py flush_cache: refused while requests run or wait.
-        return this.generation.flushCache() ? json(200, {}) : json(400, { error: "Cache not flushed: requests are running" });
+        if (this.generation.flushCache()) {
+          log("Cache flushed successfully!");
+          return json(200, {});
+        }
+        log(`Cache not flushed because there are pending requests. #queue-req: ${this.queued}, #running-req: ${this.running.size}`);
+        return json(400, { error: "Cache not flushed: requests are running" });
       case "POST /v1/chat/completions":
         return void this.readBody(req, res, (body) => {
           if (!this.notReady(res)) this.generation.chat(body, res);
@@ -399,7 +409,12 @@ async function main(): Promise<void> {
   const localTp = tp / nnodes;
   const weightsGiB = modelSizeGiB(args.model_path as string, "model");
   const drafterGiB = args.speculative_draft_model_path ? modelSizeGiB(args.speculative_draft_model_path as string, "draft model") : 0;
-  const server = new Server(args, reported, spec, config, contextLength(args));
+  // Every start that gets this far counts, a failing one too: it is a launch on the host.
+  const launch = takeLaunchOrdinal();
+  const server = new Server(args, reported, spec, config, contextLength(args), launch);
+  // Not a line of SGLang: the simulator says which launch-to-launch draw this start got, so a
+  // reader of a sweep's journal can tell a slow launch from a slow configuration.
+  if (config.surface.noise) log(`[simulator] launch ${launch} on this host: every step of this server takes x${server.generation.launchFactor.toFixed(4)} (surface noise.launchSd ${config.surface.noise.launchSd})`);
   const loadSeconds = (config.loadSeconds ?? (weightsGiB + drafterGiB) * config.loadSecondsPerGiB) * faults.loadSlowdown;
 
   for (let r = 0; r < localTp; r++) log("Init torch distributed begin.", nodeRank * localTp + r);

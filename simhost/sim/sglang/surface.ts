@@ -14,8 +14,21 @@
 //   fit: the load fails with torch's CUDA out-of-memory, as a too large CUDA graph capture does
 //   (srt/model_executor/cuda_graph_runner.py);
 // - noise: each request's step time is multiplied by 1 + sd * z, z a standard normal drawn
-//   from a hash of the seed, the settings and the request's number in the server's life (so
-//   a run is reproducible, and two requests differ).
+//   from a hash of the seed, the settings, the launch and the request's number in the
+//   server's life (so a run is reproducible, and two requests differ);
+// - launch-to-launch noise (`noise.launchSd`, defaults to 0.015 where a `noise` section is
+//   given; none without one, so a surface without noise stays deterministic): each start of
+//   the server draws one more factor 1 + launchSd * z, from the seed, the settings and the
+//   launch's ordinal on the host (./launches.ts), and every request of that server's life is
+//   slowed by it. Repeated passes on one server share it and cannot average it away; only
+//   another launch draws another. Real servers differ so (a CUDA graph captured anew, another
+//   memory layout, another clock), but how much is not measured for SGLang with DFlash that
+//   we know of: 1.5 % is an assumption. What is known points both ways: repeated runs on one
+//   live server spread little (SGLang 0.1-0.3 % coefficient of variation at concurrency 1-16,
+//   2.5 % at 32, in vllm-project/vllm#53436), a freshly restarted vLLM served 3 % more
+//   throughput than the same server after an hour of other benchmarks (vllm-project/vllm
+//   #42484), and whole reproductions elsewhere land 6-14 % apart
+//   (anyscale/llm-continuous-batching-benchmarks#4; another machine, not only another launch).
 import type { SpecSettings } from "./perf";
 
 export interface SurfaceBump {
@@ -39,8 +52,16 @@ export interface PerfSurface {
   bumps: SurfaceBump[];
   /** Trees of this many nodes (budget x topk, x windowNoneFactor without a window) and more fail to load. */
   oom: { treeNodes: number; windowNoneFactor: number } | null;
-  noise: { sd: number; seed: number } | null;
+  /**
+   * Measurement noise: `sd` per request, `launchSd` per start of the server (persistent over
+   * its life), both relative; `seed` makes them reproducible. `launchSd` defaults to
+   * DEFAULT_LAUNCH_SD.
+   */
+  noise: { sd: number; launchSd: number; seed: number } | null;
 }
+
+/** The launch-to-launch sd a surface with noise gets unless it says otherwise: an assumption (see above). */
+export const DEFAULT_LAUNCH_SD = 0.015;
 
 export const DEFAULT_SURFACE: PerfSurface = { nodeCost: 0.012, topkBest: 4, bumps: [], oom: null, noise: null };
 
@@ -87,7 +108,12 @@ export function parseSurface(raw: unknown): PerfSurface {
       };
     }),
     oom: raw.oom === undefined || raw.oom === null ? null : isObject(raw.oom) ? (only(raw.oom, ["treeNodes", "windowNoneFactor"], "oom"), { treeNodes: num(raw.oom.treeNodes, "oom.treeNodes", 1), windowNoneFactor: raw.oom.windowNoneFactor === undefined ? 1 : num(raw.oom.windowNoneFactor, "oom.windowNoneFactor", 0) }) : fail("oom must be an object or null"),
-    noise: raw.noise === undefined || raw.noise === null ? null : isObject(raw.noise) ? (only(raw.noise, ["sd", "seed"], "noise"), { sd: num(raw.noise.sd, "noise.sd", 0), seed: num(raw.noise.seed ?? 1, "noise.seed") }) : fail("noise must be an object or null"),
+    noise:
+      raw.noise === undefined || raw.noise === null
+        ? null
+        : isObject(raw.noise)
+          ? (only(raw.noise, ["sd", "launchSd", "seed"], "noise"), { sd: num(raw.noise.sd, "noise.sd", 0), launchSd: raw.noise.launchSd === undefined ? DEFAULT_LAUNCH_SD : num(raw.noise.launchSd, "noise.launchSd", 0), seed: num(raw.noise.seed ?? 1, "noise.seed") })
+          : fail("noise must be an object or null"),
   };
 }
 
@@ -114,23 +140,45 @@ export function outOfMemory(surface: PerfSurface, s: SpecSettings): boolean {
   return nodes >= surface.oom.treeNodes;
 }
 
-/** FNV-1a of a string, 32 bits. */
+/**
+ * FNV-1a of a string, 32 bits, then murmur3's finaliser: FNV-1a alone barely mixes the last
+ * characters, so keys that differ only there (a request's number, "a" and "b" below) gave
+ * correlated uniforms and normals off by 5 % in mean and sd.
+ */
 function hash(text: string): number {
   let h = 2166136261;
   for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 16777619);
-  return h >>> 0;
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
+}
+
+/** A standard normal by Box-Muller from two hashes of `key`: the same key, the same draw. */
+function normalOf(key: string): number {
+  const u1 = (hash(`${key}|a`) + 1) / 4294967297;
+  const u2 = hash(`${key}|b`) / 4294967296;
+  return Math.sqrt(-2 * Math.log(u1)) * Math.cos(2 * Math.PI * u2);
+}
+
+const settingsKey = (s: SpecSettings) => `${s.algorithm}|${s.budget}|${s.topk}|${s.window}|${s.compactCache}`;
+
+/**
+ * Pure: the step-time factor of request number `request` of launch `launch` of a server with
+ * these settings (1 without noise): 1 + sd * z, clamped so that a step never takes less than
+ * a fifth of its time. The launch is part of the key: another start of the same configuration
+ * draws other requests.
+ */
+export function requestNoise(surface: PerfSurface, s: SpecSettings, launch: number, request: number): number {
+  if (!surface.noise || surface.noise.sd === 0) return 1;
+  return Math.max(0.2, 1 + surface.noise.sd * normalOf(`${surface.noise.seed}|${settingsKey(s)}|${launch}|${request}`));
 }
 
 /**
- * Pure: the step-time factor of request number `request` of a server with these settings
- * (1 without noise): 1 + sd * z, z standard normal by Box-Muller from two hashes, clamped so
- * that a step never takes less than a fifth of its time.
+ * Pure: the step-time factor every request of launch number `launch` (its ordinal on the
+ * host) of a server with these settings shares (1 without noise): 1 + launchSd * z, clamped
+ * as a request's. Drawn apart from the requests' (its own key), so it is not one of them.
  */
-export function requestNoise(surface: PerfSurface, s: SpecSettings, request: number): number {
-  if (!surface.noise || surface.noise.sd === 0) return 1;
-  const key = `${surface.noise.seed}|${s.algorithm}|${s.budget}|${s.topk}|${s.window}|${s.compactCache}|${request}`;
-  const u1 = (hash(`${key}|a`) + 1) / 4294967297;
-  const u2 = hash(`${key}|b`) / 4294967296;
-  const z = Math.sqrt(-2 * Math.log(u1)) * Math.cos(2 * Math.PI * u2);
-  return Math.max(0.2, 1 + surface.noise.sd * z);
+export function launchOffset(surface: PerfSurface, s: SpecSettings, launch: number): number {
+  if (!surface.noise || surface.noise.launchSd === 0) return 1;
+  return Math.max(0.2, 1 + surface.noise.launchSd * normalOf(`${surface.noise.seed}|launch|${settingsKey(s)}|${launch}`));
 }

@@ -83,7 +83,7 @@ test("the cache trap: the old method's long-context TTFT is a prefix-cache hit; 
   assert.ok(oldTtft < prefillMs * 0.3, `old method: TTFT ${oldTtft.toFixed(0)} ms against a prefill of ${prefillMs.toFixed(0)} ms`);
   assert.ok(old.every((r) => (r.cachedTokens ?? 0) > 0.9 * r.promptTokens), "the server says those prompts came from its cache");
 
-  const r = await runBenchmark(ep(), benchmarkSchema.parse({ runs: 3, warmupRuns: 1, maxTokens: 16, shortPromptTokens: 128, longContextTokens: [ctx], concurrency: [], coding: false }), () => undefined, () => undefined);
+  const r = await runBenchmark(ep(), benchmarkSchema.parse({ runs: 3, warmupRuns: 1, maxTokens: 16, shortPromptTokens: 128, longContextTokens: [ctx], concurrency: [], coding: false }), () => undefined, () => undefined, "long-context");
   const long = r.long[0];
   const truth = timeToFirstToken(long.prompt_tokens, SPEC) * 1000;
   assert.ok(Math.abs(long.median_ttft_ms / truth - 1) <= 0.05, `today: median TTFT ${long.median_ttft_ms} ms vs a prefill of ${truth.toFixed(0)} ms`);
@@ -102,7 +102,7 @@ test("the acceptance trap: repeated text and post-EOS text read far above the gr
   const postEos = [await streamGenerate(ep(), `${documentOf(400, "eos")}\n\nAnswer briefly: which vessel is named first?`, { maxNewTokens: 400, ignoreEos: true })];
   assert.ok(accept(postEos) > truth * 1.2, `post-EOS: ${accept(postEos).toFixed(2)} vs ${truth}`);
 
-  const r = await runBenchmark(ep(), benchmarkSchema.parse({ runs: 3, warmupRuns: 0, maxTokens: 128, longContextTokens: [], concurrency: [], coding: false }), () => undefined, () => undefined);
+  const r = await runBenchmark(ep(), benchmarkSchema.parse({ runs: 3, warmupRuns: 0, maxTokens: 128, longContextTokens: [], concurrency: [], coding: false }), () => undefined, () => undefined, "accept-today");
   assert.ok(Math.abs(r.accept_length! / truth - 1) <= 0.05, `today: ${r.accept_length} vs ${truth}`);
   assert.match(r.accept_length_source, /spec_verify_ct/);
 });
@@ -124,7 +124,7 @@ test("the official OpenAI client sees the same chat stream as ours", async () =>
 test("a full benchmark: every phase's fields, 4 x level requests per concurrency level, raw records, coding passes", async () => {
   const settings = benchmarkSchema.parse({ runs: 2, warmupRuns: 1, maxTokens: 64, longContextTokens: [4096], concurrency: [1, 4], codingMaxTokens: 400 });
   const records: RawRecord[] = [];
-  const r = await runBenchmark(ep(), settings, () => undefined, (x) => records.push(x));
+  const r = await runBenchmark(ep(), settings, () => undefined, (x) => records.push(x), "full");
   assert.equal(r.format, 2);
   for (const p of [r.short, ...r.long, ...r.concurrency]) {
     for (const k of ["output_throughput", "decode_tokens_per_s", "median_ttft_ms", "median_tpot_ms", "median_itl_ms", "p99_itl_ms", "median_chunk_itl_ms", "median_e2e_latency_ms"] as const) assert.ok(p[k] > 0, `${p.phase} ${k}`);
@@ -144,7 +144,7 @@ test("a full benchmark: every phase's fields, 4 x level requests per concurrency
 test("a prompt that does not fit the context length is refused before anything is measured, naming the setting", async () => {
   const sent: RawRecord[] = [];
   await assert.rejects(
-    runBenchmark(ep(), benchmarkSchema.parse({ runs: 1, warmupRuns: 0, longContextTokens: [300_000], concurrency: [], coding: false }), () => undefined, (x) => sent.push(x)),
+    runBenchmark(ep(), benchmarkSchema.parse({ runs: 1, warmupRuns: 0, longContextTokens: [300_000], concurrency: [], coding: false }), () => undefined, (x) => sent.push(x), "too-long"),
     /benchmark\.longContextTokens: a prompt of 300000 tokens plus 256 output tokens \(benchmark\.maxTokens\) does not fit the server's context length of \d+ tokens/,
   );
   assert.equal(sent.length, 0);
@@ -170,7 +170,7 @@ test("a request that fails is recorded and retried; one that fails every attempt
   try {
     const records: RawRecord[] = [];
     const url = `http://127.0.0.1:${(proxy.address() as import("node:net").AddressInfo).port}`;
-    const r = await runBenchmark({ baseUrl: url, model: "m" }, benchmarkSchema.parse({ runs: 3, warmupRuns: 0, maxTokens: 16, longContextTokens: [], concurrency: [], coding: false }), () => undefined, (x) => records.push(x));
+    const r = await runBenchmark({ baseUrl: url, model: "m" }, benchmarkSchema.parse({ runs: 3, warmupRuns: 0, maxTokens: 16, longContextTokens: [], concurrency: [], coding: false }), () => undefined, (x) => records.push(x), "retries");
     assert.equal(r.short.completed, 3);
     assert.equal(r.short.failed, 0);
     const failures = records.filter((x) => !x.ok);
@@ -185,7 +185,7 @@ test("a request that fails is recorded and retried; one that fails every attempt
 test("corrupt output counts as coding failures", async () => {
   fs.writeFileSync(path.join(sb.dir, "faults.json"), JSON.stringify({ corruptOutput: true }));
   try {
-    const r = await runBenchmark(ep(), benchmarkSchema.parse({ runs: 1, warmupRuns: 0, maxTokens: 16, longContextTokens: [], concurrency: [1], codingMaxTokens: 300 }), () => undefined, () => undefined);
+    const r = await runBenchmark(ep(), benchmarkSchema.parse({ runs: 1, warmupRuns: 0, maxTokens: 16, longContextTokens: [], concurrency: [1], codingMaxTokens: 300 }), () => undefined, () => undefined, "coding-fails");
     assert.equal(r.coding!.passed, 0);
     assert.equal(r.coding!.extraction_failed + r.coding!.failed, 5);
   } finally {

@@ -34,7 +34,7 @@ test("aborting the benchmark's signal ends the request in flight and sends nothi
   const stop = new AbortController();
   try {
     const settings = benchmarkSchema.parse({ runs: 3, warmupRuns: 0, maxTokens: 64, longContextTokens: [], concurrency: [1], coding: false });
-    const run = runBenchmark({ baseUrl: `http://127.0.0.1:${port}`, model: "m", signal: stop.signal }, settings, () => undefined, () => undefined);
+    const run = runBenchmark({ baseUrl: `http://127.0.0.1:${port}`, model: "m", signal: stop.signal }, settings, () => undefined, () => undefined, "abort");
     while (requests === 0) await new Promise((r) => setTimeout(r, 20));
     const abortedAt = Date.now();
     stop.abort();

@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { SpecSettings, generationDecodeRate, perfAt } from "../../../simhost/sim/sglang/perf";
-import { DEFAULT_SURFACE, outOfMemory, parseSurface, requestNoise } from "../../../simhost/sim/sglang/surface";
+import { DEFAULT_LAUNCH_SD, DEFAULT_SURFACE, launchOffset, outOfMemory, parseSurface, requestNoise } from "../../../simhost/sim/sglang/surface";
 
 const tree = (budget: number, topk = 4, window: number | null = 2048): SpecSettings => ({ algorithm: "DDTREE", blockSize: 16, budget, topk, window, compactCache: window !== null, steps: 3 });
 const rate = (s: SpecSettings, surface = DEFAULT_SURFACE) => generationDecodeRate(s, 128, 128, 1, surface);
@@ -13,7 +13,8 @@ test("without an override the model is the one the other tests pin", () => {
   assert.deepEqual(parseSurface(undefined), DEFAULT_SURFACE);
   assert.deepEqual(parseSurface({}), DEFAULT_SURFACE);
   for (const s of [tree(4), tree(12), tree(32, 8, null)]) assert.deepEqual(perfAt(s, 512, 1, parseSurface({})), perfAt(s, 512));
-  assert.equal(requestNoise(DEFAULT_SURFACE, tree(8), 3), 1);
+  assert.equal(requestNoise(DEFAULT_SURFACE, tree(8), 0, 3), 1);
+  assert.equal(launchOffset(DEFAULT_SURFACE, tree(8), 2), 1, "no noise section: no launch offset either (a deterministic surface stays so)");
   assert.equal(outOfMemory(DEFAULT_SURFACE, tree(32, 8, null)), false);
 });
 
@@ -57,10 +58,11 @@ test("the out-of-memory region: trees of budget x topk from the limit on, a miss
 
 test("measurement noise is seeded: the same request draws the same factor, requests differ, the mean stays 1", () => {
   const surface = parseSurface({ noise: { sd: 0.03, seed: 7 } });
-  const draws = Array.from({ length: 2000 }, (_, i) => requestNoise(surface, tree(8), i));
-  assert.equal(requestNoise(surface, tree(8), 5), draws[5]);
+  const draws = Array.from({ length: 2000 }, (_, i) => requestNoise(surface, tree(8), 0, i));
+  assert.equal(requestNoise(surface, tree(8), 0, 5), draws[5]);
   assert.notEqual(draws[0], draws[1]);
-  assert.notEqual(requestNoise(parseSurface({ noise: { sd: 0.03, seed: 8 } }), tree(8), 5), draws[5], "another seed");
+  assert.notEqual(requestNoise(parseSurface({ noise: { sd: 0.03, seed: 8 } }), tree(8), 0, 5), draws[5], "another seed");
+  assert.notEqual(requestNoise(surface, tree(8), 1, 5), draws[5], "another launch of the same configuration draws other requests");
   const mean = draws.reduce((s, x) => s + x, 0) / draws.length;
   const sd = Math.sqrt(draws.reduce((s, x) => s + (x - mean) ** 2, 0) / draws.length);
   assert.ok(Math.abs(mean - 1) < 0.003, `mean ${mean}`);
@@ -72,5 +74,54 @@ test("a bad override is refused, naming the key", () => {
   assert.throws(() => parseSurface({ bumps: [{ height: 0.1, budget: 8 }] }), /surface: bumps\[0\].topk must be a number >= 1, got undefined/);
   assert.throws(() => parseSurface({ oom: { treeNodes: "many" } }), /surface: oom.treeNodes must be a number >= 1, got "many"/);
   assert.throws(() => parseSurface({ noise: { sd: -1 } }), /surface: noise.sd must be a number >= 0, got -1/);
+  assert.throws(() => parseSurface({ noise: { sd: 0.02, launchsd: 0.01 } }), /surface: noise has unknown key\(s\) launchsd \(known: sd, launchSd, seed\)/);
+  assert.throws(() => parseSurface({ noise: { sd: 0.02, launchSd: -0.01 } }), /surface: noise.launchSd must be a number >= 0, got -0.01/);
   assert.throws(() => parseSurface([]), /surface: must be an object/);
+});
+
+test("a surface with noise gets the documented launch-to-launch sd unless it sets one; 0 turns it off", () => {
+  assert.equal(DEFAULT_LAUNCH_SD, 0.015);
+  assert.equal(parseSurface({ noise: { sd: 0.03, seed: 7 } }).noise?.launchSd, 0.015);
+  assert.equal(parseSurface({ noise: { sd: 0.03, launchSd: 0.02, seed: 7 } }).noise?.launchSd, 0.02);
+  const off = parseSurface({ noise: { sd: 0.03, launchSd: 0, seed: 7 } });
+  assert.deepEqual([0, 1, 2].map((l) => launchOffset(off, tree(8), l)), [1, 1, 1]);
+});
+
+test("the launch offset is one draw per launch: reproducible from the seed, another for another launch, seed or configuration", () => {
+  const surface = parseSurface({ noise: { sd: 0.03, launchSd: 0.02, seed: 7 } });
+  const offsets = Array.from({ length: 8 }, (_, l) => launchOffset(surface, tree(8), l));
+  assert.deepEqual(offsets, Array.from({ length: 8 }, (_, l) => launchOffset(parseSurface({ noise: { sd: 0.03, launchSd: 0.02, seed: 7 } }), tree(8), l)), "the same seed, the same offsets");
+  assert.equal(new Set(offsets).size, offsets.length, "every launch draws its own");
+  assert.notEqual(launchOffset(parseSurface({ noise: { sd: 0.03, launchSd: 0.02, seed: 8 } }), tree(8), 0), offsets[0], "another seed");
+  assert.notEqual(launchOffset(surface, tree(12), 0), offsets[0], "another configuration");
+  // Its own draw, not one of the requests' (the same z would tie a launch to its first request).
+  assert.notEqual((offsets[0] - 1) / 0.02, (requestNoise(surface, tree(8), 0, 0) - 1) / 0.03);
+});
+
+test("over many launches the offset has the configured sd and mean 1", () => {
+  const surface = parseSurface({ noise: { sd: 0.03, launchSd: 0.015, seed: 11 } });
+  // 4000 launches over four configurations: the sd of a sample of 4000 is within 3 % of the
+  // true one about 99.9 % of the time; this seed's draws are fixed, so the bound cannot flake.
+  const draws = [tree(4), tree(8), tree(16, 8), tree(32, 2, null)].flatMap((s) => Array.from({ length: 1000 }, (_, l) => launchOffset(surface, s, l)));
+  const mean = draws.reduce((a, x) => a + x, 0) / draws.length;
+  const sd = Math.sqrt(draws.reduce((a, x) => a + (x - mean) ** 2, 0) / (draws.length - 1));
+  assert.ok(Math.abs(mean - 1) < 0.001, `mean ${mean}`);
+  assert.ok(Math.abs(sd / 0.015 - 1) < 0.05, `sd ${sd}`);
+});
+
+test("repeated passes on one server average to its launch's offset, not to 1: only another launch draws another", () => {
+  const surface = parseSurface({ noise: { sd: 0.03, launchSd: 0.02, seed: 7 } });
+  // The step-time factor of each request, as the server applies it (generation.ts run).
+  const served = (launch: number, requests: number) => Array.from({ length: requests }, (_, i) => requestNoise(surface, tree(8), launch, i) * launchOffset(surface, tree(8), launch));
+  const mean = (xs: number[]) => xs.reduce((a, x) => a + x, 0) / xs.length;
+  // The first launch whose offset is well away from 1 (deterministic for this seed).
+  const launch = Array.from({ length: 50 }, (_, l) => l).find((l) => Math.abs(launchOffset(surface, tree(8), l) - 1) > 0.025)!;
+  const offset = launchOffset(surface, tree(8), launch);
+  // 4000 requests: their noise averages to within 0.0015 of 1 (3 sd of the mean), the offset stays.
+  const many = mean(served(launch, 4000));
+  assert.ok(Math.abs(many - offset) < 0.0015, `launch ${launch}: mean ${many}, offset ${offset}`);
+  assert.ok(Math.abs(many - 1) > 0.02, `launch ${launch}: the mean ${many} keeps the offset`);
+  // Over many launches the offsets themselves average out.
+  const launches = Array.from({ length: 2000 }, (_, l) => launchOffset(surface, tree(8), l));
+  assert.ok(Math.abs(mean(launches) - 1) < 0.0015, `mean over launches ${mean(launches)}`);
 });
