@@ -10,7 +10,7 @@ import * as path from "node:path";
 import { REPO_ROOT } from "../lib/pulumi-env";
 import { inProjectFolder, listOf, oneOf, option, parseCommandOrExit, positiveInteger, positiveNumber, text } from "../lib/cli";
 import { GridPoint, gridPoints } from "../components/sweep/adaptive/space";
-import { drawPass, replay, ReplayCosts, ReplayEntry } from "../components/sweep/adaptive/replay";
+import { drawLaunchOffset, drawPass, replay, ReplayCosts, ReplayEntry } from "../components/sweep/adaptive/replay";
 import { prng } from "../lib/prng";
 import { conclude, DEFAULT_STRATEGY, LaunchRecord, Objective, StrategyOptions } from "../components/sweep/adaptive/strategy";
 import { renderAdaptiveMarkdown, renderAdaptiveSvg } from "../components/sweep/adaptive/report";
@@ -87,10 +87,11 @@ function fullGridHits(points: GridPoint[], table: Record<string, ReplayEntry>, c
   let smoothed = 0;
   for (let seed = options["first-seed"]; seed < options["first-seed"] + options.seeds; seed++) {
     const rand = prng(seed * 7919 + 17);
+    const launchRand = prng(seed * 104729 + 31);
     const records: LaunchRecord[] = points.map((p) => {
       const e = table[p.name];
       if (e.failure) return { point: p.name, host: "h1", launchSeconds: e.launchSeconds, failure: e.failure, passes: [] };
-      const figures = drawPass(rand, e, "full", costs);
+      const figures = drawPass(rand, e, "full", costs, drawLaunchOffset(launchRand, e));
       return { point: p.name, host: "h1", launchSeconds: e.launchSeconds, passes: [{ kind: "full", figures, heldSeconds: figures.benchmarkSeconds }] };
     });
     const value = (r: LaunchRecord) => (objective.kind === "short" ? r.passes[0].figures.short.median : objective.kind === "long" ? r.passes[0].figures.long!.median : (1 - objective.longWeight) * r.passes[0].figures.short.median + objective.longWeight * r.passes[0].figures.long!.median);
@@ -245,7 +246,7 @@ function main(): void {
       `GPU time, as the stacks' outputs hold it: a launch is its restart timings (drain, stop, GPU release, load to serving), a pass its benchmark's duration. The engine's own time (planning, SSH, the steps' checks: on this loaded 2-core machine ${median(startedOf(full.records).map((r) => (r.wallSeconds ?? 0) - r.launchSeconds - r.passes[0].heldSeconds)).toFixed(0)} s per launching \`up\`) is not scaled with the rest; it is in the wall column.`,
       "",
       `Noise measured there: a request's decode rate spreads ${pct(noise.short)} (short context) and ${pct(noise.long)} (long) as a relative sd (median over the grid of range / d2 of six requests); the replay draws each configuration's requests around its recorded median with it. ` +
-        (noise.passToPass !== null ? `Repeated full passes on one server (the same requests each time; ${noise.repeated} configurations of the adaptive run) spread ${pct(noise.passToPass)} pass to pass, where the replay's draws spread a 6-request median by about ${pct(1.25 * noise.short / Math.sqrt(6))}: the replay is the noisier of the two.` : ""),
+        (noise.passToPass !== null ? `Repeated full passes on one server (the same prompts each time, as the benchmark sent them then; ${noise.repeated} configurations of the adaptive run) spread ${pct(noise.passToPass)} pass to pass, where the replay's draws spread a 6-request median by about ${pct(1.25 * noise.short / Math.sqrt(6))}: the replay is the noisier of the two.` : ""),
       "",
       `Measured / model short-context decode rate over the grid: median ${median(ratios).toFixed(3)} (min ${Math.min(...ratios).toFixed(3)}, max ${Math.max(...ratios).toFixed(3)}); the full grid's fastest measured: ${measuredBest.name} (${table[measuredBest.name].short.mean}), the model's: ${best[0]} (${best[1].toFixed(1)}).`,
       "",
