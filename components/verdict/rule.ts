@@ -149,7 +149,7 @@ export interface CredibleSet<K> {
  * the tolerance of the draw's best first, until the set holds one in at least `confidence` of
  * the draws, or the next would add less than 2 % to that chance. One member: a best; more: a tie it cannot separate.
  */
-export function credibleSet<K>(beliefs: readonly Belief<K>[], s: { tolerance: number; confidence: number }, rand: () => number, draws = 400): CredibleSet<K> {
+export function credibleSet<K>(beliefs: readonly Belief<K>[], s: { tolerance: number; confidence: number; maxSize?: number }, rand: () => number, draws = 400): CredibleSet<K> {
   const members = beliefs.filter((b) => b.member);
   if (members.length === 0) return { keys: [], chance: 0, each: new Map() };
   const z = () => Math.sqrt(-2 * Math.log(rand() || 1e-12)) * Math.cos(2 * Math.PI * rand());
@@ -168,7 +168,7 @@ export function credibleSet<K>(beliefs: readonly Belief<K>[], s: { tolerance: nu
     const next = good.filter((g) => [...chosen, i].some((c) => g[c])).length / draws;
     // A member that adds (almost) nothing is not a tie: what the set lacks is elsewhere (a
     // configuration not launched may be better), and the chance says so.
-    if (chosen.length > 0 && next - chance < MIN_GAIN) break;
+    if (chosen.length > 0 && (next - chance < MIN_GAIN || chosen.length >= (s.maxSize ?? Infinity))) break;
     chosen.push(i);
     chance = next;
     if (chance >= s.confidence) break;

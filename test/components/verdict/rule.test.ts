@@ -2,7 +2,8 @@
 // interval beyond the threshold, rankings that tie what they cannot separate; and its settings.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { compare, estimate, normalQuantile, rank } from "../../../components/verdict/rule";
+import { compare, credibleSet, estimate, normalQuantile, rank } from "../../../components/verdict/rule";
+import { prng } from "../../../lib/prng";
 import { DEFAULT_VERDICT, verdictSchema } from "../../../components/verdict/schema";
 
 const launch = (value: number, requestSd = 0.04, requests = 3) => ({ value, requests, requestSd });
@@ -47,4 +48,22 @@ test("the rule's settings: defaults in one schema, unknown keys and bad values r
   assert.equal(message({ confidence: 1 }), "verdict.confidence must be a number above 0.5 and below 1 (0.95: 95 %)");
   assert.equal(message({ threshold: -0.1 }), "verdict.threshold must be a number from 0 to 0.5 (0.005: 0.5 %)");
   assert.equal(message({ maxAgeDays: 0 }), "verdict.maxAgeDays must be a positive number of days");
+});
+
+test("the credible set: one clear best alone; near equals together, at most maxSize; a competitor not launched lowers the chance, never joins", () => {
+  const m = (key: string, mean: number, sd = 2) => ({ key, mean, sd, exists: 1, member: true });
+  const s = { tolerance: 0.01, confidence: 0.95 };
+  const clear = credibleSet([m("a", 200), m("b", 150), m("c", 140)], s, prng(1));
+  assert.deepEqual(clear.keys, ["a"]);
+  assert.ok(clear.chance > 0.99, String(clear.chance));
+  const near = credibleSet([m("a", 200, 3), m("b", 199.5, 3), m("c", 199, 3), m("d", 198.5, 3), m("e", 150)], s, prng(1));
+  assert.ok(near.keys.length >= 3 && !near.keys.includes("e"), near.keys.join(","));
+  const capped = credibleSet([m("a", 200, 3), m("b", 199.5, 3), m("c", 199, 3), m("d", 198.5, 3)], { ...s, maxSize: 2 }, prng(1));
+  assert.equal(capped.keys.length, 2);
+  assert.ok(capped.chance < 0.95, `a capped set says it is less sure: ${capped.chance}`);
+  // A configuration not launched may be faster: it competes for the chance, and is never in the answer.
+  const unknown = credibleSet([m("a", 200), { key: "x", mean: 200, sd: 20, exists: 1, member: false }], s, prng(1));
+  assert.deepEqual(unknown.keys, ["a"]);
+  assert.ok(unknown.chance < 0.8, String(unknown.chance));
+  assert.deepEqual(credibleSet([m("a", 200), m("b", 150)], s, prng(7)), credibleSet([m("a", 200), m("b", 150)], s, prng(7)), "seeded: the same draws, the same set");
 });
