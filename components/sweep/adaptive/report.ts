@@ -60,7 +60,7 @@ export function renderAdaptiveMarkdown(r: AdaptiveReport): string {
   if (c.chosen && c.tied.length <= 1) {
     lines.push(
       `**Best: ${c.chosen.point.name}**, ${c.chosen.value.toFixed(1)} tok/s (±${c.chosen.se.toFixed(1)}, ${c.chosen.launches} launch${c.chosen.launches > 1 ? "es" : ""}, ${c.chosen.requests} requests). ` +
-        `Chance that it is within ${tol} of the best configuration, launched or not: ${(c.confidence * 100).toFixed(1)} % (from the measurements, their launch-to-launch prior and the surrogate; the true best is known only in simulation).` +
+        `Chance that it is within ${tol} of the best configuration, launched or not: ${(c.confidence * 100).toFixed(1)} % (from the measurements, their launch-to-launch prior and the surrogate, calibrated on generated surfaces of the simulator: calibration.ts; the true best is known only in simulation).` +
         (c.withinNoise.length ? ` Within noise of it: ${c.withinNoise.join(", ")}.` : ""),
     );
   } else if (c.chosen) {

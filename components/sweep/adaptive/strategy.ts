@@ -25,6 +25,7 @@ import { GridPoint, needsAtLeast } from "./space";
 import { normalCdf, Observation, surrogate } from "./surrogate";
 import { prng } from "../../../lib/prng";
 import { Belief, credibleSet, estimate, LaunchMeasure } from "../../verdict/rule";
+import { calibrate, CALIBRATION } from "./calibration";
 
 /** A phase's single-stream decode rate as a benchmark output gives it (compare.ts DecodeRate). */
 export interface PhaseFigure {
@@ -463,8 +464,10 @@ export interface Conclusion {
    * highest estimate first (`chosen` included): a tie.
    */
   tied: string[];
-  /** The chance that the answer holds a configuration within the tolerance of the true best (see answerChance). */
+  /** The chance that the answer holds a configuration within the tolerance of the true best, calibrated (calibration.ts). */
   confidence: number;
+  /** The same chance as the answer's draws give it, before calibration. */
+  chance: number;
   /** Launched configurations within noise of the chosen one (two standard errors). */
   withinNoise: string[];
   ruledOut: Map<string, string>;
@@ -498,7 +501,7 @@ export function conclude(points: GridPoint[], records: LaunchRecord[], o: Strate
   const { ruledOut: out, open } = assess(points, records, [], o);
   const { measured, eligible, tied, chance } = answerOf(points, records, o, open);
   const chosen = eligible.find((m) => m.point.name === tied[0]);
-  if (!chosen) return { tied: [], confidence: 0, withinNoise: [], ruledOut: out, measured };
+  if (!chosen) return { tied: [], confidence: 0, chance: 0, withinNoise: [], ruledOut: out, measured };
   const withinNoise = measured.filter((m) => m !== chosen && m.codingPassed !== false && Math.abs(m.value - chosen.value) < 2 * Math.hypot(m.se, chosen.se)).map((m) => m.point.name);
-  return { chosen, tied, confidence: chance, withinNoise, ruledOut: out, measured };
+  return { chosen, tied, confidence: calibrate(chance, CALIBRATION), chance, withinNoise, ruledOut: out, measured };
 }
