@@ -11,7 +11,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { REPO_ROOT } from "../lib/pulumi-env";
-import { prng } from "../lib/prng";
+import { normal, prng } from "../lib/prng";
 import { listOf, option, parseCommandOrExit, positiveInteger, positiveNumber } from "../lib/cli";
 import { choose } from "../components/verdict/choose";
 import { figuresOf } from "../components/benchmark/compare";
@@ -62,10 +62,6 @@ const LAUNCH_S = 420;
 const FULL_PASS_S = 18;
 const gpuSeconds = (size: { runs: number; launches: number }) => size.launches * (LAUNCH_S + (FULL_PASS_S * size.runs) / DEFAULT_RUNS);
 
-/** A standard normal draw (Box-Muller). */
-function gauss(rand: () => number): number {
-  return Math.sqrt(-2 * Math.log(1 - rand())) * Math.cos(2 * Math.PI * rand());
-}
 
 const SETTINGS_HASHES = { benchmark: "6afe5e8f6155", benchmarkCode: "00fecfdfc67e" };
 const DEPLOYED = { "model.contextLength": null, "model.extraArgs": [], "model.memFractionStatic": null, "model.quantization": null, "service.environment": "none", nodes: 0, sglangBuild: "ddtree-fork" };
@@ -84,8 +80,8 @@ const T0 = Date.parse("2026-12-01T00:00:00.000Z");
 
 /** One launch's short phase as the benchmark reports it: median, min and max of its requests' decode rates. */
 function launchResult(rand: () => number, truth: number, offsetSd: number, runs: number) {
-  const launch = truth * (1 + offsetSd * gauss(rand));
-  const rates = Array.from({ length: runs }, () => launch * (1 + REQUEST_SD * gauss(rand))).sort((x, y) => x - y);
+  const launch = truth * (1 + offsetSd * normal(rand));
+  const rates = Array.from({ length: runs }, () => launch * (1 + REQUEST_SD * normal(rand))).sort((x, y) => x - y);
   const median = runs % 2 ? rates[(runs - 1) / 2] : (rates[runs / 2 - 1] + rates[runs / 2]) / 2;
   const base = resultOf({ decode: median, on: { mainPid: pid++ } });
   return { ...base, short: { ...phase("short", { decode: median, requests: runs }), decode_tokens_per_s_min: rates[0], decode_tokens_per_s_max: rates[runs - 1] } };

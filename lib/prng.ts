@@ -11,3 +11,8 @@ export function prng(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+/** A standard normal draw from `rand` (Box-Muller; two uniforms per draw): the one the replays, the rule's draws and the generated surfaces share. */
+export function normal(rand: () => number): number {
+  return Math.sqrt(-2 * Math.log(rand() || 1e-12)) * Math.cos(2 * Math.PI * rand());
+}

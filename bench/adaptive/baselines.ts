@@ -10,7 +10,7 @@
 // the chosen configuration and every candidate it cannot tell from it (chosen first).
 import type { GridPoint } from "../../components/sweep/adaptive/space";
 import type { Policy } from "../../components/sweep/adaptive/replay";
-import { LaunchRecord, pooledNoise, ruledOut, spentSeconds } from "../../components/sweep/adaptive/strategy";
+import { launchValue, LaunchRecord, pooledNoise, ruledOut, spentSeconds } from "../../components/sweep/adaptive/strategy";
 import { estimate, LaunchMeasure, rank, RuleSettings } from "../../components/verdict/rule";
 import { prng } from "../../lib/prng";
 import { mix } from "../campaign/plan";
@@ -35,18 +35,13 @@ export const TIE_RULE: RuleSettings = { threshold: 0.01, confidence: 0.95, launc
 
 const SHORT = { kind: "short", longWeight: 0 } as const;
 
-/** Pure: a launch's measured value: the mean of its passes' short-context medians, and their requests. */
-function launchValue(r: LaunchRecord): { value: number; requests: number } | undefined {
-  if (r.failure || r.passes.length === 0) return undefined;
-  return { value: r.passes.reduce((s, p) => s + p.figures.short.median, 0) / r.passes.length, requests: r.passes.reduce((s, p) => s + p.figures.short.requests, 0) };
-}
 
 /** Pure: per configuration that worked, its launches' measures (for the rule) and their mean. */
 function measures(records: LaunchRecord[]): Map<string, { launches: LaunchMeasure[]; mean: number }> {
   const requestSd = pooledNoise(records, SHORT);
   const out = new Map<string, { launches: LaunchMeasure[]; mean: number }>();
   for (const r of records) {
-    const v = launchValue(r);
+    const v = launchValue(r, SHORT);
     if (!v || !(v.value > 0)) continue;
     const m = out.get(r.point) ?? { launches: [], mean: 0 };
     m.launches.push({ value: v.value, requests: v.requests, requestSd });

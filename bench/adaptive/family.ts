@@ -43,7 +43,7 @@
 // Labels are read from the finished surface where they can be (several peaks, plateau, where
 // the optimum lies, an isolated peak being the best by more than the 1 % tolerance), so that a
 // feature drawn but then hidden (by OOM, by another peak) is not counted.
-import { prng } from "../../lib/prng";
+import { normal, prng } from "../../lib/prng";
 import { mix } from "../campaign/plan";
 import type { GridPoint } from "../../components/sweep/adaptive/space";
 import type { ReplayEntry } from "../../components/sweep/adaptive/replay";
@@ -96,9 +96,6 @@ const scale = (a: Vec, k: number): Vec => [a[0] * k, a[1] * k, a[2] * k];
 const unit = (a: Vec): Vec => scale(a, 1 / Math.hypot(...a));
 const cross = (a: Vec, b: Vec): Vec => [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]];
 
-function gaussian(rand: () => number): number {
-  return Math.sqrt(-2 * Math.log(rand() || 1e-12)) * Math.cos(2 * Math.PI * rand());
-}
 
 const uniform = (rand: () => number, lo: number, hi: number) => lo + (hi - lo) * rand();
 const logUniform = (rand: () => number, lo: number, hi: number) => Math.exp(uniform(rand, Math.log(lo), Math.log(hi)));
@@ -112,8 +109,8 @@ interface Shape {
 const distance = (s: Shape, x: Vec) => Math.hypot(...s.basis.map((e, i) => dot(sub(x, s.centre), e) / s.widths[i]));
 
 function randomBasis(rand: () => number): [Vec, Vec, Vec] {
-  const a = unit([gaussian(rand), gaussian(rand), gaussian(rand)]);
-  let b: Vec = [gaussian(rand), gaussian(rand), gaussian(rand)];
+  const a = unit([normal(rand), normal(rand), normal(rand)]);
+  let b: Vec = [normal(rand), normal(rand), normal(rand)];
   b = unit(sub(b, scale(a, dot(a, b))));
   return [a, b, cross(a, b)];
 }

@@ -13,6 +13,7 @@
 // is better than another only when the whole interval lies beyond the noise threshold (a
 // difference smaller than the threshold is no difference: hyperfine and criterion.rs report
 // "no change" there); anything else is a tie, never a winner by a hair.
+import { normal } from "../../lib/prng";
 
 /** The rule's settings; every verdict says which it used. */
 export interface RuleSettings {
@@ -152,7 +153,7 @@ export interface CredibleSet<K> {
 export function credibleSet<K>(beliefs: readonly Belief<K>[], s: { tolerance: number; confidence: number; maxSize?: number }, rand: () => number, draws = 400): CredibleSet<K> {
   const members = beliefs.filter((b) => b.member);
   if (members.length === 0) return { keys: [], chance: 0, each: new Map() };
-  const z = () => Math.sqrt(-2 * Math.log(rand() || 1e-12)) * Math.cos(2 * Math.PI * rand());
+  const z = () => normal(rand);
   // Per draw: which members are within the tolerance of the draw's best.
   const good: boolean[][] = [];
   for (let d = 0; d < draws; d++) {

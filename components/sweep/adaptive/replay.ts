@@ -8,7 +8,7 @@
 // run in parallel, as the real sweep's workers do: a host that is free asks for the next
 // launch with what has finished by then. The strategy's decisions see only the passes'
 // figures, as in the real sweep.
-import { prng } from "../../../lib/prng";
+import { normal, prng } from "../../../lib/prng";
 import { GridPoint } from "./space";
 import { conclude, Conclusion, decide, firstPass, LaunchRecord, nextPass, PassFigures, PassKind, spentSeconds, StrategyOptions } from "./strategy";
 
@@ -51,13 +51,8 @@ export interface ReplayOutcome {
   why: string;
 }
 
-function gaussian(rand: () => number): number {
-  const u1 = rand() || 1e-12;
-  return Math.sqrt(-2 * Math.log(u1)) * Math.cos(2 * Math.PI * rand());
-}
-
 function phase(rand: () => number, m: { mean: number; sd: number }, n: number) {
-  const draws = Array.from({ length: n }, () => m.mean * (1 + m.sd * gaussian(rand))).sort((a, b) => a - b);
+  const draws = Array.from({ length: n }, () => m.mean * (1 + m.sd * normal(rand))).sort((a, b) => a - b);
   const median = n % 2 ? draws[(n - 1) / 2] : (draws[n / 2 - 1] + draws[n / 2]) / 2;
   const r = (x: number) => Math.round(x * 100) / 100;
   return { median: r(median), min: r(draws[0]), max: r(draws[n - 1]), requests: n };
@@ -69,7 +64,7 @@ function phase(rand: () => number, m: { mean: number; sd: number }, n: number) {
  */
 export function drawLaunchOffset(rand: () => number, e: ReplayEntry): number {
   if (!e.launchSd) return 1;
-  return Math.max(0.2, 1 + e.launchSd * gaussian(rand));
+  return Math.max(0.2, 1 + e.launchSd * normal(rand));
 }
 
 /**
