@@ -17,7 +17,7 @@
 // name) fails with "Identity file /dev/fd/3 not accessible: No such file or directory",
 // because ssh closes every inherited descriptor above 2 at start; stdin carries the script.
 // A temp file removed on every exit path cannot be removed on SIGKILL: that is the bug.
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -76,6 +76,10 @@ export async function openKeyAgent(privateKey: string): Promise<KeyAgent> {
   exitHooked = true;
   try {
     agentPid = await firstLine(watcher);
+    // As the multiplexing master does not, a connection never closed does not keep this
+    // process from ending (the exit hook then ends its agent).
+    watcher.unref();
+    for (const stream of [watcher.stdin, watcher.stdout, watcher.stderr]) (stream as unknown as { unref(): void }).unref();
     fs.writeFileSync(path.join(dir, AGENT_PID_FILE), `${agentPid}\n`, { mode: 0o600 });
     const env = { ...process.env, SSH_AUTH_SOCK: socket, SSH_ASKPASS_REQUIRE: "never" };
     const key = privateKey.endsWith("\n") ? privateKey : `${privateKey}\n`;
@@ -91,8 +95,13 @@ export async function openKeyAgent(privateKey: string): Promise<KeyAgent> {
   }
 }
 
+/** At exit, connections never closed: their multiplexing masters told to exit (they would persist idle), their agents ended. */
 function closeAll(): void {
-  for (const agent of [...live]) agent.close();
+  for (const agent of [...live]) {
+    const control = path.join(agent.dir, CONTROL_SOCKET);
+    if (fs.existsSync(control)) spawnSync("ssh", ["-o", `ControlPath=${control}`, "-O", "exit", HOST_ALIAS], { stdio: "ignore", timeout: 5000 });
+    agent.close();
+  }
 }
 
 /** The agent's PID, which the watch command prints once the agent listens (ssh-agent binds before it forks). */
