@@ -1,7 +1,7 @@
 // The stack's private key on the operator's machine: it is held by an ssh-agent this process
-// starts for one connection, and never written to a file. The engine ends a provider process
-// without letting it clean up (close() never runs), so whatever a connection leaves must be
-// harmless or go away by itself:
+// starts for one connection, and never written to a file. A provider process can end without
+// cleaning up (the engine ends it, or it is killed: close() never runs), so whatever a
+// connection leaves must be harmless or go away by itself:
 // - the key goes to the agent on ssh-add's stdin (`ssh-add -`), and ssh signs through the
 //   agent's socket (`IdentityAgent`), finding the key by its public half (`-i id.pub`);
 // - the agent runs in ssh-agent's command mode, whose agent exits (removing its socket) once
@@ -65,8 +65,9 @@ export async function openKeyAgent(privateKey: string): Promise<KeyAgent> {
     socket,
     publicKeyFile: path.join(dir, "id.pub"),
     close: () => {
-      live.delete(agent);
-      if (agentPid !== undefined) signalIfAlive(agentPid, "SIGTERM");
+      if (!live.delete(agent)) return;
+      // The agent is the watcher's child: while the watcher runs, its PID is not anyone else's.
+      if (agentPid !== undefined && watcher.exitCode === null && watcher.signalCode === null) signalIfAlive(agentPid, "SIGTERM");
       watcher.stdin.destroy();
       fs.rmSync(dir, { recursive: true, force: true });
     },
