@@ -1,13 +1,14 @@
 // SSH to a GPU host with the system's OpenSSH client: the host key is pinned (checked
 // before anything runs), one multiplexed connection serves every poll of a step, and the
-// private key lives only in a 0700 temp folder for the duration of the step. Every command
-// runs as root: as the SSH user, or through sudo (become.ts: the connection's `become`).
+// private key is held by an ssh-agent of the connection's own, never in a file (key-agent.ts:
+// why, and what a killed process leaves). Every command runs as root: as the SSH user, or
+// through sudo (become.ts: the connection's `become`).
 import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as net from "node:net";
-import * as os from "node:os";
 import * as path from "node:path";
 import { asSshUser, Become, sudoRefusal, sudoRefusedMessage } from "../become";
+import { CONTROL_SOCKET, HOST_ALIAS, KeyAgent, openKeyAgent } from "./key-agent";
 
 export interface Connection {
   host: string;
@@ -25,22 +26,17 @@ export interface RunResult {
   stderr: string;
 }
 
-const HOST_ALIAS = "dflash-target";
-
 export class Ssh {
   private constructor(
     readonly conn: Connection,
-    private readonly dir: string,
+    private readonly agent: KeyAgent,
   ) {}
 
-  /** The key files of a connection in a fresh 0700 folder. */
-  private static prepare(conn: Connection): Ssh {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-ssh-"));
-    fs.chmodSync(dir, 0o700);
-    const key = conn.privateKey.endsWith("\n") ? conn.privateKey : `${conn.privateKey}\n`;
-    fs.writeFileSync(path.join(dir, "id"), key, { mode: 0o600 });
-    fs.writeFileSync(path.join(dir, "known_hosts"), `${HOST_ALIAS} ${conn.hostKey.trim()}\n`, { mode: 0o600 });
-    return new Ssh(conn, dir);
+  /** The connection's agent holding its key, and the pinned host key beside it. */
+  private static async prepare(conn: Connection): Promise<Ssh> {
+    const agent = await openKeyAgent(conn.privateKey);
+    fs.writeFileSync(path.join(agent.dir, "known_hosts"), `${HOST_ALIAS} ${conn.hostKey.trim()}\n`, { mode: 0o600 });
+    return new Ssh(conn, agent);
   }
 
   /** What went wrong with a connection that did not get as far as running anything. */
@@ -58,7 +54,7 @@ export class Ssh {
    * until then, `onRetry` told once; a host key or a key the host refuses never is.
    */
   static async open(conn: Connection, opts: { retryMs?: number; onRetry?: (why: string) => void } = {}): Promise<Ssh> {
-    const ssh = Ssh.prepare(conn);
+    const ssh = await Ssh.prepare(conn);
     const until = Date.now() + (opts.retryMs ?? 0);
     let told = false;
     for (;;) {
@@ -84,28 +80,29 @@ export class Ssh {
    * throw the same way.
    */
   static async once(conn: Connection, script: string, timeoutMs = 30_000): Promise<RunResult> {
-    const ssh = Ssh.prepare(conn);
+    const ssh = await Ssh.prepare(conn);
     try {
       const r = await ssh.run(script, { timeoutMs, multiplex: false });
       if (r.code === 255) throw Ssh.refused(conn, r);
       return r;
     } finally {
-      fs.rmSync(ssh.dir, { recursive: true, force: true });
+      ssh.agent.close();
     }
   }
 
   /** Options only: every spawn puts "--" before the destination, so no value can be read as an option. */
   private baseArgs(multiplex = true): string[] {
     const mux = multiplex
-      ? ["-o", "ControlMaster=auto", "-o", `ControlPath=${path.join(this.dir, "cm")}`, "-o", "ControlPersist=300"]
+      ? ["-o", "ControlMaster=auto", "-o", `ControlPath=${path.join(this.agent.dir, CONTROL_SOCKET)}`, "-o", "ControlPersist=300"]
       : ["-o", "ControlMaster=no", "-o", "ControlPath=none"];
     return [
-      "-i", path.join(this.dir, "id"),
+      "-i", this.agent.publicKeyFile,
+      "-o", `IdentityAgent=${this.agent.socket}`,
       "-p", String(this.conn.port),
       "-o", "BatchMode=yes",
       "-o", "IdentitiesOnly=yes",
       "-o", "StrictHostKeyChecking=yes",
-      "-o", `UserKnownHostsFile=${path.join(this.dir, "known_hosts")}`,
+      "-o", `UserKnownHostsFile=${path.join(this.agent.dir, "known_hosts")}`,
       "-o", "GlobalKnownHostsFile=/dev/null",
       "-o", `HostKeyAlias=${HOST_ALIAS}`,
       "-o", "ConnectTimeout=10",
@@ -207,9 +204,7 @@ export class Ssh {
   }
 
   close(): void {
-    spawn("ssh", ["-o", `ControlPath=${path.join(this.dir, "cm")}`, "-O", "exit", HOST_ALIAS], { stdio: "ignore" }).on("close", () => {
-      fs.rmSync(this.dir, { recursive: true, force: true });
-    });
+    spawn("ssh", ["-o", `ControlPath=${path.join(this.agent.dir, CONTROL_SOCKET)}`, "-O", "exit", HOST_ALIAS], { stdio: "ignore" }).on("close", () => this.agent.close());
   }
 }
 
