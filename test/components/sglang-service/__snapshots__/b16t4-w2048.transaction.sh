@@ -47,20 +47,23 @@ in_flight() { case "$1" in null|"") echo "what was still in flight (SGLang logge
 # dies. A stack whose restart is still being proven (the note in $run/rollout) keeps the
 # others off the host until it is done or the note expires.
 lock() {
-  mkdir -p "$run"
-  exec 9>>"$run/host.lock"
-  local started shown=0 holder
+  run_dir || { echo "FAILED: could not make $run root's alone (0700) on $host; nothing was changed." >&2; exit 1; }
+  # Under umask 077: a lock file that anyone could open, anyone could take.
+  local mask started shown=0 holder foreign
+  mask=$(umask) && umask 077 && exec 9>>"$run/host.lock" && umask "$mask"
   started=$(now)
   while :; do
+    foreign=0
     if flock -n 9; then
       holder=$(rollout_holder)
       [ -z "$holder" ] && break
       flock -u 9
     else
-      holder=$(cat "$run/host.lock.note" 2>/dev/null || echo "another deployment")
+      holder=$(lock_holder) || foreign=1
     fi
     if past "$started" "$lock_wait"; then
-      echo "FAILED: $host is being reconfigured by $holder; waited $lock_wait s for it (safety.lockWaitSeconds). Nothing was changed. Re-run when it is done." >&2
+      if [ "$foreign" = 1 ]; then echo "FAILED: the deployment lock of $host is held by $holder; waited $lock_wait s for it (safety.lockWaitSeconds). Nothing was changed. It is not a deployment of this tool: end it (or ask whoever started it), then re-run." >&2
+      else echo "FAILED: $host is being reconfigured by $holder; waited $lock_wait s for it (safety.lockWaitSeconds). Nothing was changed. Re-run when it is done." >&2; fi
       exit 3
     fi
     if past "$started" "$shown"; then
@@ -69,10 +72,52 @@ lock() {
     fi
     sleep 1
   done
-  printf '%s\n' "$(whoami_note)" > "$run/host.lock.note"
+  # The note's second line names the process that holds the lock (this script), so that a
+  # waiter tells our holder from a process that is not ours (lock_holder).
+  umask 077 && printf '%s\npid %s\n' "$(whoami_note)" "$BASHPID" > "$run/host.lock.note"; umask "$mask"
   # The note names the holder while the lock is held; gone with it (a SIGKILLed holder's note
   # stays, but is read only while someone holds the lock, and the next holder replaces it).
   at_exit release_note
+}
+# The lock, its note and the rollout's note and claim are root's alone, a 0700 folder of 0600
+# files: anyone who can open the lock can take it, and so keep every deployment off the host or
+# hold up a rollback. Created so (umask 077); an older version's 0755 folder and 0644 files
+# (and any file in it another hand made) are put right here.
+run_dir() {
+  (umask 077; mkdir -p "$run") || return 1
+  if [ "$(stat -c %u "$run")" != 0 ] || [ -n "$(find "$run" -maxdepth 1 \( ! -user 0 -o -perm /077 \) -print -quit)" ]; then
+    chown -R 0:0 "$run" && chmod -R go= "$run"
+  fi
+}
+# The processes that hold $run/host.lock, lowest pid first: those with an open file of it
+# that has the flock (/proc/PID/fdinfo/FD lists a lock of the file description, which the
+# process that took it shares with the children it passed it to; /proc/locks names only the
+# flock(1) that took it, long gone).
+lock_holders() {
+  local ino f p
+  ino=$(stat -c %i "$run/host.lock" 2>/dev/null) || return 0
+  grep -lsE "^lock:[[:space:]]+[0-9]+: FLOCK .*:$ino " /proc/[0-9]*/fdinfo/* 2>/dev/null | while read -r f; do
+    p=${f#/proc/} p=${p%%/*}
+    [ "$(readlink "/proc/$p/fd/${f##*/}" 2>/dev/null)" = "$run/host.lock" ] && echo "$p"
+  done | sort -nu
+}
+# Who holds the host lock, for one that has to wait: the holder's own note (what it deploys)
+# when the process that wrote it holds the lock. Otherwise the lock is held by a process that
+# is not ours (or whose note is gone): named by its pid, user and command, and the function
+# fails. A note of an older version, which names no process, is taken when root holds the lock.
+lock_holder() {
+  local text="" pid="" holders p cmd
+  { IFS= read -r text; read -r _ pid; } 2>/dev/null < "$run/host.lock.note"
+  holders=$(lock_holders)
+  if [ -z "$holders" ]; then echo "${text:-another deployment}"; return 0; fi
+  if [ -n "$pid" ] && grep -qxF -- "$pid" <<< "$holders"; then echo "$text"; return 0; fi
+  # The first of them whose parent is not one of them: the one that took it (flock(1), not its command).
+  for p in $holders; do grep -qxF -- "$(awk '/^PPid:/ { print $2 }' "/proc/$p/status" 2>/dev/null)" <<< "$holders" || break; done
+  if [ -z "$pid" ] && [ -n "$text" ] && [ "$(stat -c %u "/proc/$p")" = 0 ]; then echo "$text"; return 0; fi
+  # Its command as text a message can carry: printable characters only, at most 200.
+  cmd=$(tr '\0\n' '  ' < "/proc/$p/cmdline" 2>/dev/null | tr -cd '[:print:]' | cut -c1-200)
+  echo "pid $p of user $(stat -c %U "/proc/$p" 2>/dev/null || echo unknown) (${cmd% }), which is not a dflash-sglang deployment"
+  return 1
 }
 release_note() { rm -f "$run/host.lock.note"; }
 # EXIT hooks, run in order (one trap: a second `trap ... EXIT` would replace the first).
@@ -106,13 +151,13 @@ rollout_holder() {
 }
 # Writes a claim on this stack's note until $1 (epoch), whole (rename).
 claim_until() {
-  echo "$1 $stack $unit" > "$run/rollout.due.$$" && mv -f "$run/rollout.due.$$" "$run/rollout.due"
+  (umask 077; echo "$1 $stack $unit" > "$run/rollout.due.$$") && mv -f "$run/rollout.due.$$" "$run/rollout.due"
 }
 # The note that keeps other stacks off while readiness proves this restart, and its first
 # claim (written first, each file whole).
 begin_rollout() {
   claim_until "$(( $(date +%s) + handover_s ))"
-  echo "$stack $unit $(( $(date +%s) + prove_s )) $(whoami_note)" > "$run/rollout.$$" && mv -f "$run/rollout.$$" "$run/rollout"
+  (umask 077; echo "$stack $unit $(( $(date +%s) + prove_s )) $(whoami_note)" > "$run/rollout.$$") && mv -f "$run/rollout.$$" "$run/rollout"
 }
 end_rollout() {
   local s u until
