@@ -386,6 +386,7 @@ lock() {
   # The note names the holder while the lock is held; gone with it (a SIGKILLed holder's note
   # stays, but is read only while someone holds the lock, and the next holder replaces it).
   at_exit release_note
+  sweep_secret_copies
 }
 ${LOCK_FUNCTIONS}
 release_note() { rm -f "$run/host.lock.note"; }
@@ -565,6 +566,35 @@ ${absent.length ? `  rm -f ${absent.map(q).join(" ")}` : "  :"}
 # What read_secrets left that was not installed (a restart that failed or changed nothing):
 # no copy of a secret stays behind.
 drop_new_secrets() { rm -f ${everySecret.map((p) => q(`${p}.dflash-new`)).join(" ")}; }
+# Copies of secrets that only a holder of the lock writes (read_secrets, the known-good's
+# save and restore), of any unit and any stack: whatever is there when the lock is taken, a
+# step that died without its EXIT hook left (SIGKILL, a power cut); this run wrote none yet.
+sweep_secret_copies() {
+  local f
+  for f in "$secrets_dir"/*.dflash-new "$secrets_dir"/*.dflash-tmp "$state_root"/*/last-good.secrets.dflash-tmp; do
+    [ -e "$f" ] || continue
+    rm -rf "$f" && say "removed $f, a copy of a secret that an interrupted step left" >&2
+  done
+}
+# The secret files of unit NAME that exist, the live ones and any copy of them, one a line.
+secret_files_of() {
+  local f c
+  for f in ${(["serverConfig", "curlHeaders", "env"] as const).map((k) => `"$secrets_dir/$1${secretPaths("X")[k].slice(`${SECRETS_DIR}/X`.length)}"`).join(" ")}; do
+    for c in "$f" "$f.dflash-new" "$f.dflash-tmp"; do [ ! -e "$c" ] || echo "$c"; done
+  done
+  [ ! -e "$state_root/$1/last-good.secrets" ] || echo "$state_root/$1/last-good.secrets"
+}
+# A removal's last check: no secret file of unit NAME is left (removed now if one is), or it fails naming them.
+no_secrets_left() {
+  local left f
+  left=$(secret_files_of "$1")
+  [ -z "$left" ] && return 0
+  while IFS= read -r f; do rm -rf "$f"; done <<< "$left"
+  left=$(secret_files_of "$1")
+  [ -z "$left" ] && return 0
+  echo "FAILED: could not remove the secret files of $1 on $host: $(paste -sd' ' <<< "$left"); remove them by hand." >&2
+  return 1
+}
 
 # The secret files the known-good configuration ran with, kept with its unit (a 0700 folder
 # of 0600 files): a rollback brings the whole configuration back, with its own secrets, not
@@ -847,7 +877,12 @@ remove)
     unit=$replaced.service live="\${live%/*}/$replaced.service" state="$state_root/$replaced" label="$replaced (stack $stack)"
     installed=$(hash_of "$live")
   fi
-  if [ -z "$installed" ]; then echo "\${unit%.service} is not installed on $host; nothing to remove"; exit 0; fi
+  if [ -z "$installed" ]; then
+    # Secret files without a unit: a first install cut between its secrets and its unit.
+    no_secrets_left "\${unit%.service}" || exit 1
+    echo "\${unit%.service} is not installed on $host; nothing to remove"
+    exit 0
+  fi
   # Owned by the stack its unit names (after a rollback that may be another stack's).
   owner=$(sed -n 's/^X-DFlash-Stack=//p' "$live")
   if [ "$owner" != "$stack" ]; then echo "\${unit%.service} on $host now runs another configuration (stack \${owner:-none}, unit \${installed:0:12}), not this stack's; left the host alone"; exit 0; fi
@@ -882,6 +917,7 @@ remove)
   drop_new_secrets
   rm -f "$state/group-failed"
   rm -rf "$state/last-good.service" "$state/last-good.json" "$state/last-good.secrets" "$state/rollbacks"
+  no_secrets_left "\${unit%.service}" || exit 1
   mark_removed
   rmdir ${q(SECRETS_DIR)} 2>/dev/null
   systemctl daemon-reload

@@ -277,6 +277,35 @@ test("a lock held by a process that is not ours is named by its pid, user and co
   }
 });
 
+// Issue 41, item 5: a step killed by SIGKILL (a power cut) never ran the EXIT hook that removes its copies.
+test("taking the lock removes the copies of secrets an interrupted step left, of any unit and any stack; the live files stay", () => {
+  const base = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-secrets-"));
+  try {
+    const body = `run=${base}/run secrets_dir=${base}/etc state_root=${base}/lib lock_wait=1; mkdir -p $secrets_dir $state_root/other/last-good.secrets.dflash-tmp; ` +
+      `touch $secrets_dir/other-unit.secrets.yaml.dflash-new $secrets_dir/sglang-k26.env.dflash-tmp $secrets_dir/sglang-k26.env $secrets_dir/other-unit.curl-headers; lock; ls -A $secrets_dir $state_root/other`;
+    const r = inBash(transaction, body);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, `${base}/etc:\nother-unit.curl-headers\nsglang-k26.env\n\n${base}/lib/other:\n`);
+    assert.match(r.stderr, /removed \S+\/etc\/other-unit\.secrets\.yaml\.dflash-new, a copy of a secret that an interrupted step left/);
+  } finally {
+    fs.rmSync(base, { recursive: true, force: true });
+  }
+});
+
+test("a removal's check: every secret file of the unit (live, copies, the known-good's) is removed, or it fails naming those it could not remove", () => {
+  const base = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-secrets-"));
+  try {
+    const setup = `secrets_dir=${base}/etc state_root=${base}/lib; mkdir -p $secrets_dir $state_root/u/last-good.secrets; touch $secrets_dir/u.env $secrets_dir/u.curl-headers.dflash-new $secrets_dir/u.x.env $secrets_dir/v.env`;
+    const removed = inBash(transaction, `${setup}; no_secrets_left u; echo "rc=$?"; ls -A $secrets_dir $state_root/u`);
+    assert.equal(removed.stdout, `rc=0\n${base}/etc:\nu.x.env\nv.env\n\n${base}/lib/u:\n`, "another unit's files (u.x is not u) stay");
+    const stuck = inBash(transaction, `${setup}; rm() { :; }; no_secrets_left u; echo "rc=$?"`);
+    assert.equal(stuck.stdout, "rc=1\n");
+    assert.equal(stuck.stderr, `FAILED: could not remove the secret files of u on 127.0.0.10: ${base}/etc/u.curl-headers.dflash-new ${base}/etc/u.env ${base}/lib/u/last-good.secrets; remove them by hand.\n`);
+  } finally {
+    fs.rmSync(base, { recursive: true, force: true });
+  }
+});
+
 // Check before you stop: a server of ours under another unit name holds the GPUs from GPU 0.
 test("another server of ours active on the node (or waiting for its GPUs in a recovery) is found by its unit file, named with its stack; this unit, a unit of no stack and a stopped one are not", () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-units-"));
