@@ -18,8 +18,29 @@ export const KEEPER_BEAT_SECONDS = 5;
  */
 export const KEEPER_GRACE_SECONDS = 60;
 
-/** Where the host keeps the lock and the note of a rollout still being proven. */
+/**
+ * What the host keeps that must not outlive a reboot, because it speaks of processes a reboot
+ * ends: the lock and its note (a holder), the note of a rollout being proven and its claim
+ * (renewed by a live readiness step). /run is a tmpfs, empty after every boot.
+ */
 export const RUN_DIR = "/run/dflash-sglang";
+
+/**
+ * When the transaction last removed each unit (one file a unit, the time in seconds): on disk,
+ * because it must outlive a reboot; in /run (RUN_DIR/removed) a reboot cleared it and a stack
+ * whose unit another stack's destroy had removed read as a first install, so its next `up`
+ * changed nothing while nothing served (issue 41, item 4). Readers also take the /run mark an
+ * older version wrote (removedMarkPaths). Everything else the transaction keeps is on disk too
+ * (STATE_DIR: the stage, the known-good record, a rename's marker, a group's failure mark).
+ * Its own folder beside STATE_DIR, not in it: it stays after a destroy (a few bytes a unit), so
+ * that a stack whose unit this was still reads it, while a destroy removes all of STATE_DIR.
+ */
+export const REMOVED_DIR = `${STATE_DIR}-removed`;
+
+/** Where the "removed at" mark of a unit may be, newest layout first (an older version wrote it in /run). */
+export function removedMarkPaths(unitName: string): string[] {
+  return [`${REMOVED_DIR}/${unitName}`, `${RUN_DIR}/removed/${unitName}`];
+}
 
 /**
  * Bash functions of the host lock, shared by the transaction and the benchmark's hold (which
@@ -323,6 +344,7 @@ ${v("state", `${STATE_DIR}/${x.unitName}`)}
 ${v("secrets_dir", SECRETS_DIR)}
 ${v("live", unitPath(x.unitName))}
 ${v("run", RUN_DIR)}
+${v("removed_dir", REMOVED_DIR)}
 ${v("drain_deadline", Math.ceil(t.drainSeconds) + DRAIN_EXIT_MARGIN_SECONDS)}
 ${v("drain_s", t.drainSeconds)}
 ${v("drain_policy", t.drainPolicy)}
@@ -622,10 +644,13 @@ restore_known_good_secrets() {
 # unit's name may be another's with a dot and more after it).
 rm_secret_files() { rm -f ${(["serverConfig", "curlHeaders", "env"] as const).map((k) => `"$secrets_dir/$1${secretPaths("X")[k].slice(`${SECRETS_DIR}/X`.length)}"`).join(" ")}; }
 
-# When $unit was removed, in /run (so nothing of ours is left in /var/lib after a destroy; a
-# reboot forgets it): a stack whose unit this was reads "removed at T" (observe.ts), not the
-# "no unit" of its first install, so its next \`up\` puts its unit back.
-mark_removed() { mkdir -p "$run/removed" && date +%s > "$run/removed/\${unit%.service}"; }
+# When $unit was removed, on disk (it must outlive a reboot; REMOVED_DIR in script.ts): a stack
+# whose unit this was reads "removed at T" (observe.ts), not the "no unit" of its first install,
+# so its next \`up\` puts its unit back. An older version's mark in /run goes: this one is newer.
+mark_removed() {
+  mkdir -p "$removed_dir" && date +%s > "$removed_dir/\${unit%.service}.dflash-tmp" && mv -f "$removed_dir/\${unit%.service}.dflash-tmp" "$removed_dir/\${unit%.service}"
+  rm -f "$run/removed/\${unit%.service}"
+}
 
 # The unit a rename of this stack's unit on this machine left serving for this restart to
 # replace (remove's marker in $state/replaces), if it is still installed and this stack's.

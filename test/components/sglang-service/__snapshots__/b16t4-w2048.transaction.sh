@@ -15,6 +15,7 @@ state=/var/lib/dflash-sglang/sglang-k26
 secrets_dir=/etc/dflash-sglang
 live=/etc/systemd/system/sglang-k26.service
 run=/run/dflash-sglang
+removed_dir=/var/lib/dflash-sglang-removed
 drain_deadline=315
 drain_s=300
 drain_policy=fail
@@ -357,10 +358,13 @@ restore_known_good_secrets() {
 # unit's name may be another's with a dot and more after it).
 rm_secret_files() { rm -f "$secrets_dir/$1.secrets.yaml" "$secrets_dir/$1.curl-headers" "$secrets_dir/$1.env"; }
 
-# When $unit was removed, in /run (so nothing of ours is left in /var/lib after a destroy; a
-# reboot forgets it): a stack whose unit this was reads "removed at T" (observe.ts), not the
-# "no unit" of its first install, so its next `up` puts its unit back.
-mark_removed() { mkdir -p "$run/removed" && date +%s > "$run/removed/${unit%.service}"; }
+# When $unit was removed, on disk (it must outlive a reboot; REMOVED_DIR in script.ts): a stack
+# whose unit this was reads "removed at T" (observe.ts), not the "no unit" of its first install,
+# so its next `up` puts its unit back. An older version's mark in /run goes: this one is newer.
+mark_removed() {
+  mkdir -p "$removed_dir" && date +%s > "$removed_dir/${unit%.service}.dflash-tmp" && mv -f "$removed_dir/${unit%.service}.dflash-tmp" "$removed_dir/${unit%.service}"
+  rm -f "$run/removed/${unit%.service}"
+}
 
 # The unit a rename of this stack's unit on this machine left serving for this restart to
 # replace (remove's marker in $state/replaces), if it is still installed and this stack's.
