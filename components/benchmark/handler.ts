@@ -156,7 +156,8 @@ async function holdHost(ssh: Ssh, i: BenchmarkInputs): Promise<{ release: () => 
   let released = false;
   let resolveHeld!: () => void;
   const held = new Promise<void>((r) => (resolveHeld = r));
-  const h = ssh.hold(`bash -c ${shellQuote(script)}`, (text) => {
+  // Several lines (the lock's functions): passed as base64, since a quoted word holds no newline (render.ts shellQuote).
+  const h = ssh.hold(`bash -c "$(echo ${Buffer.from(script).toString("base64")} | base64 -d)"`, (text) => {
     said += text;
     if (/^HELD$/m.test(said)) resolveHeld();
   });
