@@ -12,7 +12,7 @@ import { exitWithEngine } from "../sglang-service/remote/engine-watch";
 import { argMismatches } from "../sglang-service/remote/steps";
 import { publicServerArgs } from "../sglang-service/parse";
 import { shellQuote, unitPath } from "../sglang-service/render";
-import { RUN_DIR } from "../sglang-service/script";
+import { LOCK_FUNCTIONS, RUN_DIR } from "../sglang-service/script";
 import { BenchmarkResult, RawRecord, runBenchmark, serverInfo } from "./run";
 import type { BenchmarkSettings } from "./schema";
 import { backendName, keepResult } from "./history";
@@ -140,18 +140,24 @@ async function holdHost(ssh: Ssh, i: BenchmarkInputs): Promise<{ release: () => 
   // Pulumi stack names are letters, digits, "_", "." and "-": nothing the shell reads.
   const note = `benchmark of stack ${i.stack.replace(/[^A-Za-z0-9_.-]/g, "_")} (since $(date -u +%FT%TZ))`;
   const script = [
-    `mkdir -p ${run} && exec 9>>${run}/host.lock || exit 4`,
-    `if ! flock -w ${Math.max(1, Math.ceil(i.lockWaitSeconds))} 9; then echo "BUSY $(cat ${run}/host.lock.note 2>/dev/null || echo another deployment)"; exit 3; fi`,
-    `echo "${note}" > ${run}/host.lock.note`,
+    // The lock's folder and files are root's alone (script.ts LOCK_FUNCTIONS).
+    LOCK_FUNCTIONS,
+    `run=${run}`,
+    "umask 077",
+    `run_dir && exec 9>>${run}/host.lock || exit 4`,
+    `if ! flock -w ${Math.max(1, Math.ceil(i.lockWaitSeconds))} 9; then echo "BUSY $(lock_holder)"; exit 3; fi`,
+    // Its second line names the process that holds the lock, as the transaction's does.
+    `printf '%s\\npid %s\\n' "${note}" "$BASHPID" > ${run}/host.lock.note`,
     `echo HELD`,
     `timeout ${Math.ceil(i.settings.timeoutSeconds) + HOLD_MARGIN_SECONDS} cat >/dev/null`,
     `rm -f ${run}/host.lock.note`,
-  ].join("; ");
+  ].join("\n");
   let said = "";
   let released = false;
   let resolveHeld!: () => void;
   const held = new Promise<void>((r) => (resolveHeld = r));
-  const h = ssh.hold(`bash -c ${shellQuote(script)}`, (text) => {
+  // Several lines (the lock's functions): passed as base64, since a quoted word holds no newline (render.ts shellQuote).
+  const h = ssh.hold(`bash -c "$(echo ${Buffer.from(script).toString("base64")} | base64 -d)"`, (text) => {
     said += text;
     if (/^HELD$/m.test(said)) resolveHeld();
   });

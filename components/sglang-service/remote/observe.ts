@@ -3,7 +3,7 @@
 // there, even for a stack that has never been deployed. Reads only.
 import { Connection, NoRootAccess, Ssh } from "./ssh";
 import { sha256, shellQuote, unitLineChanges, unitPath, unitStack } from "../render";
-import { RUN_DIR } from "../script";
+import { removedMarkPaths } from "../script";
 import { redactSecrets } from "../parse";
 
 export interface NodeView {
@@ -18,11 +18,12 @@ export interface NodeView {
 
 export async function readLiveUnit(conn: Connection, unitName: string): Promise<NodeView> {
   const unit = shellQuote(unitPath(unitName));
-  // The transaction's mark of its last removal of this unit (script.ts mark_removed).
-  const removed = shellQuote(`${RUN_DIR}/removed/${unitName}`);
+  // The transaction's mark of its last removal of this unit (script.ts mark_removed): on disk,
+  // or in /run where an older version wrote it.
+  const removed = removedMarkPaths(unitName).map((p) => `cat ${shellQuote(p)} 2>/dev/null`).join(" || ");
   // The program's first command on the host: a user that is not root (and sudo that refuses,
   // ssh.ts) stops the run here, before anything has changed.
-  const r = await Ssh.once(conn, `[ "$(id -u)" = 0 ] || { echo "@@notroot $(id -un)"; exit 5; }; stat -c %Y ${unit} 2>/dev/null && cat ${unit} || { cat ${removed} 2>/dev/null; exit 3; }`);
+  const r = await Ssh.once(conn, `[ "$(id -u)" = 0 ] || { echo "@@notroot $(id -un)"; exit 5; }; stat -c %Y ${unit} 2>/dev/null && cat ${unit} || { ${removed}; exit 3; }`);
   if (r.code === 5 && r.stdout.startsWith("@@notroot ")) {
     throw new NoRootAccess(
       `the SSH user ${conn.user} on ${conn.host}:${conn.port} is not root (the host steps need root: systemctl, unit files, secret files) and host.become is not set. ` +

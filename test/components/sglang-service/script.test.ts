@@ -236,6 +236,76 @@ test("the note of a step that came through sudo names the SSH user too", () => {
   }
 });
 
+// Issue 41, item 6: the lock was a 0644 file in a 0755 folder, which any local user could flock.
+test("the lock's folder is made 0700 with 0600 files (the lock, its note, the rollout's note and claim), and an older version's rights are put right", () => {
+  const base = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-lock-"));
+  try {
+    const run = path.join(base, "run");
+    const fresh = inBash(transaction, `umask 022; run=${run}; lock_wait=1; handover_s=45; lock; begin_rollout; stat -c '%a %n' "$run" "$run"/* | sed "s#$run#RUN#"`);
+    assert.equal(fresh.code, 0, fresh.stderr);
+    assert.deepEqual(fresh.stdout.trim().split("\n"), ["700 RUN", "600 RUN/host.lock", "600 RUN/host.lock.note", "600 RUN/rollout", "600 RUN/rollout.due"]);
+    // An older version's folder: 0755, with 0644 files.
+    const old = inBash(transaction, `chmod 0755 ${run} && chmod 0644 ${run}/*; run=${run}; lock_wait=1; lock; stat -c '%a %n' "$run" "$run"/* | sed "s#$run#RUN#"`);
+    assert.equal(old.code, 0, old.stderr);
+    assert.deepEqual(old.stdout.trim().split("\n"), ["700 RUN", "600 RUN/host.lock", "600 RUN/host.lock.note", "600 RUN/rollout", "600 RUN/rollout.due"]);
+  } finally {
+    fs.rmSync(base, { recursive: true, force: true });
+  }
+});
+
+test("a lock held by a process that is not ours is named by its pid, user and command, even beside a stale note; our own holder by its note", () => {
+  const run = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-lock-"));
+  try {
+    const foreign = (setup: string) =>
+      inBash(transaction, `run=${run}; lock_wait=1; ${setup}; flock -o "$run/host.lock" sleep 20 >/dev/null 2>&1 & f=$!; sleep 0.3; (lock); echo "rc=$?"; kill "$f"; rm -f "$run/host.lock.note"`);
+    const bare = foreign(":");
+    assert.match(bare.stdout, /^rc=3$/m);
+    assert.match(bare.stderr, /^FAILED: the deployment lock of 127\.0\.0\.10 is held by pid (\d+) of user root \(flock -o \/\S+\/host\.lock sleep 20\), which is not a dflash-sglang deployment; waited 1 s for it \(safety\.lockWaitSeconds\)\. Nothing was changed\./m);
+    // The note of a holder SIGKILLed earlier names a process that no longer holds the lock.
+    const stale = foreign(`printf '%s\\npid %s\\n' 'stack "ghost" (unit sglang-k26, from 10.0.0.1, since then)' 999999 > "$run/host.lock.note"`);
+    assert.match(stale.stderr, /held by pid \d+ of user root \(flock -o \S+ sleep 20\), which is not a dflash-sglang deployment/);
+    assert.doesNotMatch(stale.stderr, /ghost/);
+    // An older version's note (one line, no process) while root holds the lock: that version's holder.
+    const older = foreign(`echo 'stack "older" (unit sglang-k26, from 10.0.0.1, since then)' > "$run/host.lock.note"`);
+    assert.match(older.stderr, /FAILED: 127\.0\.0\.10 is being reconfigured by stack "older" \(unit sglang-k26/);
+    // Our own holder (a transaction that holds it), named by its note.
+    const ours = inBash(transaction, `export SSH_CLIENT="10.0.0.7 1 22"; run=${run}; lock_wait=1; (lock; sleep 3) >/dev/null 2>&1 & sleep 0.5; (stack=other; lock); echo "rc=$?"; wait`);
+    assert.match(ours.stdout, /^rc=3$/m);
+    assert.match(ours.stderr, /FAILED: 127\.0\.0\.10 is being reconfigured by stack "b16t4-w2048" \(unit sglang-k26, from 10\.0\.0\.7, since \d{4}-/);
+  } finally {
+    fs.rmSync(run, { recursive: true, force: true });
+  }
+});
+
+// Issue 41, item 5: a step killed by SIGKILL (a power cut) never ran the EXIT hook that removes its copies.
+test("taking the lock removes the copies of secrets an interrupted step left, of any unit and any stack; the live files stay", () => {
+  const base = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-secrets-"));
+  try {
+    const body = `run=${base}/run secrets_dir=${base}/etc state_root=${base}/lib lock_wait=1; mkdir -p $secrets_dir $state_root/other/last-good.secrets.dflash-tmp; ` +
+      `touch $secrets_dir/other-unit.secrets.yaml.dflash-new $secrets_dir/sglang-k26.env.dflash-tmp $secrets_dir/sglang-k26.env $secrets_dir/other-unit.curl-headers; lock; ls -A $secrets_dir $state_root/other`;
+    const r = inBash(transaction, body);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, `${base}/etc:\nother-unit.curl-headers\nsglang-k26.env\n\n${base}/lib/other:\n`);
+    assert.match(r.stderr, /removed \S+\/etc\/other-unit\.secrets\.yaml\.dflash-new, a copy of a secret that an interrupted step left/);
+  } finally {
+    fs.rmSync(base, { recursive: true, force: true });
+  }
+});
+
+test("a removal's check: every secret file of the unit (live, copies, the known-good's) is removed, or it fails naming those it could not remove", () => {
+  const base = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-secrets-"));
+  try {
+    const setup = `secrets_dir=${base}/etc state_root=${base}/lib; mkdir -p $secrets_dir $state_root/u/last-good.secrets; touch $secrets_dir/u.env $secrets_dir/u.curl-headers.dflash-new $secrets_dir/u.x.env $secrets_dir/v.env`;
+    const removed = inBash(transaction, `${setup}; no_secrets_left u; echo "rc=$?"; ls -A $secrets_dir $state_root/u`);
+    assert.equal(removed.stdout, `rc=0\n${base}/etc:\nu.x.env\nv.env\n\n${base}/lib/u:\n`, "another unit's files (u.x is not u) stay");
+    const stuck = inBash(transaction, `${setup}; rm() { :; }; no_secrets_left u; echo "rc=$?"`);
+    assert.equal(stuck.stdout, "rc=1\n");
+    assert.equal(stuck.stderr, `FAILED: could not remove the secret files of u on 127.0.0.10: ${base}/etc/u.curl-headers.dflash-new ${base}/etc/u.env ${base}/lib/u/last-good.secrets; remove them by hand.\n`);
+  } finally {
+    fs.rmSync(base, { recursive: true, force: true });
+  }
+});
+
 // Check before you stop: a server of ours under another unit name holds the GPUs from GPU 0.
 test("another server of ours active on the node (or waiting for its GPUs in a recovery) is found by its unit file, named with its stack; this unit, a unit of no stack and a stopped one are not", () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-units-"));

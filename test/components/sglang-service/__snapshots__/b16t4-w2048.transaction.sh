@@ -15,6 +15,7 @@ state=/var/lib/dflash-sglang/sglang-k26
 secrets_dir=/etc/dflash-sglang
 live=/etc/systemd/system/sglang-k26.service
 run=/run/dflash-sglang
+removed_dir=/var/lib/dflash-sglang-removed
 drain_deadline=315
 drain_s=300
 drain_policy=fail
@@ -47,20 +48,23 @@ in_flight() { case "$1" in null|"") echo "what was still in flight (SGLang logge
 # dies. A stack whose restart is still being proven (the note in $run/rollout) keeps the
 # others off the host until it is done or the note expires.
 lock() {
-  mkdir -p "$run"
-  exec 9>>"$run/host.lock"
-  local started shown=0 holder
+  run_dir || { echo "FAILED: could not make $run root's alone (0700) on $host; nothing was changed." >&2; exit 1; }
+  # Under umask 077: a lock file that anyone could open, anyone could take.
+  local mask started shown=0 holder foreign
+  mask=$(umask) && umask 077 && exec 9>>"$run/host.lock" && umask "$mask"
   started=$(now)
   while :; do
+    foreign=0
     if flock -n 9; then
       holder=$(rollout_holder)
       [ -z "$holder" ] && break
       flock -u 9
     else
-      holder=$(cat "$run/host.lock.note" 2>/dev/null || echo "another deployment")
+      holder=$(lock_holder) || foreign=1
     fi
     if past "$started" "$lock_wait"; then
-      echo "FAILED: $host is being reconfigured by $holder; waited $lock_wait s for it (safety.lockWaitSeconds). Nothing was changed. Re-run when it is done." >&2
+      if [ "$foreign" = 1 ]; then echo "FAILED: the deployment lock of $host is held by $holder; waited $lock_wait s for it (safety.lockWaitSeconds). Nothing was changed. It is not a deployment of this tool: end it (or ask whoever started it), then re-run." >&2
+      else echo "FAILED: $host is being reconfigured by $holder; waited $lock_wait s for it (safety.lockWaitSeconds). Nothing was changed. Re-run when it is done." >&2; fi
       exit 3
     fi
     if past "$started" "$shown"; then
@@ -69,10 +73,53 @@ lock() {
     fi
     sleep 1
   done
-  printf '%s\n' "$(whoami_note)" > "$run/host.lock.note"
+  # The note's second line names the process that holds the lock (this script), so that a
+  # waiter tells our holder from a process that is not ours (lock_holder).
+  umask 077 && printf '%s\npid %s\n' "$(whoami_note)" "$BASHPID" > "$run/host.lock.note"; umask "$mask"
   # The note names the holder while the lock is held; gone with it (a SIGKILLed holder's note
   # stays, but is read only while someone holds the lock, and the next holder replaces it).
   at_exit release_note
+  sweep_secret_copies
+}
+# The lock, its note and the rollout's note and claim are root's alone, a 0700 folder of 0600
+# files: anyone who can open the lock can take it, and so keep every deployment off the host or
+# hold up a rollback. Created so (umask 077); an older version's 0755 folder and 0644 files
+# (and any file in it another hand made) are put right here.
+run_dir() {
+  (umask 077; mkdir -p "$run") || return 1
+  if [ "$(stat -c %u "$run")" != 0 ] || [ -n "$(find "$run" -maxdepth 1 \( ! -user 0 -o -perm /077 \) -print -quit)" ]; then
+    chown -R 0:0 "$run" && chmod -R go= "$run"
+  fi
+}
+# The processes that hold $run/host.lock, lowest pid first: those with an open file of it
+# that has the flock (/proc/PID/fdinfo/FD lists a lock of the file description, which the
+# process that took it shares with the children it passed it to; /proc/locks names only the
+# flock(1) that took it, long gone).
+lock_holders() {
+  local ino f p
+  ino=$(stat -c %i "$run/host.lock" 2>/dev/null) || return 0
+  grep -lsE "^lock:[[:space:]]+[0-9]+: FLOCK .*:$ino " /proc/[0-9]*/fdinfo/* 2>/dev/null | while read -r f; do
+    p=${f#/proc/} p=${p%%/*}
+    [ "$(readlink "/proc/$p/fd/${f##*/}" 2>/dev/null)" = "$run/host.lock" ] && echo "$p"
+  done | sort -nu
+}
+# Who holds the host lock, for one that has to wait: the holder's own note (what it deploys)
+# when the process that wrote it holds the lock. Otherwise the lock is held by a process that
+# is not ours (or whose note is gone): named by its pid, user and command, and the function
+# fails. A note of an older version, which names no process, is taken when root holds the lock.
+lock_holder() {
+  local text="" pid="" holders p cmd
+  { IFS= read -r text; read -r _ pid; } 2>/dev/null < "$run/host.lock.note"
+  holders=$(lock_holders)
+  if [ -z "$holders" ]; then echo "${text:-another deployment}"; return 0; fi
+  if [ -n "$pid" ] && grep -qxF -- "$pid" <<< "$holders"; then echo "$text"; return 0; fi
+  # The first of them whose parent is not one of them: the one that took it (flock(1), not its command).
+  for p in $holders; do grep -qxF -- "$(awk '/^PPid:/ { print $2 }' "/proc/$p/status" 2>/dev/null)" <<< "$holders" || break; done
+  if [ -z "$pid" ] && [ -n "$text" ] && [ "$(stat -c %u "/proc/$p")" = 0 ]; then echo "$text"; return 0; fi
+  # Its command as text a message can carry: printable characters only, at most 200.
+  cmd=$(tr '\0\n' '  ' < "/proc/$p/cmdline" 2>/dev/null | tr -cd '[:print:]' | cut -c1-200)
+  echo "pid $p of user $(stat -c %U "/proc/$p" 2>/dev/null || echo unknown) (${cmd% }), which is not a dflash-sglang deployment"
+  return 1
 }
 release_note() { rm -f "$run/host.lock.note"; }
 # EXIT hooks, run in order (one trap: a second `trap ... EXIT` would replace the first).
@@ -106,13 +153,13 @@ rollout_holder() {
 }
 # Writes a claim on this stack's note until $1 (epoch), whole (rename).
 claim_until() {
-  echo "$1 $stack $unit" > "$run/rollout.due.$$" && mv -f "$run/rollout.due.$$" "$run/rollout.due"
+  (umask 077; echo "$1 $stack $unit" > "$run/rollout.due.$$") && mv -f "$run/rollout.due.$$" "$run/rollout.due"
 }
 # The note that keeps other stacks off while readiness proves this restart, and its first
 # claim (written first, each file whole).
 begin_rollout() {
   claim_until "$(( $(date +%s) + handover_s ))"
-  echo "$stack $unit $(( $(date +%s) + prove_s )) $(whoami_note)" > "$run/rollout.$$" && mv -f "$run/rollout.$$" "$run/rollout"
+  (umask 077; echo "$stack $unit $(( $(date +%s) + prove_s )) $(whoami_note)" > "$run/rollout.$$") && mv -f "$run/rollout.$$" "$run/rollout"
 }
 end_rollout() {
   local s u until
@@ -255,6 +302,35 @@ install_secrets() {
 # What read_secrets left that was not installed (a restart that failed or changed nothing):
 # no copy of a secret stays behind.
 drop_new_secrets() { rm -f /etc/dflash-sglang/sglang-k26.secrets.yaml.dflash-new /etc/dflash-sglang/sglang-k26.curl-headers.dflash-new /etc/dflash-sglang/sglang-k26.env.dflash-new; }
+# Copies of secrets that only a holder of the lock writes (read_secrets, the known-good's
+# save and restore), of any unit and any stack: whatever is there when the lock is taken, a
+# step that died without its EXIT hook left (SIGKILL, a power cut); this run wrote none yet.
+sweep_secret_copies() {
+  local f
+  for f in "$secrets_dir"/*.dflash-new "$secrets_dir"/*.dflash-tmp "$state_root"/*/last-good.secrets.dflash-tmp; do
+    [ -e "$f" ] || continue
+    rm -rf "$f" && say "removed $f, a copy of a secret that an interrupted step left" >&2
+  done
+}
+# The secret files of unit NAME that exist, the live ones and any copy of them, one a line.
+secret_files_of() {
+  local f c
+  for f in "$secrets_dir/$1.secrets.yaml" "$secrets_dir/$1.curl-headers" "$secrets_dir/$1.env"; do
+    for c in "$f" "$f.dflash-new" "$f.dflash-tmp"; do [ ! -e "$c" ] || echo "$c"; done
+  done
+  [ ! -e "$state_root/$1/last-good.secrets" ] || echo "$state_root/$1/last-good.secrets"
+}
+# A removal's last check: no secret file of unit NAME is left (removed now if one is), or it fails naming them.
+no_secrets_left() {
+  local left f
+  left=$(secret_files_of "$1")
+  [ -z "$left" ] && return 0
+  while IFS= read -r f; do rm -rf "$f"; done <<< "$left"
+  left=$(secret_files_of "$1")
+  [ -z "$left" ] && return 0
+  echo "FAILED: could not remove the secret files of $1 on $host: $(paste -sd' ' <<< "$left"); remove them by hand." >&2
+  return 1
+}
 
 # The secret files the known-good configuration ran with, kept with its unit (a 0700 folder
 # of 0600 files): a rollback brings the whole configuration back, with its own secrets, not
@@ -282,10 +358,13 @@ restore_known_good_secrets() {
 # unit's name may be another's with a dot and more after it).
 rm_secret_files() { rm -f "$secrets_dir/$1.secrets.yaml" "$secrets_dir/$1.curl-headers" "$secrets_dir/$1.env"; }
 
-# When $unit was removed, in /run (so nothing of ours is left in /var/lib after a destroy; a
-# reboot forgets it): a stack whose unit this was reads "removed at T" (observe.ts), not the
-# "no unit" of its first install, so its next `up` puts its unit back.
-mark_removed() { mkdir -p "$run/removed" && date +%s > "$run/removed/${unit%.service}"; }
+# When $unit was removed, on disk (it must outlive a reboot; REMOVED_DIR in script.ts): a stack
+# whose unit this was reads "removed at T" (observe.ts), not the "no unit" of its first install,
+# so its next `up` puts its unit back. An older version's mark in /run goes: this one is newer.
+mark_removed() {
+  mkdir -p "$removed_dir" && date +%s > "$removed_dir/${unit%.service}.dflash-tmp" && mv -f "$removed_dir/${unit%.service}.dflash-tmp" "$removed_dir/${unit%.service}"
+  rm -f "$run/removed/${unit%.service}"
+}
 
 # The unit a rename of this stack's unit on this machine left serving for this restart to
 # replace (remove's marker in $state/replaces), if it is still installed and this stack's.
@@ -537,7 +616,12 @@ remove)
     unit=$replaced.service live="${live%/*}/$replaced.service" state="$state_root/$replaced" label="$replaced (stack $stack)"
     installed=$(hash_of "$live")
   fi
-  if [ -z "$installed" ]; then echo "${unit%.service} is not installed on $host; nothing to remove"; exit 0; fi
+  if [ -z "$installed" ]; then
+    # Secret files without a unit: a first install cut between its secrets and its unit.
+    no_secrets_left "${unit%.service}" || exit 1
+    echo "${unit%.service} is not installed on $host; nothing to remove"
+    exit 0
+  fi
   # Owned by the stack its unit names (after a rollback that may be another stack's).
   owner=$(sed -n 's/^X-DFlash-Stack=//p' "$live")
   if [ "$owner" != "$stack" ]; then echo "${unit%.service} on $host now runs another configuration (stack ${owner:-none}, unit ${installed:0:12}), not this stack's; left the host alone"; exit 0; fi
@@ -572,6 +656,7 @@ remove)
   drop_new_secrets
   rm -f "$state/group-failed"
   rm -rf "$state/last-good.service" "$state/last-good.json" "$state/last-good.secrets" "$state/rollbacks"
+  no_secrets_left "${unit%.service}" || exit 1
   mark_removed
   rmdir /etc/dflash-sglang 2>/dev/null
   systemctl daemon-reload
