@@ -12,8 +12,8 @@ import { gridPoints } from "../components/sweep/adaptive/space";
 import { replay } from "../components/sweep/adaptive/replay";
 import { DEFAULT_STRATEGY } from "../components/sweep/adaptive/strategy";
 import { isotonicFit } from "../components/sweep/adaptive/calibration";
-import { GRID } from "./adaptive/grid";
-import { drawFamily, toReplayTable } from "./adaptive/family";
+import { GRID, MODEL_COSTS } from "./adaptive/grid";
+import { drawFamily, toReplayTable, truthOf } from "./adaptive/family";
 import { score } from "./adaptive/evaluate";
 
 const COMMAND = "npx tsx bench/adaptive-calibrate.ts";
@@ -29,18 +29,15 @@ const { options } = parseCommandOrExit(COMMAND, {
   },
 });
 
-/** The replay's costs, as bench/adaptive-sweep.ts has them. */
-const COSTS = { shortRequests: 3, fullRequests: 6, shortPassSeconds: 6, fullPassSeconds: 18, passOverheadSeconds: 10 };
 
 function main(): void {
   const points = gridPoints(GRID);
   const runs: { chance: number; hit: boolean }[] = [];
   for (const surface of drawFamily(points, options.seed, options.surfaces, { requestSd: options["request-noise"], launchSd: options["launch-noise"] })) {
     const table = toReplayTable(surface, options["launch-seconds"]);
-    for (const e of Object.values(table)) e.launchSd = surface.launchSd;
-    const truth = new Map(Object.entries(surface.truth).flatMap(([n, t]) => (t.kind === "ok" ? [[n, t.short] as [string, number]] : [])));
+    const truth = truthOf(surface);
     // Seeded as bench/adaptive/family-eval.ts seeds each surface's run.
-    const r = replay(points, table, COSTS, { ...DEFAULT_STRATEGY, objective: { kind: "short", longWeight: 0 }, budget: {}, seed: (surface.seed % 100000) + 1 }, options.hosts);
+    const r = replay(points, table, MODEL_COSTS, { ...DEFAULT_STRATEGY, objective: { kind: "short", longWeight: 0 }, budget: {}, seed: (surface.seed % 100000) + 1 }, options.hosts);
     runs.push({ chance: r.conclusion.chance, hit: score(r.conclusion.tied, truth, DEFAULT_STRATEGY.tolerance).hit });
   }
   const blocks = isotonicFit(runs).map((b) => ({ chance: Math.round(b.chance * 1e4) / 1e4, hitRate: Math.round(b.hitRate * 1e4) / 1e4, runs: b.runs }));

@@ -16,3 +16,14 @@ export function prng(seed: number): () => number {
 export function normal(rand: () => number): number {
   return Math.sqrt(-2 * Math.log(rand() || 1e-12)) * Math.cos(2 * Math.PI * rand());
 }
+
+/** Pure: one 32-bit seed from a seed and an index (a campaign's sequence, a surface of a family, a stream of a replay), well mixed (murmur3's finaliser), so that neighbouring seeds and indices draw unrelated streams. */
+export function mix(seed: number, index: number): number {
+  let h = (Math.imul(seed >>> 0, 0x9e3779b1) ^ Math.imul(index + 1, 0x85ebca77)) >>> 0;
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}

@@ -12,8 +12,7 @@ import type { GridPoint } from "../../components/sweep/adaptive/space";
 import type { Policy } from "../../components/sweep/adaptive/replay";
 import { launchValue, LaunchRecord, pooledNoise, ruledOut, spentSeconds } from "../../components/sweep/adaptive/strategy";
 import { estimate, LaunchMeasure, rank, RuleSettings } from "../../components/verdict/rule";
-import { prng } from "../../lib/prng";
-import { mix } from "../campaign/plan";
+import { mix, prng } from "../../lib/prng";
 
 /** What one launch is expected to cost (GPU seconds): the policies plan with it and never pass their budget by it. */
 export interface ExpectedCosts {

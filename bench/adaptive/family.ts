@@ -43,8 +43,7 @@
 // Labels are read from the finished surface where they can be (several peaks, plateau, where
 // the optimum lies, an isolated peak being the best by more than the 1 % tolerance), so that a
 // feature drawn but then hidden (by OOM, by another peak) is not counted.
-import { normal, prng } from "../../lib/prng";
-import { mix } from "../campaign/plan";
+import { mix, normal, prng } from "../../lib/prng";
 import type { GridPoint } from "../../components/sweep/adaptive/space";
 import type { ReplayEntry } from "../../components/sweep/adaptive/replay";
 
@@ -326,8 +325,8 @@ export function drawFamily(points: GridPoint[], seed: number, n: number, o: Fami
  * Pure: a surface as the replay's table: each configuration's means with the surface's
  * per-request sd; no acceptance length (the generator has no model of it); the coding check
  * passes; a launch costs `launchSeconds`, one that runs out of memory half of it (it fails at
- * CUDA graph capture, after the weights load, as bench/adaptive/model.ts has it). The launch
- * offset stays in `surface.launchSd`: the table has no field for it yet.
+ * CUDA graph capture, after the weights load, as bench/adaptive/model.ts has it); every launch
+ * draws the surface's persistent offset (`launchSd`).
  */
 export function toReplayTable(surface: GeneratedSurface, launchSeconds: number): Record<string, ReplayEntry> {
   if (!(launchSeconds > 0)) throw new Error(`toReplayTable: launchSeconds must be positive, got ${launchSeconds}`);
@@ -335,7 +334,7 @@ export function toReplayTable(surface: GeneratedSurface, launchSeconds: number):
   for (const [name, t] of Object.entries(surface.truth)) {
     switch (t.kind) {
       case "ok":
-        out[name] = { short: { mean: t.short, sd: surface.requestSd }, long: { mean: t.long, sd: surface.requestSd }, acceptLength: null, codingPassed: true, launchSeconds };
+        out[name] = { short: { mean: t.short, sd: surface.requestSd }, long: { mean: t.long, sd: surface.requestSd }, acceptLength: null, codingPassed: true, launchSeconds, launchSd: surface.launchSd };
         break;
       case "oom":
         out[name] = { failure: { cause: "Capture cuda graph failed: CUDA out of memory", outOfMemory: true }, short: { mean: 0, sd: 0 }, long: null, acceptLength: null, codingPassed: true, launchSeconds: launchSeconds / 2 };
@@ -347,6 +346,11 @@ export function toReplayTable(surface: GeneratedSurface, launchSeconds: number):
     }
   }
   return out;
+}
+
+/** Pure: the true short-context rate of every configuration that starts (known only in simulation). */
+export function truthOf(surface: GeneratedSurface): Map<string, number> {
+  return new Map(Object.entries(surface.truth).flatMap(([n, t]) => (t.kind === "ok" ? [[n, t.short] as [string, number]] : [])));
 }
 
 /** Quantiles of a sample: min, 10th, 25th, median, 75th, 90th percentile, max (nearest rank). */

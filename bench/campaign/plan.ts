@@ -130,16 +130,8 @@ export function parseWeights(text: string): FaultWeights {
   return out;
 }
 
-/** Pure: one 32-bit seed from a campaign's seed and a sequence's index, well mixed (murmur3's finaliser), so that neighbouring seeds draw unrelated sequences. */
-export function mix(seed: number, index: number): number {
-  let h = (Math.imul(seed >>> 0, 0x9e3779b1) ^ Math.imul(index + 1, 0x85ebca77)) >>> 0;
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
-}
+import { mix } from "../../lib/prng";
+export { mix };
 
 /**
  * Pure: the steps of sequence `index` of a campaign with seed `seed`. The rates are set so that

@@ -188,7 +188,7 @@ export function choose(rows: ReportRow[], s: VerdictSettings = DEFAULT_VERDICT):
   }
   if (!baseline) {
     const alone = others.length === 0 ? `${top.stack} is the only eligible configuration` : `${top.stack} is faster than every other eligible configuration`;
-    return none(`${alone}, but no baseline shows that it beats no speculation: ${use.why}`);
+    return none(`${alone}, but no baseline shows that it beats no speculation: ${use.why ?? `the baseline ${use.baseline?.stack} has no short-context decode rate`}`);
   }
   const closest = others.map(against).sort((x, y) => x.comparison.low - y.comparison.low)[0];
   return { kind: "winner", stack: top.stack, runnerUp: closest, baseline, excluded, estimates, settings: s };

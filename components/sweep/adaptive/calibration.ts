@@ -43,10 +43,14 @@ export function isotonicFit(points: readonly { chance: number; hit: boolean }[],
   return blocks.map((b) => ({ chance: b.sumChance / b.runs, hitRate: b.hits / b.runs, runs: b.runs }));
 }
 
-/** Pure: a chance through a fit: linear between the blocks' (chance, hit rate), flat beyond the ends. */
+/**
+ * Pure: a chance through a fit: linear between the blocks' (chance, hit rate); below the first
+ * block, in proportion to the chance (the fit saw no such chance: a sweep cut short by its
+ * budget must not read as the fit's lowest block); flat above the last.
+ */
 export function calibrate(chance: number, blocks: readonly CalibrationBlock[]): number {
   if (blocks.length === 0) return chance;
-  if (chance <= blocks[0].chance) return blocks[0].hitRate;
+  if (chance <= blocks[0].chance) return (blocks[0].hitRate * chance) / blocks[0].chance;
   for (let i = 1; i < blocks.length; i++) {
     const [a, b] = [blocks[i - 1], blocks[i]];
     if (chance <= b.chance) return a.hitRate + ((b.hitRate - a.hitRate) * (chance - a.chance)) / (b.chance - a.chance || 1);

@@ -8,7 +8,7 @@
 // run in parallel, as the real sweep's workers do: a host that is free asks for the next
 // launch with what has finished by then. The strategy's decisions see only the passes'
 // figures, as in the real sweep.
-import { normal, prng } from "../../../lib/prng";
+import { mix, normal, prng } from "../../../lib/prng";
 import { GridPoint } from "./space";
 import { conclude, Conclusion, decide, firstPass, LaunchRecord, nextPass, PassFigures, PassKind, spentSeconds, StrategyOptions } from "./strategy";
 
@@ -126,12 +126,15 @@ export function replay(points: GridPoint[], table: Record<string, ReplayEntry>, 
   return { ...r, conclusion: policy.conclusion(points, r.records) };
 }
 
+/** The launch offsets' stream (mixed from the seed: apart from the requests' and the answer's draws). */
+export const LAUNCH_STREAM = 2;
+
 /** Runs any policy against the table with `hosts` parallel hosts; seeded. */
 export function replayPolicy(points: GridPoint[], table: Record<string, ReplayEntry>, costs: ReplayCosts, policy: Policy, hosts: number, seed: number): Omit<ReplayOutcome, "conclusion"> & { answer: ReturnType<Policy["conclude"]> } {
   const rand = prng(seed * 7919 + 17);
   // Launch offsets come from a stream of their own: a table with a launchSd draws the same
   // requests as one without (common random numbers), only shifted per launch.
-  const launchRand = prng(seed * 104729 + 31);
+  const launchRand = prng(mix(seed, LAUNCH_STREAM));
   const records: LaunchRecord[] = [];
   // Launches in progress: the host's time at which it finishes, and its point.
   const running: { host: number; point: string; at: number }[] = [];

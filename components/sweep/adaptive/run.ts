@@ -100,6 +100,7 @@ export function passFigures(benchmark: StoredResult, longContextTokens: number):
     acceptLength: f.acceptLength,
     codingPassed: f.coding ? f.coding.passed === f.coding.tasks : null,
     benchmarkSeconds: (benchmark as { duration?: number }).duration ?? 0,
+    ...(f.warnings.length > 0 ? { warnings: f.warnings } : {}),
   };
 }
 

@@ -1,29 +1,33 @@
 // Pure: the decisions of an adaptive sweep, from what it measured so far. The expensive unit
 // is a server launch (minutes of weight loading); a benchmark on a server already up is
-// cheap. So:
-// 1. a first design of a few launches (five by default): a seeded start near the centre, then
+// cheap; and launches differ (each start has a persistent offset a repeat on it cannot average
+// away). So:
+// 1. a first design of a few launches (seven by default): a seeded start near the centre, then
 //    each the farthest from those chosen, pulled toward the middle of budget x topk;
 // 2. each launch gets a short pass (a few requests); only a configuration that can still be
 //    the best (within noise) gets the full pass (more requests and the coding check), on the
-//    same server, right away: no second launch;
+//    same server, right away;
 // 3. a surrogate (surrogate.ts) of the objective over the grid; the next launch is, first, a
 //    grid neighbour of the incumbent with a real chance (10 %) to be better than it at all,
 //    else the one of largest expected improvement over the best measured; a configuration the
 //    surrogate gives no real chance of beating the best by the tolerance is never launched;
 // 4. a launch that ran out of memory rules out every configuration that needs at least its
 //    memory (space.ts needsAtLeast), without launching them;
-// 5. a full pass within noise of the best is repeated (same server) until its standard error
-//    is a third of the tolerance (or at the repeats' cap), compared with the incumbent of that
-//    moment: a repeat costs a benchmark, and a configuration is never launched twice;
-// 6. it stops by itself once no configuration left has more than a small chance (25 % at 2 %
+// 5. a full pass within noise of the best is repeated (same server) until its requests' share
+//    of its standard error is a third of the tolerance (or at the repeats' cap);
+// 6. it stops by itself once no configuration left has more than a small chance (15 % at 2 %
 //    per-request noise, proportionally less when the measured noise is larger) of beating the
-//    best by the tolerance (or at the budget), and says how sure it is: the joint chance that
-//    nothing, launched or not, beats its choice by the tolerance.
-// The chance is the surrogate's, from measurements only: the true best is known only in
+//    best by the tolerance (or at the budget); with `relaunches` (off by default: the real
+//    sweep cannot restart a configuration it measured yet) it first launches a tied
+//    configuration again;
+// 7. its answer is a best, or a tie of at most three it cannot separate, with the chance that
+//    it holds a configuration within the tolerance of the best, launched or not (answerOf),
+//    calibrated on generated surfaces (calibration.ts).
+// The chance is the model's, from measurements only: the true best is known only in
 // simulation (bench/adaptive-sweep.ts checks it there).
 import { GridPoint, needsAtLeast } from "./space";
 import { normalCdf, Observation, surrogate } from "./surrogate";
-import { prng } from "../../../lib/prng";
+import { mix, prng } from "../../../lib/prng";
 import { Belief, credibleSet, estimate, LaunchMeasure } from "../../verdict/rule";
 import { calibrate, CALIBRATION } from "./calibration";
 
@@ -44,6 +48,8 @@ export interface PassFigures {
   codingPassed: boolean | null;
   /** The benchmark's duration (GPU seconds of this pass). */
   benchmarkSeconds: number;
+  /** What the benchmark warned of (prefix-cache hits, failed requests, early stops): such a pass is not counted, as the report's rule does not count it. */
+  warnings?: string[];
 }
 
 export type PassKind = "short" | "full";
@@ -178,7 +184,7 @@ export function pooledNoise(records: LaunchRecord[], o: Objective): number {
 
 /** Pure: one launch's value of the objective (its passes weighted by requests) and the requests behind it; undefined without one. */
 export function launchValue(r: LaunchRecord, o: Objective): { value: number; requests: number } | undefined {
-  const values = r.passes.map((p) => objectiveOf(p.figures, o)).filter((v): v is NonNullable<typeof v> => v !== undefined);
+  const values = r.passes.filter((p) => !p.figures.warnings?.length).map((p) => objectiveOf(p.figures, o)).filter((v): v is NonNullable<typeof v> => v !== undefined);
   const requests = values.reduce((s, v) => s + v.requests, 0);
   if (r.failure || requests === 0) return undefined;
   return { value: values.reduce((s, v) => s + v.value * v.requests, 0) / requests, requests };
@@ -199,7 +205,7 @@ export function measuredPoints(points: GridPoint[], records: LaunchRecord[], o: 
     const e = estimate(launches.map((l): LaunchMeasure => ({ ...l, requestSd: noise })), o);
     const passes = mine.flatMap((r) => r.passes);
     const last = passes[passes.length - 1].figures;
-    const full = passes.filter((p) => p.kind === "full");
+    const full = passes.filter((p) => p.kind === "full" && !p.figures.warnings?.length);
     const coding = full.map((p) => p.figures.codingPassed).filter((c): c is boolean => c !== null);
     out.push({
       point,
@@ -474,6 +480,9 @@ export interface Conclusion {
   measured: Measured[];
 }
 
+/** The answer's draws: a stream of their own per number of records, apart from the replay's (replay.ts). */
+const ANSWER_STREAM = 1 << 20;
+
 /**
  * Pure: the answer from what was measured (eligible: a full pass, and the coding check not
  * failed): the credible set of components/verdict/rule.ts over the measured configurations'
@@ -490,7 +499,7 @@ export function answerOf(points: GridPoint[], records: LaunchRecord[], o: Strate
     ...eligible.map((m) => ({ key: m.point.name, mean: m.value, sd: m.se, exists: 1, member: true })),
     ...others.filter((c) => Number.isFinite(c.mean)).map((c) => ({ key: c.point, mean: c.mean, sd: c.sd, exists: c.starts, member: false })),
   ];
-  const set = credibleSet(beliefs, { tolerance: o.tolerance, confidence: o.confidence, maxSize: o.maxTied }, prng(o.seed * 104729 + records.length));
+  const set = credibleSet(beliefs, { tolerance: o.tolerance, confidence: o.confidence, maxSize: o.maxTied }, prng(mix(o.seed, ANSWER_STREAM + records.length)));
   // Highest estimate first: the answer's top is what a user deploys when it is a tie.
   const tied = eligible.map((m) => m.point.name).filter((n) => set.keys.includes(n));
   return { measured, eligible, tied, chance: set.chance };

@@ -23,9 +23,10 @@ test("a block of fewer than ten runs is pooled with a neighbour: one run is no h
   assert.equal(fit[0].runs, 31);
 });
 
-test("a chance maps linearly between the blocks and flat beyond them", () => {
+test("a chance maps linearly between the blocks, in proportion below the first, flat above the last", () => {
   const blocks = [{ chance: 0.8, hitRate: 0.7, runs: 10 }, { chance: 1, hitRate: 0.9, runs: 10 }];
-  assert.equal(calibrate(0.5, blocks), 0.7);
+  assert.ok(Math.abs(calibrate(0.8, blocks) - 0.7) < 1e-12);
+  assert.ok(Math.abs(calibrate(0.4, blocks) - 0.35) < 1e-12, "a sweep cut short does not read as the lowest block");
   assert.ok(Math.abs(calibrate(0.9, blocks) - 0.8) < 1e-12);
   assert.equal(calibrate(1, blocks), 0.9);
   assert.equal(calibrate(0.42, []), 0.42, "no fit: the chance as it is");

@@ -171,3 +171,12 @@ test("a configuration's estimate pools its launches: two launches that agree shr
   assert.equal(two.launches, 2);
   assert.ok(two.se / two.value < one.se / one.value, `two launches: ${two.se / two.value}`);
 });
+
+test("a pass the benchmark warned of (prefix-cache hits, failed requests) is not counted: its configuration is no answer on it", () => {
+  const warned = launched("b8t4-w2048", 250, ["short", "full"]);
+  for (const p of warned.passes) p.figures = { ...p.figures, warnings: ["short: 2 of 6 requests hit the prefix cache"] };
+  const records = [warned, launched("b12t4-w2048", 190, ["short", "full"])];
+  const c = conclude(POINTS, records, options());
+  assert.ok(!c.measured.some((m) => m.point.name === "b8t4-w2048"), "a configuration measured only by warned passes has no estimate");
+  assert.equal(c.tied[0], "b12t4-w2048");
+});
