@@ -103,19 +103,19 @@ export interface Policy {
   conclude(points: GridPoint[], records: LaunchRecord[]): { chosen?: string; tied: string[]; confidence?: number };
 }
 
-/** The adaptive strategy (strategy.ts) with options `o`, as a policy. */
-export function adaptivePolicy(o: StrategyOptions): Policy & { conclusion(points: GridPoint[], records: LaunchRecord[]): Conclusion } {
-  const conclusion = (points: GridPoint[], records: LaunchRecord[]) => conclude(points, records, o);
+/** The adaptive strategy (strategy.ts) with options `o`, as a policy; `concluded` is its last whole conclusion (drawn once). */
+export function adaptivePolicy(o: StrategyOptions): Policy & { concluded(): Conclusion | undefined } {
+  let last: Conclusion | undefined;
   return {
     name: "adaptive",
     decide: (points, records, inFlight) => decide(points, records, inFlight, o),
     firstPass: (_points, records, record) => firstPass(records, record.point),
     nextPass: (points, records, record) => nextPass(points, records, record.point, o),
     conclude: (points, records) => {
-      const c = conclusion(points, records);
-      return { chosen: c.chosen?.point.name, tied: c.tied, confidence: c.confidence };
+      last = conclude(points, records, o);
+      return { chosen: last.chosen?.point.name, tied: last.tied, confidence: last.confidence };
     },
-    conclusion,
+    concluded: () => last,
   };
 }
 
@@ -123,7 +123,7 @@ export function adaptivePolicy(o: StrategyOptions): Policy & { conclusion(points
 export function replay(points: GridPoint[], table: Record<string, ReplayEntry>, costs: ReplayCosts, o: StrategyOptions, hosts: number): ReplayOutcome {
   const policy = adaptivePolicy(o);
   const r = replayPolicy(points, table, costs, policy, hosts, o.seed);
-  return { ...r, conclusion: policy.conclusion(points, r.records) };
+  return { ...r, conclusion: policy.concluded()! };
 }
 
 /** The launch offsets' stream (mixed from the seed: apart from the requests' and the answer's draws). */
