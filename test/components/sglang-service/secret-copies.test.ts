@@ -9,6 +9,8 @@ import * as assert from "node:assert/strict";
 import * as hosts from "../../../simhost/hosts";
 import { readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../../lib/workspace";
 import { hostShell } from "../../support/hostShell";
+import { secretPatterns } from "../../../lib/secret-forms";
+import { shellQuote } from "../../../components/sglang-service/render";
 
 const HOST = `copies-${process.pid}`;
 const FIRST = "sglang-k26";
@@ -71,5 +73,7 @@ test("a restart killed after it read a rotated key, then a rename, then destroy:
   assert.equal(await sh("ls /etc/dflash-sglang | grep -c 'dflash-new' || true"), "0", "the rename's steps removed the copies the killed restart left");
   await stack.destroy();
   assert.equal(await sh("ls -A /etc/dflash-sglang 2>/dev/null; true"), "", "no secret file is left after destroy");
-  assert.equal(await sh(`grep -rlF -D skip -- ${ROTATED} /etc /var/lib /run /usr/local/lib 2>/dev/null; true`), "", "the rotated key is nowhere on the host");
+  // In every encoding it can take there (plain, JSON, URL, base64 as the restart's stdin carries it).
+  const patterns = [...new Set(secretPatterns(ROTATED).map((p) => p.text))].map((t) => `-e ${shellQuote(t)}`).join(" ");
+  assert.equal(await sh(`grep -rlF -D skip ${patterns} /etc /var/lib /run /usr/local/lib 2>/dev/null; true`), "", "the rotated key is nowhere on the host");
 });
