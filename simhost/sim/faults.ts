@@ -15,6 +15,17 @@ export interface Faults {
   crashDuringLoad: (typeof CRASH_KINDS)[number] | null;
   /** Hang while loading: the port never opens while this stays set; cleared, the load goes on. */
   hangDuringLoad: boolean;
+  /**
+   * \`nvidia-smi\` hangs while this is set (a wedged driver, common on GPU hosts): every call
+   * blocks without output until the fault is cleared, then answers. Not scoped by \`match\`:
+   * the driver is the host's.
+   */
+  hangNvidiaSmi: boolean;
+  /**
+   * \`python -m sglang.launch_server --help\` hangs while this is set (an import stuck on a
+   * network filesystem or a wedged CUDA init); cleared, it answers. Not scoped by \`match\`.
+   */
+  hangHelp: boolean;
   /** Multiplies the load time. */
   loadSlowdown: number;
   /** Crash this many seconds after becoming ready. */
@@ -51,6 +62,8 @@ export const NO_FAULTS: Faults = {
   gpuReleaseDelaySeconds: 0,
   crashDuringLoad: null,
   hangDuringLoad: false,
+  hangNvidiaSmi: false,
+  hangHelp: false,
   loadSlowdown: 1,
   crashAfterReadySeconds: null,
   healthGenerateLagSeconds: 0,
@@ -81,6 +94,8 @@ export function parseFaults(input: unknown): Faults {
         out.crashDuringLoad = value;
         break;
       case "hangDuringLoad":
+      case "hangNvidiaSmi":
+      case "hangHelp":
       case "corruptOutput":
       case "hangGenerations":
         if (typeof value !== "boolean") throw bad();
@@ -111,10 +126,10 @@ export function parseFaults(input: unknown): Faults {
   return out;
 }
 
-/** Pure: the faults that hit a server with these args (all but the GPU delay drop out if `match` differs). */
+/** Pure: the faults that hit a server with these args (all but the host's own, the GPU delay and the hangs of nvidia-smi and --help, drop out if `match` differs). */
 export function faultsFor(f: Faults, args: Record<string, unknown>): Faults {
   if (f.match === null || Object.entries(f.match).every(([k, v]) => args[k] === v)) return f;
-  return { ...NO_FAULTS, gpuReleaseDelaySeconds: f.gpuReleaseDelaySeconds };
+  return { ...NO_FAULTS, gpuReleaseDelaySeconds: f.gpuReleaseDelaySeconds, hangNvidiaSmi: f.hangNvidiaSmi, hangHelp: f.hangHelp };
 }
 
 export function readFaults(file = FAULTS_FILE): Faults {

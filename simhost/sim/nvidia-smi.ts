@@ -24,6 +24,11 @@ function fail(msg: string): never {
   process.exit(2);
 }
 
+/** A wedged driver (fault hangNvidiaSmi): no output, no exit, until the fault is cleared. */
+async function whileHung(): Promise<void> {
+  while (readFaults().hangNvidiaSmi) await new Promise((r) => setTimeout(r, 200));
+}
+
 function main(argv: string[]): void {
   const store = new GpuStore();
   const config = store.config();
@@ -70,4 +75,4 @@ function main(argv: string[]): void {
   console.log(line);
 }
 
-main(process.argv.slice(2));
+void whileHung().then(() => main(process.argv.slice(2)));

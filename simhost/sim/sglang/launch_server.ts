@@ -385,6 +385,8 @@ async function main(): Promise<void> {
   if (merged.kind === "error") die(1, merged.traceback);
   const parsed = parseArgs(merged.argv, table, traits.modelPathRequiredByArgparse);
   if (parsed.kind === "help") {
+    // Fault hangHelp: the import hangs (no output, no exit) until the fault is cleared.
+    while (readFaults().hangHelp) await sleep(0.2);
     process.stdout.write(parsed.text);
     return;
   }
