@@ -2,7 +2,7 @@
 // Same input, byte-identical output (fixed flag order, sorted keys), so `pulumi preview`
 // shows only real changes. Every value is quoted for the place it goes.
 import { createHash } from "node:crypto";
-import { Deployment, flagMapOf } from "./schema";
+import { Deployment, flagMapOf, visibleDeviceIndices } from "./schema";
 
 /** Where our helper programs live on the host. */
 export const HELPER_DIR = "/usr/local/lib/dflash-sglang";
@@ -99,6 +99,19 @@ export function gpusPerNode(d: Deployment): number {
 }
 
 /**
+ * The GPUs (nvidia-smi indices) each node's server uses: the first (GPUs per node) of
+ * service.environment.CUDA_VISIBLE_DEVICES where it is set (validated by the schema), else
+ * 0..(GPUs per node - 1). The GPU waits, the unit's ExecStartPre and preflight watch these.
+ */
+export function gpuIndices(d: Deployment): number[] {
+  const n = gpusPerNode(d);
+  const visible = d.service.environment.CUDA_VISIBLE_DEVICES;
+  const listed = visible === undefined ? undefined : visibleDeviceIndices(visible);
+  if (typeof listed === "string") throw new Error(`service.environment.CUDA_VISIBLE_DEVICES: ${listed}`);
+  return listed ? listed.slice(0, n) : Array.from({ length: n }, (_, i) => i);
+}
+
+/**
  * `--host` of a node. Ranks 1.. serve only SGLang's dummy health check on it
  * (srt/utils/common.py launch_dummy_health_check_server), on their own machine: a
  * wildcard stays a wildcard, a specific address of node 0 becomes the node's own address.
@@ -187,6 +200,11 @@ export function localServerUrl(d: Deployment): string {
 /** Extra seconds the unit's own readiness gate waits beyond timeouts.readySeconds. */
 const GATE_MARGIN_SECONDS = 60;
 
+/** The unit's TimeoutStartSec: its GPU wait (ExecStartPre), its readiness gate (ExecStartPost) and a margin. */
+export function startTimeoutSeconds(t: Deployment["timeouts"]): number {
+  return Math.ceil(t.readySeconds + GATE_MARGIN_SECONDS + t.gpuReleaseSeconds + 30);
+}
+
 /**
  * Beyond timeouts.drainSeconds, the time SGLang needs to notice the end of its drain
  * (it checks every 5 s, tokenizer_manager.py sigterm_watchdog) and to end its processes.
@@ -222,7 +240,7 @@ export function renderUnit(d: Deployment, meta: UnitMeta): string {
   const rank = meta.rank ?? 0;
   const files = secretPaths(d.service.unitName);
   const exec = (argv: string[]) => argv.map(systemdQuote).join(" ");
-  const gpus = Array.from({ length: gpusPerNode(d) }, (_, i) => i).join(",");
+  const gpus = gpuIndices(d).join(",");
   const nodeNote = nodeCount(d) > 1 ? `, node ${rank} of ${nodeCount(d)}` : "";
   const lines = [
     "# Managed by dflash-sglang (Pulumi). `pulumi up` replaces manual edits.",
@@ -248,7 +266,7 @@ export function renderUnit(d: Deployment, meta: UnitMeta): string {
     // margin over timeouts.readySeconds so that `pulumi up`'s own deadline (which says
     // more) normally ends a hung start first.
     ...(rank === 0 ? [`ExecStartPost=${exec([`${HELPER_DIR}/wait-ready`, `${localServerUrl(d)}/health_generate`, String(Math.ceil(t.readySeconds + GATE_MARGIN_SECONDS))])} $MAINPID${secrets.apiKey ? ` ${files.curlHeaders}` : ""}`] : []),
-    `TimeoutStartSec=${Math.ceil(t.readySeconds + GATE_MARGIN_SECONDS + t.gpuReleaseSeconds + 30)}`,
+    `TimeoutStartSec=${startTimeoutSeconds(t)}`,
     // SIGTERM is SGLang's drain; this bounds it (see timeouts.drainSeconds).
     `TimeoutStopSec=${stopTimeoutSeconds(t)}`,
     // SGLang ends a finished drain by SIGKILLing its own process tree: a clean stop, not a
@@ -266,16 +284,30 @@ export function renderUnit(d: Deployment, meta: UnitMeta): string {
   return lines.join("\n");
 }
 
+/**
+ * The GPU reading, one place for every reader (the transaction's wait_gpus, the recovery's,
+ * the unit's ExecStartPre): an awk program over \`nvidia-smi --query-gpu=index,memory.used
+ * --format=csv,noheader,nounits\` output (stdin) that prints, comma-separated, each GPU of
+ * \`gpus\` (a comma list) that is not free; nothing when all are. A GPU counts as free only
+ * when nvidia-smi lists it with a number of MiB at most \`max\`: an empty or [N/A] cell, a GPU
+ * not listed, an error message or no output at all (a failed or hung nvidia-smi, killed at
+ * its bound) read as busy.
+ */
+export const GPU_BUSY_AWK = `BEGIN { n = split(gpus, g, ","); for (i = 1; i <= n; i++) want[g[i]] = 1 }
+($1 in want) { seen[$1] = 1; if ($2 !~ /^[0-9]+$/ || $2 + 0 > max + 0) { printf "%sGPU %s: %s MiB used", sep, $1, $2; sep = ", " } }
+END { for (i = 1; i <= n; i++) if (!(g[i] in seen)) { printf "%sGPU %s: not listed by nvidia-smi", sep, g[i]; sep = ", " } }`;
+
 /** Waits until GPUs (comma list) each use at most N MiB, or fails after T seconds. */
 export const WAIT_GPUS_FREE = `#!/bin/sh
-# usage: wait-gpus-free GPU_LIST MAX_USED_MIB TIMEOUT_SECONDS   (installed by dflash-sglang)
+# usage: wait-gpus-free GPU_LIST MAX_USED_MIB TIMEOUT_SECONDS [READ_SECONDS]   (installed by dflash-sglang)
+# Each nvidia-smi read is bounded (READ_SECONDS, default 30): a hung driver reads as busy, and
+# the wait ends at its deadline.
 set -u
-gpus=$1 max=$2 timeout=$3
+gpus=$1 max=$2 timeout=$3 read_s=\${4:-30}
 deadline=$(( $(date +%s) + timeout ))
 while :; do
-  busy=$(nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits |
-    awk -F', *' -v gpus="$gpus" -v max="$max" 'BEGIN { n = split(gpus, g, ","); for (i = 1; i <= n; i++) want[g[i]] = 1 }
-      ($1 in want) && $2 > max { printf "GPU %s: %s MiB used; ", $1, $2 }')
+  busy=$(timeout -k 5 "$read_s" nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits 2>&1 |
+    awk -F', *' -v gpus="$gpus" -v max="$max" '${GPU_BUSY_AWK}')
   [ -z "$busy" ] && exit 0
   if [ "$(date +%s)" -ge "$deadline" ]; then
     echo "GPU memory still in use after \${timeout}s: $busy" >&2

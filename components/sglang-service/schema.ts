@@ -183,6 +183,19 @@ export const timeoutsSchema = section("timeouts", {
   gpuReleaseSeconds: seconds("timeouts.gpuReleaseSeconds", 300),
   /** Longest wait from start to serving (weights load ~6-7 min for a 590 GB MoE). Defaults to 1800 s. */
   readySeconds: seconds("timeouts.readySeconds", 1800),
+  /**
+   * Longest a single host command may take: \`nvidia-smi\`, \`systemctl\`, \`journalctl\`,
+   * \`systemd-analyze\` (each answers in well under a second on a healthy host). A command past
+   * it is killed and its answer counts as unknown: a GPU reading as busy, a unit as still
+   * running, so a wedged driver or systemd fails the step, naming the command, rather than
+   * holding \`up\` forever. Defaults to 30 s.
+   */
+  commandSeconds: seconds("timeouts.commandSeconds", 30),
+  /**
+   * Longest preflight's \`python -m sglang.launch_server --help\` may take (it imports torch
+   * and SGLang: seconds to tens of seconds on a GPU host). Defaults to 180 s.
+   */
+  helpSeconds: seconds("timeouts.helpSeconds", 180),
   /** GPU memory (MiB) a GPU may still show used and count as free. Defaults to 1024. */
   gpuFreeMiB: wholeNumber("timeouts.gpuFreeMiB", 0).default(1024),
   /** Poll interval in milliseconds (one SSH command per poll, over a shared connection). Defaults to 250. */
@@ -258,9 +271,42 @@ function plainSecrets(c: Partial<z.output<typeof deploymentShape>>, issue: Issue
   }
 }
 
+/**
+ * Pure: the GPUs (nvidia-smi indices) a CUDA_VISIBLE_DEVICES value names, or a reason it names
+ * none this tool can wait for. Only distinct indices: CUDA also takes GPU UUIDs and MIG names,
+ * which the GPU waits cannot match against nvidia-smi's memory query.
+ */
+export function visibleDeviceIndices(value: string): number[] | string {
+  const parts = value.split(",").map((p) => p.trim());
+  if (parts.some((p) => !/^[0-9]+$/.test(p))) return "a comma list of GPU indices as nvidia-smi numbers them (e.g. \"4,5,6,7\"); GPU UUIDs and MIG names are not supported";
+  const indices = parts.map(Number);
+  if (new Set(indices).size !== indices.length) return "each GPU index once";
+  return indices;
+}
+
+/**
+ * GPU selection: the server sees the GPUs service.environment.CUDA_VISIBLE_DEVICES lists, in
+ * that order, and uses the first (GPUs per node) of them; the GPU waits, the unit's
+ * ExecStartPre and preflight watch those. Listing fewer than it needs is an error here.
+ */
+function gpuSelection(c: Partial<z.output<typeof deploymentShape>>, issue: Issue): void {
+  const service = typeof c.service === "object" && c.service !== null ? c.service : undefined;
+  const value = service?.environment?.CUDA_VISIBLE_DEVICES;
+  if (typeof value !== "string") return;
+  const indices = visibleDeviceIndices(value);
+  const path = ["service", "environment", "CUDA_VISIBLE_DEVICES"];
+  if (typeof indices === "string") return issue(path, `service.environment.CUDA_VISIBLE_DEVICES is ${JSON.stringify(value)}; it must be ${indices}`);
+  const model = typeof c.model === "object" && c.model !== null ? c.model : undefined;
+  const nodes = Array.isArray(c.nodes) ? c.nodes.length + 1 : 1;
+  if (typeof model?.tpSize === "number" && model.tpSize % nodes === 0 && indices.length < model.tpSize / nodes) {
+    issue(path, `service.environment.CUDA_VISIBLE_DEVICES lists ${indices.length} GPU(s) (${value}) but each node needs ${model.tpSize / nodes} (model.tpSize ${model.tpSize} over ${nodes} node(s)); list at least that many`);
+  }
+}
+
 function crossFieldRules(c: Partial<z.output<typeof deploymentShape>>, ctx: z.RefinementCtx): void {
   const issue: Issue = (path, message) => ctx.addIssue({ code: "custom", path, message });
   plainSecrets(c, issue);
+  gpuSelection(c, issue);
   if (Array.isArray(c.nodes) && c.nodes.length > 0 && typeof c.model === "object" && c.model !== null && typeof c.model.tpSize === "number" && c.model.tpSize % (c.nodes.length + 1) !== 0) {
     issue(["model", "tpSize"], `model.tpSize (${c.model.tpSize}) must be divisible by the number of nodes (${c.nodes.length + 1}: host plus nodes)`);
   }

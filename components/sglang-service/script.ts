@@ -4,7 +4,7 @@
 // drain, stop, wait for the old process and the GPUs, install, start; rollback; removal).
 // `pulumi up` runs them through @pulumi/command; see sglangService.ts.
 import { Deployment } from "./schema";
-import { DRAIN_EXIT_MARGIN_SECONDS, gpusPerNode, HELPER_DIR, HIDDEN_FLAG_ALIASES, SECRETS_DIR, secretPaths, SecretPresence, shellQuote, STATE_DIR, unitPath } from "./render";
+import { DRAIN_EXIT_MARGIN_SECONDS, GPU_BUSY_AWK, gpuIndices, HELPER_DIR, startTimeoutSeconds, HIDDEN_FLAG_ALIASES, SECRETS_DIR, secretPaths, SecretPresence, shellQuote, STATE_DIR, unitPath } from "./render";
 
 /** How long a host whose GPUs stayed busy past their deadline waits for them before it gives up on starting the previous configuration. */
 export const RECOVER_SECONDS = 3600;
@@ -136,12 +136,29 @@ export interface StageInput {
   python: string;
   flags: string[];
   paths: { what: string; path: string }[];
-  /** GPUs this node needs. */
-  tpSize: number;
+  /** The GPUs (nvidia-smi indices) this node's server uses (render.ts gpuIndices). */
+  gpus: number[];
+  /** Bounds of the host commands preflight runs (timeouts.commandSeconds, timeouts.helpSeconds). */
+  bounds: CommandBounds;
+}
+
+/** How long one host command may take (schema.ts timeouts.commandSeconds, timeouts.helpSeconds). */
+export interface CommandBounds {
+  commandSeconds: number;
+  helpSeconds: number;
 }
 
 /** What preflight checks on a node: the one that will run this configuration. */
-export type PreflightInput = Pick<StageInput, "label" | "host" | "stack" | "unitName" | "python" | "flags" | "paths" | "tpSize">;
+export type PreflightInput = Pick<StageInput, "label" | "host" | "stack" | "unitName" | "python" | "flags" | "paths" | "gpus" | "bounds">;
+
+/**
+ * A host command run with a bound: killed (TERM, then KILL 5 s later) past \`seconds\`, when
+ * it exits 124 (or 137). Every command that talks to the driver or to systemd runs so: a
+ * wedged one fails its step, naming it, instead of holding \`up\` forever.
+ */
+export function bounded(seconds: number, command: string): string {
+  return `timeout -k 5 ${Math.ceil(seconds)} ${command}`;
+}
 
 /**
  * Pure: the preflight lines (reads only): the host's SGLang accepts every flag, the paths
@@ -160,7 +177,9 @@ function preflightLines(s: PreflightInput): string[] {
   return [
     "problems=()",
     `python=${shellQuote(s.python)}`,
-    'if help=$("$python" -m sglang.launch_server --help 2>&1); then',
+    `help=$(${bounded(s.bounds.helpSeconds, '"$python" -m sglang.launch_server --help')} 2>&1)`,
+    "help_rc=$?",
+    'if [ "$help_rc" = 0 ]; then',
     "  listed=$(printf '%s\\n' \"$help\" | grep -oE -- '--[A-Za-z0-9][A-Za-z0-9-]*' | sort -u)",
     "  unknown=()",
     "  # A here-string, not `printf | grep -q`: grep -q exits at its match, and with pipefail the",
@@ -189,13 +208,25 @@ function preflightLines(s: PreflightInput): string[] {
     '      problems+=("this is a simulated host: \\`npm run simhost -- configure $(hostname) \x27{\\"profile\\":\\"ddtree-fork\\"}\x27\\` gives it the DDTree build (\x27{\\"profile\\":\\"upstream\\"}\x27 the upstream one).")',
     "    fi",
     "  fi",
+    'elif [ "$help_rc" = 124 ] || [ "$help_rc" = 137 ]; then',
+    `  problems+=("\\\`$python -m sglang.launch_server --help\\\` did not answer within ${Math.ceil(s.bounds.helpSeconds)} s (timeouts.helpSeconds) and was killed: the Python environment hangs on import (a stuck network filesystem, a wedged GPU driver?). Run it by hand on the host, or raise timeouts.helpSeconds if its imports are that slow.")`,
     "else",
     `  problems+=("\\\`$python -m sglang.launch_server --help\\\` failed: $(printf '%s\\n' "$help" | tail -n 3 | paste -sd'|' | sed 's/|/ | /g'). Check service.python points at the Python that has SGLang.")`,
     "fi",
     ...s.paths.map((p) => `[ -d ${shellQuote(p.path)} ] || problems+=(${shellQuote(`${p.what} ${p.path} does not exist on the host.`)})`),
-    "if gpus=$(nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv,noheader,nounits 2>&1); then",
+    `gpus=$(${bounded(s.bounds.commandSeconds, "nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv,noheader,nounits")} 2>&1)`,
+    "smi_rc=$?",
+    'if [ "$smi_rc" = 0 ]; then',
     "  count=$(printf '%s\\n' \"$gpus\" | grep -cE '^[0-9]+, ')",
-    `  [ "$count" -ge ${s.tpSize} ] || problems+=("this node needs ${s.tpSize} GPUs (model.tpSize over the nodes) but the host has $count.")`,
+    ...(isDefaultSelection(s.gpus)
+      ? [`  [ "$count" -ge ${s.gpus.length} ] || problems+=("this node needs ${s.gpus.length} GPUs (model.tpSize over the nodes) but the host has $count.")`]
+      : [
+          // GPUs chosen by CUDA_VISIBLE_DEVICES: each of them must be one nvidia-smi lists.
+          `  missing=$(printf '%s\\n' "$gpus" | awk -F', *' -v want=${s.gpus.join(",")} 'BEGIN { n = split(want, g, ",") } /^[0-9]+, / { seen[$1] = 1 } END { for (i = 1; i <= n; i++) if (!(g[i] in seen)) printf "%s%s", (k++ ? "," : ""), g[i] }')`,
+          `  [ -z "$missing" ] || problems+=("this node's server uses GPUs ${s.gpus.join(",")} (service.environment.CUDA_VISIBLE_DEVICES) but nvidia-smi lists no GPU $missing (the host has $count).")`,
+        ]),
+    'elif [ "$smi_rc" = 124 ] || [ "$smi_rc" = 137 ]; then',
+    `  problems+=("nvidia-smi did not answer within ${Math.ceil(s.bounds.commandSeconds)} s (timeouts.commandSeconds) and was killed: the GPU driver looks wedged. Run nvidia-smi by hand on the host (a driver reload or a reboot may be needed).")`,
     "else",
     '  problems+=("nvidia-smi did not answer as expected: ${gpus:0:200}")',
     "fi",
@@ -206,6 +237,9 @@ function preflightLines(s: PreflightInput): string[] {
     "fi",
   ];
 }
+
+/** Pure: whether the GPUs are 0..n-1 (no CUDA_VISIBLE_DEVICES choice). */
+const isDefaultSelection = (gpus: number[]): boolean => gpus.every((g, i) => g === i);
 
 /**
  * Check before you stop: the preflight alone (reads only), run on the node that will run
@@ -247,7 +281,11 @@ export function renderStageScript(s: StageInput): string {
     "# systemd-analyze wants the real unit name: verify a copy in a scratch folder, pointing",
     "# at the staged helpers (the transaction installs them, under the lock).",
     `sed ${shellQuote(`s#${HELPER_DIR}/#${dir}/helpers/#g`)} ${shellQuote(`${dir}/unit.service`)} > ${shellQuote(`${verify}/${s.unitName}.service`)}`,
-    `if command -v systemd-analyze >/dev/null; then systemd-analyze verify ${shellQuote(`${verify}/${s.unitName}.service`)}; fi`,
+    `if command -v systemd-analyze >/dev/null; then ${bounded(s.bounds.commandSeconds, `systemd-analyze verify ${shellQuote(`${verify}/${s.unitName}.service`)}`)} || {`,
+    "  rc=$?",
+    `  [ "$rc" != 124 ] && [ "$rc" != 137 ] || echo ${shellQuote(`FAILED: systemd-analyze verify did not answer within ${Math.ceil(s.bounds.commandSeconds)} s (timeouts.commandSeconds) on ${s.host}; nothing was changed. Check systemd there (systemctl status).`)} >&2`,
+    '  exit "$rc"',
+    "}; fi",
     `rm -rf ${shellQuote(verify)}`,
     `echo ${shellQuote(`staged ${s.unitName} for stack ${s.stack} in ${dir}`)}`,
     "",
@@ -274,7 +312,12 @@ export interface TransactionInput {
   handoverSeconds: number;
   rollback: boolean;
   secrets: SecretPresence;
-  gpus: number;
+  /** The GPUs (nvidia-smi indices) this node's server uses (render.ts gpuIndices). */
+  gpus: number[];
+  /** Longest a single host command (systemctl, journalctl, nvidia-smi) may take. */
+  commandSeconds: number;
+  /** The unit's TimeoutStartSec (render.ts startTimeoutSeconds): a rollback's blocking start waits at most this. */
+  startSeconds: number;
   /** Nodes of the group (1: a single host). A group restarts, and rolls back, as one. */
   groupSize: number;
 }
@@ -295,9 +338,26 @@ export function transactionInput(d: Deployment, stack: string, label: string, ra
     handoverSeconds: KEEPER_GRACE_SECONDS + (d.nodes.length > 0 ? Math.ceil(d.safety.lockWaitSeconds + d.timeouts.drainSeconds + DRAIN_EXIT_MARGIN_SECONDS + d.timeouts.stopSeconds + d.timeouts.gpuReleaseSeconds) : 0),
     rollback: d.safety.rollback,
     secrets,
-    gpus: gpusPerNode(d),
+    gpus: gpuIndices(d),
+    commandSeconds: d.timeouts.commandSeconds,
+    startSeconds: startTimeoutSeconds(d.timeouts),
     groupSize: 1 + d.nodes.length,
   };
+}
+
+/**
+ * Pure: the longest a host step of the transaction can run, by construction: the lock wait,
+ * two drains and stops (a rename's old unit after this one), the GPU wait, a rollback (its
+ * GPU wait and blocking start), and a bounded systemctl or journalctl call for every poll
+ * those waits may make, capped at 60 calls (each poll is one call; most answer in
+ * milliseconds, and a hung one costs commandSeconds once before it fails the step). The step
+ * runs under systemd's RuntimeMaxSec of this plus a margin: a backstop, since every wait and
+ * command inside is bounded already.
+ */
+export function transactionBoundSeconds(x: Pick<TransactionInput, "lockWaitSeconds" | "timeouts" | "commandSeconds" | "startSeconds">): number {
+  const t = x.timeouts;
+  const drainStop = Math.ceil(t.drainSeconds) + DRAIN_EXIT_MARGIN_SECONDS + Math.ceil(t.stopSeconds);
+  return Math.ceil(x.lockWaitSeconds + 2 * drainStop + 2 * t.gpuReleaseSeconds + x.startSeconds + 60 * x.commandSeconds);
 }
 
 /**
@@ -308,7 +368,7 @@ export function transactionInput(d: Deployment, stack: string, label: string, ra
  *   rollback HASH  put the last known-good unit back and start it (HASH failed)
  *   good HASH      record the live unit as known-good (note on stdin); end the rollout
  *   release        end this stack's rollout without recording anything
- *   prove          (the readiness step's own session) renew this stack's claim on its rollout
+ *   prove [TOKEN]  (the readiness step's own session) renew this stack's claim on its rollout
  *                  note until stdin closes: while claimed, the note keeps the others off
  *   start-when-free HASH   (run by systemd-run after a GPU deadline) wait for the GPUs,
  *                  then start the unit if it is still HASH
@@ -351,7 +411,10 @@ ${v("drain_policy", t.drainPolicy)}
 ${v("stop_s", t.stopSeconds)}
 ${v("gpu_s", t.gpuReleaseSeconds)}
 ${v("gpu_free_mib", t.gpuFreeMiB)}
-${v("gpus", Array.from({ length: x.gpus }, (_, i) => i).join(","))}
+${v("gpus", x.gpus.join(","))}
+${v("cmd_s", Math.ceil(x.commandSeconds))}
+${v("start_s", x.startSeconds)}
+${v("step_max_s", transactionBoundSeconds(x))}
 ${v("poll", (t.pollMs / 1000).toFixed(3))}
 ${v("lock_wait", Math.ceil(x.lockWaitSeconds))}
 ${v("prove_s", x.proveSeconds)}
@@ -363,12 +426,31 @@ ${v("handover_s", x.handoverSeconds)}
 gpus_busy=0
 replaced=""
 
+# Every call of systemctl, journalctl and systemd-run here is bounded (timeouts.commandSeconds):
+# a wedged systemd or journald fails the step, naming the command, instead of holding \`up\`
+# forever. Functions of the programs' own names, so that no call below can miss its bound;
+# \`timeout\` runs the program itself (it cannot run a function). A call past its bound says so
+# on stderr and fails: its answer counts as unknown (running(): still running). The one call
+# that waits longer, a rollback's blocking start, has its own bound (start_s). The message goes
+# to fd 8, the step's own stderr, even where a caller silences the call's (2>/dev/null).
+exec 8>&2
+bounded_cmd() {
+  timeout -k 5 "$cmd_s" "$@"
+  local rc=$?
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then echo "$label: \\\`$*\\\` did not answer within $cmd_s s on $host (timeouts.commandSeconds) and was killed: is systemd wedged there?" >&8; fi
+  return "$rc"
+}
+systemctl() { bounded_cmd systemctl "$@"; }
+journalctl() { bounded_cmd journalctl "$@"; }
+systemd-run() { bounded_cmd systemd-run "$@"; }
+
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 past() { awk -v a="$1" -v b="$(now)" -v s="$2" 'BEGIN { exit !(b - a > s) }'; }
 say() { echo "$label: $*"; }
 show() { systemctl show "$unit" -p "$1" --value 2>/dev/null; }
-running() { case "$(show ActiveState)" in active|activating|reloading|deactivating) return 0 ;; esac; return 1; }
+# A state that could not be read (systemctl failed or hung) counts as running: never as gone.
+running() { local state; state=$(show ActiveState) || return 0; case "$state" in active|activating|reloading|deactivating) return 0 ;; esac; return 1; }
 hash_of() { sha256sum "$1" 2>/dev/null | cut -c1-64; }
 # "N requests still in flight", from SGLang's own count (null: it logged none).
 in_flight() { case "$1" in null|"") echo "what was still in flight (SGLang logged no count)" ;; 1) echo "1 request still in flight" ;; *) echo "$1 requests still in flight" ;; esac; }
@@ -448,13 +530,15 @@ claim_until() {
 # The note that keeps other stacks off while readiness proves this restart, and its first
 # claim (written first, each file whole).
 begin_rollout() {
+  # A restart nobody has proven yet: whatever readiness step proved an earlier one is done with it.
+  rm -f "$run/rollout.proved"
   claim_until "$(( $(date +%s) + handover_s ))"
   (umask 077; echo "$stack $unit $(( $(date +%s) + prove_s )) $(whoami_note)" > "$run/rollout.$$") && mv -f "$run/rollout.$$" "$run/rollout"
 }
 end_rollout() {
   local s u until
   [ -f "$run/rollout" ] && read -r s u until < "$run/rollout" || return 0
-  if [ "$s" = "$stack" ] && [ "$u" = "$unit" ]; then rm -f "$run/rollout" "$run/rollout.due"; fi
+  if [ "$s" = "$stack" ] && [ "$u" = "$unit" ]; then rm -f "$run/rollout" "$run/rollout.due" "$run/rollout.proved"; fi
 }
 
 # SGLang's drain lines (tokenizer_manager.py sigterm_watchdog, every 5 s while it drains):
@@ -528,11 +612,10 @@ wait_gpus() {
   t0=$(now)
   while :; do
     # A GPU counts as free only when nvidia-smi lists it with a number at most the limit:
-    # an empty or [N/A] cell, a missing GPU or a failing (or hung: 10 s) nvidia-smi all read as busy.
-    busy=$(timeout 10 nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits 2>&1 |
-      awk -F', *' -v gpus="$gpus" -v max="$gpu_free_mib" 'BEGIN { n = split(gpus, g, ","); for (i = 1; i <= n; i++) want[g[i]] = 1 }
-        ($1 in want) { seen[$1] = 1; if ($2 !~ /^[0-9]+$/ || $2 + 0 > max + 0) { printf "%sGPU %s: %s MiB used", sep, $1, $2; sep = ", " } }
-        END { for (i = 1; i <= n; i++) if (!(g[i] in seen)) { printf "%sGPU %s: not listed by nvidia-smi", sep, g[i]; sep = ", " } }')
+    # an empty or [N/A] cell, a missing GPU or a failing (or hung: killed at cmd_s) nvidia-smi
+    # all read as busy (render.ts GPU_BUSY_AWK).
+    busy=$(timeout -k 5 "$cmd_s" nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits 2>&1 |
+      awk -F', *' -v gpus="$gpus" -v max="$gpu_free_mib" '${GPU_BUSY_AWK}')
     [ -z "$busy" ] && break
     if past "$t0" "$gpu_s"; then
       gpus_busy=1
@@ -757,8 +840,16 @@ restore_known_good() {
   systemctl stop "$unit" 2>/dev/null
   restore_known_good_secrets || { echo "ROLLBACK FAILED, HOST DOWN: could not put back the secret files of the previous configuration of \${unit%.service} on $host (in $state/last-good.secrets)."; return 2; }
   # GPUs found busy past their deadline already: do not wait for them a second time.
-  if [ "$gpus_busy" = 1 ] || ! wait_gpus; then recover_when_free; return 3; fi
-  install_start "$state/last-good.service"
+  if [ "$gpus_busy" = 1 ] || ! wait_gpus; then
+    recover_when_free || echo "ROLLBACK FAILED, HOST DOWN: the GPUs of $host stayed busy and the previous configuration of \${unit%.service} could not be installed for a start once they are free (disk full? systemd?); nothing serves. Check \\\`df\\\` and \\\`systemctl status\\\` there, then run \\\`pulumi up\\\` again."
+    return 3
+  fi
+  # The old server is stopped by now: a failure to put the previous configuration back (a
+  # full disk, a wedged systemd) leaves nothing serving, and says so.
+  install_start "$state/last-good.service" || {
+    echo "ROLLBACK FAILED, HOST DOWN: could not install and start the previous configuration of \${unit%.service} on $host (disk full? systemd?); nothing serves. Check \\\`df\\\` and \\\`systemctl status \${unit%.service}\\\` there, then run \\\`pulumi up\\\` again."
+    return 2
+  }
 }
 
 main() {
@@ -780,7 +871,7 @@ restart)
     say "$replaced, which this unit replaces (a rename), still serves: it is this restart's old server"
   fi
   # In a group, the readiness step reads why a node failed from this command's output.
-  [ "$group_size" -gt 1 ] && exec 2>&1
+  [ "$group_size" -gt 1 ] && exec 2>&1 8>&1
   rm -f "$state/group-failed"
   at_exit drop_new_secrets
   # Check before you stop: another server of ours on this node holds the GPUs this unit needs
@@ -827,7 +918,7 @@ restart)
     if [ "$rollback_on" = yes ]; then say "FAILED; rolling back"; else say "FAILED"; fi
     if restore_known_good "$want"; then
       # "active" is serving: the unit's ExecStartPost waits for a generation (render.ts).
-      if systemctl start "$unit"; then echo "Rolled back: the previous configuration ($(known_good)) is back and serving on $host (\\\`systemctl status \${unit%.service}\\\`)." >&2
+      if timeout -k 5 "$start_s" systemctl start "$unit"; then echo "Rolled back: the previous configuration ($(known_good)) is back and serving on $host (\\\`systemctl status \${unit%.service}\\\`)." >&2
       else echo "ROLLBACK FAILED, HOST DOWN: the previous configuration of \${unit%.service} on $host did not start again: $(systemctl show "$unit" -p Result --value)." >&2; fi
     fi
     exit 1
@@ -861,6 +952,12 @@ prove)
   # session does (its stdin closes: the engine ended, was killed, or the session dropped), or
   # when the note has gone (ended by \`good\`, \`release\` or \`remove\`) after it was this
   # stack's. Takes no lock; writes nothing but the claim.
+  # TOKEN names the readiness step: the first to prove a restart marks the note as taken up
+  # ($run/rollout.proved, kept until the next restart or the note's end), so that a later
+  # readiness step (TOKEN of its own) of this stack tells a restart its own \`up\` just made,
+  # still to be proven, from one an earlier, killed \`up\` left, whose unit may have died since
+  # (handlers.ts parseNodeState): that one is restarted, not waited for.
+  token=\${2:-}
   seen=0
   echo "@@keeping"
   while :; do
@@ -870,6 +967,9 @@ prove)
       if [ "$s" = "$stack" ] && [ "$u" = "$unit" ]; then
         seen=1
         claim_until "$(( $(date +%s) + keeper_grace ))"
+        if [ -n "$token" ] && [ ! -e "$run/rollout.proved" ]; then
+          (umask 077; echo "$stack $unit $token" > "$run/rollout.proved.$$") && mv -f "$run/rollout.proved.$$" "$run/rollout.proved"
+        fi
       fi
     elif [ "$seen" = 1 ]; then
       break
@@ -884,6 +984,9 @@ start-when-free)
   # Run by recover_when_free as a transient systemd service, not over SSH.
   gpu_s=$recover_s
   wait_gpus || exit 1
+  # Under the host's lock: another stack's install cannot land between the check of what is
+  # installed and the start.
+  lock
   if [ "$(hash_of "$live")" != "\${2:?usage: start-when-free HASH}" ]; then echo "$live changed meanwhile; not starting it"; exit 0; fi
   systemctl start --no-block "$unit"
   echo "the GPUs of $host are free: started \${unit%.service} ($(known_good))"
@@ -965,10 +1068,11 @@ esac
 if [ "\${BASH_SOURCE[0]}" = "$0" ]; then
   case "\${1:-}" in
   restart|rollback|good|release|remove)
-    if [ -z "\${DFLASH_HOST_STEP:-}" ] && command -v systemd-run >/dev/null 2>&1; then
+    if [ -z "\${DFLASH_HOST_STEP:-}" ] && type -P systemd-run >/dev/null 2>&1; then
       step_unit="dflash-step-\${unit%.service}-$1-$(date +%s%N)"
+      # RuntimeMaxSec: a backstop over the step's own bounds (transactionBoundSeconds).
       exec systemd-run --unit "$step_unit" --description "dflash-sglang: $1 of \${unit%.service} for stack $stack" \\
-        --pipe --wait --collect --quiet --setenv=DFLASH_HOST_STEP="$step_unit" --setenv=SSH_CLIENT="\${SSH_CLIENT:-}" --setenv=SUDO_USER="\${SUDO_USER:-}" \\
+        --property=RuntimeMaxSec="$step_max_s" --pipe --wait --collect --quiet --setenv=DFLASH_HOST_STEP="$step_unit" --setenv=SSH_CLIENT="\${SSH_CLIENT:-}" --setenv=SUDO_USER="\${SUDO_USER:-}" \\
         bash "$0" "$@"
     fi
     ;;

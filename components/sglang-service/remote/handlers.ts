@@ -1,6 +1,7 @@
 // What the readiness dynamic provider does, as plain async functions of plain data.
 // Loaded by ../provider.ts inside the provider process (never serialized). Every change to
 // a host goes through the staged transaction script (../script.ts), run over SSH.
+import { randomBytes } from "node:crypto";
 import { Connection, Ssh } from "./ssh";
 import { NodeStep, ReadinessResult, Target, waitReadyGroup } from "./steps";
 import { progress } from "./progress";
@@ -90,13 +91,13 @@ export function parseRestartResult(stdout: string): RestartResult | null {
  * minutes). A \`prove\` that ends by itself is done; one that cannot run (an exit other than 0
  * and ssh's 255) is said once and not retried. Returns the release.
  */
-function keepProving(sshs: Ssh[], nodes: ReadyNode[], say: (line: string) => void): () => void {
+function keepProving(sshs: Ssh[], nodes: ReadyNode[], token: string, say: (line: string) => void): () => void {
   let stopped = false;
   const current: { stop: () => void }[] = [];
   nodes.forEach((n, k) => {
     void (async () => {
       for (let pause = 1000; !stopped; pause = Math.min(5000, pause * 2)) {
-        const h = sshs[k].hold(`bash ${shellQuote(n.transaction)} prove`);
+        const h = sshs[k].hold(`bash ${shellQuote(n.transaction)} prove ${token}`);
         current[k] = h;
         const code = await h.ended;
         // 0: it ended by itself (the note ended, or prove_s ran out); 255: ssh's own failure.
@@ -137,14 +138,18 @@ export interface NodeState {
  * never taken for one without the unit: that would restart a healthy group, or report drift
  * that is not there.
  */
-export function parseNodeState(stdout: string, unitName: string): NodeState | undefined {
+export function parseNodeState(stdout: string, unitName: string, token?: string): NodeState | undefined {
   if (!/^@@end$/m.test(stdout)) return undefined;
   const field = (name: string) => new RegExp(`^@@${name} ?(.*)$`, "m").exec(stdout)?.[1].trim() ?? "";
   const [hash, state] = [field("hash"), field("state")];
   if (!state) return undefined;
   const [noteStack, noteUnit] = field("note").split(" ");
   const failedHash = field("groupfailed").split(" ")[0];
-  return { hash: /^[0-9a-f]{64}$/.test(hash) ? hash : null, state, proving: noteUnit === `${unitName}.service` ? noteStack : null, groupFailed: /^[0-9a-f]{64}$/.test(failedHash) ? failedHash : null };
+  // A note another readiness step already took up (the transaction's \`prove TOKEN\`): a restart
+  // an earlier \`up\` made and proved, not one this step is to prove, however fresh its note.
+  const [provedStack, provedUnit, provedBy] = field("proved").split(" ");
+  const takenUp = provedStack === noteStack && provedUnit === noteUnit && provedBy !== undefined && provedBy !== token;
+  return { hash: /^[0-9a-f]{64}$/.test(hash) ? hash : null, state, proving: noteUnit === `${unitName}.service` && !takenUp ? noteStack : null, groupFailed: /^[0-9a-f]{64}$/.test(failedHash) ? failedHash : null };
 }
 
 /**
@@ -169,18 +174,19 @@ const NODE_READ_PAUSE_MS = 2_000;
  * What the node runs, read again (for about 10 s) while the host cannot be observed; throws,
  * saying nothing was decided or changed, if it never can.
  */
-async function nodeState(ssh: Ssh, unitName: string): Promise<NodeState> {
+async function nodeState(ssh: Ssh, unitName: string, token?: string): Promise<NodeState> {
   const script = [
     `echo "@@hash $(sha256sum ${shellQuote(unitPath(unitName))} 2>/dev/null | cut -c1-64)"`,
-    `echo "@@state $(systemctl is-active ${shellQuote(`${unitName}.service`)})"`,
+    `echo "@@state $(timeout -k 5 20 systemctl is-active ${shellQuote(`${unitName}.service`)})"`,
     `echo "@@note $(cat ${RUN_DIR}/rollout 2>/dev/null)"`,
+    `echo "@@proved $(cat ${RUN_DIR}/rollout.proved 2>/dev/null)"`,
     `echo "@@groupfailed $(cat ${shellQuote(`${STATE_DIR}/${unitName}/group-failed`)} 2>/dev/null)"`,
     "echo @@end",
   ].join("\n");
   let why = "";
   for (let read = 1; ; read++) {
     const r = await ssh.run(script, { timeoutMs: 20_000 }).catch((e: Error) => e);
-    const state = r instanceof Error ? undefined : parseNodeState(r.stdout, unitName);
+    const state = r instanceof Error ? undefined : parseNodeState(r.stdout, unitName, token);
     if (state) return state;
     why = r instanceof Error ? r.message : `ssh exit ${r.code}${r.stderr.trim() ? `: ${r.stderr.trim().split("\n").pop()}` : ""}`;
     if (read >= NODE_READS) break;
@@ -217,14 +223,16 @@ export async function applyReady(i: ReadyInputs): Promise<ReadyOutputs> {
     for (const n of i.nodes) {
       sshs.push(await Ssh.open(n.connection, { retryMs: Math.max(0, hiccupEnds - Date.now()), onRetry: (why) => void progress(t.urn, `${t.label}: cannot reach ${n.connection.host} over SSH now (${why.split("\n")[0]}); trying again for up to ${SSH_HICCUP_SECONDS} s`, false) }));
     }
-    release = keepProving(sshs, i.nodes, (line) => void progress(t.urn, `${t.label}: ${line}`, false));
+    // This step's name for the transaction's \`prove\` (parseNodeState): hex, safe in a command line.
+    const token = randomBytes(8).toString("hex");
+    release = keepProving(sshs, i.nodes, token, (line) => void progress(t.urn, `${t.label}: ${line}`, false));
     const nodes: NodeStep[] = i.nodes.map((n, rank) => ({
       ssh: sshs[rank],
       t: rank === 0 ? t : { ...t, label: `${t.label} node ${rank} (${n.connection.host})` },
       staged: { stagedPath: n.transaction, unitHash: n.unitHash },
     }));
     const results = i.nodes.map((n) => parseRestartResult(n.restartOutput));
-    const live = await Promise.all(nodes.map((n) => nodeState(n.ssh, t.unitName)));
+    const live = await Promise.all(nodes.map((n) => nodeState(n.ssh, t.unitName, token)));
     // A group restarts as one: a node whose restart failed (a drain or GPU deadline) did not
     // roll back alone; the whole group goes back to its known-good configuration here.
     await failGroupIf(groupFailures(i.nodes.map((n) => n.restartOutput), live, i.nodes.map((n) => n.unitHash)), nodes, i);
@@ -239,7 +247,7 @@ export async function applyReady(i: ReadyInputs): Promise<ReadyOutputs> {
       const failed = again.find((r) => r.code !== 0);
       // What failed first, then the progress lines that led to it.
       if (failed) throw new Error([...failed.out.split("\n").filter((l) => /FAILED|HOST DOWN|RECOVERING/.test(l)), ...failed.out.split("\n").filter((l) => !/FAILED|HOST DOWN|RECOVERING/.test(l))].join("\n"));
-      const relive = await Promise.all(nodes.map((n) => nodeState(n.ssh, t.unitName)));
+      const relive = await Promise.all(nodes.map((n) => nodeState(n.ssh, t.unitName, token)));
       await failGroupIf(groupFailures(again.map((r) => r.out), relive, i.nodes.map((n) => n.unitHash)), nodes, i);
       again.forEach((r, k) => (results[k] = parseRestartResult(r.out)));
     }

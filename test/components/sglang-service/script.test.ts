@@ -8,15 +8,18 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { parseDeployment } from "../../../components/sglang-service/schema";
-import { helperScripts, launchFlags, renderUnit } from "../../../components/sglang-service/render";
+import { gpuIndices, helperScripts, launchFlags, renderUnit } from "../../../components/sglang-service/render";
 import { renderPreflightScript, renderStageRemoval, renderStageScript, renderTransaction, stageDir, transactionInput } from "../../../components/sglang-service/script";
 import { testStackConfig } from "./stackConfig";
+
 
 const SNAPSHOT = path.join(__dirname, "__snapshots__", "b16t4-w2048.transaction.sh");
 const UPDATE = process.env.UPDATE_SNAPSHOTS === "1";
 if (UPDATE && process.env.CI) throw new Error("UPDATE_SNAPSHOTS=1 is refused under CI: snapshots are updated by a person who reads the diff");
 
 const d = parseDeployment(testStackConfig("b16t4-w2048"), "b16t4-w2048");
+/** The host commands' bounds as the schema's defaults give them. */
+const BOUNDS = d.timeouts;
 const withKey = { apiKey: true, hfToken: false };
 const transaction = renderTransaction(transactionInput(d, "b16t4-w2048", "sglang-k26 (stack b16t4-w2048)", 0, "127.0.0.10", withKey));
 
@@ -47,7 +50,7 @@ test("a further node waits for node 0's drain before it stops its own rank", () 
 // this stack's own folder; the transaction installs helpers, secrets and unit under the lock.
 test("the staging script writes only to the stack's own folder and parses as bash", () => {
   const unitText = renderUnit(d, { stack: "b16t4-w2048", secrets: withKey });
-  const stage = renderStageScript({ label: "l", host: "127.0.0.10", stack: "b16t4-w2048", unitName: "sglang-k26", unitText, transaction, helpers: helperScripts(), python: d.service.python, flags: launchFlags(d, withKey), paths: [{ what: "model.path", path: "/models/it's here" }], tpSize: 8 });
+  const stage = renderStageScript({ label: "l", host: "127.0.0.10", stack: "b16t4-w2048", unitName: "sglang-k26", unitText, transaction, helpers: helperScripts(), python: d.service.python, flags: launchFlags(d, withKey), paths: [{ what: "model.path", path: "/models/it's here" }], gpus: gpuIndices(d), bounds: d.timeouts });
   bashParses(stage);
   const written = [...stage.matchAll(/^cat > (\S+) <</gm)].map((m) => m[1]);
   const dir = stageDir("sglang-k26", "b16t4-w2048");
@@ -64,7 +67,7 @@ test("the staging script writes only to the stack's own folder and parses as bas
 
 test("a text holding the heredoc's end marker is refused, not staged broken", () => {
   assert.throws(
-    () => renderStageScript({ label: "l", host: "h", stack: "s", unitName: "u", unitText: "a\nDFLASH_EOF\nb", transaction, helpers: {}, python: "/p", flags: [], paths: [], tpSize: 1 }),
+    () => renderStageScript({ label: "l", host: "h", stack: "s", unitName: "u", unitText: "a\nDFLASH_EOF\nb", transaction, helpers: {}, python: "/p", flags: [], paths: [], gpus: [0], bounds: BOUNDS }),
     /contains the line DFLASH_EOF/,
   );
 });
@@ -144,7 +147,7 @@ test("preflight: a hidden deprecated alias passes with a note when its flag is l
   try {
     fs.writeFileSync(path.join(dir, "python"), `#!/bin/bash\n[ "$*" = "-m sglang.launch_server --help" ] && echo ${JSON.stringify(help)}\n`, { mode: 0o755 });
     fs.writeFileSync(path.join(dir, "nvidia-smi"), "#!/bin/bash\nprintf '0, 0, 81559\\n1, 0, 81559\\n'\n", { mode: 0o755 });
-    const checked = { label: "u (stack s)", host: "127.0.0.10", stack, unitName: "u", python: path.join(dir, "python"), flags: ["--tp-size", "--speculative-dflash-draft-window-size", "--speculative-ddtree-budget"], paths: [{ what: "model.path", path: path.join(dir, "no-such-model") }], tpSize: 2 };
+    const checked = { label: "u (stack s)", host: "127.0.0.10", stack, unitName: "u", python: path.join(dir, "python"), flags: ["--tp-size", "--speculative-dflash-draft-window-size", "--speculative-ddtree-budget"], paths: [{ what: "model.path", path: path.join(dir, "no-such-model") }], gpus: [0, 1], bounds: BOUNDS };
     // The staging script's first part, and the stand-alone preflight run before a move's teardown: the same checks.
     for (const script of [renderStageScript({ ...checked, unitText: "[Unit]\n", transaction, helpers: {} }), renderPreflightScript(checked)]) {
       const r = spawnSync("bash", ["-s"], { input: script, encoding: "utf8", env: { ...process.env, PATH: `${dir}:${process.env.PATH}` } });
@@ -198,7 +201,7 @@ test("preflight: a host without the canonical window flag is refused, naming the
   try {
     const python = path.join(dir, "python3");
     fs.writeFileSync(python, `#!/bin/bash\nprintf '%s\\n' 'usage: sglang serve [-h]' '  --model-path MODEL_PATH' '  --speculative-algorithm SPECULATIVE_ALGORITHM'\n`, { mode: 0o755 });
-    const script = renderPreflightScript({ label: "l", host: "h", stack: "s", unitName: "u", python, flags: ["--model-path", "--speculative-draft-window-size"], paths: [{ what: "model.path", path: dir }], tpSize: 0 });
+    const script = renderPreflightScript({ label: "l", host: "h", stack: "s", unitName: "u", python, flags: ["--model-path", "--speculative-draft-window-size"], paths: [{ what: "model.path", path: dir }], gpus: [], bounds: BOUNDS });
     const r = spawnSync("bash", ["-c", script], { encoding: "utf8", env: { ...process.env, PATH: `${dir}:${process.env.PATH}` } });
     assert.equal(r.status, 1, r.stdout + r.stderr);
     assert.match(r.stdout + r.stderr, /does not accept --speculative-draft-window-size \(older SGLang releases spell it --speculative-dflash-draft-window-size and hide it from --help; a flag map can name that\)/);
@@ -365,5 +368,105 @@ test("a rollout note keeps other stacks off the host while its claim lasts (rene
     assert.match(lines[0], /^(39|40)$/);
   } finally {
     fs.rmSync(run, { recursive: true, force: true });
+  }
+});
+
+// Issue 41, item 1: a wedged driver (nvidia-smi never answers) or a stuck `--help` held preflight,
+// and so `up`, forever. Every host command has a bound; a hung one is named.
+test("preflight: a hung nvidia-smi or `--help` is killed at its bound (timeouts.commandSeconds, helpSeconds) and named; nothing is staged", () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-preflight-"));
+  const stack = `hung-${process.pid}`;
+  try {
+    const help = "usage: sglang serve [-h] [--tp-size TP_SIZE]";
+    const python = path.join(dir, "python");
+    const answers = `#!/bin/bash\necho ${JSON.stringify(help)}\n`;
+    const hangs = "#!/bin/bash\nexec sleep 600\n";
+    const smiAnswers = "#!/bin/bash\nprintf '0, 0, 81559\\n1, 0, 81559\\n'\n";
+    const checked = { label: "u (stack s)", host: "127.0.0.10", stack, unitName: "u", python, flags: ["--tp-size"], paths: [], gpus: [0, 1], bounds: { commandSeconds: 1, helpSeconds: 1 } };
+    const run = (pythonText: string, smiText: string, script = renderPreflightScript(checked)) => {
+      fs.writeFileSync(python, pythonText, { mode: 0o755 });
+      fs.writeFileSync(path.join(dir, "nvidia-smi"), smiText, { mode: 0o755 });
+      return spawnSync("bash", ["-s"], { input: script, encoding: "utf8", env: { ...process.env, PATH: `${dir}:${process.env.PATH}` }, timeout: 60_000 });
+    };
+    const smi = run(answers, hangs);
+    assert.equal(smi.status, 1, smi.stdout + smi.stderr);
+    assert.match(smi.stderr, /^ {2}- nvidia-smi did not answer within 1 s \(timeouts\.commandSeconds\) and was killed: the GPU driver looks wedged\./m);
+    const helpHung = run(hangs, smiAnswers);
+    assert.equal(helpHung.status, 1, helpHung.stdout + helpHung.stderr);
+    assert.match(helpHung.stderr, /^ {2}- `.*\/python -m sglang\.launch_server --help` did not answer within 1 s \(timeouts\.helpSeconds\) and was killed/m);
+    const staging = run(answers, hangs, renderStageScript({ ...checked, unitText: "[Unit]\n", transaction, helpers: {} }));
+    assert.equal(staging.status, 1);
+    assert.match(staging.stderr, /nvidia-smi did not answer within 1 s/);
+    assert.equal(fs.existsSync(stageDir("u", stack)), false, "nothing staged");
+    assert.equal(run(answers, smiAnswers).status, 0, "both answering: preflight passes");
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("GPU wait: a hung nvidia-smi reads as busy (killed at cmd_s), and the wait ends at its deadline", () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-gpus-"));
+  try {
+    fs.writeFileSync(path.join(dir, "nvidia-smi"), "#!/bin/bash\nexec sleep 600\n", { mode: 0o755 });
+    fs.writeFileSync(path.join(dir, "t.sh"), transaction);
+    const w = spawnSync("bash", ["-c", `source ${dir}/t.sh; gpus=0,1 gpu_s=0 cmd_s=1 poll=0.01; wait_gpus`], { encoding: "utf8", env: { ...process.env, PATH: `${dir}:${process.env.PATH}` }, timeout: 60_000 });
+    assert.equal(w.status, 1, w.stdout + w.stderr);
+    assert.match(w.stderr, /GPU 0: not listed by nvidia-smi, GPU 1: not listed by nvidia-smi; timeouts\.gpuReleaseSeconds/);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+// The unit's own ExecStartPre read an empty or failed answer as "free" (issue 41, item 1).
+test("the unit's wait-gpus-free: a failed, hung or empty nvidia-smi reads as busy; free GPUs pass; other GPUs do not count", () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-helper-"));
+  try {
+    const helper = path.join(dir, "wait-gpus-free");
+    fs.writeFileSync(helper, helperScripts()["wait-gpus-free"], { mode: 0o755 });
+    const run = (smi: string, gpus = "4,5") => {
+      fs.writeFileSync(path.join(dir, "nvidia-smi"), smi, { mode: 0o755 });
+      return spawnSync(helper, [gpus, "1024", "0", "1"], { encoding: "utf8", env: { ...process.env, PATH: `${dir}:${process.env.PATH}` }, timeout: 60_000 });
+    };
+    const rows = "#!/bin/bash\nprintf '0, 80000\\n4, 3\\n5, 0\\n'\n";
+    assert.equal(run(rows).status, 0, "GPUs 4 and 5 are free; GPU 0's use does not count");
+    assert.equal(run(rows, "0,4").status, 1);
+    for (const smi of ["#!/bin/bash\nexit 9\n", "#!/bin/bash\nexec sleep 600\n", "#!/bin/bash\n", "#!/bin/bash\nprintf '4, [N/A]\\n5, 0\\n'\n"]) {
+      const r = run(smi);
+      assert.equal(r.status, 1, `${smi}: ${r.stdout}${r.stderr}`);
+      assert.match(r.stderr, /GPU memory still in use after 0s: GPU 4/);
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a systemctl that does not answer is killed at cmd_s and named; the unit then reads as running, never as gone", () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-systemctl-"));
+  try {
+    fs.writeFileSync(path.join(dir, "t.sh"), transaction);
+    fs.writeFileSync(path.join(dir, "systemctl"), "#!/bin/bash\nexec sleep 600\n", { mode: 0o755 });
+    const r = spawnSync("bash", ["-c", `source ${dir}/t.sh; cmd_s=1; if running; then echo RUNNING; else echo GONE; fi`], { encoding: "utf8", env: { ...process.env, PATH: `${dir}:${process.env.PATH}` }, timeout: 60_000 });
+    assert.equal(r.stdout.trim(), "RUNNING");
+    assert.match(r.stderr, /`systemctl show sglang-k26\.service -p ActiveState --value` did not answer within 1 s on 127\.0\.0\.10 \(timeouts\.commandSeconds\) and was killed/);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+// Issue 41, item 9: a rollback whose install fails (a full disk) stopped the old server and said nothing of it.
+test("a rollback that cannot install the previous configuration says HOST DOWN", () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-restore-"));
+  try {
+    const state = path.join(dir, "state");
+    fs.mkdirSync(state);
+    fs.writeFileSync(path.join(state, "last-good.service"), "[Unit]\n");
+    fs.writeFileSync(path.join(dir, "t.sh"), transaction);
+    for (const cmd of ["systemctl", "nvidia-smi"]) fs.writeFileSync(path.join(dir, cmd), cmd === "nvidia-smi" ? "#!/bin/bash\nprintf '0, 0\\n1, 0\\n2, 0\\n3, 0\\n4, 0\\n5, 0\\n6, 0\\n7, 0\\n'\n" : "#!/bin/bash\nexit 0\n", { mode: 0o755 });
+    const body = `source ${dir}/t.sh; state=${state}; secrets_dir=${dir}/secrets; install_unit() { echo "No space left on device" >&2; return 1; }; restore_known_good 0000; echo "rc=$?"`;
+    const r = spawnSync("bash", ["-c", body], { encoding: "utf8", env: { ...process.env, PATH: `${dir}:${process.env.PATH}` }, timeout: 60_000 });
+    assert.match(r.stdout, /^ROLLBACK FAILED, HOST DOWN: could not install and start the previous configuration of sglang-k26 on 127\.0\.0\.10/m, r.stdout + r.stderr);
+    assert.match(r.stdout, /^rc=2$/m);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
   }
 });

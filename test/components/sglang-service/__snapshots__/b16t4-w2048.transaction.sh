@@ -23,6 +23,9 @@ stop_s=120
 gpu_s=300
 gpu_free_mib=1024
 gpus=0,1,2,3,4,5,6,7
+cmd_s=30
+start_s=2190
+step_max_s=6060
 poll=0.250
 lock_wait=600
 prove_s=2230
@@ -34,12 +37,31 @@ handover_s=60
 gpus_busy=0
 replaced=""
 
+# Every call of systemctl, journalctl and systemd-run here is bounded (timeouts.commandSeconds):
+# a wedged systemd or journald fails the step, naming the command, instead of holding `up`
+# forever. Functions of the programs' own names, so that no call below can miss its bound;
+# `timeout` runs the program itself (it cannot run a function). A call past its bound says so
+# on stderr and fails: its answer counts as unknown (running(): still running). The one call
+# that waits longer, a rollback's blocking start, has its own bound (start_s). The message goes
+# to fd 8, the step's own stderr, even where a caller silences the call's (2>/dev/null).
+exec 8>&2
+bounded_cmd() {
+  timeout -k 5 "$cmd_s" "$@"
+  local rc=$?
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then echo "$label: \`$*\` did not answer within $cmd_s s on $host (timeouts.commandSeconds) and was killed: is systemd wedged there?" >&8; fi
+  return "$rc"
+}
+systemctl() { bounded_cmd systemctl "$@"; }
+journalctl() { bounded_cmd journalctl "$@"; }
+systemd-run() { bounded_cmd systemd-run "$@"; }
+
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 past() { awk -v a="$1" -v b="$(now)" -v s="$2" 'BEGIN { exit !(b - a > s) }'; }
 say() { echo "$label: $*"; }
 show() { systemctl show "$unit" -p "$1" --value 2>/dev/null; }
-running() { case "$(show ActiveState)" in active|activating|reloading|deactivating) return 0 ;; esac; return 1; }
+# A state that could not be read (systemctl failed or hung) counts as running: never as gone.
+running() { local state; state=$(show ActiveState) || return 0; case "$state" in active|activating|reloading|deactivating) return 0 ;; esac; return 1; }
 hash_of() { sha256sum "$1" 2>/dev/null | cut -c1-64; }
 # "N requests still in flight", from SGLang's own count (null: it logged none).
 in_flight() { case "$1" in null|"") echo "what was still in flight (SGLang logged no count)" ;; 1) echo "1 request still in flight" ;; *) echo "$1 requests still in flight" ;; esac; }
@@ -158,13 +180,15 @@ claim_until() {
 # The note that keeps other stacks off while readiness proves this restart, and its first
 # claim (written first, each file whole).
 begin_rollout() {
+  # A restart nobody has proven yet: whatever readiness step proved an earlier one is done with it.
+  rm -f "$run/rollout.proved"
   claim_until "$(( $(date +%s) + handover_s ))"
   (umask 077; echo "$stack $unit $(( $(date +%s) + prove_s )) $(whoami_note)" > "$run/rollout.$$") && mv -f "$run/rollout.$$" "$run/rollout"
 }
 end_rollout() {
   local s u until
   [ -f "$run/rollout" ] && read -r s u until < "$run/rollout" || return 0
-  if [ "$s" = "$stack" ] && [ "$u" = "$unit" ]; then rm -f "$run/rollout" "$run/rollout.due"; fi
+  if [ "$s" = "$stack" ] && [ "$u" = "$unit" ]; then rm -f "$run/rollout" "$run/rollout.due" "$run/rollout.proved"; fi
 }
 
 # SGLang's drain lines (tokenizer_manager.py sigterm_watchdog, every 5 s while it drains):
@@ -238,11 +262,12 @@ wait_gpus() {
   t0=$(now)
   while :; do
     # A GPU counts as free only when nvidia-smi lists it with a number at most the limit:
-    # an empty or [N/A] cell, a missing GPU or a failing (or hung: 10 s) nvidia-smi all read as busy.
-    busy=$(timeout 10 nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits 2>&1 |
+    # an empty or [N/A] cell, a missing GPU or a failing (or hung: killed at cmd_s) nvidia-smi
+    # all read as busy (render.ts GPU_BUSY_AWK).
+    busy=$(timeout -k 5 "$cmd_s" nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits 2>&1 |
       awk -F', *' -v gpus="$gpus" -v max="$gpu_free_mib" 'BEGIN { n = split(gpus, g, ","); for (i = 1; i <= n; i++) want[g[i]] = 1 }
-        ($1 in want) { seen[$1] = 1; if ($2 !~ /^[0-9]+$/ || $2 + 0 > max + 0) { printf "%sGPU %s: %s MiB used", sep, $1, $2; sep = ", " } }
-        END { for (i = 1; i <= n; i++) if (!(g[i] in seen)) { printf "%sGPU %s: not listed by nvidia-smi", sep, g[i]; sep = ", " } }')
+($1 in want) { seen[$1] = 1; if ($2 !~ /^[0-9]+$/ || $2 + 0 > max + 0) { printf "%sGPU %s: %s MiB used", sep, $1, $2; sep = ", " } }
+END { for (i = 1; i <= n; i++) if (!(g[i] in seen)) { printf "%sGPU %s: not listed by nvidia-smi", sep, g[i]; sep = ", " } }')
     [ -z "$busy" ] && break
     if past "$t0" "$gpu_s"; then
       gpus_busy=1
@@ -471,8 +496,16 @@ restore_known_good() {
   systemctl stop "$unit" 2>/dev/null
   restore_known_good_secrets || { echo "ROLLBACK FAILED, HOST DOWN: could not put back the secret files of the previous configuration of ${unit%.service} on $host (in $state/last-good.secrets)."; return 2; }
   # GPUs found busy past their deadline already: do not wait for them a second time.
-  if [ "$gpus_busy" = 1 ] || ! wait_gpus; then recover_when_free; return 3; fi
-  install_start "$state/last-good.service"
+  if [ "$gpus_busy" = 1 ] || ! wait_gpus; then
+    recover_when_free || echo "ROLLBACK FAILED, HOST DOWN: the GPUs of $host stayed busy and the previous configuration of ${unit%.service} could not be installed for a start once they are free (disk full? systemd?); nothing serves. Check \`df\` and \`systemctl status\` there, then run \`pulumi up\` again."
+    return 3
+  fi
+  # The old server is stopped by now: a failure to put the previous configuration back (a
+  # full disk, a wedged systemd) leaves nothing serving, and says so.
+  install_start "$state/last-good.service" || {
+    echo "ROLLBACK FAILED, HOST DOWN: could not install and start the previous configuration of ${unit%.service} on $host (disk full? systemd?); nothing serves. Check \`df\` and \`systemctl status ${unit%.service}\` there, then run \`pulumi up\` again."
+    return 2
+  }
 }
 
 main() {
@@ -494,7 +527,7 @@ restart)
     say "$replaced, which this unit replaces (a rename), still serves: it is this restart's old server"
   fi
   # In a group, the readiness step reads why a node failed from this command's output.
-  [ "$group_size" -gt 1 ] && exec 2>&1
+  [ "$group_size" -gt 1 ] && exec 2>&1 8>&1
   rm -f "$state/group-failed"
   at_exit drop_new_secrets
   # Check before you stop: another server of ours on this node holds the GPUs this unit needs
@@ -541,7 +574,7 @@ restart)
     if [ "$rollback_on" = yes ]; then say "FAILED; rolling back"; else say "FAILED"; fi
     if restore_known_good "$want"; then
       # "active" is serving: the unit's ExecStartPost waits for a generation (render.ts).
-      if systemctl start "$unit"; then echo "Rolled back: the previous configuration ($(known_good)) is back and serving on $host (\`systemctl status ${unit%.service}\`)." >&2
+      if timeout -k 5 "$start_s" systemctl start "$unit"; then echo "Rolled back: the previous configuration ($(known_good)) is back and serving on $host (\`systemctl status ${unit%.service}\`)." >&2
       else echo "ROLLBACK FAILED, HOST DOWN: the previous configuration of ${unit%.service} on $host did not start again: $(systemctl show "$unit" -p Result --value)." >&2; fi
     fi
     exit 1
@@ -575,6 +608,12 @@ prove)
   # session does (its stdin closes: the engine ended, was killed, or the session dropped), or
   # when the note has gone (ended by `good`, `release` or `remove`) after it was this
   # stack's. Takes no lock; writes nothing but the claim.
+  # TOKEN names the readiness step: the first to prove a restart marks the note as taken up
+  # ($run/rollout.proved, kept until the next restart or the note's end), so that a later
+  # readiness step (TOKEN of its own) of this stack tells a restart its own `up` just made,
+  # still to be proven, from one an earlier, killed `up` left, whose unit may have died since
+  # (handlers.ts parseNodeState): that one is restarted, not waited for.
+  token=${2:-}
   seen=0
   echo "@@keeping"
   while :; do
@@ -584,6 +623,9 @@ prove)
       if [ "$s" = "$stack" ] && [ "$u" = "$unit" ]; then
         seen=1
         claim_until "$(( $(date +%s) + keeper_grace ))"
+        if [ -n "$token" ] && [ ! -e "$run/rollout.proved" ]; then
+          (umask 077; echo "$stack $unit $token" > "$run/rollout.proved.$$") && mv -f "$run/rollout.proved.$$" "$run/rollout.proved"
+        fi
       fi
     elif [ "$seen" = 1 ]; then
       break
@@ -598,6 +640,9 @@ start-when-free)
   # Run by recover_when_free as a transient systemd service, not over SSH.
   gpu_s=$recover_s
   wait_gpus || exit 1
+  # Under the host's lock: another stack's install cannot land between the check of what is
+  # installed and the start.
+  lock
   if [ "$(hash_of "$live")" != "${2:?usage: start-when-free HASH}" ]; then echo "$live changed meanwhile; not starting it"; exit 0; fi
   systemctl start --no-block "$unit"
   echo "the GPUs of $host are free: started ${unit%.service} ($(known_good))"
@@ -679,10 +724,11 @@ esac
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   case "${1:-}" in
   restart|rollback|good|release|remove)
-    if [ -z "${DFLASH_HOST_STEP:-}" ] && command -v systemd-run >/dev/null 2>&1; then
+    if [ -z "${DFLASH_HOST_STEP:-}" ] && type -P systemd-run >/dev/null 2>&1; then
       step_unit="dflash-step-${unit%.service}-$1-$(date +%s%N)"
+      # RuntimeMaxSec: a backstop over the step's own bounds (transactionBoundSeconds).
       exec systemd-run --unit "$step_unit" --description "dflash-sglang: $1 of ${unit%.service} for stack $stack" \
-        --pipe --wait --collect --quiet --setenv=DFLASH_HOST_STEP="$step_unit" --setenv=SSH_CLIENT="${SSH_CLIENT:-}" --setenv=SUDO_USER="${SUDO_USER:-}" \
+        --property=RuntimeMaxSec="$step_max_s" --pipe --wait --collect --quiet --setenv=DFLASH_HOST_STEP="$step_unit" --setenv=SSH_CLIENT="${SSH_CLIENT:-}" --setenv=SUDO_USER="${SUDO_USER:-}" \
         bash "$0" "$@"
     fi
     ;;
