@@ -199,3 +199,19 @@ function withLock<T>(lockDir: string, fn: () => T): T {
     fs.rmdirSync(lockDir);
   }
 }
+
+/**
+ * The GPUs a process sees, as nvidia-smi numbers them: CUDA_VISIBLE_DEVICES's indices in its
+ * order, up to the first that is not a GPU of the host (CUDA stops there), or every GPU when
+ * unset. (CUDA also takes GPU UUIDs; the simulated GPUs have none.)
+ */
+export function visibleGpus(env: string | undefined, count: number): number[] {
+  if (env === undefined) return Array.from({ length: count }, (_, i) => i);
+  const out: number[] = [];
+  for (const part of env.split(",")) {
+    const n = Number(part.trim());
+    if (!/^[0-9]+$/.test(part.trim()) || n >= count || out.includes(n)) break;
+    out.push(n);
+  }
+  return out;
+}

@@ -31,7 +31,7 @@ import * as net from "node:net";
 import * as path from "node:path";
 import { BUILD_PROFILES, BuildProfile, ServerArgs, flagTable, knownAlgorithms, mergeConfigFile, parseArgs } from "./flags";
 import { planMemory } from "./memory";
-import { GpuStore } from "../gpu";
+import { GpuStore, visibleGpus } from "../gpu";
 import { faultsFor, readFaults } from "../faults";
 import { SpecSettings, perfAt, specSettings } from "./perf";
 import { PerfSurface, outOfMemory, parseSurface } from "./surface";
@@ -401,7 +401,9 @@ async function main(): Promise<void> {
   const spec = specSettings(reported, process.env);
   const releaseDelayMs = faults.gpuReleaseDelaySeconds * 1000;
 
-  const invalid = validate(args, gpuConfig.count, config.profile, traits);
+  // CUDA_VISIBLE_DEVICES: the process sees these GPUs (nvidia-smi's indices), as its ranks 0..
+  const visible = visibleGpus(process.env.CUDA_VISIBLE_DEVICES, gpuConfig.count);
+  const invalid = validate(args, visible.length, config.profile, traits);
   if (invalid) die(1, traceback("sglang/srt/server_args.py, in __post_init__", invalid));
   log(startupArgsLine(config.line, reported));
 
@@ -425,7 +427,7 @@ async function main(): Promise<void> {
   let kvCacheMiB = 0;
   const failure = gpus.reserve(process.pid, "python3", releaseDelayMs, (usage) => {
     const plan = planMemory({
-      ranks: ranks.map((r) => usage[r]),
+      ranks: ranks.map((r) => usage[visible[r]]),
       weightsPerRankMiB,
       memFractionStatic: args.mem_fraction_static as number,
       tpSize: tp,
@@ -434,7 +436,7 @@ async function main(): Promise<void> {
     for (const w of plan.warnings) log(`WARNING ${w}`, 0);
     if (plan.kind === "fail") return { failure: plan };
     kvCacheMiB = plan.kvCacheMiB;
-    return { perGpuMiB: Object.fromEntries(ranks.map((r) => [r, plan.perRankMiB])) };
+    return { perGpuMiB: Object.fromEntries(ranks.map((r) => [visible[r], plan.perRankMiB])) };
   });
   if (failure) die(1, traceback(failure.stage === "weights" ? "sglang/srt/model_executor/model_runner.py, in load_model" : "sglang/srt/model_executor/model_runner.py, in init_memory_pool", failure.error));
 

@@ -5,6 +5,7 @@ import * as assert from "node:assert/strict";
 import { z } from "zod";
 import { BUILD_PRESETS, ConfigError, deploymentSchema, parseDeployment, replacedObjectNote } from "../../../components/sglang-service/schema";
 import { projectConfig, stackConfig, stackNames, withTestAddress } from "./stackConfig";
+import { gpuIndices } from "../../../components/sglang-service/render";
 
 const STACK = "b8t4-w2048";
 const DDTREE = { algorithm: "DDTREE", budget: 8, topk: 4, draftWindowSize: 2048, compactCache: true };
@@ -421,4 +422,18 @@ test("host.become and nodes[N].become: \"sudo\" or left out; anything else, or a
     '  - dflash-sglang:host: host has unknown key(s) "becomeMethod"; valid keys: address, port, user, become, privateKeyPath, hostKey',
   ]);
   assert.match(problemLines({ ...raw, nodes: [{ ...raw.host, become: "doas" }], model: { ...raw.model, tpSize: 16 } }).join("\n"), /dflash-sglang:nodes\.0\.become: nodes\[N\]\.become must be one of "sudo"/);
+});
+
+// Issue 41, item 7: the GPU waits used GPUs 0..tp-1 whatever CUDA_VISIBLE_DEVICES chose.
+test("CUDA_VISIBLE_DEVICES chooses the GPUs the waits watch; one that names fewer GPUs than a node needs, or no GPU index, is refused", () => {
+  const raw = validRaw();
+  const withVisible = (value: string, tpSize = 4) => ({ ...raw, model: { ...(raw.model as object), tpSize }, service: { ...(raw.service ?? {}), environment: { CUDA_VISIBLE_DEVICES: value } } });
+  assert.deepEqual(gpuIndices(parseDeployment(withVisible("4,5,6,7"), STACK)), [4, 5, 6, 7]);
+  assert.deepEqual(gpuIndices(parseDeployment(withVisible("7,6,5,4,3"), STACK)), [7, 6, 5, 4], "the first tpSize of them, in CUDA's order");
+  assert.deepEqual(gpuIndices(parseDeployment({ ...raw, model: { ...(raw.model as object), tpSize: 4 } }, STACK)), [0, 1, 2, 3]);
+  assert.deepEqual(problemLines(withVisible("4,5")), [
+    "  - dflash-sglang:service.environment.CUDA_VISIBLE_DEVICES: service.environment.CUDA_VISIBLE_DEVICES lists 2 GPU(s) (4,5) but each node needs 4 (model.tpSize 4 over 1 node(s)); list at least that many",
+  ]);
+  assert.match(problemLines(withVisible("GPU-8f3a,GPU-1b2c")).join("\n"), /CUDA_VISIBLE_DEVICES is "GPU-8f3a,GPU-1b2c"; it must be a comma list of GPU indices as nvidia-smi numbers them/);
+  assert.match(problemLines(withVisible("4,4,5,6")).join("\n"), /it must be each GPU index once/);
 });

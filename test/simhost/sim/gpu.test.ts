@@ -4,7 +4,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { spawn } from "node:child_process";
-import { GpuStore, usageAt, DEFAULT_GPU_CONFIG } from "../../../simhost/sim/gpu";
+import { GpuStore, usageAt, DEFAULT_GPU_CONFIG, visibleGpus } from "../../../simhost/sim/gpu";
 
 test("memory of an exited process is counted until the release delay has passed", () => {
   const a = { pid: 1, startTicks: 1, processName: "python3", perGpuMiB: { 0: 1000, 1: 1000 }, exitedAt: 10_000 };
@@ -36,4 +36,14 @@ test("allocation fails on the first GPU that is short, and succeeds once memory 
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+});
+
+// CUDA_VISIBLE_DEVICES, as CUDA reads it: the listed GPUs in order, up to the first that is not one.
+test("visibleGpus: every GPU when unset; the listed ones in order; stops at the first that is not a GPU of the host", () => {
+  assert.deepEqual(visibleGpus(undefined, 4), [0, 1, 2, 3]);
+  assert.deepEqual(visibleGpus("4,5,6,7", 8), [4, 5, 6, 7]);
+  assert.deepEqual(visibleGpus("2, 0", 8), [2, 0]);
+  assert.deepEqual(visibleGpus("1,9,2", 8), [1]);
+  assert.deepEqual(visibleGpus("", 8), []);
+  assert.deepEqual(visibleGpus("GPU-1234", 8), []);
 });
