@@ -201,7 +201,7 @@ export function localServerUrl(d: Deployment): string {
 const GATE_MARGIN_SECONDS = 60;
 
 /** The unit's TimeoutStartSec: its GPU wait (ExecStartPre), its readiness gate (ExecStartPost) and a margin. */
-export function startTimeoutSeconds(t: Deployment["timeouts"]): number {
+export function startTimeoutSeconds(t: Pick<Deployment["timeouts"], "readySeconds" | "gpuReleaseSeconds">): number {
   return Math.ceil(t.readySeconds + GATE_MARGIN_SECONDS + t.gpuReleaseSeconds + 30);
 }
 

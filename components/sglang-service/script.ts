@@ -354,7 +354,7 @@ export function transactionInput(d: Deployment, stack: string, label: string, ra
  * runs under systemd's RuntimeMaxSec of this plus a margin: a backstop, since every wait and
  * command inside is bounded already.
  */
-export function transactionBoundSeconds(x: Pick<TransactionInput, "lockWaitSeconds" | "timeouts" | "commandSeconds" | "startSeconds">): number {
+export function transactionBoundSeconds(x: Pick<TransactionInput, "lockWaitSeconds" | "commandSeconds" | "startSeconds"> & { timeouts: Pick<Deployment["timeouts"], "drainSeconds" | "stopSeconds" | "gpuReleaseSeconds"> }): number {
   const t = x.timeouts;
   const drainStop = Math.ceil(t.drainSeconds) + DRAIN_EXIT_MARGIN_SECONDS + Math.ceil(t.stopSeconds);
   return Math.ceil(x.lockWaitSeconds + 2 * drainStop + 2 * t.gpuReleaseSeconds + x.startSeconds + 60 * x.commandSeconds);

@@ -5,8 +5,8 @@ import { randomBytes } from "node:crypto";
 import { Connection, Ssh } from "./ssh";
 import { NodeStep, ReadinessResult, Target, waitReadyGroup } from "./steps";
 import { progress } from "./progress";
-import { secretPaths, shellQuote, STATE_DIR, unitPath } from "../render";
-import { RUN_DIR } from "../script";
+import { secretPaths, shellQuote, startTimeoutSeconds, STATE_DIR, unitPath } from "../render";
+import { RUN_DIR, transactionBoundSeconds } from "../script";
 import { exitWithEngine } from "./engine-watch";
 import { ConfiguredNodes, NodeConnection, nodesFromConfig } from "../config";
 
@@ -116,8 +116,14 @@ function keepProving(sshs: Ssh[], nodes: ReadyNode[], token: string, say: (line:
   };
 }
 
-async function transaction(ssh: Ssh, n: ReadyNode, args: string, input?: string): Promise<{ code: number; out: string }> {
-  const r = await ssh.run(`bash ${shellQuote(n.transaction)} ${args}`, { input, timeoutMs: 30 * 60_000 });
+/**
+ * A host step of the transaction over this step's SSH connection, bounded by the step's own
+ * bound (script.ts transactionBoundSeconds, from the stack's timeouts) plus a minute for the
+ * connection: whatever the host does, the call ends.
+ */
+async function transaction(ssh: Ssh, n: ReadyNode, t: Target, args: string, input?: string): Promise<{ code: number; out: string }> {
+  const boundS = transactionBoundSeconds({ lockWaitSeconds: t.safety.lockWaitSeconds, timeouts: t.timeouts, commandSeconds: t.timeouts.commandSeconds ?? 30, startSeconds: startTimeoutSeconds(t.timeouts) });
+  const r = await ssh.run(`bash ${shellQuote(n.transaction)} ${args}`, { input, timeoutMs: (boundS + 60) * 1000 });
   return { code: r.code, out: `${r.stdout}${r.stderr}`.trim() };
 }
 
@@ -243,7 +249,7 @@ export async function applyReady(i: ReadyInputs): Promise<ReadyOutputs> {
       const which = off.map((k) => (k === 0 ? i.nodes[0].connection.host : `node ${k} (${i.nodes[k].connection.host})`)).join(", ");
       await progress(t.urn, `${t.label}: ${which} do${off.length > 1 ? "" : "es"} not run this stack's unit (rolled back after the last attempt, edited or stopped by hand); restarting${i.nodes.length > 1 ? " the group" : ""}`, false);
       // A group restarts as a whole: one node cannot rejoin a group that is already up.
-      const again = await Promise.all(i.nodes.map((n, k) => transaction(sshs[k], n, `restart ${n.unitHash}${i.nodes.length > 1 ? " force" : ""}`, i.secretStdin)));
+      const again = await Promise.all(i.nodes.map((n, k) => transaction(sshs[k], n, t, `restart ${n.unitHash}${i.nodes.length > 1 ? " force" : ""}`, i.secretStdin)));
       const failed = again.find((r) => r.code !== 0);
       // What failed first, then the progress lines that led to it.
       if (failed) throw new Error([...failed.out.split("\n").filter((l) => /FAILED|HOST DOWN|RECOVERING/.test(l)), ...failed.out.split("\n").filter((l) => !/FAILED|HOST DOWN|RECOVERING/.test(l))].join("\n"));
@@ -265,7 +271,7 @@ export async function applyReady(i: ReadyInputs): Promise<ReadyOutputs> {
     }
     const note = JSON.stringify({ stack: t.stack, expectedArgs: i.expectedArgs, modelName: i.modelName, recordedAt: new Date().toISOString() });
     for (const [k, n] of i.nodes.entries()) {
-      const r = await transaction(sshs[k], n, `good ${n.unitHash}`, note);
+      const r = await transaction(sshs[k], n, t, `good ${n.unitHash}`, note);
       if (r.code !== 0) throw new Error(`${nodes[k].t.label}: recording the known-good unit failed: ${r.out}`);
     }
     const first = results[0];
@@ -300,7 +306,7 @@ async function rollback(nodes: NodeStep[], i: ReadyInputs): Promise<string> {
   const t = nodes[0].t;
   const where = nodes.map((n) => n.ssh.conn.host).join(", ");
   try {
-    const back = await Promise.all(i.nodes.map((n, k) => transaction(nodes[k].ssh, n, `rollback ${n.unitHash}`)));
+    const back = await Promise.all(i.nodes.map((n, k) => transaction(nodes[k].ssh, n, nodes[0].t, `rollback ${n.unitHash}`)));
     const stopped = back.find((r) => r.code !== 0);
     if (stopped) return stopped.out.split("\n").filter((l) => !l.startsWith(t.label)).join("\n") || stopped.out;
     // Where the transaction records the known-good configuration (script.ts: $state/last-good.*).
@@ -323,7 +329,7 @@ async function rollback(nodes: NodeStep[], i: ReadyInputs): Promise<string> {
   } catch (e) {
     return `ROLLBACK FAILED, HOST DOWN: restoring the previous configuration of ${t.unitName} on ${where} failed: ${(e as Error).message}`;
   } finally {
-    await Promise.all(i.nodes.map((n, k) => transaction(nodes[k].ssh, n, "release").catch(() => undefined)));
+    await Promise.all(i.nodes.map((n, k) => transaction(nodes[k].ssh, n, nodes[0].t, "release").catch(() => undefined)));
   }
 }
 

@@ -17,6 +17,9 @@ export interface Timeouts {
   stopSeconds: number;
   gpuReleaseSeconds: number;
   readySeconds: number;
+  /** Longest a single host command may take (absent in the state of a version before it). */
+  commandSeconds?: number;
+  helpSeconds?: number;
   gpuFreeMiB: number;
   pollMs: number;
 }

@@ -37,3 +37,13 @@ test("load to ready counts from the start of the process the restart started, no
   assert.equal(loadToReady(at, { loadToReadySeconds: 100, mainStartedAt: at + 20, mainAgeSeconds: 104 }), 104, "the unit's GPU check took 20 s before the main process started");
   assert.equal(loadToReady(at, { loadToReadySeconds: 100, mainStartedAt: at + 300, mainAgeSeconds: 104 }), 100, "a process started long after the restart is another one");
 });
+
+// Issue 41, item 3: the stack's own note, left by a killed `up` whose readiness step had taken
+// it up, made a unit that died since read as "being proven", so the next `up` did not restart it.
+test("a rollout note another readiness step took up (prove TOKEN) is not a restart for this step to prove", () => {
+  const read = (proved: string, token?: string) => parseNodeState(`@@hash ${HASH}\n@@state failed\n@@note b16 sglang-k26.service 1999999999 stack\n@@proved ${proved}\n@@end\n`, "sglang-k26", token)?.proving;
+  assert.equal(read(""), "b16", "nobody took it up yet: this up's own restart");
+  assert.equal(read("b16 sglang-k26.service aaaa", "aaaa"), "b16", "taken up by this very step");
+  assert.equal(read("b16 sglang-k26.service aaaa", "bbbb"), null, "taken up by an earlier step: stale");
+  assert.equal(read("b8 sglang-k26.service aaaa", "bbbb"), "b16", "a mark of another note does not count");
+});
