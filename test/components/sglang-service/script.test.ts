@@ -112,6 +112,21 @@ test("GPU wait: an unknown reading is busy, never free: [N/A], an empty cell, a 
   assert.equal(waitGpus("0", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.", 9).code, 1);
 });
 
+// Issue 41, item 2: a node of a group stops nothing until the provider, having heard every node
+// say it is prepared, sends `go`; an `abort`, the end of its session or no word in time ends it.
+test("group barrier: a prepared node goes on only on `go`; an abort, a closed session or silence stops nothing and says why", () => {
+  const group = renderTransaction({ ...transactionInput(d, "b16t4-w2048", "x node 1 (127.0.0.11)", 1, "127.0.0.11", withKey), groupSize: 2, barrierSeconds: 1 });
+  const go = inBash(group, "await_go && echo went", {}, "go\n");
+  assert.equal(go.code, 0);
+  assert.deepEqual(go.stdout.trim().split("\n").filter((l) => !l.includes("waiting for every node")), ["@@prepared", "went"]);
+  const abort = inBash(group, "await_go || echo stopped-nothing", {}, "abort\n");
+  assert.match(abort.stderr, /^FAILED: the group's restart was called off before anything stopped .*; nothing was stopped on 127\.0\.0\.11\.$/m);
+  assert.match(abort.stdout, /stopped-nothing/);
+  assert.match(inBash(group, "await_go", {}, "").stderr, /FAILED: the session that drives the group's restart ended before its go .*nothing was stopped on 127\.0\.0\.11/);
+  // An open stdin that says nothing: the bound (barrier_s, 1 s here) ends the wait.
+  assert.match(inBash(group, "sleep 3 | await_go").stderr, /FAILED: x node 1 \(127\.0\.0\.11\) waited 1 s for the group's go and got none .*nothing was stopped on 127\.0\.0\.11/);
+});
+
 // srt/managers/tokenizer_manager.py sigterm_watchdog, as `journalctl -o cat` / `-o short-unix` print it.
 test("drain progress from SGLang's own lines: the last remaining count, and when it first reached 0", () => {
   const journal = [
