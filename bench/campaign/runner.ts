@@ -133,7 +133,7 @@ const ROLLOUT_FAULTS: FaultKind[] = ["gpu-late", "ssh-outage-loading", ...TIMED_
 /** Progress lines of an operation and the phase each begins (the last one seen is where it is). */
 const PHASES: [RegExp, string][] = [
   [/sglang-unit(-node\d+)? (updating|creating)/, "staging"],
-  [/sglang-restart(-node\d+)? (updating|creating|replacing)|holding \S+'s lock/, "restart"],
+  [/sglang-restart(-node\d+|-group)? (updating|creating|replacing)|holding \S+'s lock/, "restart"],
   [/stopping: |draining/, "drain"],
   [/waiting for GPU memory/, "GPU release"],
   [/started the new unit|sglang-ready (updating|creating)/, "load and readiness"],
@@ -164,7 +164,7 @@ function rolloutOps(events: EngineEvent[]): string[] {
     const m = e.resourcePreEvent?.metadata;
     if (!m) continue;
     const name = m.urn.split("::").pop() ?? "";
-    if (/^sglang-(restart(-node\d+)?|ready)$/.test(name) && m.op !== "same" && m.op !== "read") ops.add(`${name} ${m.op}`);
+    if (/^sglang-(restart(-node\d+|-group)?|ready)$/.test(name) && m.op !== "same" && m.op !== "read") ops.add(`${name} ${m.op}`);
   }
   return [...ops].sort();
 }

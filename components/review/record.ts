@@ -78,6 +78,13 @@ const RESTART = /-restart(-node\d+)?$/;
 const PRESENCE = /-host(-node\d+)?$/;
 /** Inputs of the restart command whose change makes its transaction restart: the unit (its hash is in the command) and the secrets (stdin). */
 const RESTARTING_INPUTS = new Set(["create", "stdin"]);
+/**
+ * The restart of a group (`sglang-restart-group`, provider.ts GroupRestart), and its inputs that
+ * may restart it: every node's unit hash and connection (`nodes`: a changed connection alone
+ * restarts nothing, but the preview cannot tell them apart, so it counts) and the secrets.
+ */
+const GROUP_RESTART = /-restart-group$/;
+const GROUP_RESTARTING_INPUTS = new Set(["nodes", "secretStdin"]);
 
 /**
  * Pure: what `up` would do, from the steps of its preview and what the program said the nodes
@@ -91,6 +98,7 @@ export function effectOf(steps: readonly Step[], hostView = ""): Exclude<Effect,
   // the transaction finds the unit and secrets installed and changes nothing).
   if (changing.some((s) => PRESENCE.test(s.resource) && s.op !== "update")) return "restart";
   if (changing.some((s) => RESTART.test(s.resource) && (s.op !== "update" || s.keys.some((k) => RESTARTING_INPUTS.has(k))))) return "restart";
+  if (changing.some((s) => GROUP_RESTART.test(s.resource) && (s.op !== "update" || s.keys.length === 0 || s.keys.some((k) => GROUP_RESTARTING_INPUTS.has(k))))) return "restart";
   if (changing.some((s) => s.resource.endsWith("-ready")) && /`up` (replaces it|installs)/.test(hostView)) return "restart";
   if (changing.length === 0) return "no change";
   if (changing.every((s) => s.resource.startsWith("benchmark"))) return "benchmark only";

@@ -144,7 +144,42 @@ function makePresenceProvider(): pulumi.dynamic.ResourceProvider {
 
 const presenceProvider = makePresenceProvider();
 
+/**
+ * The restart of a group, driven from one place (remote/group-restart.ts; why: script.ts,
+ * GROUP_PREPARE_MARGIN_SECONDS): @pulumi/command runs each node's restart on its own, and
+ * nothing could hold one node's stop until every other node had passed its checks. It runs
+ * again when what a node must run (its unit, its staged transaction, its connection) or the
+ * secrets change, like the restart commands it replaces; a failure leaves its state as it was,
+ * so the next `up` runs it again.
+ */
+function makeGroupRestartProvider(): pulumi.dynamic.ResourceProvider {
+  const load = loadHandlers;
+  const changes = changedKeys;
+  return {
+    async diff(_id: string, olds: any, news: any) {
+      return { changes: changes(olds, news, ["nodes", "secretStdin", "providerVersion"]).length > 0, replaces: [], deleteBeforeReplace: false };
+    },
+    async create(inputs: any) {
+      const outs = await load().applyGroupRestart(inputs);
+      return { id: `${inputs.label}:group-restart`, outs };
+    },
+    async update(_id: string, _olds: any, news: any) {
+      return { outs: await load().applyGroupRestart(news) };
+    },
+  };
+}
+
+const groupRestartProvider = makeGroupRestartProvider();
+
 type Inputs<T> = { [K in keyof T]: pulumi.Input<T[K]> };
+
+/** Restarts every node of a group behind one barrier; `outputs` holds each node's transaction output. */
+export class GroupRestart extends pulumi.dynamic.Resource {
+  declare readonly outputs: pulumi.Output<string[]>;
+  constructor(name: string, args: Inputs<Handlers.GroupRestartInputs>, opts?: pulumi.CustomResourceOptions) {
+    super(groupRestartProvider, name, { ...args, outputs: undefined }, { ...opts, additionalSecretOutputs: ["nodes", "secretStdin"] });
+  }
+}
 
 /**
  * Proves the restarted configuration serves on its own arguments (a real generation, then

@@ -19,6 +19,46 @@ export const KEEPER_BEAT_SECONDS = 5;
 export const KEEPER_GRACE_SECONDS = 60;
 
 /**
+ * A group's barrier (issue 41, item 2). A group restarts as one: node 1's old rank ends with
+ * node 0's old server, so a node that stops its old rank while another node is still taking
+ * its lock (or checking, or stalled) aborts the serving group and cuts node 0's requests with
+ * nobody to count them. So the restart of a group is driven from one place (the provider,
+ * remote/group-restart.ts) in two phases over one transaction per node: each node takes its
+ * lock, runs its checks and reads its secrets, then says `@@prepared` and waits for a `go`
+ * line on its stdin; the provider sends `go` to every node only once every node (node 0
+ * too) has said it, and otherwise `abort` (or nothing: a node whose stdin closes, because the
+ * provider or its session went away, never gets a go), so that a stall anywhere fails the group
+ * before anything stops. The lock stays held across both phases by the one process: no other
+ * deployment can come between a node's checks and its stop.
+ *
+ * The seconds the slowest node may take to get there, beyond its lock wait
+ * (safety.lockWaitSeconds): an SSH session and the host step's start, a few systemctl reads and
+ * its secrets. The provider's bound on the preparation is groupPrepareSeconds.
+ */
+export const GROUP_PREPARE_MARGIN_SECONDS = 60;
+/**
+ * How much longer a prepared node waits for its go than the provider waits for the slowest
+ * node: the provider, which knows every node, always decides (and says why) first, and a go
+ * sent at its deadline still reaches a node in time.
+ */
+export const GROUP_GO_GRACE_SECONDS = 30;
+
+/** How long the provider waits for every node of a group to be prepared (lock, checks, secrets). */
+export function groupPrepareSeconds(lockWaitSeconds: number): number {
+  return Math.ceil(lockWaitSeconds) + GROUP_PREPARE_MARGIN_SECONDS;
+}
+
+/**
+ * What a node of a group may take after its go, at most: a further node waits for its old rank
+ * to end with node 0's server (node 0's drain deadline and its kill's exit), then stops its own
+ * (the same again), waits for its GPUs and starts the new rank. Anything past it is a host step
+ * that hung; the provider then says so (what the hosts did is read by the next `up`).
+ */
+export function groupFinishSeconds(t: Pick<Deployment["timeouts"], "drainSeconds" | "stopSeconds" | "gpuReleaseSeconds">): number {
+  return 2 * (Math.ceil(t.drainSeconds) + DRAIN_EXIT_MARGIN_SECONDS + Math.ceil(t.stopSeconds)) + Math.ceil(t.gpuReleaseSeconds) + GROUP_PREPARE_MARGIN_SECONDS;
+}
+
+/**
  * What the host keeps that must not outlive a reboot, because it speaks of processes a reboot
  * ends: the lock and its note (a holder), the note of a rollout being proven and its claim
  * (renewed by a live readiness step). /run is a tmpfs, empty after every boot.
@@ -320,6 +360,8 @@ export interface TransactionInput {
   startSeconds: number;
   /** Nodes of the group (1: a single host). A group restarts, and rolls back, as one. */
   groupSize: number;
+  /** In a group: how long a prepared node waits for the provider's go before it gives up, having stopped nothing. */
+  barrierSeconds: number;
 }
 
 export function transactionInput(d: Deployment, stack: string, label: string, rank: number, host: string, secrets: SecretPresence): TransactionInput {
@@ -335,13 +377,14 @@ export function transactionInput(d: Deployment, stack: string, label: string, ra
     // In a group: how much later than this node the slowest node's restart may end (its lock
     // wait, drain, stop and GPU release; the nodes' restarts run at once). Not covered: a node
     // whose unit also moves, whose teardown comes first.
-    handoverSeconds: KEEPER_GRACE_SECONDS + (d.nodes.length > 0 ? Math.ceil(d.safety.lockWaitSeconds + d.timeouts.drainSeconds + DRAIN_EXIT_MARGIN_SECONDS + d.timeouts.stopSeconds + d.timeouts.gpuReleaseSeconds) : 0),
+    handoverSeconds: KEEPER_GRACE_SECONDS + (d.nodes.length > 0 ? Math.ceil(groupPrepareSeconds(d.safety.lockWaitSeconds) + d.timeouts.drainSeconds + DRAIN_EXIT_MARGIN_SECONDS + d.timeouts.stopSeconds + d.timeouts.gpuReleaseSeconds) : 0),
     rollback: d.safety.rollback,
     secrets,
     gpus: gpuIndices(d),
     commandSeconds: d.timeouts.commandSeconds,
     startSeconds: startTimeoutSeconds(d.timeouts),
     groupSize: 1 + d.nodes.length,
+    barrierSeconds: groupPrepareSeconds(d.safety.lockWaitSeconds) + GROUP_GO_GRACE_SECONDS,
   };
 }
 
@@ -423,6 +466,7 @@ ${v("recover_s", RECOVER_SECONDS)}
 ${v("keeper_beat", KEEPER_BEAT_SECONDS)}
 ${v("keeper_grace", KEEPER_GRACE_SECONDS)}
 ${v("handover_s", x.handoverSeconds)}
+${v("barrier_s", x.barrierSeconds)}
 gpus_busy=0
 replaced=""
 
@@ -562,8 +606,10 @@ stop_server() {
   pid=$(show MainPID) inv=$(show InvocationID) t0=$(now)
   if [ "$rank" != 0 ] && [ "$1" = drain ]; then
     # A further node ends with node 0's old server (its collectives abort); wait for that
-    # so node 0 can finish what is in flight, then stop it anyway.
-    while running && ! past "$t0" "$drain_deadline"; do sleep "$poll"; done
+    # so node 0 can finish what is in flight, then stop it anyway. Past node 0's own drain
+    # deadline and its kill's exit: in a group every node starts here at once (the barrier),
+    # so node 0 ends its server (and counts what it cuts) before this node would.
+    while running && ! past "$t0" "$(( drain_deadline + \${stop_s%.*} ))"; do sleep "$poll"; done
     t0=$(now)
   fi
   systemctl stop --no-block "$unit"
@@ -588,6 +634,14 @@ stop_server() {
     fi
     sleep "$poll"
   done
+  # In a group, a server that ended during its drain with requests in flight, because another
+  # node's rank went away (its collectives aborted), cut them: counted like a kill, so that
+  # requestsCut says so and drainPolicy "fail" holds.
+  if [ "$killed" = 0 ] && [ "$group_size" -gt 1 ] && [ "$remaining" != 0 ] &&
+    journalctl -u "$unit" "_SYSTEMD_INVOCATION_ID=$inv" --since "@\${t0%.*}" -o cat --no-pager 2>/dev/null | grep -qE 'communicator was aborted|lost node [0-9]|Connection reset by peer'; then
+    killed=1 cut=\${remaining:-null}
+    say "the old server was ended by another node's abort during its drain (its collectives aborted), cutting $(in_flight "$remaining")"
+  fi
   if [ "$(show Result)" = timeout ] && [ "$killed" = 0 ]; then
     if [ "$remaining" = 0 ]; then
       say "SGLang had drained every request; systemd's stop timeout (TimeoutStopSec) ended its own exit, which cut nothing"
@@ -852,6 +906,25 @@ restore_known_good() {
   }
 }
 
+# A group's barrier (script.ts GROUP_PREPARE_MARGIN_SECONDS): this node holds its lock and has
+# passed its checks; it stops nothing until the provider, which has heard the same from every
+# node of the group, node 0 included, sends \`go\` on stdin. Anything else (\`abort\`, the end of
+# stdin, nothing within barrier_s) ends this restart with nothing stopped, and the lock with it.
+# group_phase: where a node of a group is, for the provider to name a node that stalls.
+group_phase() { [ "$group_size" -gt 1 ] && echo "@@phase $*"; true; }
+await_go() {
+  local word="" rc
+  echo "@@prepared"
+  say "ready to stop the old server: waiting for every node of the group to be too (at most $barrier_s s)"
+  IFS= read -r -t "$barrier_s" word
+  rc=$?
+  [ "$rc" = 0 ] && [ "$word" = go ] && return 0
+  if [ "$rc" = 0 ]; then echo "FAILED: the group's restart was called off before anything stopped (another node failed or stalled before it was ready to stop; the provider names it); nothing was stopped on $host." >&2
+  elif [ "$rc" -gt 128 ]; then echo "FAILED: $label waited $barrier_s s for the group's go and got none (safety.lockWaitSeconds + margins); nothing was stopped on $host. Run \\\`pulumi up\\\` again." >&2
+  else echo "FAILED: the session that drives the group's restart ended before its go (the engine stopped, or the connection dropped); nothing was stopped on $host. Run \\\`pulumi up\\\` again." >&2; fi
+  return 1
+}
+
 main() {
 # Once started, every step finishes even if \`pulumi\` (and so our SSH session) goes away: no
 # step dies on its next line of output, or on the hang-up, half-way (a rollback that has
@@ -862,7 +935,9 @@ case "\${1:-}" in
 restart)
   want=\${2:?usage: restart HASH}
   [ "$(hash_of "$stage/unit.service")" = "$want" ] || { echo "FAILED: the unit staged for stack $stack is not $want (restaged by another run of this stack?); nothing was changed. Run \\\`pulumi up\\\` again." >&2; exit 1; }
+  group_phase "taking the host lock (safety.lockWaitSeconds = $lock_wait s)"
   lock
+  group_phase "checking the node (holding its lock)"
   say "holding $host's lock (on the host, as \${DFLASH_HOST_STEP:-this session}: if this connection drops, the restart goes on here under the lock, and the next \\\`pulumi up\\\` proves what it left)"
   replaced=$(replaced_unit) || replaced=""
   before_pid=$(show MainPID)
@@ -879,11 +954,10 @@ restart)
   # replaces. Started beside it, the new unit would wait for GPUs that are never freed.
   if other=$(other_server); then
     echo "FAILED: $other runs on $host and holds the GPUs that \${unit%.service} (stack $stack) needs; nothing was stopped. Remove it first (\\\`npx pulumi destroy --stack $(other_stack "$other")\\\`), or give stack $stack the same service.unitName so that \\\`up\\\` replaces it." >&2
-    # In a group the other nodes go on with their restarts: this one fails the way the
-    # group expects (below), so that readiness puts the whole group back.
-    if [ "$group_size" -gt 1 ]; then echo "$want $(date +%s)" > "$state/group-failed"; echo "@@failed"; exit 0; fi
+    # In a group too: it is found before the barrier, so no node has stopped anything.
     exit 1
   fi
+  group_phase "reading the secrets from stdin"
   read_secrets || { echo "FAILED: could not read the secret files of $unit from stdin; nothing was stopped." >&2; exit 1; }
   if [ "\${3:-}" != force ] && [ "$(hash_of "$live")" = "$want" ] && running && ! secrets_changed; then
     # Already live with these secrets (e.g. a retry, or an upgrade of this tool): nothing to
@@ -894,6 +968,7 @@ restart)
     echo "@@result {\\"applied\\":false,\\"drainSeconds\\":0,\\"stopSeconds\\":0,\\"requestsCut\\":0,\\"gpuReleaseSeconds\\":0,\\"previousMainPid\\":$before_pid,\\"at\\":$(date +%s)}"
     exit 0
   fi
+  if [ "$group_size" -gt 1 ]; then await_go || exit 1; fi
   if stop_old; then
     if [ "$killed" = 1 ] && [ "$drain_policy" = fail ] && [ "$rank" = 0 ]; then
       echo "FAILED: the drain deadline (timeouts.drainSeconds = $drain_s s) ended the old server, cutting $(in_flight "$cut"); timeouts.drainPolicy is \\"fail\\", so the new configuration is not started. Retry when traffic is lower, raise timeouts.drainSeconds, or set timeouts.drainPolicy to \\"proceed\\"." >&2

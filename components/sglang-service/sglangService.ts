@@ -7,16 +7,18 @@
 //            unit and the transaction in this stack's own folder on each node;
 //   restart  `<name>-restart`: a command:remote:Command, re-run when the unit or a secret
 //            changes, that runs the staged transaction (lock, drain, stop, wait for the
-//            old process and the GPUs, install, start; rollback on failure);
+//            old process and the GPUs, install, start; rollback on failure); for a group,
+//            `<name>-restart-group`, a dynamic resource that runs every node's transaction
+//            behind one barrier (nothing stops before every node has passed its checks);
 //   ready    `<name>-ready`: a dynamic resource that proves the new configuration serves.
 import { inspect } from "node:util";
 import * as pulumi from "@pulumi/pulumi";
 import * as command from "@pulumi/command";
 import { Deployment } from "./schema";
 import { expectedServerArgs, gpuIndices, gpusPerNode, helperScripts, launchArgs, launchFlags, localServerUrl, renderUnit, secretPaths, SecretPresence, sha256, shellQuote } from "./render";
-import { renderPreflightScript, renderStageRemoval, renderStageScript, renderTransaction, secretFileOrder, transactionInput, transactionPath } from "./script";
+import { groupFinishSeconds, groupPrepareSeconds, renderPreflightScript, renderStageRemoval, renderStageScript, renderTransaction, secretFileOrder, transactionInput, transactionPath } from "./script";
 import type { StackSecrets } from "./config";
-import { PROVIDER_VERSION, Presence, Ready } from "./provider";
+import { GroupRestart, PROVIDER_VERSION, Presence, Ready } from "./provider";
 import { describeHostChange, hostRunsOf, readLiveUnit } from "./remote/observe";
 import { asSshUser } from "./become";
 import { NoRootAccess } from "./remote/ssh";
@@ -201,19 +203,45 @@ export class SglangService extends pulumi.ComponentResource {
         },
         { parent: this, dependsOn: [onNode], additionalSecretOutputs: ["connection"] },
       );
-      // restart: the whole host-side transaction, re-run when the unit (its hash is in the
-      // command) or a secret (stdin) changes.
+      return { ...n, staged, commandConnection: connection, connection: n.conn };
+    });
+    // The restart's stdin (the secrets), once the program has read what each node runs.
+    const restartStdin = pulumi.all([stdin, hostView]).apply(([text]) => text);
+    // restart on a single host: the whole host-side transaction, re-run when the unit (its
+    // hash is in the command) or a secret (stdin) changes.
+    const singleRestart = (n: (typeof nodes)[number]) => {
       const restart = new command.remote.Command(
-        `${name}-restart${n.suffix}`,
+        `${name}-restart`,
         {
-          connection,
-          ...hostStep(n.host, `bash ${shellQuote(transactionPath(d.service.unitName, stack))} restart ${n.unitHash}`, pulumi.all([stdin, hostView]).apply(([text]) => text)),
+          connection: n.commandConnection,
+          ...hostStep(n.host, `bash ${shellQuote(transactionPath(d.service.unitName, stack))} restart ${n.unitHash}`, restartStdin),
           addPreviousOutputInEnv: false,
         },
-        { parent: this, dependsOn: [staged], additionalSecretOutputs: ["connection"] },
+        { parent: this, dependsOn: [n.staged], additionalSecretOutputs: ["connection"] },
       );
-      return { ...n, restart, connection: n.conn };
-    });
+      return { resource: restart as pulumi.Resource, output: restart.stdout };
+    };
+    // restart of a group: every node's transaction, driven from one place behind one barrier
+    // (provider.ts GroupRestart, remote/group-restart.ts): no node stops its old rank before
+    // every node, node 0 included, holds its lock and has passed its checks. Once every node
+    // is staged: a node that cannot even stage stops nothing anywhere.
+    const groupRestart = () => {
+      const restart = new GroupRestart(
+        `${name}-restart-group`,
+        {
+          nodes: pulumi.all(nodes.map((n) => n.conn)).apply((conns) => conns.map((connection, k) => ({ connection, unitHash: nodes[k].unitHash, transaction: transactionPath(d.service.unitName, stack) }))),
+          secretStdin: restartStdin,
+          prepareSeconds: groupPrepareSeconds(d.safety.lockWaitSeconds),
+          finishSeconds: groupFinishSeconds(d.timeouts),
+          label,
+          urn: childUrn(COMPONENT_TYPE, `${name}-restart-group`),
+          providerVersion: PROVIDER_VERSION,
+        },
+        { parent: this, dependsOn: nodes.map((n) => n.staged) },
+      );
+      return nodes.map((_, k) => ({ resource: restart as pulumi.Resource, output: restart.outputs.apply((o) => o[k]) }));
+    };
+    const restarts = planned.length === 1 ? [singleRestart(nodes[0])] : groupRestart();
 
     const target = {
       unitName: d.service.unitName,
@@ -234,8 +262,8 @@ export class SglangService extends pulumi.ComponentResource {
         expectedArgs: expectedServerArgs(d),
         modelName: d.model.servedModelName ?? d.model.path,
         nodes: pulumi.all(
-          nodes.map((n) =>
-            pulumi.all([n.connection, n.restart.stdout]).apply(([connection, restartOutput]) => ({
+          nodes.map((n, k) =>
+            pulumi.all([n.connection, restarts[k].output]).apply(([connection, restartOutput]) => ({
               connection,
               unitHash: n.unitHash,
               transaction: transactionPath(d.service.unitName, stack),
@@ -250,7 +278,7 @@ export class SglangService extends pulumi.ComponentResource {
       // Earlier versions of this tool named this resource `<name>-rollout` (and did the
       // restart in it): the alias adopts it, so upgrading updates it in place instead of
       // deleting it, whose old delete would stop and remove the live unit.
-      { parent: this, dependsOn: nodes.map((n) => n.restart), aliases: [{ name: `${name}-rollout` }] },
+      { parent: this, dependsOn: restarts.map((r) => r.resource), aliases: [{ name: `${name}-rollout` }] },
     );
 
     const unitText = nodes[0].unitText;

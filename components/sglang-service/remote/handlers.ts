@@ -6,7 +6,10 @@ import { Connection, Ssh } from "./ssh";
 import { NodeStep, ReadinessResult, Target, waitReadyGroup } from "./steps";
 import { progress } from "./progress";
 import { secretPaths, shellQuote, startTimeoutSeconds, STATE_DIR, unitPath } from "../render";
-import { RUN_DIR, transactionBoundSeconds } from "../script";
+import { groupFinishSeconds, groupPrepareSeconds, RUN_DIR, transactionBoundSeconds } from "../script";
+import { restartGroup } from "./group-restart";
+export { applyGroupRestart } from "./group-restart";
+export type { GroupRestartInputs } from "./group-restart";
 import { exitWithEngine } from "./engine-watch";
 import { ConfiguredNodes, NodeConnection, nodesFromConfig } from "../config";
 
@@ -248,8 +251,12 @@ export async function applyReady(i: ReadyInputs): Promise<ReadyOutputs> {
     if (off.length > 0) {
       const which = off.map((k) => (k === 0 ? i.nodes[0].connection.host : `node ${k} (${i.nodes[k].connection.host})`)).join(", ");
       await progress(t.urn, `${t.label}: ${which} do${off.length > 1 ? "" : "es"} not run this stack's unit (rolled back after the last attempt, edited or stopped by hand); restarting${i.nodes.length > 1 ? " the group" : ""}`, false);
-      // A group restarts as a whole: one node cannot rejoin a group that is already up.
-      const again = await Promise.all(i.nodes.map((n, k) => transaction(sshs[k], n, t, `restart ${n.unitHash}${i.nodes.length > 1 ? " force" : ""}`, i.secretStdin)));
+      // A group restarts as a whole (one node cannot rejoin a group that is already up), behind
+      // its barrier (group-restart.ts): a node that fails or stalls first stops nothing anywhere.
+      const again =
+        i.nodes.length > 1
+          ? (await restartGroup(sshs, { nodes: i.nodes, secretStdin: i.secretStdin, prepareSeconds: groupPrepareSeconds(t.safety.lockWaitSeconds), finishSeconds: groupFinishSeconds(t.timeouts), label: t.label, urn: t.urn }, true)).map((out) => ({ code: 0, out }))
+          : await Promise.all(i.nodes.map((n, k) => transaction(sshs[k], n, t, `restart ${n.unitHash}`, i.secretStdin)));
       const failed = again.find((r) => r.code !== 0);
       // What failed first, then the progress lines that led to it.
       if (failed) throw new Error([...failed.out.split("\n").filter((l) => /FAILED|HOST DOWN|RECOVERING/.test(l)), ...failed.out.split("\n").filter((l) => !/FAILED|HOST DOWN|RECOVERING/.test(l))].join("\n"));

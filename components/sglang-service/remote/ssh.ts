@@ -176,6 +176,40 @@ export class Ssh {
     };
   }
 
+  /**
+   * Starts a script on its own connection that we talk to while it runs: `input` first (as
+   * `run` would pass it), then whatever `send` writes, until `end` (or this process ending)
+   * closes its stdin. `onOutput` gets its stdout and stderr as they come; `ended` resolves
+   * with all of it and the exit status (255: ssh's own failure, or the session dropped).
+   */
+  converse(script: string, input: string, onOutput: (text: string) => void): { send: (line: string) => void; end: () => void; ended: Promise<RunResult> } {
+    const remote = asSshUser(this.conn.become, script, input);
+    const child = spawn("ssh", [...this.baseArgs(false), "--", `${this.conn.user}@${this.conn.host}`, remote.command], { stdio: ["pipe", "pipe", "pipe"] });
+    child.stdin.on("error", () => undefined);
+    child.stdin.write(remote.stdin);
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => {
+      stdout += d;
+      onOutput(d.toString("utf8"));
+    });
+    child.stderr.on("data", (d: Buffer) => {
+      stderr += d;
+      onOutput(d.toString("utf8"));
+    });
+    const ended = new Promise<RunResult>((resolve) => {
+      child.on("error", (e) => resolve({ code: 255, stdout, stderr: `${stderr}cannot run ssh: ${e.message}\n` }));
+      child.on("close", (code) => resolve({ code: code ?? 255, stdout, stderr }));
+    });
+    return {
+      send: (line) => {
+        if (child.stdin.writable) child.stdin.write(`${line}\n`);
+      },
+      end: () => child.stdin.end(),
+      ended,
+    };
+  }
+
   /** Like run, but a non-zero exit is an error that says what failed. */
   async check(script: string, what: string, opts: { timeoutMs?: number; input?: string } = {}): Promise<string> {
     const r = await this.run(script, opts);

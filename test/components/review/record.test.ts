@@ -59,6 +59,11 @@ test("credentials alone restart nothing; a node's own restart or presence does",
   assert.equal(effectOf([step("sglang-host", "update", ["connection"]), step("sglang-restart", "update", ["connection"]), step("sglang-unit", "update", ["connection"])]), "update, no restart");
   assert.equal(effectOf([step("sglang-restart", "update", ["stdin"])]), "restart", "new secrets reach the server by a restart");
   assert.equal(effectOf([step("sglang-restart-node1", "update", ["create"])]), "restart");
+  // A group's restart (issue 41, item 2: one resource behind one barrier).
+  assert.equal(effectOf([step("sglang-restart-group", "update", ["nodes"])]), "restart");
+  assert.equal(effectOf([step("sglang-restart-group", "update", ["secretStdin"])]), "restart");
+  assert.equal(effectOf([step("sglang-restart-group", "create")]), "restart");
+  assert.equal(effectOf([step("sglang-restart-group", "update", ["providerVersion"])]), "update, no restart");
   assert.equal(effectOf([step("sglang-host-node1", "replace")]), "restart");
 });
 

@@ -115,6 +115,37 @@ test("GPU wait: an unknown reading is busy, never free: [N/A], an empty cell, a 
   assert.equal(waitGpus("0", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.", 9).code, 1);
 });
 
+// Issue 41, item 2: a node of a group stops nothing until the provider, having heard every node
+// say it is prepared, sends `go`; an `abort`, the end of its session or no word in time ends it.
+test("group barrier: a prepared node goes on only on `go`; an abort, a closed session or silence stops nothing and says why", () => {
+  const group = renderTransaction({ ...transactionInput(d, "b16t4-w2048", "x node 1 (127.0.0.11)", 1, "127.0.0.11", withKey), groupSize: 2, barrierSeconds: 1 });
+  const go = inBash(group, "await_go && echo went", {}, "go\n");
+  assert.equal(go.code, 0);
+  assert.deepEqual(go.stdout.trim().split("\n").filter((l) => !l.includes("waiting for every node")), ["@@prepared", "went"]);
+  const abort = inBash(group, "await_go || echo stopped-nothing", {}, "abort\n");
+  assert.match(abort.stderr, /^FAILED: the group's restart was called off before anything stopped .*; nothing was stopped on 127\.0\.0\.11\.$/m);
+  assert.match(abort.stdout, /stopped-nothing/);
+  assert.match(inBash(group, "await_go", {}, "").stderr, /FAILED: the session that drives the group's restart ended before its go .*nothing was stopped on 127\.0\.0\.11/);
+  // An open stdin that says nothing: the bound (barrier_s, 1 s here) ends the wait.
+  assert.match(inBash(group, "sleep 3 | await_go").stderr, /FAILED: x node 1 \(127\.0\.0\.11\) waited 1 s for the group's go and got none .*nothing was stopped on 127\.0\.0\.11/);
+});
+
+// Issue 41, item 2: node 0's old server ended mid-drain by another node's rank going away (its
+// collectives aborted) cut what it still held: counted as a cut (requestsCut, drainPolicy fail).
+test("group drain: a server ended by a peer's abort with requests in flight counts them as cut; without the abort it is not counted here", () => {
+  const fakes = (journal: string[]) => `group_size=2 rank=0 poll=0.01 n=0
+running() { n=$((n + 1)); [ "$n" -le 2 ]; }
+show() { case "$1" in MainPID) echo 0 ;; InvocationID) echo inv ;; Result) echo exit-code ;; esac; }
+systemctl() { :; }
+journalctl() { printf '%s\\n' ${journal.map((l) => `"${l}"`).join(" ")}; }
+stop_server drain; echo "killed=$killed cut=$cut"`;
+  const draining = "Gracefully exiting... Remaining number of requests 3. Remaining requests remaining_rids=[a, b, c].";
+  const aborted = inBash(transaction, fakes([draining, "RuntimeError: NCCL communicator was aborted on node 0: node 1 exited"]));
+  assert.match(aborted.stdout, /ended by another node's abort during its drain .*cutting 3 requests still in flight/);
+  assert.match(aborted.stdout, /^killed=1 cut=3$/m);
+  assert.match(inBash(transaction, fakes([draining])).stdout, /^killed=0 cut=0$/m, "no abort: a server that ended by itself is not counted as cut here");
+});
+
 // srt/managers/tokenizer_manager.py sigterm_watchdog, as `journalctl -o cat` / `-o short-unix` print it.
 test("drain progress from SGLang's own lines: the last remaining count, and when it first reached 0", () => {
   const journal = [
