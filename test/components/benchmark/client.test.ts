@@ -71,7 +71,10 @@ test("single-stream decode rate (1/TPOT) is within 3% of the simulator's ground 
   }
 });
 
-test("the cache trap: the old method's long-context TTFT is a prefix-cache hit; today's is the prefill, within 5%", async () => {
+// Today's TTFT is compared with the prefill from below only: the simulator sleeps the prefill, so
+// a reading under it is a cache hit, while the suite's own load can only add to it (CI read 942 ms
+// against 884 ms under load, and a two-sided 5 % failed a green main; issue 42).
+test("the cache trap: the old method's long-context TTFT is a prefix-cache hit; today's is a full prefill (at least the simulated prefill, nothing cached)", async () => {
   const ctx = 16384;
   // The old method: warm-up, then measured runs, all of the same prompt.
   const prompt = oldPrompt(ctx, `long-${ctx}`);
@@ -86,7 +89,7 @@ test("the cache trap: the old method's long-context TTFT is a prefix-cache hit; 
   const r = await runBenchmark(ep(), benchmarkSchema.parse({ runs: 3, warmupRuns: 1, maxTokens: 16, shortPromptTokens: 128, longContextTokens: [ctx], concurrency: [], coding: false }), () => undefined, () => undefined, "long-context");
   const long = r.long[0];
   const truth = timeToFirstToken(long.prompt_tokens, SPEC) * 1000;
-  assert.ok(Math.abs(long.median_ttft_ms / truth - 1) <= 0.05, `today: median TTFT ${long.median_ttft_ms} ms vs a prefill of ${truth.toFixed(0)} ms`);
+  assert.ok(long.median_ttft_ms >= truth * 0.97, `today: median TTFT ${long.median_ttft_ms} ms, below a prefill of ${truth.toFixed(0)} ms: a cache hit`);
   assert.ok(long.cached_tokens < 0.01 * long.total_input_tokens, `cached tokens: ${long.cached_tokens} of ${long.total_input_tokens}`);
   assert.ok(Math.abs(long.prompt_tokens / ctx - 1) <= 0.05, `prompt of ${long.prompt_tokens} tokens for ${ctx} asked`);
   assert.deepEqual(r.warnings, []);
