@@ -692,8 +692,13 @@ export async function sshOutage(host: HostInfo, seconds: number): Promise<void> 
   if (r.code !== 0) throw new Error(`cannot start an SSH outage on ${host.name}: ${r.stderr.trim()}`);
 }
 
-/** One poll loop with a deadline: sshd accepts, then systemd finishes booting to `running`. */
-async function waitUntilRunning(host: HostInfo, pid: number, timeoutMs: number, onProgress: (m: string) => void): Promise<void> {
+/**
+ * One poll loop with a deadline: sshd accepts, then systemd finishes booting to `running`.
+ * `degradedIsBooted`: a boot that ends with a failed unit is a booted host too (after a
+ * reboot, a unit installed on the host may fail to start; that is the host's state to judge,
+ * not a failed boot of the simulation).
+ */
+async function waitUntilRunning(host: HostInfo, pid: number, timeoutMs: number, onProgress: (m: string) => void, degradedIsBooted = false): Promise<void> {
   const started = Date.now();
   const deadline = started + timeoutMs;
   const consoleLog = path.join(host.stateDir, "console.log");
@@ -708,7 +713,7 @@ async function waitUntilRunning(host: HostInfo, pid: number, timeoutMs: number, 
     }
     const result = await ssh(host, "systemctl is-system-running --wait", { timeoutMs: remaining });
     const state = result.stdout.trim();
-    if (state === "running") return;
+    if (state === "running" || (state === "degraded" && degradedIsBooted)) return;
     if (state === "degraded") {
       // The host is removed after a failed start, so its journal goes into the error now.
       const failed = await ssh(
@@ -959,8 +964,10 @@ async function cutPower(name: string): Promise<void> {
  * Reboots a running host on its own address, host keys, client key and overlay: what is on
  * disk (/etc, /var/lib, ...) stays; /run is a fresh tmpfs, as every boot's; no process
  * survives, so the GPUs are free (the GPU simulator keeps its allocations in /run, as a driver
- * in memory); units enabled for the boot start by themselves. Returns once systemd is
- * `running` and sshd answers, as start() does. See RebootOptions for the two kinds.
+ * in memory); units enabled for the boot start by themselves. Returns once sshd answers and
+ * systemd has finished booting, as start() does: `running`, or `degraded` where a unit failed
+ * to start (what was installed on the host is not the simulation's to judge). See
+ * RebootOptions for the two kinds.
  */
 export async function reboot(name: string, opts: RebootOptions): Promise<HostInfo> {
   const host = hostInfo(name);
@@ -1005,7 +1012,7 @@ async function rebootHost(name: string, host: HostInfo, opts: RebootOptions): Pr
   for (const dir of cgroupDirsOf(name)) await removeCgroup(dir);
   onProgress(`${name}: booting (${((Date.now() - started) / 1000).toFixed(1)} s)`);
   const next = bootContainer(name, mergedDirOf(name), simDir, host.stateDir);
-  await waitUntilRunning(host, next, opts.bootTimeoutMs ?? START_DEFAULTS.bootTimeoutMs, onProgress);
+  await waitUntilRunning(host, next, opts.bootTimeoutMs ?? START_DEFAULTS.bootTimeoutMs, onProgress, true);
   return host;
 }
 
