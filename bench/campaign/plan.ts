@@ -22,8 +22,8 @@ export type StackName = (typeof STACKS)[number];
  * host's own trouble (issue 41): `nvidia-smi` or `python -m sglang.launch_server --help` hung
  * for the whole up (a wedged driver, a stuck import), the host rebooted cleanly or its power cut
  * in one phase of the up (REBOOT_PHASES), node 0 of a group stalled (its host lock held by a
- * root process of the harness for longer than node 1 waits for it), and a local user's process
- * (`nobody`) taking the host lock while readiness waits on a hung load.
+ * root process of the harness for longer than node 1 waits for it), and a process not of this
+ * tool holding the host lock (FOREIGN_LOCK_HOLDERS).
  */
 export const FAULTS = [
   "none",
@@ -64,6 +64,14 @@ export type RebootFault = (typeof REBOOT_FAULTS)[number];
 export const REBOOT_PHASES = ["staging", "drain", "loading", "readiness"] as const;
 export type RebootPhase = (typeof REBOOT_PHASES)[number];
 
+/**
+ * foreign-lock: who takes the host lock. "nobody": a local user, while readiness waits on a load
+ * that hangs (so that a rollback needs the lock); "root": a root process not of this tool, from
+ * before the up, for less than the lock wait (the up waits for it, naming it, and goes on).
+ */
+export const FOREIGN_LOCK_HOLDERS = ["nobody", "root"] as const;
+export type ForeignLockHolder = (typeof FOREIGN_LOCK_HOLDERS)[number];
+
 export type KeyChange = "keep" | "set" | "rotate" | "remove";
 
 /** What else an `up` changes, besides the speculative settings and the API key. */
@@ -88,6 +96,8 @@ export interface UpChange {
   atOutput?: string;
   /** For a reboot fault: the phase of the up it lands in. */
   rebootAt?: RebootPhase;
+  /** For foreign-lock: who holds the host lock. */
+  lockHolder?: ForeignLockHolder;
   /** Run `preview` of the change first and compare what it said with what `up` did. */
   previewFirst?: boolean;
 }
@@ -210,6 +220,7 @@ export function planSequence(seed: number, index: number, steps: number, weights
         ...((TIMED_FAULTS as readonly string[]).includes(fault) ? { atSeconds: at } : {}),
         // The phase from the moment already drawn (a new draw would change every later one).
         ...((REBOOT_FAULTS as readonly string[]).includes(fault) ? { rebootAt: REBOOT_PHASES[Math.floor(at) % REBOOT_PHASES.length] } : {}),
+        ...(fault === "foreign-lock" ? { lockHolder: FOREIGN_LOCK_HOLDERS[Math.floor(at) % FOREIGN_LOCK_HOLDERS.length] } : {}),
       });
     } else if (r < 0.79) out.push({ op: "preview", stack });
     else if (r < 0.86) out.push({ op: "refresh", stack });

@@ -4,7 +4,7 @@
 import { FAULTS, FaultWeights, Step, TIMED_FAULTS } from "./plan";
 
 /** Faults of the host's own commands or lock, which act in preflight or before anything stops: counted even where the up was refused there. */
-const HOST_FAULTS = ["hang-nvidia-smi", "hang-help", "stalled-node0"];
+const HOST_FAULTS = ["hang-nvidia-smi", "hang-help", "stalled-node0", "foreign-lock"];
 import type { SequenceResult, StepRecord } from "./runner";
 
 /** The JSON a campaign run writes (bench/results/campaign-<seed>.json). */

@@ -25,7 +25,7 @@ import * as hosts from "../../simhost/hosts";
 import { projectConfig, readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../lib/workspace";
 import { sudoersFor } from "../../components/sglang-service/become";
 import { RUN_DIR } from "../../components/sglang-service/script";
-import { allowedAfter, FaultKind, Proven, REBOOT_FAULTS, RebootPhase, secretForms, Serving, servingOf, StackName, Step, STACKS, TimedFault, TIMED_FAULTS } from "./plan";
+import { allowedAfter, FaultKind, ForeignLockHolder, Proven, REBOOT_FAULTS, RebootPhase, secretForms, Serving, servingOf, StackName, Step, STACKS, TimedFault, TIMED_FAULTS } from "./plan";
 
 export const UNIT = "sglang-k26";
 const RENAMED = `${UNIT}-renamed`;
@@ -60,8 +60,12 @@ const HOST_LOCK = `${RUN_DIR}/host.lock`;
  * so node 0's restart does go on, late.
  */
 const STALL_SECONDS = DEADLINES.drainSeconds + 25;
-/** foreign-lock: how long `nobody` holds the host lock once readiness waits (past the lock wait, so it blocks a rollback that waits for it). */
-const FOREIGN_LOCK_SECONDS = SAFETY.lockWaitSeconds + 30;
+/**
+ * foreign-lock: how long its holder holds the host lock: `nobody`, once readiness waits, past
+ * the lock wait (so that it would block a rollback waiting for it); root, from before the up,
+ * less than the lock wait (so that the up waits for it and goes on).
+ */
+const FOREIGN_LOCK_SECONDS: Record<ForeignLockHolder, number> = { nobody: SAFETY.lockWaitSeconds + 30, root: SAFETY.lockWaitSeconds - 20 };
 /** The progress line that begins each phase of an up a reboot lands in. */
 const REBOOT_PHASE_LINES: Record<RebootPhase, RegExp> = {
   staging: /sglang-unit(-node\d+)? (updating|creating)/,
@@ -72,6 +76,15 @@ const REBOOT_PHASE_LINES: Record<RebootPhase, RegExp> = {
 
 /** What happened to one client request sent while a step ran. */
 export type RequestOutcome = "completed" | "refused" | "cut";
+
+/** Pure: requests by outcome, e.g. "27 completed, 4 refused, 1 cut" (a stalled node 0's steady traffic sends dozens). */
+export function outcomeCounts(outcomes: RequestOutcome[]): string {
+  return (["completed", "refused", "cut"] as const)
+    .map((o) => [o, outcomes.filter((x) => x === o).length] as const)
+    .filter(([, n]) => n > 0)
+    .map(([o, n]) => `${n} ${o}`)
+    .join(", ");
+}
 
 export interface StepRecord {
   step: Step;
@@ -114,7 +127,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * draft window: b8t4-w2048 and b8t4-wnone share a budget), so the previous one can come back;
  * a late SIGTERM and a stale server are the old server's, scoped to the previous configuration.
  */
-function simFault(kind: FaultKind, serving: Serving, previous: Serving | null, rebootAt?: RebootPhase): Record<string, unknown> | undefined {
+function simFault(kind: FaultKind, serving: Serving, previous: Serving | null, rebootAt?: RebootPhase, lockHolder?: ForeignLockHolder): Record<string, unknown> | undefined {
   const match = { match: { speculative_ddtree_budget: serving.budget, speculative_draft_window_size: serving.window } };
   const old = previous ? { match: { speculative_ddtree_budget: previous.budget, speculative_draft_window_size: previous.window } } : {};
   switch (kind) {
@@ -156,8 +169,8 @@ function simFault(kind: FaultKind, serving: Serving, previous: Serving | null, r
       // While loading: a load four times as long (8 s), so that the reboot lands in it.
       return rebootAt === "loading" ? { loadSlowdown: 4, ...match } : undefined;
     case "foreign-lock":
-      // Readiness waits on a load that never ends, and so a rollback comes.
-      return { hangDuringLoad: true, ...match };
+      // nobody's: readiness waits on a load that never ends, and so a rollback comes.
+      return lockHolder === "nobody" ? { hangDuringLoad: true, ...match } : undefined;
     default:
       return undefined;
   }
@@ -456,12 +469,13 @@ export class SequenceRunner {
   /**
    * A process not of this rollout holds node 0's host lock (a transient unit): for
    * stalled-node0 a root process of the harness, from before the up, STALL_SECONDS; for
-   * foreign-lock the local user `nobody`, FOREIGN_LOCK_SECONDS (it holds it only where the lock
-   * file lets every user open it). Returns whether it holds the lock (once it does, or once
+   * foreign-lock its holder, FOREIGN_LOCK_SECONDS (`nobody` holds it only where the lock file
+   * lets every user open it). Returns whether it holds the lock (once it does, or once
    * the holder's attempt ended).
    */
-  private async holdLock(fault: "stalled-node0" | "foreign-lock"): Promise<boolean> {
-    const [user, seconds] = fault === "stalled-node0" ? ["", STALL_SECONDS] : ["--uid=nobody ", FOREIGN_LOCK_SECONDS];
+  private async holdLock(fault: "stalled-node0" | "foreign-lock", holder: ForeignLockHolder = "root"): Promise<boolean> {
+    const user = holder === "nobody" ? "--uid=nobody " : "";
+    const seconds = fault === "stalled-node0" ? STALL_SECONDS : FOREIGN_LOCK_SECONDS[holder];
     const r = await hosts.ssh(
       this.host,
       `systemd-run --quiet --collect ${user}--unit=campaign-${fault} flock ${HOST_LOCK} sleep ${seconds}; ` +
@@ -597,7 +611,7 @@ export class SequenceRunner {
         if (secret && (await this.sh(`grep -rlF -- '${secret}' /etc/dflash-sglang /var/lib/dflash-sglang /etc/systemd/system 2>/dev/null`)).stdout) violations.push(`destroy of stack ${step.stack} left its secret ${secret} on the host`);
       }
     }
-    if (outcomes.includes("cut") && !this.stacks[step.stack].proceed) violations.push(`a request the server had accepted was cut during destroy (${outcomes.join(", ")}); drainPolicy is "fail"`);
+    if (outcomes.includes("cut") && !this.stacks[step.stack].proceed) violations.push(`a request the server had accepted was cut during destroy (${outcomeCounts(outcomes)}); drainPolicy is "fail"`);
     // A destroy removes what runs, not the stack's settings: its secrets stay in its
     // configuration, and its next up runs with them (the model used to forget them: seed
     // 3009). The unit's known-good went with it.
@@ -674,20 +688,35 @@ export class SequenceRunner {
     const same = sameAs(this.proven) || sameAs(this.knownGood);
     // A reboot at its loading phase slows the new configuration's load (scoped to it, as a server fault).
     const rebootingWhileLoading = (REBOOT_FAULTS as readonly string[]).includes(step.fault) && step.rebootAt === "loading";
-    const armed =
-      step.fault !== "none" &&
-      (step.fault === "stalled-node0"
-        ? this.node1 !== undefined
-        : OLD_SERVER_FAULTS.includes(step.fault)
-          ? this.proven !== null
-          : ROLLOUT_FAULTS.includes(step.fault) || step.fault === "sessions-dropped-rollback"
-            ? !(same && (step.fault === "sessions-dropped-rollback" || rebootingWhileLoading))
-            : !same);
-    const sim = armed ? simFault(step.fault, attempted.serving, this.proven?.serving ?? null, step.rebootAt) : undefined;
+    // nobody's lock comes with a hung load of the new configuration: a server fault; root's is the host's.
+    const rootHoldsLock = step.fault === "foreign-lock" && step.lockHolder === "root";
+    const armedWhen = (): boolean => {
+      if (step.fault === "none") return false;
+      if (step.fault === "stalled-node0") return this.node1 !== undefined;
+      if (rootHoldsLock) return true;
+      if (OLD_SERVER_FAULTS.includes(step.fault)) return this.proven !== null;
+      if (ROLLOUT_FAULTS.includes(step.fault) || step.fault === "sessions-dropped-rollback") return !(same && (step.fault === "sessions-dropped-rollback" || rebootingWhileLoading));
+      return !same;
+    };
+    const armed = armedWhen();
+    const sim = armed ? simFault(step.fault, attempted.serving, this.proven?.serving ?? null, step.rebootAt, step.lockHolder) : undefined;
     const faulted = step.fault === "gpu-late" && this.node1 ? this.node1 : this.host;
     if (sim) hosts.fault(faulted.name, JSON.stringify(sim));
     if (armed && step.fault === "stalled-node0") await this.holdLock("stalled-node0");
+    const rootHeld = armed && rootHoldsLock ? await this.holdLock("foreign-lock", "root") : undefined;
     const requests = this.traffic(2);
+    // While node 0 is stalled, a request every 2 s, so that some are in flight when node 1 moves
+    // on without it (the old group's collectives abort with node 1's old rank).
+    let upEnded = false;
+    const steady =
+      armed && step.fault === "stalled-node0"
+        ? (async () => {
+            while (!upEnded) {
+              requests.push(...this.traffic(1));
+              await sleep(2000);
+            }
+          })()
+        : undefined;
     let output = previewOutput;
     let during: Promise<unknown> | undefined;
     let harnessError: string | undefined;
@@ -710,8 +739,8 @@ export class SequenceRunner {
         during = hosts.reboot(this.host.name, { kind: step.fault === "power-cut" ? "power-cut" : "clean" }).catch((e: Error) => (harnessError = `the harness could not reboot ${this.host.name}: ${e.message.split("\n")[0]}`));
       }
       // A local user takes the host lock while readiness waits on the load that hangs.
-      if (step.fault === "foreign-lock" && /sglang-ready (updating|creating)/.test(upOutput)) {
-        during = this.holdLock("foreign-lock").then(
+      if (step.fault === "foreign-lock" && step.lockHolder === "nobody" && /sglang-ready (updating|creating)/.test(upOutput)) {
+        during = this.holdLock("foreign-lock", "nobody").then(
           (held) => (foreignHeld = held),
           (e: Error) => (harnessError = e.message),
         );
@@ -720,6 +749,8 @@ export class SequenceRunner {
     const timed = armed && (TIMED_FAULTS as readonly string[]).includes(step.fault) && step.atSeconds !== undefined ? { fault: step.fault as TimedFault, atSeconds: step.atSeconds, atOutput: step.atOutput } : undefined;
     const bound = stepBoundSeconds();
     const r = await this.operate("up", step.stack, timed, watch, events, bound + HUNG_UP_GRACE_SECONDS);
+    upEnded = true;
+    await steady;
     await during;
     // Cleared: the hung commands answer, the lock holders end. A foreign lock's hung load stays
     // through the checks: what serves then is what the rollback left, not a load let go on.
@@ -741,13 +772,15 @@ export class SequenceRunner {
     else if (r.seconds > bound) violations.push(`up took ${r.seconds.toFixed(0)} s, past its bound of ${bound} s (the stacks' deadlines, lock wait, a restart and a rollback, plus ${STEP_MARGIN_SECONDS} s for the engine)`);
     if (r.ok) this.knownGood = this.proven;
     // Requests die with a host that reboots: the cut is the reboot's, not the rollout's.
-    if (outcomes.includes("cut") && !s.proceed && !rebooted) violations.push(`a request the server had accepted was cut (${outcomes.join(", ")}); drainPolicy is "fail"`);
+    if (outcomes.includes("cut") && !s.proceed && !rebooted) violations.push(`a request the server had accepted was cut (${outcomeCounts(outcomes)}); drainPolicy is "fail"`);
     // Observing is not deciding: an up whose only trouble is one the rollout rides out (none,
     // sshd unreachable for a few seconds while weights load, a slow load, a late SIGTERM, a
     // stale old server, sessions dropped before or after the restart) succeeds, unless its
     // change is one the host refuses (a flag it lacks, a tpSize it cannot hold) or the two
     // stacks' units (renamed apart) compete for the GPUs.
-    const ridesOut = ["none", "ssh-outage-loading", "slow-load", "late-sigterm", "stale-server"].includes(step.fault) || !armed;
+    // A root process not of this tool that holds the lock for less than the lock wait is waited for.
+    const ridesOut = ["none", "ssh-outage-loading", "slow-load", "late-sigterm", "stale-server"].includes(step.fault) || rootHoldsLock || !armed;
+    if (rootHeld && /waiting for /.test(upOutput) && !/not a dflash-sglang deployment/.test(upOutput)) violations.push("up waited for a host lock held by a process not of this tool without naming it (pid, user, command)");
     const handover = this.node1 !== undefined && lostBefore && /is being reconfigured by .*proving its restart/.test(r.message);
     this.lastStepLost = !r.ok && r.fired === true;
     if (!r.ok && ridesOut && !step.badFlag && !step.badTp && !handover && !(competing && /holds the GPUs that .* needs; nothing was stopped/.test(r.message))) violations.push(`up failed although nothing but ${step.fault === "none" || !armed ? "the change" : `the fault ${step.fault}`} happened: ${r.message.split("\n").find((l) => /FAILED|error: (?!update failed)/.test(l))?.trim().slice(0, 300) ?? r.message.slice(0, 300)}`);
@@ -764,8 +797,8 @@ export class SequenceRunner {
           ? `pulumi SIGKILLed at ${step.atOutput ? `/${step.atOutput}/` : `${step.atSeconds} s`}`
           : (r.message.split("\n").find((l) => /(FAILED|error: (?!update failed))/.test(l)) ?? r.message.slice(0, 200)).trim().slice(0, 240);
     const moment = ["ssh-outage-loading", "sessions-dropped-rollback", "foreign-lock", ...REBOOT_FAULTS].includes(step.fault);
-    const fired = timed ? r.fired : armed && moment ? during !== undefined : undefined;
-    const phase = r.phase ?? (rebooted ? step.rebootAt : foreignHeld !== undefined ? `readiness, ${foreignHeld ? "held by nobody" : "refused to nobody"}` : undefined);
+    const fired = timed ? r.fired : rootHeld !== undefined ? rootHeld : armed && moment ? during !== undefined : undefined;
+    const phase = r.phase ?? (rebooted ? step.rebootAt : foreignHeld !== undefined ? `readiness, ${foreignHeld ? "held by nobody" : "refused to nobody"}` : rootHeld !== undefined ? `before the up, ${rootHeld ? "held by root" : "not taken by root"}` : undefined);
     return { step, ok: r.ok, armed, ...(fired !== undefined ? { fired } : {}), ...(phase ? { phase } : {}), cause, requests: outcomes, violations, upSeconds: r.seconds, ...(r.hungIn !== undefined ? { hung: true } : {}) };
   }
 }
@@ -774,7 +807,7 @@ export function describe(s: Step): string {
   if (s.op === "destroy" && s.fault) return `destroy ${s.stack}, fault ${s.fault} at ${s.atSeconds} s`;
   if (s.op !== "up") return `${s.op} ${s.stack}`;
   const extras = [s.token && `hfToken ${s.token}`, s.rename && "renamed unit", s.badFlag && "unknown flag", s.badTp && "tpSize too large", s.otherPort && "other ssh port", s.servicePort && "service port toggled", s.proceed && "drainPolicy toggled", s.previewFirst && "preview first"].filter(Boolean);
-  return `up ${s.stack} -> ${s.config}, key ${s.key}, fault ${s.fault}${s.rebootAt && !s.atOutput ? ` in ${s.rebootAt}` : ""}${s.atOutput ? ` at /${s.atOutput}/${s.atSeconds !== undefined ? ` or ${s.atSeconds} s` : ""}` : s.atSeconds !== undefined ? ` at ${s.atSeconds} s` : ""}${extras.length ? ` (${extras.join(", ")})` : ""}`;
+  return `up ${s.stack} -> ${s.config}, key ${s.key}, fault ${s.fault}${s.rebootAt && !s.atOutput ? ` in ${s.rebootAt}` : ""}${s.lockHolder ? ` by ${s.lockHolder}` : ""}${s.atOutput ? ` at /${s.atOutput}/${s.atSeconds !== undefined ? ` or ${s.atSeconds} s` : ""}` : s.atSeconds !== undefined ? ` at ${s.atSeconds} s` : ""}${extras.length ? ` (${extras.join(", ")})` : ""}`;
 }
 
 /**
@@ -799,7 +832,7 @@ export async function runSequence(start: StartHost, stop: (name: string) => Prom
       if (result.violations.length) break;
       const rec = await seq.run(step);
       result.steps.push(rec);
-      say(`  [${label}.${i + 1}] ${describe(step)}${rec.fired === false ? " (its moment never came)" : ""}: ${rec.ok ? "ok" : `failed (${rec.cause})`} in ${rec.seconds.toFixed(1)} s${rec.requests.length ? `, requests ${rec.requests.join("/")}` : ""}${rec.violations.length ? `; VIOLATED: ${rec.violations.join("; ")}` : ""}`);
+      say(`  [${label}.${i + 1}] ${describe(step)}${rec.fired === false ? " (its moment never came)" : ""}: ${rec.ok ? "ok" : `failed (${rec.cause})`} in ${rec.seconds.toFixed(1)} s${rec.requests.length ? `, requests ${outcomeCounts(rec.requests)}` : ""}${rec.violations.length ? `; VIOLATED: ${rec.violations.join("; ")}` : ""}`);
       result.violations.push(...rec.violations.map((v) => `step ${i + 1} (${describe(step)}): ${v}`));
     }
   } finally {

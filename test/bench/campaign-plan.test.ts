@@ -2,8 +2,8 @@
 // step kind and fault kind is drawn; the model allows what a failed `up` may leave.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { allowedAfter, FAULTS, fillWeights, formatWeights, mix, onlyWeights, parseWeights, planCampaignSequence, planSequence, REBOOT_FAULTS, REBOOT_PHASES, shorter, TIMED_FAULTS } from "../../bench/campaign/plan";
-import { describe as describeStep, phaseOf } from "../../bench/campaign/runner";
+import { allowedAfter, FAULTS, FOREIGN_LOCK_HOLDERS, fillWeights, formatWeights, mix, onlyWeights, parseWeights, planCampaignSequence, planSequence, REBOOT_FAULTS, REBOOT_PHASES, shorter, TIMED_FAULTS } from "../../bench/campaign/plan";
+import { describe as describeStep, outcomeCounts, phaseOf } from "../../bench/campaign/runner";
 
 test("a plan is a function of its seed and index; other seeds give other plans", () => {
   assert.deepEqual(planSequence(7, 3, 12), planSequence(7, 3, 12));
@@ -28,16 +28,24 @@ test("over many sequences every operation, key change and fault kind is drawn", 
     assert.equal("atSeconds" in s, timed, JSON.stringify(s));
     if (timed) assert.ok(s.atSeconds! >= 0 && s.atSeconds! <= 30, JSON.stringify(s));
     assert.equal("rebootAt" in s, (REBOOT_FAULTS as readonly string[]).includes(s.fault ?? "none"), JSON.stringify(s));
+    assert.equal("lockHolder" in s, s.fault === "foreign-lock", JSON.stringify(s));
   }
   const more = Array.from({ length: 200 }, (_, i) => planSequence(1, i, 10)).flat();
+  assert.deepEqual(new Set(more.filter((u) => u.op === "up" && u.fault === "foreign-lock").map((u) => u.op === "up" && u.lockHolder)), new Set(FOREIGN_LOCK_HOLDERS), "both holders of a foreign lock");
   for (const kind of REBOOT_FAULTS) {
     assert.deepEqual(new Set(more.filter((u) => u.op === "up" && u.fault === kind).map((u) => u.op === "up" && u.rebootAt)), new Set(REBOOT_PHASES), `${kind} lands in every phase`);
   }
 });
 
-test("a reboot fault says the phase it lands in", () => {
+test("requests are reported by outcome", () => {
+  assert.equal(outcomeCounts(["completed", "cut", "completed", "refused"]), "2 completed, 1 refused, 1 cut");
+  assert.equal(outcomeCounts([]), "");
+});
+
+test("a reboot fault says the phase it lands in, a foreign lock its holder", () => {
   const up = { op: "up" as const, stack: "a" as const, config: "b8t4-w2048" as const, key: "keep" as const };
   assert.equal(describeStep({ ...up, fault: "power-cut", rebootAt: "drain" }), "up a -> b8t4-w2048, key keep, fault power-cut in drain");
+  assert.equal(describeStep({ ...up, fault: "foreign-lock", lockHolder: "nobody" }), "up a -> b8t4-w2048, key keep, fault foreign-lock by nobody");
   assert.equal(describeStep({ ...up, fault: "reboot-clean", rebootAt: "loading", atOutput: "x" }), "up a -> b8t4-w2048, key keep, fault reboot-clean at /x/", "a regression case's own line");
 });
 
