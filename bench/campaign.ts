@@ -15,7 +15,7 @@ import { runWithHosts, type OwnedHosts } from "../simhost/owned-hosts";
 import { REPO_ROOT } from "../lib/pulumi-env";
 import { checkoutRevision } from "../lib/checkout";
 import { flag, integerBetween, option, parseCommandOrExit, positiveInteger, setUp, text } from "../lib/cli";
-import { FaultWeights, fillWeights, formatWeights, parseWeights, planCampaignSequence, shorter } from "./campaign/plan";
+import { FaultWeights, fillWeights, formatWeights, onlyWeights, parseWeights, planCampaignSequence, shorter } from "./campaign/plan";
 import { CampaignRun, renderCampaign, tally } from "./campaign/report";
 import { describe, readCases, RegressionCase, runSequence, SequenceResult, stepBoundSeconds, STEP_MARGIN_SECONDS } from "./campaign/runner";
 
@@ -32,6 +32,7 @@ const { options } = parseCommandOrExit("npm run campaign --", {
     rev: option({ type: text, placeholder: "REV", description: "run the program of this git revision (a worktree beside this checkout) instead of this one's" }),
     cases: option({ type: text, placeholder: "PATH", description: "replay the regression cases in this file or folder (test/campaign/cases) instead of seeded sequences; writes bench/results/campaign-cases-<rev or HEAD>[-<case>].md" }),
     weights: option({ type: text, placeholder: "KIND=N,...", description: "draw the faults of an up by these weights (a kind not named: 1) instead of evenly; a run's command records them, so it replays" }),
+    only: option({ type: text, placeholder: "KIND,...", description: "draw the faults of an up among these kinds only (each weight 1, every other 0): forces a kind; recorded as --weights" }),
     fill: option({ type: positiveInteger, placeholder: "N", description: "weights favouring the fault kinds the recorded runs (bench/results/campaign-*.json) used fewer than N times; recorded as --weights" }),
     dense: flag("more ups (86% of steps, not 72%), each with a fault that acts (no up without one, no change preflight refuses): for a campaign whose other steps are counted often enough; recorded in the command"),
     shrink: flag("shrink a sequence that breaks an invariant to a shorter one that still does, and save it to test/campaign/cases/"),
@@ -81,14 +82,15 @@ function recordedRuns(out: string): CampaignRun[] {
   return fs.readdirSync(out).filter((f) => /^campaign-\d+\.json$/.test(f)).map((f) => JSON.parse(fs.readFileSync(path.join(out, f), "utf8")) as CampaignRun).filter((r) => r.format === 2).sort((a, b) => a.date.localeCompare(b.date));
 }
 
-/** The fault weights the options ask for: none (even), --weights, or --fill's from the recorded runs. */
+/** The fault weights the options ask for: none (even), --weights, --only's, or --fill's from the recorded runs. */
 function chosenWeights(out: string): FaultWeights | undefined {
-  if (options.weights !== undefined && options.fill !== undefined) {
-    process.stderr.write("npm run campaign: give --weights or --fill, not both\n");
+  if ([options.weights, options.only, options.fill].filter((o) => o !== undefined).length > 1) {
+    process.stderr.write("npm run campaign: give one of --weights, --only and --fill\n");
     process.exit(2);
   }
   try {
     if (options.weights !== undefined) return parseWeights(options.weights);
+    if (options.only !== undefined) return onlyWeights(options.only);
   } catch (e) {
     process.stderr.write(`npm run campaign: ${(e as Error).message}\n`);
     process.exit(2);

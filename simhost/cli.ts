@@ -1,4 +1,4 @@
-// npm run simhost -- <command> [options]: start, stop, status, reclaim, fault, stack-config, configure.
+// npm run simhost -- <command> [options]: start, stop, reboot, status, reclaim, fault, stack-config, configure.
 // Thin wiring over simhost/hosts.ts: reads the command line (simhost/command-line.ts) before
 // anything else, prints JSON lines on stdout, progress and errors on stderr.
 import { spawnSync } from "node:child_process";
@@ -10,7 +10,7 @@ import * as YAML from "yaml";
 import { simHostConfigLines, withSimHostOverlay } from "../lib/workspace";
 import { OVERLAY_FILE, parseOverlay } from "../components/sglang-service/overlay";
 import { sudoersFor } from "../components/sglang-service/become";
-import { configure, fault, hostInfo, projectBuildProfile, reclaimOrphans, start, START_DEFAULTS, status, stop, stopAll, validateHostName, type ModelSpec } from "./hosts";
+import { configure, fault, hostInfo, projectBuildProfile, reboot, reclaimOrphans, start, START_DEFAULTS, status, stop, stopAll, validateHostName, type ModelSpec } from "./hosts";
 
 const hostName: ValueType<string> = {
   expects: "a host name: 1-63 lower-case letters, digits and '-', starting with a letter or digit",
@@ -87,6 +87,14 @@ const PROGRAM = {
         if (options.all === (args.NAME !== undefined)) throw new UsageError("stop takes either NAME or --all");
       },
     }),
+    reboot: {
+      summary: "reboot a running host on its own address, keys and disk (/run starts empty, the GPUs free, enabled units start again); prints its HostInfo as one JSON line once systemd runs and sshd answers",
+      args: { NAME: argument(hostName, "the host (running: see status)") },
+      options: {
+        "power-cut": flag("cut the power: every process of the host SIGKILLed at once (no unit stops, no EXIT hook runs) instead of the host's own orderly shutdown"),
+        "boot-timeout": option({ type: positiveNumber, placeholder: "SECONDS", description: "how long the boot may take", default: String(START_DEFAULTS.bootTimeoutMs / 1000) }),
+      },
+    },
     status: {
       summary: 'one JSON line per host: name, address, pid, alive, owner ({pid, command, running} or "kept")',
       options: {},
@@ -151,6 +159,16 @@ async function main(): Promise<void> {
         await stop(parsed.args.NAME!);
       }
       return;
+    case "reboot": {
+      const { options, args } = parsed;
+      const host = await reboot(args.NAME, {
+        kind: options["power-cut"] ? "power-cut" : "clean",
+        bootTimeoutMs: options["boot-timeout"] * 1000,
+        onProgress: (message) => console.error(`simhost: ${message}`),
+      });
+      console.log(JSON.stringify(host));
+      return;
+    }
     case "status":
       for (const host of status()) console.log(JSON.stringify(host));
       return;

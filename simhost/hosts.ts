@@ -692,8 +692,13 @@ export async function sshOutage(host: HostInfo, seconds: number): Promise<void> 
   if (r.code !== 0) throw new Error(`cannot start an SSH outage on ${host.name}: ${r.stderr.trim()}`);
 }
 
-/** One poll loop with a deadline: sshd accepts, then systemd finishes booting to `running`. */
-async function waitUntilRunning(host: HostInfo, pid: number, timeoutMs: number, onProgress: (m: string) => void): Promise<void> {
+/**
+ * One poll loop with a deadline: sshd accepts, then systemd finishes booting to `running`.
+ * `degradedIsBooted`: a boot that ends with a failed unit is a booted host too (after a
+ * reboot, a unit installed on the host may fail to start; that is the host's state to judge,
+ * not a failed boot of the simulation).
+ */
+async function waitUntilRunning(host: HostInfo, pid: number, timeoutMs: number, onProgress: (m: string) => void, degradedIsBooted = false): Promise<void> {
   const started = Date.now();
   const deadline = started + timeoutMs;
   const consoleLog = path.join(host.stateDir, "console.log");
@@ -708,7 +713,7 @@ async function waitUntilRunning(host: HostInfo, pid: number, timeoutMs: number, 
     }
     const result = await ssh(host, "systemctl is-system-running --wait", { timeoutMs: remaining });
     const state = result.stdout.trim();
-    if (state === "running") return;
+    if (state === "running" || (state === "degraded" && degradedIsBooted)) return;
     if (state === "degraded") {
       // The host is removed after a failed start, so its journal goes into the error now.
       const failed = await ssh(
@@ -883,7 +888,9 @@ export async function stop(name: string): Promise<void> {
   validateHostName(name);
   let stopping = stopsInProgress.get(name);
   if (!stopping) {
-    stopping = stopHost(name).finally(() => stopsInProgress.delete(name));
+    const rebooting = rebootsInProgress.get(name);
+    stopping = (rebooting ? rebooting.then(() => undefined, () => undefined) : Promise.resolve())
+      .then(() => stopHost(name)).finally(() => stopsInProgress.delete(name));
     stopsInProgress.set(name, stopping);
   }
   return stopping;
@@ -909,6 +916,104 @@ async function stopHost(name: string): Promise<void> {
   // Never recurse into a tree that is still an overlay: the check above must have held.
   if (isMounted(merged)) throw new Error(`${merged} is still mounted; not removing ${stateDirOf(name)}`);
   fs.rmSync(stateDirOf(name), { recursive: true, force: true });
+}
+
+/** How a host reboots: its own orderly shutdown, or the power cut at once. */
+export const REBOOT_KINDS = ["clean", "power-cut"] as const;
+export type RebootKind = (typeof REBOOT_KINDS)[number];
+
+export interface RebootOptions {
+  /**
+   * "clean": the host's own orderly shutdown (systemd stops every unit, in order, with their
+   * stop timeouts; EXIT hooks run), then a boot. "power-cut": every process of the host is
+   * SIGKILLed at once (no unit stops, no hook runs), then a boot.
+   */
+  kind: RebootKind;
+  /** How long the boot may take until systemd reports `running`. Defaults to 60 s. */
+  bootTimeoutMs?: number;
+  /** How long a clean shutdown may take (the units' own stop timeouts bound it). Defaults to 180 s. */
+  shutdownTimeoutMs?: number;
+  /** Progress while shutting down and booting (phase, elapsed). Defaults to silence. */
+  onProgress?: (message: string) => void;
+}
+
+const REBOOT_SHUTDOWN_DEADLINE_MS = 180_000;
+/** Reboots under way in this process: a stop waits for them (a boot half-done is no host to stop). */
+const rebootsInProgress = new Map<string, Promise<unknown>>();
+
+/** The simulators' folder a running host's systemd-nspawn mounts (its own argv says), so that a reboot mounts the same. */
+function mountedSimDir(pid: number): string {
+  const argv = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+  const bind = argv.find((a) => a.startsWith("--bind-ro=") && a.endsWith(":/opt/dflash-sim"));
+  if (!bind) throw new Error(`systemd-nspawn pid ${pid} mounts no simulators at /opt/dflash-sim`);
+  return bind.slice("--bind-ro=".length, -":/opt/dflash-sim".length);
+}
+
+/**
+ * A power cut: every process of the host SIGKILLed at once. cgroup.kill (unified hierarchy,
+ * Linux 5.14+) kills the whole cgroup tree in one write, so no unit sees another die first;
+ * without it, every process is signalled in one pass.
+ */
+async function cutPower(name: string): Promise<void> {
+  const killFile = path.join(CGROUP_HIERARCHIES[1], `nspawn-${name}`, "cgroup.kill");
+  if (fs.existsSync(killFile)) fs.writeFileSync(killFile, "1");
+  await killLeftovers(name);
+}
+
+/**
+ * Reboots a running host on its own address, host keys, client key and overlay: what is on
+ * disk (/etc, /var/lib, ...) stays; /run is a fresh tmpfs, as every boot's; no process
+ * survives, so the GPUs are free (the GPU simulator keeps its allocations in /run, as a driver
+ * in memory); units enabled for the boot start by themselves. Returns once sshd answers and
+ * systemd has finished booting, as start() does: `running`, or `degraded` where a unit failed
+ * to start (what was installed on the host is not the simulation's to judge). See
+ * RebootOptions for the two kinds.
+ */
+export async function reboot(name: string, opts: RebootOptions): Promise<HostInfo> {
+  const host = hostInfo(name);
+  if (stopsInProgress.has(name) || rebootsInProgress.has(name)) throw new Error(`host ${name} is being stopped or rebooted already`);
+  const rebooting = rebootHost(name, host, opts);
+  rebootsInProgress.set(name, rebooting);
+  try {
+    return await rebooting;
+  } finally {
+    rebootsInProgress.delete(name);
+  }
+}
+
+async function rebootHost(name: string, host: HostInfo, opts: RebootOptions): Promise<HostInfo> {
+  const pid = readPid(name)!;
+  const simDir = mountedSimDir(pid);
+  const onProgress = opts.onProgress ?? (() => undefined);
+  const started = Date.now();
+  fs.appendFileSync(path.join(host.stateDir, "console.log"), `\n--- simhost: reboot (${opts.kind}) ---\n`);
+  switch (opts.kind) {
+    case "clean": {
+      // systemd-nspawn passes SIGTERM on to the container's systemd as its shutdown signal.
+      onProgress(`${name}: shutting down`);
+      signalIfAlive(pid, "SIGTERM");
+      const timeoutMs = opts.shutdownTimeoutMs ?? REBOOT_SHUTDOWN_DEADLINE_MS;
+      if (!(await waitForExit(pid, timeoutMs))) {
+        throw new Error(`host ${name}: the clean shutdown did not finish within ${timeoutMs / 1000} s (systemd-nspawn pid ${pid} still runs); last lines of the console:\n${lastLines(path.join(host.stateDir, "console.log"), 15)}`);
+      }
+      break;
+    }
+    case "power-cut":
+      onProgress(`${name}: power cut`);
+      await cutPower(name);
+      break;
+    default: {
+      const never: never = opts.kind;
+      throw new Error(`unknown reboot kind ${JSON.stringify(never)}; valid: ${REBOOT_KINDS.join(", ")}`);
+    }
+  }
+  await killLeftovers(name);
+  // The old boot's cgroups go, so that the new systemd starts in empty ones (as start()).
+  for (const dir of cgroupDirsOf(name)) await removeCgroup(dir);
+  onProgress(`${name}: booting (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+  const next = bootContainer(name, mergedDirOf(name), simDir, host.stateDir);
+  await waitUntilRunning(host, next, opts.bootTimeoutMs ?? START_DEFAULTS.bootTimeoutMs, onProgress, true);
+  return host;
 }
 
 function hostNames(): string[] {

@@ -18,7 +18,12 @@ export type StackName = (typeof STACKS)[number];
  * load, a crash soon after ready, garbage output; the old server's SIGTERM noticed late, the old
  * server answering after its drain, the GPUs freed late; and the rollout's own trouble: sshd
  * unreachable for 5 s while weights load, every SSH session into the host dropped at a random
- * moment (or while a rollback runs), the `pulumi` process SIGKILLed at a random moment.
+ * moment (or while a rollback runs), the `pulumi` process SIGKILLed at a random moment; and the
+ * host's own trouble (issue 41): `nvidia-smi` or `python -m sglang.launch_server --help` hung
+ * for the whole up (a wedged driver, a stuck import), the host rebooted cleanly or its power cut
+ * in one phase of the up (REBOOT_PHASES), node 0 of a group stalled (its host lock held by a
+ * root process of the harness for longer than node 1 waits for it), and a process not of this
+ * tool holding the host lock (FOREIGN_LOCK_HOLDERS).
  */
 export const FAULTS = [
   "none",
@@ -38,12 +43,34 @@ export const FAULTS = [
   "sessions-dropped",
   "sessions-dropped-rollback",
   "pulumi-killed",
+  "hang-nvidia-smi",
+  "hang-help",
+  "reboot-clean",
+  "power-cut",
+  "stalled-node0",
+  "foreign-lock",
 ] as const;
 export type FaultKind = (typeof FAULTS)[number];
 
 /** Faults that act at a moment of the operation rather than on a server: they may hit a destroy too. */
 export const TIMED_FAULTS = ["sessions-dropped", "pulumi-killed"] as const;
 export type TimedFault = (typeof TIMED_FAULTS)[number];
+
+/** Faults that reboot the host in one phase of an up. */
+export const REBOOT_FAULTS = ["reboot-clean", "power-cut"] as const;
+export type RebootFault = (typeof REBOOT_FAULTS)[number];
+
+/** The phases of an up a reboot lands in (the runner knows each by the progress line that begins it). */
+export const REBOOT_PHASES = ["staging", "drain", "loading", "readiness"] as const;
+export type RebootPhase = (typeof REBOOT_PHASES)[number];
+
+/**
+ * foreign-lock: who takes the host lock. "nobody": a local user, while readiness waits on a load
+ * that hangs (so that a rollback needs the lock); "root": a root process not of this tool, from
+ * before the up, for less than the lock wait (the up waits for it, naming it, and goes on).
+ */
+export const FOREIGN_LOCK_HOLDERS = ["nobody", "root"] as const;
+export type ForeignLockHolder = (typeof FOREIGN_LOCK_HOLDERS)[number];
 
 export type KeyChange = "keep" | "set" | "rotate" | "remove";
 
@@ -67,6 +94,10 @@ export interface UpChange {
   atSeconds?: number;
   /** For a timed fault in a regression case: at the first output line matching this (a regular expression), instead of a time. */
   atOutput?: string;
+  /** For a reboot fault: the phase of the up it lands in. */
+  rebootAt?: RebootPhase;
+  /** For foreign-lock: who holds the host lock. */
+  lockHolder?: ForeignLockHolder;
   /** Run `preview` of the change first and compare what it said with what `up` did. */
   previewFirst?: boolean;
 }
@@ -130,6 +161,14 @@ export function parseWeights(text: string): FaultWeights {
   return out;
 }
 
+/** Pure: weights that draw only the kinds named (`kind,kind`), each 1, every other kind 0; an unknown kind is an error naming it. */
+export function onlyWeights(text: string): FaultWeights {
+  const named = text.split(",").map((k) => k.trim()).filter(Boolean);
+  if (named.length === 0) throw new Error(`--only: name at least one fault kind; valid: ${UP_FAULTS.join(", ")}`);
+  for (const k of named) if (!(UP_FAULTS as readonly string[]).includes(k)) throw new Error(`--only: unknown fault kind "${k}"; valid: ${UP_FAULTS.join(", ")}`);
+  return Object.fromEntries(UP_FAULTS.map((k) => [k, named.includes(k) ? 1 : 0])) as FaultWeights;
+}
+
 import { mix } from "../../lib/prng";
 export { mix };
 
@@ -179,6 +218,9 @@ export function planSequence(seed: number, index: number, steps: number, weights
         ...(proceed ? { proceed } : {}),
         ...(previewFirst ? { previewFirst } : {}),
         ...((TIMED_FAULTS as readonly string[]).includes(fault) ? { atSeconds: at } : {}),
+        // The phase from the moment already drawn (a new draw would change every later one).
+        ...((REBOOT_FAULTS as readonly string[]).includes(fault) ? { rebootAt: REBOOT_PHASES[Math.floor(at) % REBOOT_PHASES.length] } : {}),
+        ...(fault === "foreign-lock" ? { lockHolder: FOREIGN_LOCK_HOLDERS[Math.floor(at) % FOREIGN_LOCK_HOLDERS.length] } : {}),
       });
     } else if (r < 0.79) out.push({ op: "preview", stack });
     else if (r < 0.86) out.push({ op: "refresh", stack });

@@ -2,6 +2,9 @@
 // what every run recorded with this runner adds up to (bench/results/campaign.md): sequences,
 // steps, each operator step and fault kind used, client requests by outcome, violations.
 import { FAULTS, FaultWeights, Step, TIMED_FAULTS } from "./plan";
+
+/** Faults of the host's own commands or lock, which act in preflight or before anything stops: counted even where the up was refused there. */
+const HOST_FAULTS = ["hang-nvidia-smi", "hang-help", "stalled-node0", "foreign-lock"];
 import type { SequenceResult, StepRecord } from "./runner";
 
 /** The JSON a campaign run writes (bench/results/campaign-<seed>.json). */
@@ -45,7 +48,7 @@ export function faultOf(r: StepRecord): string | undefined {
   if (r.fired === false) return undefined;
   // A server fault of an up refused before anything was stopped (another stack's unit holds
   // the GPUs, the host is another stack's, preflight) never met a server.
-  if (r.step.op === "up" && !(TIMED_FAULTS as readonly string[]).includes(r.step.fault) && /nothing was stopped|Nothing was changed|# preflight /.test(r.cause ?? "")) return undefined;
+  if (r.step.op === "up" && !(TIMED_FAULTS as readonly string[]).includes(r.step.fault) && !HOST_FAULTS.includes(r.step.fault) && /nothing was stopped|Nothing was changed|# preflight /.test(r.cause ?? "")) return undefined;
   if (r.step.op === "up") return r.step.fault !== "none" && r.armed && !r.step.badFlag && !r.step.badTp ? r.step.fault : undefined;
   if (r.step.op === "destroy" && r.step.fault) return `${r.step.fault} (destroy)`;
   return undefined;
@@ -74,6 +77,9 @@ export function tally(runs: CampaignRun[]) {
     okUps: steps.filter((s) => s.step.op === "up" && s.ok).length,
     failedUps: steps.filter((s) => s.step.op === "up" && !s.ok).length,
     longestStep: Math.max(0, ...steps.map((s) => s.seconds)),
+    /** The longest `up` operation (without the settle period), and those the runner killed as hung. */
+    longestUp: Math.max(0, ...steps.map((s) => s.upSeconds ?? 0)),
+    hungUps: steps.filter((s) => s.hung).length,
     wallSeconds: runs.reduce((n, r) => n + r.wallSeconds, 0),
   };
 }
@@ -96,7 +102,7 @@ export function renderCampaign(title: string, runs: CampaignRun[], least: number
     "|---|---:|---:|---|---:|",
     `| ${t.sequences} (${t.groups}, ${t.throughSudo}) | ${t.steps} | ${t.violations} | ${t.requests.completed} / ${t.requests.refused} / ${t.requests.cut} | ${(t.wallSeconds / 60).toFixed(0)} min |`,
     "",
-    `Outcomes of up: ${t.okUps} succeeded, ${t.failedUps} failed (a fault, or a change the host refuses), each then checked. ${stepBound}; longest step ${t.longestStep.toFixed(0)} s.`,
+    `Outcomes of up: ${t.okUps} succeeded, ${t.failedUps} failed (a fault, or a change the host refuses), each then checked. ${stepBound}; longest step ${t.longestStep.toFixed(0)} s (with its checks); longest up ${t.longestUp.toFixed(0)} s (the operation alone, checked against the bound); ups that did not end by themselves (killed by the runner past the bound): ${t.hungUps}.`,
     "",
     "## Operator steps",
     "",

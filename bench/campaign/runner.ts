@@ -12,17 +12,20 @@
 //     stacks keep drainPolicy "fail");
 //   - no API key of the sequence, in any encoding, in Pulumi state, the stack files, the
 //     step's output, or a `*.dflash-new` secret file left on the host after the step;
-//   - every step returned within its deadlines' sum plus a stated margin (stepBoundSeconds).
+//   - every step returned within its deadlines' sum plus a stated margin (stepBoundSeconds),
+//     and every `up` ended within that bound by itself: one still running HUNG_UP_GRACE_SECONDS
+//     past it is killed by the runner (with its plugins), and both count as violations.
 // Shared by the campaign (bench/campaign.ts) and the regression cases (test/campaign/).
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { spawn } from "node:child_process";
 import type { EngineEvent } from "@pulumi/pulumi/automation";
-import { killEngine } from "../../lib/engine-process";
+import { descendants, killEngine } from "../../lib/engine-process";
 import * as hosts from "../../simhost/hosts";
 import { projectConfig, readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../lib/workspace";
 import { sudoersFor } from "../../components/sglang-service/become";
-import { allowedAfter, FaultKind, Proven, secretForms, Serving, servingOf, StackName, Step, STACKS, TimedFault, TIMED_FAULTS } from "./plan";
+import { RUN_DIR } from "../../components/sglang-service/script";
+import { allowedAfter, FaultKind, ForeignLockHolder, Proven, REBOOT_FAULTS, RebootPhase, secretForms, Serving, servingOf, StackName, Step, STACKS, TimedFault, TIMED_FAULTS } from "./plan";
 
 export const UNIT = "sglang-k26";
 const RENAMED = `${UNIT}-renamed`;
@@ -46,15 +49,52 @@ export function stepBoundSeconds(): number {
   const restart = DEADLINES.drainSeconds + DEADLINES.stopSeconds + DEADLINES.gpuReleaseSeconds + DEADLINES.readySeconds + SAFETY.stableSeconds;
   return STEP_MARGIN_SECONDS + SAFETY.lockWaitSeconds + 2 * restart;
 }
+/** An `up` still running this long past its bound is hung: the runner kills it (never waits forever). */
+export const HUNG_UP_GRACE_SECONDS = 30;
+
+/** The host lock every host step of the tool takes (components/sglang-service/script.ts). */
+const HOST_LOCK = `${RUN_DIR}/host.lock`;
+/**
+ * stalled-node0: how long a root process of the harness holds node 0's host lock from before
+ * the up: longer than node 1 waits for its peer (drainSeconds + 15), shorter than the lock wait,
+ * so node 0's restart does go on, late.
+ */
+const STALL_SECONDS = DEADLINES.drainSeconds + 25;
+/**
+ * foreign-lock: how long its holder holds the host lock: `nobody`, once readiness waits, past
+ * the lock wait (so that it would block a rollback waiting for it); root, from before the up,
+ * less than the lock wait (so that the up waits for it and goes on).
+ */
+const FOREIGN_LOCK_SECONDS: Record<ForeignLockHolder, number> = { nobody: SAFETY.lockWaitSeconds + 30, root: SAFETY.lockWaitSeconds - 20 };
+/** The progress line that begins each phase of an up a reboot lands in. */
+const REBOOT_PHASE_LINES: Record<RebootPhase, RegExp> = {
+  staging: /sglang-unit(-node\d+)? (updating|creating)/,
+  drain: /stopping: /,
+  loading: /started the new unit/,
+  readiness: /sglang-ready (updating|creating)/,
+};
 
 /** What happened to one client request sent while a step ran. */
 export type RequestOutcome = "completed" | "refused" | "cut";
+
+/** Pure: requests by outcome, e.g. "27 completed, 4 refused, 1 cut" (a stalled node 0's steady traffic sends dozens). */
+export function outcomeCounts(outcomes: RequestOutcome[]): string {
+  return (["completed", "refused", "cut"] as const)
+    .map((o) => [o, outcomes.filter((x) => x === o).length] as const)
+    .filter(([, n]) => n > 0)
+    .map(([o, n]) => `${n} ${o}`)
+    .join(", ");
+}
 
 export interface StepRecord {
   step: Step;
   ok: boolean;
   /** For an up: whether its fault was armed (see SequenceRunner.up). */
   armed?: boolean;
+  /** For an up: how long the operation itself took (without the settle period), against stepBoundSeconds. */
+  upSeconds?: number;
+  /** For an up: it did not end by itself and the runner killed it HUNG_UP_GRACE_SECONDS past its bound. */
+  hung?: boolean;
   /** For a fault that acts at a moment of the rollout (SSH cut, sessions dropped): whether that moment came. */
   fired?: boolean;
   /** For a timed fault that fired: the phase of the operation it landed in (its last progress line). */
@@ -87,7 +127,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * draft window: b8t4-w2048 and b8t4-wnone share a budget), so the previous one can come back;
  * a late SIGTERM and a stale server are the old server's, scoped to the previous configuration.
  */
-function simFault(kind: FaultKind, serving: Serving, previous: Serving | null): Record<string, unknown> | undefined {
+function simFault(kind: FaultKind, serving: Serving, previous: Serving | null, rebootAt?: RebootPhase, lockHolder?: ForeignLockHolder): Record<string, unknown> | undefined {
   const match = { match: { speculative_ddtree_budget: serving.budget, speculative_draft_window_size: serving.window } };
   const old = previous ? { match: { speculative_ddtree_budget: previous.budget, speculative_draft_window_size: previous.window } } : {};
   switch (kind) {
@@ -120,6 +160,17 @@ function simFault(kind: FaultKind, serving: Serving, previous: Serving | null): 
       return { staleSeconds: 4, ...old };
     case "gpu-late":
       return { gpuReleaseDelaySeconds: 14 };
+    case "hang-nvidia-smi":
+      return { hangNvidiaSmi: true };
+    case "hang-help":
+      return { hangHelp: true };
+    case "reboot-clean":
+    case "power-cut":
+      // While loading: a load four times as long (8 s), so that the reboot lands in it.
+      return rebootAt === "loading" ? { loadSlowdown: 4, ...match } : undefined;
+    case "foreign-lock":
+      // nobody's: readiness waits on a load that never ends, and so a rollback comes.
+      return lockHolder === "nobody" ? { hangDuringLoad: true, ...match } : undefined;
     default:
       return undefined;
   }
@@ -127,8 +178,8 @@ function simFault(kind: FaultKind, serving: Serving, previous: Serving | null): 
 
 /** Faults of the old server: armed only when one runs. */
 const OLD_SERVER_FAULTS: FaultKind[] = ["late-sigterm", "stale-server"];
-/** Faults of the rollout, not of a server: armed whatever serves. */
-const ROLLOUT_FAULTS: FaultKind[] = ["gpu-late", "ssh-outage-loading", ...TIMED_FAULTS];
+/** Faults of the rollout or of the host, not of a server: armed whatever serves (stalled-node0: in a group). */
+const ROLLOUT_FAULTS: FaultKind[] = ["gpu-late", "ssh-outage-loading", ...TIMED_FAULTS, "hang-nvidia-smi", "hang-help", ...REBOOT_FAULTS, "stalled-node0"];
 
 /** Progress lines of an operation and the phase each begins (the last one seen is where it is). */
 const PHASES: [RegExp, string][] = [
@@ -189,6 +240,42 @@ interface StackState {
 
 const FRESH = { key: null, token: null, renamed: false, otherPort: false, servicePort: false, proceed: false };
 
+/** What an operation did: its outcome, a timed fault's moment, how long it took, and where it hung if the runner killed it. */
+interface Operated {
+  ok: boolean;
+  message: string;
+  fired?: boolean;
+  phase?: string;
+  seconds: number;
+  /** The runner killed it past its bound: the phase its output had reached. */
+  hungIn?: string;
+}
+
+/**
+ * SIGKILLs the `pulumi` engine the Automation API runs in workspace `dir` (our child, found by
+ * its working directory: each sequence has its own) and every process below it, its plugins.
+ */
+function killWorkspaceEngine(dir: string): void {
+  for (const pid of descendants(process.pid)) {
+    let argv0: string;
+    let cwd: string;
+    try {
+      argv0 = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")[0];
+      cwd = fs.readlinkSync(`/proc/${pid}/cwd`);
+    } catch {
+      continue;
+    }
+    if (path.basename(argv0) !== "pulumi" || path.resolve(cwd) !== path.resolve(dir)) continue;
+    for (const p of [pid, ...descendants(pid)]) {
+      try {
+        process.kill(p, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
+  }
+}
+
 export class SequenceRunner {
   /** What the host serves, as last checked. */
   private proven: Proven | null = null;
@@ -205,6 +292,11 @@ export class SequenceRunner {
     b: { config: "b4t4-w2048", ...FRESH },
   };
   private readonly secrets: string[] = [];
+  /**
+   * A power cut left the secret copies of the step it cut (no EXIT hook ran): they may stay
+   * until the next step that takes the host lock, which removes them (issue 41, item 5).
+   */
+  private copiesExcused = false;
   private keyCount = 0;
   private otherPortReady = false;
 
@@ -363,7 +455,7 @@ export class SequenceRunner {
     }
     if (pidsBefore !== undefined && (await this.pids()) !== pidsBefore) violations.push("a read-only step (preview or refresh) restarted or stopped a server");
     const left = (await this.sh("find /etc/dflash-sglang /var/lib/dflash-sglang -name '*.dflash-new' 2>/dev/null")).stdout;
-    if (left) violations.push(`secret copies left on the host after the step: ${left.split("\n").join(", ")}`);
+    if (left && !this.copiesExcused) violations.push(`secret copies left on the host after the step: ${left.split("\n").join(", ")}`);
     const places: Record<string, string> = { "Pulumi state": allFiles(path.join(this.ws.dir, "state")), "stack files": allFiles(path.join(this.ws.dir, "stacks")), "the step's output": output };
     for (const secret of this.secrets) {
       for (const [where, text] of Object.entries(places)) {
@@ -372,6 +464,31 @@ export class SequenceRunner {
       }
     }
     return violations;
+  }
+
+  /**
+   * A process not of this rollout holds node 0's host lock (a transient unit): for
+   * stalled-node0 a root process of the harness, from before the up, STALL_SECONDS; for
+   * foreign-lock its holder, FOREIGN_LOCK_SECONDS (`nobody` holds it only where the lock file
+   * lets every user open it). Returns whether it holds the lock (once it does, or once
+   * the holder's attempt ended).
+   */
+  private async holdLock(fault: "stalled-node0" | "foreign-lock", holder: ForeignLockHolder = "root"): Promise<boolean> {
+    const user = holder === "nobody" ? "--uid=nobody " : "";
+    const seconds = fault === "stalled-node0" ? STALL_SECONDS : FOREIGN_LOCK_SECONDS[holder];
+    const r = await hosts.ssh(
+      this.host,
+      `systemd-run --quiet --collect ${user}--unit=campaign-${fault} flock ${HOST_LOCK} sleep ${seconds}; ` +
+        `for i in $(seq 100); do flock -n ${HOST_LOCK} true 2>/dev/null || exit 0; systemctl is-active --quiet campaign-${fault} || exit 3; sleep 0.1; done; exit 4`,
+      { timeoutMs: 30_000 },
+    );
+    if (fault === "stalled-node0" && r.code !== 0) throw new Error(`the harness could not stall node 0 (${this.host.name}): its lock holder ${r.code === 3 ? "ended" : "did not take the lock within 10 s"} ${r.stderr.trim()}`);
+    return r.code === 0;
+  }
+
+  /** Ends a lock holder of holdLock (it may have ended by itself). */
+  private async releaseLock(fault: "stalled-node0" | "foreign-lock"): Promise<void> {
+    await hosts.ssh(this.host, `systemctl stop campaign-${fault} 2>/dev/null; true`, { timeoutMs: 30_000 });
   }
 
   async baseline(): Promise<string[]> {
@@ -408,7 +525,17 @@ export class SequenceRunner {
    * dropped, or the `pulumi` process SIGKILLed (with its plugins, as a crash or an OOM kill
    * would), `atSeconds` after it starts. A killed engine runs as a CLI process of its own.
    */
-  private async operate(op: "up" | "destroy", name: StackName, timed: { fault: TimedFault; atSeconds: number; atOutput?: string } | undefined, onOutput: (o: string) => void, events: EngineEvent[]): Promise<{ ok: boolean; message: string; fired?: boolean; phase?: string }> {
+  private async operate(op: "up" | "destroy", name: StackName, timed: { fault: TimedFault; atSeconds: number; atOutput?: string } | undefined, onOutput: (o: string) => void, events: EngineEvent[], killAfterSeconds?: number): Promise<Operated> {
+    const started = Date.now();
+    let hungIn: string | undefined;
+    const watchdog = (kill: () => void) =>
+      killAfterSeconds === undefined
+        ? undefined
+        : setTimeout(() => {
+            hungIn = phaseOf(output);
+            kill();
+          }, killAfterSeconds * 1000);
+    const ended = <T extends object>(r: T) => ({ ...r, seconds: (Date.now() - started) / 1000, ...(hungIn !== undefined ? { hungIn } : {}) });
     let output = "";
     let act: (() => void) | undefined;
     let upOutput = "";
@@ -435,9 +562,11 @@ export class SequenceRunner {
       };
       act = kill;
       const timer = setTimeout(kill, timed.atSeconds * 1000);
+      const hangs = watchdog(() => killEngine(child.pid!));
       const code = await new Promise<number | null>((resolve) => child.on("close", (c) => resolve(c)));
       clearTimeout(timer);
-      return { ok: !fired && code === 0, message: fired ? "" : output, fired, ...(phase ? { phase } : {}) };
+      clearTimeout(hangs);
+      return ended({ ok: !fired && hungIn === undefined && code === 0, message: fired ? "" : output, fired, ...(phase ? { phase } : {}) });
     }
     const stack = await this.ws.stack(name);
     let fired: boolean | undefined;
@@ -452,13 +581,15 @@ export class SequenceRunner {
       }, timed.atSeconds * 1000);
     if (timed) fired = false;
     const onEvent = (e: EngineEvent) => events.push(e);
+    const hangs = watchdog(() => killWorkspaceEngine(this.ws.dir));
     const r = await (op === "up" ? stack.up({ onOutput: watch, onEvent }) : stack.destroy({ onOutput: watch, onEvent, runProgram: true })).then(
       () => ({ ok: true, message: "" }),
       (e: Error) => ({ ok: false, message: e.message }),
     );
     if (timer) clearTimeout(timer);
+    clearTimeout(hangs);
     await dropping;
-    return { ...r, ...(fired !== undefined ? { fired } : {}), ...(phase ? { phase } : {}) };
+    return ended({ ...r, ...(fired !== undefined ? { fired } : {}), ...(phase ? { phase } : {}) });
   }
 
   private async destroy(step: Extract<Step, { op: "destroy" }>): Promise<Omit<StepRecord, "seconds">> {
@@ -480,7 +611,7 @@ export class SequenceRunner {
         if (secret && (await this.sh(`grep -rlF -- '${secret}' /etc/dflash-sglang /var/lib/dflash-sglang /etc/systemd/system 2>/dev/null`)).stdout) violations.push(`destroy of stack ${step.stack} left its secret ${secret} on the host`);
       }
     }
-    if (outcomes.includes("cut") && !this.stacks[step.stack].proceed) violations.push(`a request the server had accepted was cut during destroy (${outcomes.join(", ")}); drainPolicy is "fail"`);
+    if (outcomes.includes("cut") && !this.stacks[step.stack].proceed) violations.push(`a request the server had accepted was cut during destroy (${outcomeCounts(outcomes)}); drainPolicy is "fail"`);
     // A destroy removes what runs, not the stack's settings: its secrets stay in its
     // configuration, and its next up runs with them (the model used to forget them: seed
     // 3009). The unit's known-good went with it.
@@ -555,13 +686,41 @@ export class SequenceRunner {
     const sameAs = (p: Proven | null) => p !== null && p.serving.budget === attempted.serving.budget && p.serving.window === attempted.serving.window;
     // The known-good too: a rollback starts it, and a fault of the new settings would hit it.
     const same = sameAs(this.proven) || sameAs(this.knownGood);
-    const armed = step.fault !== "none" && (OLD_SERVER_FAULTS.includes(step.fault) ? this.proven !== null : ROLLOUT_FAULTS.includes(step.fault) || step.fault === "sessions-dropped-rollback" ? !(same && step.fault === "sessions-dropped-rollback") : !same);
-    const sim = armed ? simFault(step.fault, attempted.serving, this.proven?.serving ?? null) : undefined;
+    // A reboot at its loading phase slows the new configuration's load (scoped to it, as a server fault).
+    const rebootingWhileLoading = (REBOOT_FAULTS as readonly string[]).includes(step.fault) && step.rebootAt === "loading";
+    // nobody's lock comes with a hung load of the new configuration: a server fault; root's is the host's.
+    const rootHoldsLock = step.fault === "foreign-lock" && step.lockHolder === "root";
+    const armedWhen = (): boolean => {
+      if (step.fault === "none") return false;
+      if (step.fault === "stalled-node0") return this.node1 !== undefined;
+      if (rootHoldsLock) return true;
+      if (OLD_SERVER_FAULTS.includes(step.fault)) return this.proven !== null;
+      if (ROLLOUT_FAULTS.includes(step.fault) || step.fault === "sessions-dropped-rollback") return !(same && (step.fault === "sessions-dropped-rollback" || rebootingWhileLoading));
+      return !same;
+    };
+    const armed = armedWhen();
+    const sim = armed ? simFault(step.fault, attempted.serving, this.proven?.serving ?? null, step.rebootAt, step.lockHolder) : undefined;
     const faulted = step.fault === "gpu-late" && this.node1 ? this.node1 : this.host;
     if (sim) hosts.fault(faulted.name, JSON.stringify(sim));
+    if (armed && step.fault === "stalled-node0") await this.holdLock("stalled-node0");
+    const rootHeld = armed && rootHoldsLock ? await this.holdLock("foreign-lock", "root") : undefined;
     const requests = this.traffic(2);
+    // While node 0 is stalled, a request every 2 s, so that some are in flight when node 1 moves
+    // on without it (the old group's collectives abort with node 1's old rank).
+    let upEnded = false;
+    const steady =
+      armed && step.fault === "stalled-node0"
+        ? (async () => {
+            while (!upEnded) {
+              requests.push(...this.traffic(1));
+              await sleep(2000);
+            }
+          })()
+        : undefined;
     let output = previewOutput;
     let during: Promise<unknown> | undefined;
+    let harnessError: string | undefined;
+    let foreignHeld: boolean | undefined;
     const events: EngineEvent[] = [];
     let upOutput = "";
     const watch = (o: string) => {
@@ -574,25 +733,54 @@ export class SequenceRunner {
       if (step.fault === "ssh-outage-loading" && /sglang-ready (updating|creating)|loading weights/.test(upOutput)) during = hosts.sshOutage(this.host, 5).catch(() => undefined);
       // A session cut during a rollback needs one: the new configuration crashes (above).
       if (step.fault === "sessions-dropped-rollback" && /rolling back/.test(upOutput)) during = hosts.dropSessions(this.host).catch(() => undefined);
+      // The host reboots (node 0 of a group) as the up enters the phase drawn for it.
+      const rebootLine = step.atOutput ? new RegExp(step.atOutput) : step.rebootAt ? REBOOT_PHASE_LINES[step.rebootAt] : undefined;
+      if ((REBOOT_FAULTS as readonly string[]).includes(step.fault) && rebootLine?.test(upOutput)) {
+        during = hosts.reboot(this.host.name, { kind: step.fault === "power-cut" ? "power-cut" : "clean" }).catch((e: Error) => (harnessError = `the harness could not reboot ${this.host.name}: ${e.message.split("\n")[0]}`));
+      }
+      // A local user takes the host lock while readiness waits on the load that hangs.
+      if (step.fault === "foreign-lock" && step.lockHolder === "nobody" && /sglang-ready (updating|creating)/.test(upOutput)) {
+        during = this.holdLock("foreign-lock", "nobody").then(
+          (held) => (foreignHeld = held),
+          (e: Error) => (harnessError = e.message),
+        );
+      }
     };
     const timed = armed && (TIMED_FAULTS as readonly string[]).includes(step.fault) && step.atSeconds !== undefined ? { fault: step.fault as TimedFault, atSeconds: step.atSeconds, atOutput: step.atOutput } : undefined;
-    const r = await this.operate("up", step.stack, timed, watch, events);
+    const bound = stepBoundSeconds();
+    const r = await this.operate("up", step.stack, timed, watch, events, bound + HUNG_UP_GRACE_SECONDS);
+    upEnded = true;
+    await steady;
     await during;
-    hosts.fault(faulted.name, "{}");
+    // Cleared: the hung commands answer, the lock holders end. A foreign lock's hung load stays
+    // through the checks: what serves then is what the rollback left, not a load let go on.
+    if (step.fault === "stalled-node0" || step.fault === "foreign-lock") await this.releaseLock(step.fault);
+    if (step.fault !== "foreign-lock") hosts.fault(faulted.name, "{}");
     const outcomes = await Promise.all(requests);
+    const rebooted = (REBOOT_FAULTS as readonly string[]).includes(step.fault) && during !== undefined;
+    // The step that took the host lock removed what a power cut left; this step's own power cut leaves its copies.
+    if (/holding \S+'s lock/.test(upOutput)) this.copiesExcused = false;
+    if (rebooted && step.fault === "power-cut") this.copiesExcused = true;
     // A failed first install (nothing proven to roll back to) may leave nothing serving.
     // With no known-good (nothing proven since the last destroy, or ever) a failed up has
     // nothing to roll back to: it may leave nothing serving, even where a configuration that
     // never passed readiness served before it (a failed first install's, left as it was).
     const violations = await this.check(allowedAfter(this.proven, attempted, r.ok, r.message, this.knownGood), output, undefined, false, !r.ok && this.knownGood === null);
+    if (step.fault === "foreign-lock") hosts.fault(faulted.name, "{}");
+    if (harnessError) violations.push(harnessError);
+    if (r.hungIn !== undefined) violations.push(`up did not end by itself: killed by the runner ${HUNG_UP_GRACE_SECONDS} s past its bound of ${bound} s, in phase ${r.hungIn}`);
+    else if (r.seconds > bound) violations.push(`up took ${r.seconds.toFixed(0)} s, past its bound of ${bound} s (the stacks' deadlines, lock wait, a restart and a rollback, plus ${STEP_MARGIN_SECONDS} s for the engine)`);
     if (r.ok) this.knownGood = this.proven;
-    if (outcomes.includes("cut") && !s.proceed) violations.push(`a request the server had accepted was cut (${outcomes.join(", ")}); drainPolicy is "fail"`);
+    // Requests die with a host that reboots: the cut is the reboot's, not the rollout's.
+    if (outcomes.includes("cut") && !s.proceed && !rebooted) violations.push(`a request the server had accepted was cut (${outcomeCounts(outcomes)}); drainPolicy is "fail"`);
     // Observing is not deciding: an up whose only trouble is one the rollout rides out (none,
     // sshd unreachable for a few seconds while weights load, a slow load, a late SIGTERM, a
     // stale old server, sessions dropped before or after the restart) succeeds, unless its
     // change is one the host refuses (a flag it lacks, a tpSize it cannot hold) or the two
     // stacks' units (renamed apart) compete for the GPUs.
-    const ridesOut = ["none", "ssh-outage-loading", "slow-load", "late-sigterm", "stale-server"].includes(step.fault) || !armed;
+    // A root process not of this tool that holds the lock for less than the lock wait is waited for.
+    const ridesOut = ["none", "ssh-outage-loading", "slow-load", "late-sigterm", "stale-server"].includes(step.fault) || rootHoldsLock || !armed;
+    if (rootHeld && /waiting for /.test(upOutput) && !/not a dflash-sglang deployment/.test(upOutput)) violations.push("up waited for a host lock held by a process not of this tool without naming it (pid, user, command)");
     const handover = this.node1 !== undefined && lostBefore && /is being reconfigured by .*proving its restart/.test(r.message);
     this.lastStepLost = !r.ok && r.fired === true;
     if (!r.ok && ridesOut && !step.badFlag && !step.badTp && !handover && !(competing && /holds the GPUs that .* needs; nothing was stopped/.test(r.message))) violations.push(`up failed although nothing but ${step.fault === "none" || !armed ? "the change" : `the fault ${step.fault}`} happened: ${r.message.split("\n").find((l) => /FAILED|error: (?!update failed)/.test(l))?.trim().slice(0, 300) ?? r.message.slice(0, 300)}`);
@@ -601,10 +789,17 @@ export class SequenceRunner {
     // read: what it did is unknown, and the comparison is skipped.
     const sawEvents = timed?.fault !== "pulumi-killed";
     if (previewed && r.ok && sawEvents && previewed.join(", ") !== did.join(", ")) violations.push(`preview said up would run [${previewed.join(", ") || "nothing"}], up ran [${did.join(", ") || "nothing"}]`);
-    const cause = r.ok ? undefined : r.fired && step.fault === "pulumi-killed" ? `pulumi SIGKILLed at ${step.atOutput ? `/${step.atOutput}/` : `${step.atSeconds} s`}` : (r.message.split("\n").find((l) => /(FAILED|error: (?!update failed))/.test(l)) ?? r.message.slice(0, 200)).trim().slice(0, 240);
-    const moment = step.fault === "ssh-outage-loading" || step.fault === "sessions-dropped-rollback";
-    const fired = timed ? r.fired : armed && moment ? during !== undefined : undefined;
-    return { step, ok: r.ok, armed, ...(fired !== undefined ? { fired } : {}), ...(r.phase ? { phase: r.phase } : {}), cause, requests: outcomes, violations };
+    const cause = r.ok
+      ? undefined
+      : r.hungIn !== undefined
+        ? `killed by the runner at ${r.seconds.toFixed(0)} s (hung in ${r.hungIn})`
+        : r.fired && step.fault === "pulumi-killed"
+          ? `pulumi SIGKILLed at ${step.atOutput ? `/${step.atOutput}/` : `${step.atSeconds} s`}`
+          : (r.message.split("\n").find((l) => /(FAILED|error: (?!update failed))/.test(l)) ?? r.message.slice(0, 200)).trim().slice(0, 240);
+    const moment = ["ssh-outage-loading", "sessions-dropped-rollback", "foreign-lock", ...REBOOT_FAULTS].includes(step.fault);
+    const fired = timed ? r.fired : rootHeld !== undefined ? rootHeld : armed && moment ? during !== undefined : undefined;
+    const phase = r.phase ?? (rebooted ? step.rebootAt : foreignHeld !== undefined ? `readiness, ${foreignHeld ? "held by nobody" : "refused to nobody"}` : rootHeld !== undefined ? `before the up, ${rootHeld ? "held by root" : "not taken by root"}` : undefined);
+    return { step, ok: r.ok, armed, ...(fired !== undefined ? { fired } : {}), ...(phase ? { phase } : {}), cause, requests: outcomes, violations, upSeconds: r.seconds, ...(r.hungIn !== undefined ? { hung: true } : {}) };
   }
 }
 
@@ -612,7 +807,7 @@ export function describe(s: Step): string {
   if (s.op === "destroy" && s.fault) return `destroy ${s.stack}, fault ${s.fault} at ${s.atSeconds} s`;
   if (s.op !== "up") return `${s.op} ${s.stack}`;
   const extras = [s.token && `hfToken ${s.token}`, s.rename && "renamed unit", s.badFlag && "unknown flag", s.badTp && "tpSize too large", s.otherPort && "other ssh port", s.servicePort && "service port toggled", s.proceed && "drainPolicy toggled", s.previewFirst && "preview first"].filter(Boolean);
-  return `up ${s.stack} -> ${s.config}, key ${s.key}, fault ${s.fault}${s.atOutput ? ` at /${s.atOutput}/ or ${s.atSeconds} s` : s.atSeconds !== undefined ? ` at ${s.atSeconds} s` : ""}${extras.length ? ` (${extras.join(", ")})` : ""}`;
+  return `up ${s.stack} -> ${s.config}, key ${s.key}, fault ${s.fault}${s.rebootAt && !s.atOutput ? ` in ${s.rebootAt}` : ""}${s.lockHolder ? ` by ${s.lockHolder}` : ""}${s.atOutput ? ` at /${s.atOutput}/${s.atSeconds !== undefined ? ` or ${s.atSeconds} s` : ""}` : s.atSeconds !== undefined ? ` at ${s.atSeconds} s` : ""}${extras.length ? ` (${extras.join(", ")})` : ""}`;
 }
 
 /**
@@ -637,7 +832,7 @@ export async function runSequence(start: StartHost, stop: (name: string) => Prom
       if (result.violations.length) break;
       const rec = await seq.run(step);
       result.steps.push(rec);
-      say(`  [${label}.${i + 1}] ${describe(step)}${rec.fired === false ? " (its moment never came)" : ""}: ${rec.ok ? "ok" : `failed (${rec.cause})`} in ${rec.seconds.toFixed(1)} s${rec.requests.length ? `, requests ${rec.requests.join("/")}` : ""}${rec.violations.length ? `; VIOLATED: ${rec.violations.join("; ")}` : ""}`);
+      say(`  [${label}.${i + 1}] ${describe(step)}${rec.fired === false ? " (its moment never came)" : ""}: ${rec.ok ? "ok" : `failed (${rec.cause})`} in ${rec.seconds.toFixed(1)} s${rec.requests.length ? `, requests ${outcomeCounts(rec.requests)}` : ""}${rec.violations.length ? `; VIOLATED: ${rec.violations.join("; ")}` : ""}`);
       result.violations.push(...rec.violations.map((v) => `step ${i + 1} (${describe(step)}): ${v}`));
     }
   } finally {

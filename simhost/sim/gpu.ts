@@ -1,5 +1,7 @@
 // GPU simulator: per-process allocations kept as files on the simulated host, so
-// every process (the SGLang simulator, nvidia-smi) sees the same devices.
+// every process (the SGLang simulator, nvidia-smi) sees the same devices. They live in
+// /run (a tmpfs, empty after every boot) because a driver keeps them in memory: a reboot,
+// clean or a power cut, frees every GPU, as on a real host.
 //
 // What users hit on real hosts and what this models: the memory of a process that
 // exits is released by the driver only some time later. A process that allocates in
@@ -71,7 +73,7 @@ export function isAlive(a: Allocation): boolean {
 /** File-backed GPU state of one simulated host. */
 export class GpuStore {
   constructor(
-    readonly dir: string = process.env.GPU_SIM_DIR ?? "/var/lib/gpu-sim",
+    readonly dir: string = process.env.GPU_SIM_DIR ?? "/run/gpu-sim",
     readonly configFile: string = process.env.GPU_SIM_CONFIG ?? "/etc/dflash-sim/gpus.json",
   ) {}
 

@@ -11,8 +11,8 @@ import * as hosts from "../../simhost/hosts";
 import { describe as describeStep, readCases, runSequence } from "../../bench/campaign/runner";
 import { planCampaignSequence } from "../../bench/campaign/plan";
 
-/** A seed whose first sequence renames the unit with every SSH session dropped 15.6 s into the up, then refreshes the other stack (bench/campaign/plan.ts of 0f09edf). */
-const SHORT_CAMPAIGN = { seed: 27, steps: 2 };
+/** A seed whose first sequence (through sudo) renames the unit with every SSH session dropped 9.4 s into the up, then moves to b8t4-wnone with an API key set, whose start dies of CUDA OOM (the plan with the fault kinds of issue 41; seed 27 drew one of those now). */
+const SHORT_CAMPAIGN = { seed: 405, steps: 2 };
 
 const CASES = readCases(path.join(__dirname, "cases"));
 

@@ -14,7 +14,7 @@ test("npm run simhost -- --help lists the commands and starts nothing", () => {
   const before = simulatedHosts();
   const r = npmRun("simhost", "--help");
   assertUsage(r, "usage: npm run simhost -- <command> [options]");
-  for (const line of ["start NAME [options]", "stop [NAME] [options]", "status", "reclaim", "fault NAME JSON", "stack-config NAME STACK", "configure NAME JSON"]) {
+  for (const line of ["start NAME [options]", "stop [NAME] [options]", "reboot NAME [options]", "status", "reclaim", "fault NAME JSON", "stack-config NAME STACK", "configure NAME JSON"]) {
     assert.match(r.stdout, new RegExp(`\\n {2}${line.replace(/[[\]]/g, "\\$&")} `), `overview lists ${line}`);
   }
   assertNothingStarted(r, before, OURS);
@@ -27,13 +27,16 @@ test("each command has its own usage", () => {
   assert.match(start.stdout, /--boot-timeout SECONDS +how long the boot may take \(a positive number; default: 60\)/);
   assertUsage(simhost("stop", "-h"), "usage: npm run simhost -- stop [NAME] [options]");
   assertUsage(simhost("fault", "--help"), "usage: npm run simhost -- fault NAME JSON");
+  const reboot = simhost("reboot", "--help");
+  assertUsage(reboot, "usage: npm run simhost -- reboot NAME [options]");
+  assert.match(reboot.stdout, /--power-cut +cut the power: every process of the host SIGKILLed at once/);
 });
 
 test("mistakes are refused naming what is valid, before any host image is built or host booted", () => {
   const before = simulatedHosts();
   const start = "npm run simhost -- start --help";
   const cases: [string[], string, string][] = [
-    [[], "npm run simhost: missing command: one of start, stop, status, reclaim, fault, stack-config, configure", "npm run simhost -- --help"],
+    [[], "npm run simhost: missing command: one of start, stop, reboot, status, reclaim, fault, stack-config, configure", "npm run simhost -- --help"],
     [["strat", NAME], 'unknown command "strat"; did you mean start?', "npm run simhost -- --help"],
     [["start", NAME, "--gpu", "4"], "npm run simhost -- start: unknown option --gpu; did you mean --gpus? (valid: --gpus, --gpu-memory-mib, --sglang, --models, --boot-timeout, --sudo, --help)", start],
     [["start", NAME, "--gpus"], "--gpus needs a value (N, a positive whole number)", start],
@@ -45,6 +48,9 @@ test("mistakes are refused naming what is valid, before any host image is built 
     [["start"], "missing NAME: the host's name", start],
     [["stop"], "stop takes either NAME or --all", "npm run simhost -- stop --help"],
     [["stop", NAME, "--all"], "stop takes either NAME or --all", "npm run simhost -- stop --help"],
+    [["reboot"], "missing NAME: the host (running: see status)", "npm run simhost -- reboot --help"],
+    [["reboot", NAME, "--powercut"], "npm run simhost -- reboot: unknown option --powercut; did you mean --power-cut? (valid: --power-cut, --boot-timeout, --help)", "npm run simhost -- reboot --help"],
+    [["reboot", NAME, "--power-cut=yes"], '--power-cut takes no value, got "yes"', "npm run simhost -- reboot --help"],
     [["status", NAME], `unexpected argument "${NAME}" (this command takes no arguments)`, "npm run simhost -- status --help"],
     [["reclaim", "--all"], "npm run simhost -- reclaim: unknown option --all (valid: --help)", "npm run simhost -- reclaim --help"],
     [["fault", NAME, '{"gpuReleaseDelay":5}'], 'unknown fault "gpuReleaseDelay"', "npm run simhost -- fault --help"],
@@ -61,6 +67,13 @@ test("mistakes are refused naming what is valid, before any host image is built 
 
 test("stack-config of a host that is not running says how to start it, and prints no line", () => {
   const r = simhost("stack-config", NAME, "b16t4-w2048");
+  assert.equal(r.status, 1);
+  assert.equal(r.stdout, "");
+  assert.match(r.stderr, new RegExp(`host ${NAME} is not running: start it with npm run simhost -- start ${NAME}`));
+});
+
+test("reboot of a host that is not running says how to start it, and prints no line", () => {
+  const r = simhost("reboot", NAME, "--power-cut");
   assert.equal(r.status, 1);
   assert.equal(r.stdout, "");
   assert.match(r.stderr, new RegExp(`host ${NAME} is not running: start it with npm run simhost -- start ${NAME}`));

@@ -4,11 +4,9 @@
 // ("no unit") and changed nothing ({"same":9}) while the unit was inactive. The mark is now in
 // /var/lib/dflash-sglang-removed, and readers take an older version's mark in /run too.
 //
-// The reboot: simulated hosts cannot reboot (simhost/hosts.ts starts and stops a container;
-// a new start is a new host), so the test does to the host what a reboot does to what this
-// sequence reads: /run is a tmpfs, empty after a boot, so /run/dflash-sglang goes; nothing of
-// ours runs (B's destroy removed the unit, and a reboot ends every process), and what is on
-// disk stays.
+// The reboot is the simulated host's own (hosts.reboot), both kinds: its orderly shutdown,
+// and a power cut (every process SIGKILLed at once). Either way /run is a fresh tmpfs, so
+// /run/dflash-sglang goes, and what is on disk stays.
 import { after, before, test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as hosts from "../../../simhost/hosts";
@@ -28,10 +26,12 @@ const config = (stack: string) => ({
   "dflash-sglang:timeouts": { readySeconds: 30, pollMs: 250 },
   "dflash-sglang:benchmark": { enabled: false },
 });
-/** What a reboot leaves of /run here: nothing (a tmpfs); nothing of ours runs (checked). */
-const rebootEffect = async () => {
+/** A reboot of the host while nothing of ours runs (checked); /run/dflash-sglang is gone after it (checked). */
+const reboot = async (kind: hosts.RebootKind) => {
   assert.equal(await sh(`systemctl is-active ${UNIT}.service || true`), "inactive");
-  await sh("rm -rf /run/dflash-sglang");
+  assert.equal(await sh("test -d /run/dflash-sglang && echo present"), "present", "the steps before left their /run state");
+  await hosts.reboot(HOST, { kind });
+  assert.equal(await sh("test -d /run/dflash-sglang && echo present || echo gone"), "gone", "a boot starts with an empty /run");
 };
 
 before(async () => {
@@ -44,19 +44,21 @@ after(async () => {
   ws?.cleanup();
 });
 
-test("first install of A, B up on the same unit, destroy B, a reboot, up of A: A's unit is back and serving", async () => {
-  const a = await ws.stack("a");
-  const b = await ws.stack("b");
-  assert.equal((await a.up()).summary.result, "succeeded");
-  assert.equal((await b.up()).summary.result, "succeeded");
-  await b.destroy();
-  await rebootEffect();
-  const up = await a.up();
-  assert.equal(up.summary.result, "succeeded");
-  assert.notDeepEqual(Object.keys(up.summary.resourceChanges ?? {}), ["same"], `up of A changed nothing: ${JSON.stringify(up.summary.resourceChanges)}`);
-  assert.equal(await sh(`systemctl is-active ${UNIT}.service`), "active");
-  assert.equal(JSON.parse(await sh(`curl -s http://${host.address}:${host.sglangPort}/server_info`)).speculative_ddtree_budget, 8, "A's configuration serves");
-});
+for (const kind of hosts.REBOOT_KINDS) {
+  test(`up of A (a first install, the first time), B up on the same unit, destroy B, a reboot (${kind}), up of A: A's unit is back and serving`, async () => {
+    const a = await ws.stack("a");
+    const b = await ws.stack("b");
+    assert.equal((await a.up()).summary.result, "succeeded");
+    assert.equal((await b.up()).summary.result, "succeeded");
+    await b.destroy();
+    await reboot(kind);
+    const up = await a.up();
+    assert.equal(up.summary.result, "succeeded");
+    assert.notDeepEqual(Object.keys(up.summary.resourceChanges ?? {}), ["same"], `up of A changed nothing: ${JSON.stringify(up.summary.resourceChanges)}`);
+    assert.equal(await sh(`systemctl is-active ${UNIT}.service`), "active");
+    assert.equal(JSON.parse(await sh(`curl -s http://${host.address}:${host.sglangPort}/server_info`)).speculative_ddtree_budget, 8, "A's configuration serves");
+  });
+}
 
 test("an older version's mark in /run (a host not rebooted since it ran) is still read", async () => {
   const a = await ws.stack("a");
