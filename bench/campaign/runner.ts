@@ -37,17 +37,18 @@ type Speculative = { budget?: number; draftWindowSize?: number | "none" };
 const SETTLE_MS = 90_000;
 
 /** The deadlines every stack of a sequence runs with (small, so that a step is fast). */
-export const DEADLINES = { readySeconds: 30, pollMs: 250, gpuReleaseSeconds: 8, drainSeconds: 30, stopSeconds: 20 };
+export const DEADLINES = { readySeconds: 30, pollMs: 250, gpuReleaseSeconds: 8, drainSeconds: 30, stopSeconds: 20, commandSeconds: 5, helpSeconds: 10 };
 export const SAFETY = { stableSeconds: 1, lockWaitSeconds: 60 };
 /**
- * The most a step may take: the engine (start, program, plugins) within 90 s, a wait for the
- * host's lock, then a restart and a rollback, each within drain + stop + GPU release + ready +
- * stable, then the settle period's reads.
+ * The most a step may take: the engine (start, program, plugins) within 90 s, preflight (its
+ * `--help` and `nvidia-smi`, each bounded), a wait for the host's lock, then a restart and a
+ * rollback, each within drain + stop + GPU release + ready + stable, then the settle period's
+ * reads.
  */
 export const STEP_MARGIN_SECONDS = 90;
 export function stepBoundSeconds(): number {
   const restart = DEADLINES.drainSeconds + DEADLINES.stopSeconds + DEADLINES.gpuReleaseSeconds + DEADLINES.readySeconds + SAFETY.stableSeconds;
-  return STEP_MARGIN_SECONDS + SAFETY.lockWaitSeconds + 2 * restart;
+  return STEP_MARGIN_SECONDS + DEADLINES.helpSeconds + DEADLINES.commandSeconds + SAFETY.lockWaitSeconds + 2 * restart;
 }
 /** An `up` still running this long past its bound is hung: the runner kills it (never waits forever). */
 export const HUNG_UP_GRACE_SECONDS = 30;
