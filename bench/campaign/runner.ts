@@ -704,15 +704,20 @@ export class SequenceRunner {
     const faulted = step.fault === "gpu-late" && this.node1 ? this.node1 : this.host;
     if (sim) hosts.fault(faulted.name, JSON.stringify(sim));
     if (armed && step.fault === "stalled-node0") await this.holdLock("stalled-node0");
+    // The stall ends when the harness's holder lets go of node 0's lock (holdLock: STALL_SECONDS).
+    const stallEndsAt = Date.now() + STALL_SECONDS * 1000;
     const rootHeld = armed && rootHoldsLock ? await this.holdLock("foreign-lock", "root") : undefined;
     const requests = this.traffic(2);
     // While node 0 is stalled, a request every 2 s, so that some are in flight when node 1 moves
-    // on without it (the old group's collectives abort with node 1's old rank).
+    // on without it (the old group's collectives abort with node 1's old rank). Only while it is
+    // stalled: SGLang's drain counts the requests that arrive during it (rid_to_state), so steady
+    // traffic through node 0's own drain would keep it from ever reaching 0, and its deadline
+    // would cut one by design (drainPolicy "fail" then fails the up and rolls back).
     let upEnded = false;
     const steady =
       armed && step.fault === "stalled-node0"
         ? (async () => {
-            while (!upEnded) {
+            while (!upEnded && Date.now() < stallEndsAt) {
               requests.push(...this.traffic(1));
               await sleep(2000);
             }
