@@ -13,12 +13,11 @@
 // time): on the code before this change the first two tests never end, and fail at it.
 import { after, before, test } from "node:test";
 import * as assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import * as hosts from "../../../simhost/hosts";
 import { projectConfig, readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../../lib/workspace";
 import { hostShell } from "../../support/hostShell";
 import { failedUp } from "../../support/failedUp";
-import { killEngine } from "../../../lib/engine-process";
+import { killUpWhen } from "../../support/killUpWhen";
 
 const HOST = `hostfaults-${process.pid}`;
 const UNIT = "sglang-k26";
@@ -90,26 +89,12 @@ for (const c of [
   });
 }
 
-/** Runs `pulumi up` as its own process group and kills it (and its plugins) once `when` shows up in its output. */
-async function killUpWhen(stackName: string, when: RegExp): Promise<string> {
-  const child = spawn("pulumi", ["up", "--yes", "--skip-preview", "--non-interactive", "--stack", stackName], { cwd: ws.dir, env: ws.env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
-  let out = "";
-  return new Promise((resolve, reject) => {
-    const onData = (d: Buffer) => {
-      out += d;
-      if (when.test(out) && child.exitCode === null) killEngine(child.pid!);
-    };
-    child.stdout.on("data", onData);
-    child.stderr.on("data", onData);
-    child.on("close", (code, signal) => (signal === "SIGKILL" ? resolve(out) : reject(new Error(`up ended (${code}) before ${when}: ${out.slice(-2000)}`))));
-  });
-}
 
 test("pulumi killed while readiness waits, then the new server dies: the next `up` restarts it and converges", { timeout: UP_DEADLINE_MS }, async () => {
   // The new configuration's load is held until the engine is killed.
   hosts.fault(HOST, JSON.stringify({ hangDuringLoad: true, match: { speculative_ddtree_budget: 16 } }));
   ws.setStackConfig("main", "speculative", spec("b16t4-w2048"));
-  await killUpWhen("main", /loading weights/);
+  await killUpWhen(ws, "main", /loading weights/);
   // The killed engine's readiness step had taken the restart up (its `prove`); now the server dies.
   await sh(`systemctl kill --signal=SIGKILL ${UNIT}.service; until [ "$(systemctl is-active ${UNIT}.service)" != activating ] && [ "$(systemctl is-active ${UNIT}.service)" != active ]; do sleep 0.2; done`);
   hosts.fault(HOST, "{}");

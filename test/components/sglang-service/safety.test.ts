@@ -5,14 +5,14 @@ import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import * as hosts from "../../../simhost/hosts";
 import { readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../../lib/workspace";
 import { hostShell } from "../../support/hostShell";
 import { until } from "../../support/localSim";
 import { streamChat as streamAt } from "../../support/streamChat";
 import { secretForms } from "../../../lib/secret-forms";
-import { killEngine } from "../../../lib/engine-process";
+import { killUpWhen } from "../../support/killUpWhen";
 
 const HOST = `safety-${process.pid}`;
 const UNIT = "sglang-k26";
@@ -265,20 +265,6 @@ function allFiles(dir: string): string {
     .join("\n");
 }
 
-/** Runs `pulumi up` for a stack as its own process group and kills it (and its plugins) once `when` shows up. */
-async function killUpWhen(stackName: string, when: RegExp): Promise<string> {
-  const child = spawn("pulumi", ["up", "--yes", "--skip-preview", "--non-interactive", "--stack", stackName], { cwd: ws.dir, env: ws.env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
-  let out = "";
-  return new Promise((resolve, reject) => {
-    const onData = (d: Buffer) => {
-      out += d;
-      if (when.test(out) && child.exitCode === null) killEngine(child.pid!);
-    };
-    child.stdout.on("data", onData);
-    child.stderr.on("data", onData);
-    child.on("close", (code, signal) => (signal === "SIGKILL" ? resolve(out) : reject(new Error(`up ended (${code}) before ${when}: ${out.slice(-2000)}`))));
-  });
-}
 
 /** A streaming request straight to the server; resolves with whether it finished. */
 const streamChat = (maxTokens: number) => streamAt(`http://${host.address}:${host.sglangPort}`, maxTokens);
@@ -308,7 +294,7 @@ for (const k of KILL_PHASES) {
       await until("the held request", async () => (((await (await fetch(`http://${host.address}:${host.sglangPort}/get_load`)).json()) as { num_reqs: number }[])[0].num_reqs === 1 ? true : undefined));
     }
     try {
-      await killUpWhen("other", k.when);
+      await killUpWhen(ws, "other", k.when);
     } finally {
       hosts.fault(HOST, "{}");
     }
