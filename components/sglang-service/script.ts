@@ -151,15 +151,19 @@ const heredoc = (path: string, text: string, mode: string): string => {
 
 /**
  * Removes this stack's stage folder, then whatever is left empty, and the shared helpers
- * once no stack of any unit is staged on the host. Run after the transaction's `remove`.
+ * once no stack of any unit is staged on the host and no unit file names them. Run after the
+ * transaction's `remove`. A rename's first half leaves the old unit serving (the restart of
+ * the new name removes it): its helpers stay, or a crash or a reboot before that restart
+ * would find its ExecStartPre gone and leave nothing serving (campaign seed 4143, seq. 64).
  */
 export function renderStageRemoval(unitName: string, stack: string): string {
   const q = shellQuote;
   const state = `${STATE_DIR}/${unitName}`;
+  const units = unitPath("*").replace(/\*\.service$/, "");
   return [
     `rm -rf ${q(stageDir(unitName, stack))}`,
     `rmdir ${q(`${state}/stacks`)} ${q(state)} 2>/dev/null`,
-    `if ! ls -d ${q(STATE_DIR)}/*/stacks/* >/dev/null 2>&1; then rm -rf ${q(HELPER_DIR)}; rmdir ${q(STATE_DIR)} 2>/dev/null; fi`,
+    `if ! ls -d ${q(STATE_DIR)}/*/stacks/* >/dev/null 2>&1 && ! grep -lqsF -- ${q(`${HELPER_DIR}/`)} ${q(units)}*.service; then rm -rf ${q(HELPER_DIR)}; rmdir ${q(STATE_DIR)} 2>/dev/null; fi`,
     "true",
   ].join("; ");
 }

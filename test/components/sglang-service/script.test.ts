@@ -206,7 +206,7 @@ test("preflight: a hidden deprecated alias passes with a note when its flag is l
   }
 });
 
-test("removing a stack's staging leaves other stacks' folders and the shared helpers while any stack remains", () => {
+test("removing a stack's staging leaves other stacks' folders and the shared helpers while any stack remains or any unit names them", () => {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-removal-"));
   try {
     const removal = renderStageRemoval("u", "a");
@@ -216,6 +216,12 @@ test("removing a stack's staging leaves other stacks' folders and the shared hel
     for (const d of ["state/u/stacks/a", "state/u/stacks/b", "helpers", "units"]) fs.mkdirSync(path.join(root, d), { recursive: true });
     execFileSync("bash", ["-c", local]);
     assert.deepEqual([fs.existsSync(`${root}/state/u/stacks/a`), fs.existsSync(`${root}/state/u/stacks/b`), fs.existsSync(`${root}/helpers`)], [false, true, true]);
+    // A rename's first half: the old unit serves on until the new name's restart removes it.
+    fs.writeFileSync(`${root}/units/u.service`, `[Service]\nExecStartPre=${root}/helpers/wait-gpus-free 0 1024 300\n`);
+    fs.writeFileSync(`${root}/units/other.service`, "[Service]\nExecStart=/bin/true\n");
+    execFileSync("bash", ["-c", local.replaceAll("/stacks/a", "/stacks/b")]);
+    assert.deepEqual([fs.existsSync(`${root}/state/u/stacks/b`), fs.existsSync(`${root}/helpers`)], [false, true], "a unit file that names the helpers keeps them");
+    fs.rmSync(`${root}/units/u.service`);
     execFileSync("bash", ["-c", local.replaceAll("/stacks/a", "/stacks/b")]);
     assert.deepEqual([fs.existsSync(`${root}/state`), fs.existsSync(`${root}/helpers`)], [false, false], "the last stack's removal takes everything");
   } finally {
