@@ -196,6 +196,14 @@ export const timeoutsSchema = section("timeouts", {
    * and SGLang: seconds to tens of seconds on a GPU host). Defaults to 180 s.
    */
   helpSeconds: seconds("timeouts.helpSeconds", 180),
+  /**
+   * A group (\`nodes:\`) only: how long \`up\` waits for a node that dropped out during the
+   * group's restart (a reboot, a power cut: its session ended after the group's go) to answer
+   * over SSH again. Other nodes may already run the new rank, so the group is split until then;
+   * once the node answers, the group is restarted as one or rolled back. Past it, \`up\` fails
+   * naming the node, and the next \`up\` does the same. Defaults to 900 s (a GPU server's boot).
+   */
+  rebootSeconds: seconds("timeouts.rebootSeconds", 900),
   /** GPU memory (MiB) a GPU may still show used and count as free. Defaults to 1024. */
   gpuFreeMiB: wholeNumber("timeouts.gpuFreeMiB", 0).default(1024),
   /** Poll interval in milliseconds (one SSH command per poll, over a shared connection). Defaults to 250. */

@@ -49,6 +49,23 @@ const outputOf = (r: RunResult) => `${r.stdout}${r.stderr}`.trim();
 /** A node that ended before its barrier: with nothing to restart there (it already runs this unit with these secrets), or failed. */
 const nothingToDo = (r: RunResult) => r.code === 0 && /^@@result /m.test(r.stdout);
 
+/**
+ * The line a node's output ends with when its session dropped after the group's go, before its
+ * transaction said how it ended (`@@result` or `@@failed`): the host rebooted, lost power or
+ * its network, and may run either rank now (handlers.ts applyReady reads it).
+ */
+export const LOST_MARK = "@@lost";
+
+/**
+ * Pure: a node's session, open since phase 1, ended by ssh itself (exit 255: the connection
+ * closed or reset) before its transaction's last word.
+ */
+export function lostAfterGo(r: RunResult): boolean {
+  return r.code === 255 && !/^@@(result |failed$)/m.test(r.stdout);
+}
+
+const lostWhy = (r: RunResult) => `its SSH session ended with exit 255${r.stderr.trim() ? `: ${r.stderr.trim().split("\n").pop()}` : ""}`;
+
 /** The FAILED lines a node printed, first, then the rest that is not a protocol line. */
 function failureText(out: string): string {
   const lines = out.split("\n").filter((l) => l && !l.startsWith("@@"));
@@ -143,11 +160,17 @@ export async function restartGroup(sshs: Ssh[], i: Omit<GroupRestartInputs, "pro
   });
   try {
     const results = await Promise.race([Promise.all(runs.map((r) => r.session.ended)), late]);
-    const broken = results.map((r, rank) => ({ r, rank })).filter(({ r }) => r.code !== 0);
+    const broken = results.map((r, rank) => ({ r, rank })).filter(({ r }) => r.code !== 0 && !lostAfterGo(r));
     if (broken.length > 0) {
       throw new Error(broken.map(({ r, rank }) => `${runs[rank].name}: its restart ended with exit ${r.code} after the group's go: ${failureText(outputOf(r)) || "no output"}`).join("\n"));
     }
-    return results.map(outputOf);
+    // A node that dropped out (a reboot, a power cut) is not a failure of this step: some nodes
+    // may already run the new rank, so the group is split, and only the readiness step, which
+    // waits for the node to answer again (timeouts.rebootSeconds), can put it back together.
+    results.forEach((r, rank) => {
+      if (lostAfterGo(r)) say(`${i.label}: ${runs[rank].name} dropped out during the group's restart (${lostWhy(r)}): a reboot or a power cut? The readiness step waits for it, then restarts the group as one or rolls it back`);
+    });
+    return results.map((r) => (lostAfterGo(r) ? `${outputOf(r)}\n${LOST_MARK} ${lostWhy(r)}` : outputOf(r)));
   } finally {
     clearTimeout(timer);
   }

@@ -7,7 +7,7 @@ import { NodeStep, ReadinessResult, Target, waitReadyGroup } from "./steps";
 import { progress } from "./progress";
 import { secretPaths, shellQuote, startTimeoutSeconds, STATE_DIR, unitPath } from "../render";
 import { groupFinishSeconds, groupPrepareSeconds, RUN_DIR, transactionBoundSeconds } from "../script";
-import { restartGroup } from "./group-restart";
+import { LOST_MARK, restartGroup } from "./group-restart";
 export { applyGroupRestart } from "./group-restart";
 export type { GroupRestartInputs } from "./group-restart";
 import { exitWithEngine } from "./engine-watch";
@@ -81,6 +81,11 @@ export function loadToReady(restartAt: number | undefined, ready: Pick<Readiness
 }
 
 /** The `@@result` line a restart printed last. */
+/** Pure: a group node's restart output ends with group-restart.ts LOST_MARK (its session dropped after the go). */
+export function droppedOut(restartOutput: string): boolean {
+  return restartOutput.split("\n").some((l) => l === LOST_MARK || l.startsWith(`${LOST_MARK} `));
+}
+
 export function parseRestartResult(stdout: string): RestartResult | null {
   const line = stdout.split("\n").reverse().find((l) => l.startsWith("@@result "));
   return line ? (JSON.parse(line.slice("@@result ".length)) as RestartResult) : null;
@@ -228,9 +233,23 @@ export async function applyReady(i: ReadyInputs): Promise<ReadyOutputs> {
     // The restart reached each node a moment ago: a node that refuses the connection now is
     // having a hiccup, and "could not observe" is never "it died": tried again for up to
     // SSH_HICCUP_SECONDS in all (not on top of each node's, nor of the readiness deadline's).
+    // A node of a group that dropped out during its restart (group-restart.ts LOST_MARK: a
+    // reboot, a power cut) is waited for up to timeouts.rebootSeconds: the group may be split
+    // (some nodes on the new rank), and only this step can restart it as one or roll it back.
     const hiccupEnds = Date.now() + SSH_HICCUP_SECONDS * 1000;
+    const rebootEnds = Date.now() + t.timeouts.rebootSeconds * 1000;
     for (const n of i.nodes) {
-      sshs.push(await Ssh.open(n.connection, { retryMs: Math.max(0, hiccupEnds - Date.now()), onRetry: (why) => void progress(t.urn, `${t.label}: cannot reach ${n.connection.host} over SSH now (${why.split("\n")[0]}); trying again for up to ${SSH_HICCUP_SECONDS} s`, false) }));
+      const lost = i.nodes.length > 1 && droppedOut(n.restartOutput);
+      const wait = lost ? `${t.timeouts.rebootSeconds} s (timeouts.rebootSeconds): it dropped out during the group's restart, and the group is put back together once it answers` : `${SSH_HICCUP_SECONDS} s`;
+      sshs.push(
+        await Ssh.open(n.connection, {
+          retryMs: Math.max(0, (lost ? rebootEnds : hiccupEnds) - Date.now()),
+          onRetry: (why) => void progress(t.urn, `${t.label}: cannot reach ${n.connection.host} over SSH now (${why.split("\n")[0]}); trying again for up to ${wait}`, false),
+        }).catch((e: Error) => {
+          if (!lost) throw e;
+          throw new Error(`${n.connection.host} dropped out during the group's restart and did not answer over SSH within ${t.timeouts.rebootSeconds} s (timeouts.rebootSeconds): ${e.message.split("\n")[0]}. The group may be split (other nodes may run the new rank); once the host is back, run \`pulumi up\` again: it restarts the group as one or rolls it back.`);
+        }),
+      );
     }
     // This step's name for the transaction's \`prove\` (parseNodeState): hex, safe in a command line.
     const token = randomBytes(8).toString("hex");

@@ -20,6 +20,8 @@ export interface Timeouts {
   /** Longest a single host command may take (absent in the state of a version before it). */
   commandSeconds?: number;
   helpSeconds?: number;
+  /** A group's node that dropped out mid-restart, waited for (readiness runs on the program's inputs of today, never a state's). */
+  rebootSeconds: number;
   gpuFreeMiB: number;
   pollMs: number;
 }

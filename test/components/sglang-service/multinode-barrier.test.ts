@@ -82,3 +82,29 @@ test("once the lock is free, the next up restarts the group onto the new configu
   assert.equal((await serving()).speculative_ddtree_budget, 16);
   assert.match(await node1.sh(`cat /etc/systemd/system/${UNIT}.service`), /--speculative-ddtree-budget 16/);
 });
+
+// Campaign seed 4143, sequence 99: node 0 lost its power after the group's go. Its session
+// dropped, the group's restart step failed, and readiness (which alone can roll a group back)
+// never ran: node 1 ran the new rank while node 0 booted its old one, and the group was split.
+// Now the restart step hands the dropped node to readiness, which waits for it
+// (timeouts.rebootSeconds) and restarts the group as one.
+test("node 0 loses power after the group's go: up waits for it to boot and restarts the group as one", async () => {
+  ws.setStackConfig("pair", "speculative", spec("b8t4-w2048"));
+  let cut: Promise<unknown> | undefined;
+  let out = "";
+  const r = await (await ws.stack("pair")).up({
+    onOutput: (o) => {
+      out += o;
+      if (!cut && /every node of the group is ready to stop its old server; restarting the group/.test(out)) cut = hosts.reboot(h0.name, { kind: "power-cut" });
+    },
+  });
+  assert.ok(cut, `the group's go never came:\n${out.slice(-3000)}`);
+  await cut;
+  assert.equal(r.summary.result, "succeeded");
+  assert.match(out, new RegExp(`node 0 \\(${h0.address.replace(/\./g, "\\.")}\\) dropped out during the group's restart`));
+  assert.equal((await serving()).speculative_ddtree_budget, 8, "the group serves the new configuration");
+  for (const node of [node0, node1]) {
+    assert.match(await node.sh(`cat /etc/systemd/system/${UNIT}.service`), /--speculative-ddtree-budget 8/);
+    assert.equal((await node.sh(`systemctl is-active ${UNIT}.service`)).trim(), "active");
+  }
+});

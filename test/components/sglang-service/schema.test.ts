@@ -206,7 +206,7 @@ test("defaults: ssh port 22 as root, unit sglang, ddtree-fork build, timeouts", 
   assert.equal(d.sglangBuild, "ddtree-fork");
   assert.equal(d.speculative.draftWindowSize, "none");
   assert.equal(d.speculative.compactCache, false);
-  assert.deepEqual(d.timeouts, { drainSeconds: 300, drainPolicy: "fail", stopSeconds: 120, gpuReleaseSeconds: 300, readySeconds: 1800, commandSeconds: 30, helpSeconds: 180, gpuFreeMiB: 1024, pollMs: 250 });
+  assert.deepEqual(d.timeouts, { drainSeconds: 300, drainPolicy: "fail", stopSeconds: 120, gpuReleaseSeconds: 300, readySeconds: 1800, commandSeconds: 30, helpSeconds: 180, rebootSeconds: 900, gpuFreeMiB: 1024, pollMs: 250 });
 });
 
 test("Pulumi.yaml holds the shared config under the dflash-sglang namespace", () => {

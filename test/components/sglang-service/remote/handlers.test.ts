@@ -3,7 +3,8 @@
 // group, or report drift to `refresh` that is not there).
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { groupFailures, loadToReady, parseNodeState } from "../../../../components/sglang-service/remote/handlers";
+import { droppedOut, groupFailures, loadToReady, parseNodeState } from "../../../../components/sglang-service/remote/handlers";
+import { LOST_MARK, lostAfterGo } from "../../../../components/sglang-service/remote/group-restart";
 
 const HASH = "a".repeat(64);
 
@@ -46,4 +47,16 @@ test("a rollout note another readiness step took up (prove TOKEN) is not a resta
   assert.equal(read("b16 sglang-k26.service aaaa", "aaaa"), "b16", "taken up by this very step");
   assert.equal(read("b16 sglang-k26.service aaaa", "bbbb"), null, "taken up by an earlier step: stale");
   assert.equal(read("b8 sglang-k26.service aaaa", "bbbb"), "b16", "a mark of another note does not count");
+});
+
+test("a node whose session dropped after the group's go is handed to readiness, not failed; its transaction's own last word is never read as a drop", () => {
+  const draining = "l: stopping: draining\n";
+  assert.equal(lostAfterGo({ code: 255, stdout: draining, stderr: "Connection to 127.0.0.10 closed by remote host.\n" }), true);
+  assert.equal(lostAfterGo({ code: 255, stdout: draining, stderr: "" }), true);
+  assert.equal(lostAfterGo({ code: 255, stdout: `${draining}@@failed\n`, stderr: "" }), false, "a failure the transaction said");
+  assert.equal(lostAfterGo({ code: 255, stdout: `${draining}@@result {}\n`, stderr: "" }), false, "a restart that ended");
+  assert.equal(lostAfterGo({ code: 1, stdout: draining, stderr: "" }), false, "the transaction's own exit");
+  assert.equal(droppedOut(`${draining}${LOST_MARK} its SSH session ended with exit 255`), true);
+  assert.equal(droppedOut(`${draining}@@result {}`), false);
+  assert.equal(droppedOut(`l: a line that mentions ${LOST_MARK} in passing`), false);
 });
