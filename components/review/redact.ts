@@ -7,7 +7,6 @@ import { redactSecrets } from "../sglang-service/parse";
 
 /** Names of settings and variables that hold secrets by convention. */
 export const SECRET_LIKE = /(TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY)/i;
-const SECRET_FLAG_AT_END = /(--[\w-]*(?:api-key|password|token|secret|key))\s*\\\s*$/i;
 
 /** NAME=value pairs, anywhere in a line (a unit's `Environment=A=1 B=2`, a shell line). */
 const PAIR = /(^|[\s"'])([A-Za-z_][A-Za-z0-9_]*)=("[^"]*"|'[^']*'|[^\s"']+)/g;
@@ -20,11 +19,9 @@ function maskPairs(line: string): string {
 }
 
 export function maskSecrets(text: string): string {
-  const original = text.split("\n");
+  // A secret flag's value on the next line (`--api-key \`) is redactSecrets' own, on the raw text.
   const lines = redactSecrets(text).split("\n");
   for (let i = 0; i < lines.length; i++) {
-    // A flag at the end of a unit line, its value on the next.
-    if (i > 0 && SECRET_FLAG_AT_END.test(original[i - 1] ?? "")) lines[i] = lines[i].replace(/^(\s*[-+]?\s*)\S+/, "$1<redacted>");
     // scheme://user:password@host
     lines[i] = maskPairs(lines[i]).replace(/\b([a-z][a-z0-9+.-]*:\/\/[^\s:/@]*):[^\s@]*@/gi, "$1:***@");
   }

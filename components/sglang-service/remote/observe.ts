@@ -61,12 +61,14 @@ export function hostRunsOf(view: NodeView, want: string): string {
 export function describeHostChange(unitName: string, stack: string, view: NodeView, want: string, node: string): string {
   const where = `${unitName} on ${view.host}${node}`;
   // A first install: the whole unit, as a reviewer would read it (secrets never are in it).
-  if (view.live === null) return `${where}: ${view.removedAt === undefined ? "not installed yet" : `not installed (removed at ${new Date(view.removedAt * 1000).toISOString()})`}; \`up\` installs this stack's unit (${sha256(want).slice(0, 12)}):\n${want.trimEnd().split("\n").map((l) => `    + ${redactSecrets(l)}`).join("\n")}`;
+  if (view.live === null) return `${where}: ${view.removedAt === undefined ? "not installed yet" : `not installed (removed at ${new Date(view.removedAt * 1000).toISOString()})`}; \`up\` installs this stack's unit (${sha256(want).slice(0, 12)}):\n${redactSecrets(want).trimEnd().split("\n").map((l) => `    + ${l}`).join("\n")}`;
   const owner = unitStack(view.live);
   const runs = `runs the unit of ${owner === stack ? "this stack" : owner ? `stack ${owner}` : "no dflash-sglang stack (written by hand?)"} (${sha256(view.live).slice(0, 12)})`;
   if (view.live === want) return `${where} ${runs}; \`up\` changes nothing there.`;
-  // A unit written by hand may carry a secret (--api-key sk-...): masked, like journal lines.
-  const changes = unitLineChanges(view.live, want).map(redactSecrets);
+  // A unit written by hand may carry a secret (--api-key sk-..., or its value on the next
+  // line after `--api-key \`): masked on the whole unit as it came, before anything else reads
+  // it, so that no rewrite of a line can hide a continuation from the masking (issue 36).
+  const changes = unitLineChanges(redactSecrets(view.live), redactSecrets(want));
   return `${where} ${runs}; \`up\` replaces it with stack ${stack}'s unit (${sha256(want).slice(0, 12)}), changing ${changes.length} line${changes.length === 1 ? "" : "s"}:\n${changes.map((l) => `    ${l}`).join("\n")}`;
 }
 

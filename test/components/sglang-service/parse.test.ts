@@ -190,6 +190,17 @@ test("secrets are masked in journal text shown to users", () => {
   assert.equal(redactSecrets("token hf_ABCDEFGHIJKLmnop in a message"), "token hf_<redacted> in a message");
 });
 
+test("a secret flag that ends its line with a continuation: the next line's first word is masked, the backslash kept", () => {
+  const unit = ["ExecStart=/usr/bin/python3 -m sglang.launch_server \\", "    --api-key \\", "    sk-next-line \\", "    --admin-api-key=adm \\", "    --ssl-keyfile-password\t\\", "  pw-next", "    --port 30000"].join("\n");
+  assert.equal(
+    redactSecrets(unit),
+    ["ExecStart=/usr/bin/python3 -m sglang.launch_server \\", "    --api-key \\", "    <redacted> \\", "    --admin-api-key=<redacted> \\", "    --ssl-keyfile-password\t\\", "  <redacted>", "    --port 30000"].join("\n"),
+  );
+  // As a diff shows it (a leading - or +), and the same text masked twice is the same.
+  assert.equal(redactSecrets("-     --api-key \\\n-     sk-x \\"), "-     --api-key \\\n-     <redacted> \\");
+  assert.equal(redactSecrets(redactSecrets(unit)), redactSecrets(unit));
+});
+
 // SGLang main logs `server_args` as a dict (resolved_dict()), with launch_command the joined argv.
 test("secrets are masked in SGLang main's dict start-up line, in JSON and in a logged command line", () => {
   const dict = "server_args={'model_path': '/m', 'api_key': 'sk-abc,d\\'ef', 'admin_api_key': None, 'ssl_keyfile_password': \"p'w\", 'tp_size': 8, 'launch_command': 'python3 -m sglang.launch_server --api-key sk-abc --admin-api-key=adm1 --port 30001'}";

@@ -603,4 +603,11 @@ test("describeHostChange names the stack whose unit the host runs and the flags 
   const byHand = describeHostChange("sglang-k26", "s", { host: "h", live: "[Service]\nExecStart=/usr/bin/python3 -m sglang.launch_server --api-key sk-by-hand\nEnvironment=HF_TOKEN=hf_abcdefghijklmn\n" }, want, "");
   assert.match(byHand, /- ExecStart=\/usr\/bin\/python3 -m sglang\.launch_server --api-key <redacted>/);
   assert.doesNotMatch(byHand, /sk-by-hand|hf_abcdefghijklmn/);
+  // Issue 36: a unit written by hand with the key on the line after `--api-key \` (the first
+  // review a team runs when it adopts a host). The flag's masking used to eat the backslash,
+  // and the continuation, no longer seen, printed the key.
+  const continued = "[Service]\nExecStart=/usr/bin/python3 -m sglang.launch_server \\\n    --api-key \\\n    sk-next-line-key \\\n    --port 30000\n";
+  const split = describeHostChange("sglang-k26", "s", { host: "h", live: continued }, want, "");
+  assert.doesNotMatch(split, /sk-next-line-key/, split);
+  assert.match(split, /- {5}--api-key \\\n {4}- {5}<redacted> \\/);
 });
