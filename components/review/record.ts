@@ -99,7 +99,8 @@ export function effectOf(steps: readonly Step[], hostView = ""): Exclude<Effect,
   if (changing.some((s) => PRESENCE.test(s.resource) && s.op !== "update")) return "restart";
   if (changing.some((s) => RESTART.test(s.resource) && (s.op !== "update" || s.keys.some((k) => RESTARTING_INPUTS.has(k))))) return "restart";
   if (changing.some((s) => GROUP_RESTART.test(s.resource) && (s.op !== "update" || s.keys.length === 0 || s.keys.some((k) => GROUP_RESTARTING_INPUTS.has(k))))) return "restart";
-  if (changing.some((s) => s.resource.endsWith("-ready")) && /`up` (replaces it|installs)/.test(hostView)) return "restart";
+  // ...or whose unit is stopped (by hand, or failed): `up` starts it, which is a restart's load.
+  if (changing.some((s) => s.resource.endsWith("-ready")) && /`up` (replaces it|installs|starts it)/.test(hostView)) return "restart";
   if (changing.length === 0) return "no change";
   if (changing.every((s) => s.resource.startsWith("benchmark"))) return "benchmark only";
   return "update, no restart";

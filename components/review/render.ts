@@ -76,6 +76,9 @@ export function fence(content: string, lang: string): string {
 const cap = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 3)}...` : s);
 const fmt = (n: number) => (Number.isInteger(n) ? String(n) : n.toFixed(1));
 
+/** Why a stack whose unit is installed but stopped (by hand, or failed) restarts: `up` starts it. */
+export const STOPPED_NOW = "stopped on the host: `up` starts it";
+
 export function changeWords(s: StackReview): string {
   if (s.because === "new stack file" && s.changes.length > 20) return "new stack";
   const words = s.changes.map((c) => c.words).join(", ");
@@ -98,6 +101,7 @@ function effectCell(s: StackReview): string {
 
 function downtimeCell(s: StackReview): string {
   if (s.effect !== "restart") return "none";
+  if (s.restartBecause === STOPPED_NOW) return "none more: it serves nothing now";
   return s.downtime ? `~${fmt(s.downtime.seconds)} s` : "unknown (no restart measured on this host)";
 }
 

@@ -20,7 +20,7 @@ import { servingStackIn } from "../sglang-service/remote/observe";
 import { configChanges, configWarnings, mergeConfig, projectConfigOf, stackConfigOf, stackOfPath, touchedStacks, type Touched } from "./change";
 import { maskSecrets } from "./redact";
 import { canonicalJson, downtimeOf, effectOf, RECORD_FILE, resourceName, REVIEW_FORMAT, ReviewedStack, ReviewRecord, reviewRecordSchema, rolloutOrder, sha256, Step, timingsSchema, whatMoved } from "./record";
-import { BenchmarkView, code, renderReview, ReviewDocument, StackReview } from "./render";
+import { BenchmarkView, code, renderReview, ReviewDocument, StackReview, STOPPED_NOW } from "./render";
 
 export interface ReviewOptions {
   /** The project folder (Pulumi.yaml, its stacks folder), inside a git work tree. */
@@ -329,6 +329,7 @@ async function reviewStack(ws: LocalWorkspace, o: ReviewOptions, t: Touched, at:
     ...(effect === "restart" ? { downtime: downtimeFrom(candidates, config.address) } : {}),
     ...(effect === "restart" && takenOver ? { restartBecause: owner ? `host serves ${code(owner)}` : "host runs a unit of no stack" } : {}),
     ...(effect === "restart" && preview.hostView.includes("`up` installs") ? { restartBecause: "installs" } : {}),
+    ...(effect === "restart" && / it serves nothing now; `up` starts it\./.test(preview.hostView) ? { restartBecause: STOPPED_NOW } : {}),
     benchmark: { self: benchmarkView(t.stack, state.outputs), serving: owner && owner !== t.stack && servingState ? benchmarkView(owner, servingState.outputs) : undefined },
   };
   return {

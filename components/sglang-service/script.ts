@@ -945,6 +945,8 @@ restart)
   say "holding $host's lock (on the host, as \${DFLASH_HOST_STEP:-this session}: if this connection drops, the restart goes on here under the lock, and the next \\\`pulumi up\\\` proves what it left)"
   replaced=$(replaced_unit) || replaced=""
   before_pid=$(show MainPID)
+  # A unit installed but stopped (by hand, or failed) is no first install: said so below.
+  had_unit=$(hash_of "$live")
   if [ -n "$replaced" ] && [ "$before_pid" = 0 ]; then
     before_pid=$(systemctl show "$replaced.service" -p MainPID --value 2>/dev/null)
     say "$replaced, which this unit replaces (a rename), still serves: it is this restart's old server"
@@ -1004,7 +1006,8 @@ restart)
   fi
   # Other stacks stay off this host until readiness has proven (or rolled back) this restart.
   begin_rollout
-  if [ "$before_pid" = 0 ]; then say "no server ran before (a first install); GPUs free in $gpu_seconds s; started the new unit"
+  if [ "$before_pid" = 0 ] && [ -n "$had_unit" ]; then say "no server ran before (\${unit%.service} was installed but stopped); GPUs free in $gpu_seconds s; started the new unit"
+  elif [ "$before_pid" = 0 ]; then say "no server ran before (a first install); GPUs free in $gpu_seconds s; started the new unit"
   else say "old server (pid $before_pid) drained in $drain_seconds s and gone $stop_seconds s later, GPUs free in $gpu_seconds s; started the new unit"; fi
   echo "@@result {\\"applied\\":true,\\"drainSeconds\\":$drain_seconds,\\"stopSeconds\\":$stop_seconds,\\"requestsCut\\":$cut,\\"gpuReleaseSeconds\\":$gpu_seconds,\\"previousMainPid\\":$before_pid,\\"at\\":$(date +%s)}"
   ;;

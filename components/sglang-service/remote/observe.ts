@@ -14,7 +14,22 @@ export interface NodeView {
   removedAt?: number;
   /** When the unit file was written (seconds since the epoch), if it is installed. */
   installedAt?: number;
+  /**
+   * What systemd says of the installed unit (\`systemctl is-active\`: active, activating,
+   * inactive, failed, ...), and since when it is stopped where it is: a unit that is there but
+   * does not run is not "no change" (issue 36). Absent where it was not read.
+   */
+  state?: string;
+  stoppedSince?: string;
 }
+
+/** Pure: whether a node's installed unit is stopped (neither running nor on its way). */
+export function isStopped(view: NodeView): boolean {
+  return view.live !== null && (view.state === "inactive" || view.state === "failed");
+}
+
+/** Pure: "failed since Fri 2026-12-04 10:00:00 UTC", as a reader sees it. */
+const stoppedWords = (view: NodeView) => `${view.state === "failed" ? "failed" : "stopped"}${view.stoppedSince ? ` since ${view.stoppedSince}` : ""}`;
 
 export async function readLiveUnit(conn: Connection, unitName: string): Promise<NodeView> {
   const unit = shellQuote(unitPath(unitName));
@@ -23,7 +38,11 @@ export async function readLiveUnit(conn: Connection, unitName: string): Promise<
   const removed = removedMarkPaths(unitName).map((p) => `cat ${shellQuote(p)} 2>/dev/null`).join(" || ");
   // The program's first command on the host: a user that is not root (and sudo that refuses,
   // ssh.ts) stops the run here, before anything has changed.
-  const r = await Ssh.once(conn, `[ "$(id -u)" = 0 ] || { echo "@@notroot $(id -un)"; exit 5; }; stat -c %Y ${unit} 2>/dev/null && cat ${unit} || { ${removed}; exit 3; }`);
+  // Then whether it runs: its state and, stopped, since when (bounded: a wedged systemd is an
+  // unknown state, read as running, never as a reason to restart).
+  const service = shellQuote(`${unitName}.service`);
+  const state = `echo "$(timeout -k 2 20 systemctl is-active ${service})"; echo "$(timeout -k 2 20 systemctl show -p InactiveEnterTimestamp --value ${service})"`;
+  const r = await Ssh.once(conn, `[ "$(id -u)" = 0 ] || { echo "@@notroot $(id -un)"; exit 5; }; stat -c %Y ${unit} 2>/dev/null && ${state} && cat ${unit} || { ${removed}; exit 3; }`);
   if (r.code === 5 && r.stdout.startsWith("@@notroot ")) {
     throw new NoRootAccess(
       `the SSH user ${conn.user} on ${conn.host}:${conn.port} is not root (the host steps need root: systemctl, unit files, secret files) and host.become is not set. ` +
@@ -34,8 +53,14 @@ export async function readLiveUnit(conn: Connection, unitName: string): Promise<
     const at = Number(r.stdout.trim());
     return { host: conn.host, live: null, ...(r.code === 3 && r.stdout.trim() && Number.isInteger(at) ? { removedAt: at } : {}) };
   }
-  const eol = r.stdout.indexOf("\n");
-  return { host: conn.host, live: r.stdout.slice(eol + 1), installedAt: Number(r.stdout.slice(0, eol)) };
+  return { host: conn.host, ...parseLiveUnit(r.stdout) };
+}
+
+/** Pure: readLiveUnit's answer for an installed unit: its time, its state, since when stopped, then its text. */
+export function parseLiveUnit(stdout: string): Omit<NodeView, "host"> {
+  const [at, state, since] = stdout.split("\n", 3);
+  const text = stdout.split("\n").slice(3).join("\n");
+  return { live: text, installedAt: Number(at), ...(state ? { state } : {}), ...(since && since !== "n/a" ? { stoppedSince: since } : {}) };
 }
 
 /** What hostRuns says of a node that runs this stack's unit (the one `up` installs). */
@@ -48,7 +73,9 @@ export const RUNS_THIS_UNIT = "this stack's unit";
  * another stack (or a hand) took over is put back, as `preview` says it will be.
  */
 export function hostRunsOf(view: NodeView, want: string): string {
-  if (view.live === want) return RUNS_THIS_UNIT;
+  // Stopped (by hand, or failed): a reading of its own, so that `up` starts it; each stop has
+  // its own time, so a unit stopped again after `up` started it is a new reading again.
+  if (view.live === want) return isStopped(view) ? `${RUNS_THIS_UNIT}, ${stoppedWords(view)}` : RUNS_THIS_UNIT;
   // Removed since (by another stack's teardown, or a rename): a reading of its own, never the
   // "no unit" a first install records, so that the stack's next `up` puts its unit back.
   if (view.live === null) return view.removedAt === undefined ? "no unit" : `no unit (removed at ${view.removedAt})`;
@@ -63,8 +90,8 @@ export function describeHostChange(unitName: string, stack: string, view: NodeVi
   // A first install: the whole unit, as a reviewer would read it (secrets never are in it).
   if (view.live === null) return `${where}: ${view.removedAt === undefined ? "not installed yet" : `not installed (removed at ${new Date(view.removedAt * 1000).toISOString()})`}; \`up\` installs this stack's unit (${sha256(want).slice(0, 12)}):\n${redactSecrets(want).trimEnd().split("\n").map((l) => `    + ${l}`).join("\n")}`;
   const owner = unitStack(view.live);
-  const runs = `runs the unit of ${owner === stack ? "this stack" : owner ? `stack ${owner}` : "no dflash-sglang stack (written by hand?)"} (${sha256(view.live).slice(0, 12)})`;
-  if (view.live === want) return `${where} ${runs}; \`up\` changes nothing there.`;
+  const runs = `runs the unit of ${owner === stack ? "this stack" : owner ? `stack ${owner}` : "no dflash-sglang stack (written by hand?)"} (${sha256(view.live).slice(0, 12)})${isStopped(view) ? `, ${stoppedWords(view)}: it serves nothing now` : ""}`;
+  if (view.live === want) return isStopped(view) ? `${where} ${runs}; \`up\` starts it.` : `${where} ${runs}; \`up\` changes nothing there.`;
   // A unit written by hand may carry a secret (--api-key sk-..., or its value on the next
   // line after `--api-key \`): masked on the whole unit as it came, before anything else reads
   // it, so that no rewrite of a line can hide a continuation from the masking (issue 36).

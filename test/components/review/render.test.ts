@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { COMMENT_LIMIT, MARKER, renderReview, ReviewDocument, ruleDifference, StackReview } from "../../../components/review/render";
+import { COMMENT_LIMIT, MARKER, renderReview, ReviewDocument, ruleDifference, StackReview, STOPPED_NOW } from "../../../components/review/render";
 import { levelThroughput, shortRate } from "../../../components/verdict/rows";
 import type { Figures } from "../../../components/benchmark/compare";
 
@@ -111,4 +111,12 @@ test("the benchmark differences are the report's rule: faster or slower only bey
   // A throughput is one figure per launch: the launch prior alone makes its interval.
   assert.equal(ruleDifference(figures(180), figures(181), levelThroughput(4)), "tie: -0.6 % (-4.6 % to +3.7 %), within noise");
   assert.equal(ruleDifference({ ...figures(150), warnings: ["short: 900 of 1000 prompt tokens came from the prefix cache"] }, figures(190), shortRate), "not compared: a benchmark warned");
+});
+
+// Issue 36: a stopped server is not "no change": the comment says it is stopped, that `up`
+// starts it, and that starting it costs no more downtime (nothing is served now).
+test("a stack whose unit is stopped on its host: the restart says why, and no downtime is charged", () => {
+  const s: StackReview = { ...stack(2), changes: [], hostView: "sglang-k26 on 10.0.0.3 runs the unit of this stack (0123456789ab), stopped since Fri 2026-12-04 10:00:00 UTC: it serves nothing now; `up` starts it.", restartBecause: STOPPED_NOW };
+  const md = renderReview({ ...doc(0), stacks: [s] });
+  assert.match(md, /\| `b2t4-w2048` \| 10\.0\.0\.3 \| none of its settings \(Pulumi\.yaml changed elsewhere\) \| \*\*restart\*\* \(stopped on the host: `up` starts it\) \| none more: it serves nothing now \|/);
 });

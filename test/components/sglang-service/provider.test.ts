@@ -5,7 +5,8 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { changedKeys, hostTakenOver } from "../../../components/sglang-service/provider";
-import { hostRunsOf, RUNS_THIS_UNIT } from "../../../components/sglang-service/remote/observe";
+import { describeHostChange, hostRunsOf, parseLiveUnit, RUNS_THIS_UNIT } from "../../../components/sglang-service/remote/observe";
+import { effectOf } from "../../../components/review/record";
 
 const UNIT_A = "[Unit]\nX-DFlash-Stack=a\n";
 const UNIT_B = "[Unit]\nX-DFlash-Stack=b\n";
@@ -30,4 +31,23 @@ test("a node running anything but this stack's unit is a change, unless it is th
   assert.equal(hostTakenOver({ hostRuns: taken }, { hostRuns: again }), true, "the same unit installed again later");
   assert.equal(hostTakenOver({}, {}), false, "state written before hostRuns existed");
   assert.deepEqual(changedKeys({ target: { port: 1 }, hostRuns: ["x"] }, { target: { port: 2 }, hostRuns: [RUNS_THIS_UNIT] }, ["target.port", "nodes"]), ["target.port"]);
+});
+
+// Issue 36: the host as it serves. A unit that is installed but stopped (by hand, or failed)
+// used to read as this stack's unit, "no change", while the model was offline.
+test("a node whose unit is this stack's but stopped: preview says so and up starts it (a new reading each stop)", () => {
+  const read = parseLiveUnit(`1764600000\ninactive\nFri 2026-12-04 10:00:00 UTC\n${UNIT_A}`);
+  assert.deepEqual(read, { live: UNIT_A, installedAt: 1764600000, state: "inactive", stoppedSince: "Fri 2026-12-04 10:00:00 UTC" });
+  assert.deepEqual(parseLiveUnit(`1764600000\nactive\nn/a\n${UNIT_A}`), { live: UNIT_A, installedAt: 1764600000, state: "active" });
+  const stopped = hostRunsOf({ host: "h", ...read }, UNIT_A);
+  assert.equal(stopped, `${RUNS_THIS_UNIT}, stopped since Fri 2026-12-04 10:00:00 UTC`);
+  assert.equal(hostTakenOver({ hostRuns: [RUNS_THIS_UNIT] }, { hostRuns: [stopped] }), true, "up proves (and so starts) it");
+  assert.equal(hostTakenOver({ hostRuns: [stopped] }, { hostRuns: [RUNS_THIS_UNIT] }), false, "once it runs again, nothing to do");
+  assert.equal(hostRunsOf({ host: "h", live: UNIT_A, state: "failed", stoppedSince: "x" }, UNIT_A), `${RUNS_THIS_UNIT}, failed since x`);
+  for (const running of ["active", "activating", "deactivating", "reloading", undefined]) assert.equal(hostRunsOf({ host: "h", live: UNIT_A, ...(running ? { state: running } : {}) }, UNIT_A), RUNS_THIS_UNIT, String(running));
+  const words = describeHostChange("u", "a", { host: "h", ...read }, UNIT_A, "");
+  assert.match(words, /^u on h runs the unit of this stack \([0-9a-f]{12}\), stopped since Fri 2026-12-04 10:00:00 UTC: it serves nothing now; `up` starts it\.$/);
+  assert.equal(effectOf([{ resource: "sglang-ready", op: "update", keys: ["hostRuns"] }], words), "restart");
+  // Another stack's unit, stopped: said too, and still replaced.
+  assert.match(describeHostChange("u", "a", { host: "h", live: UNIT_B, state: "failed" }, UNIT_A, ""), /runs the unit of stack b \([0-9a-f]{12}\), failed: it serves nothing now; `up` replaces it/);
 });

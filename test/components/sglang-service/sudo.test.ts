@@ -101,12 +101,17 @@ test("a failed reconfiguration through sudo rolls back to the previous configura
   assert.equal((await serving()).speculative_ddtree_budget, 16);
 });
 
-test("refresh through sudo sees a unit stopped by hand; up starts it again", async () => {
+// Issue 36: the host as it serves. A stopped unit used to read as "no change" in preview (and in
+// the review comment) until a separate `refresh`; `up` then changed nothing while nothing served.
+test("a unit stopped by hand, through sudo: preview says it is stopped and up starts it, with no refresh", async () => {
   const stack = await ws.stack("main");
   await sh(`systemctl stop ${UNIT}.service`);
-  const refresh = await stack.refresh();
-  assert.ok((refresh.summary.resourceChanges?.update ?? 0) >= 1, `refresh saw the stopped unit: ${JSON.stringify(refresh.summary.resourceChanges)}`);
-  assert.equal((await stack.up()).summary.result, "succeeded");
+  const preview = await stack.preview();
+  assert.match(preview.stdout, new RegExp(`${UNIT} on \\S+ runs the unit of this stack \\([0-9a-f]{12}\\), stopped since [^:]+: it serves nothing now; \`up\` starts it\\.`));
+  assert.ok((preview.changeSummary.update ?? 0) >= 1, `preview plans the start: ${JSON.stringify(preview.changeSummary)}`);
+  const up = await stack.up();
+  assert.equal(up.summary.result, "succeeded");
+  assert.match(up.stdout, /installed but stopped|not run this stack's unit/);
   assert.ok((await mainPid()) > 0);
   assert.equal((await serving()).speculative_ddtree_budget, 16);
 });
