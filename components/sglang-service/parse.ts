@@ -149,20 +149,27 @@ export function redactSecrets(text: string): string {
   // First, on the text as it came: a secret flag that ends its line with a continuation
   // (a unit's `--api-key \`), its value the first word of the next line. The rewrites below
   // must not run before it: the flag's rule would read the lone backslash as its value.
+  // Lines between them that carry no word (a bare `\`, blank, or a comment, which systemd
+  // allows inside a continuation) are passed over: the value is the next word on a line.
   const lines = text.split("\n");
-  for (let i = 1; i < lines.length; i++) {
-    if (SECRET_FLAG_AT_END.test(lines[i - 1])) lines[i] = lines[i].replace(/^(\s*[-+]?\s*)(?!\\(?:\s|$))\S+/, "$1<redacted>");
+  let pending = false;
+  for (let i = 0; i < lines.length; i++) {
+    if (pending && !/^\s*[-+]?\s*(\\?\s*$|[#;])/.test(lines[i])) {
+      lines[i] = lines[i].replace(/^(\s*[-+]?\s*)(?!\\(?:\s|$))\S+/, "$1<redacted>");
+      pending = false;
+    }
+    if (SECRET_FLAG_AT_END.test(lines[i])) pending = true;
   }
   return lines
     .join("\n")
     .replace(new RegExp(String.raw`\b(${SECRET_NAME})=(${VALUE}|[^,)\s]+)`, "gi"), (_m, k: string, v: string) => (kept(v) ? `${k}=${v}` : `${k}=<redacted>`))
     .replace(new RegExp(String.raw`(['"])(${SECRET_NAME})\1(\s*:\s*)(${VALUE}|[^,}\s]+)`, "gi"), (_m, q: string, k: string, sep: string, v: string) => (kept(v) ? `${q}${k}${q}${sep}${v}` : `${q}${k}${q}${sep}${q}<redacted>${q}`))
     // A lone backslash after the flag is a line continuation, not its value (handled above).
-    .replace(new RegExp(String.raw`(${SECRET_FLAG})(=|[ \t]+)(?!\\(?:\s|$))(${VALUE}|[^\s'",]+)`, "gi"), "$1$2<redacted>")
+    .replace(new RegExp(String.raw`(${SECRET_FLAG})(=[ \t]*|[ \t]+)(?!\\(?:\s|$))(${VALUE}|[^\s'",]+)`, "gi"), "$1$2<redacted>")
     .replace(/\b(Bearer\s+)\S+/g, "$1<redacted>")
     .replace(/\bhf_[A-Za-z0-9]{8,}\b/g, "hf_<redacted>");
 }
 
 /** A secret flag at the end of a line, before a continuation: its value is on the next line. */
-const SECRET_FLAG_AT_END = /--[\w-]*(?:api-key|password|token|secret|key)\s*\\\s*$/i;
+const SECRET_FLAG_AT_END = /--[\w-]*(?:api-key|password|token|secret|key)(?:\s*=)?\s*\\\s*$/i;
 

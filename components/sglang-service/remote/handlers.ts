@@ -176,8 +176,14 @@ export function parseNodeState(stdout: string, unitName: string, token?: string)
 export function groupFailures(outputs: string[], live: NodeState[], unitHashes: string[]): { rank: number; why: string }[] {
   return outputs
     .map((out, rank) => ({ out, rank }))
-    .filter(({ out, rank }) => /^@@failed$/m.test(out) && live[rank]?.groupFailed === unitHashes[rank])
-    .map(({ out, rank }) => ({ rank, why: out.split("\n").filter((l) => /FAILED/.test(l) && !/rolls back as one/.test(l)).join("\n") || "its restart failed (see its output above)" }));
+    // A node whose session dropped after the go never printed its @@failed: its mark alone counts.
+    .filter(({ out, rank }) => (/^@@failed$/m.test(out) || droppedOut(out)) && live[rank]?.groupFailed === unitHashes[rank])
+    .map(({ out, rank }) => ({
+      rank,
+      why:
+        out.split("\n").filter((l) => /FAILED/.test(l) && !/rolls back as one/.test(l)).join("\n") ||
+        (droppedOut(out) ? "its session dropped after the group's go, and its restart then failed on the host (its group-failed mark; `journalctl -u 'dflash-step-*'` there says why)" : "its restart failed (see its output above)"),
+    }));
 }
 
 /** Reads of a node's state before it counts as unobservable, and the pause between them. */
@@ -260,6 +266,19 @@ export async function applyReady(i: ReadyInputs): Promise<ReadyOutputs> {
       staged: { stagedPath: n.transaction, unitHash: n.unitHash },
     }));
     const results = i.nodes.map((n) => parseRestartResult(n.restartOutput));
+    // A node whose session dropped may not have rebooted at all (a network blip): its restart
+    // goes on there, in its host step under the host lock. It is read once that step has ended
+    // (the lock is free; after a reboot it is at once), never mid-drain, which would read as a
+    // node to restart again.
+    await Promise.all(
+      i.nodes.map(async (n, k) => {
+        if (i.nodes.length < 2 || !droppedOut(n.restartOutput)) return;
+        const finish = groupFinishSeconds(t.timeouts);
+        const lock = shellQuote(`${RUN_DIR}/host.lock`);
+        const r = await sshs[k].run(`[ -e ${lock} ] || exit 0; timeout -k 5 ${finish} flock -s ${lock} true`, { timeoutMs: (finish + 30) * 1000 }).catch((e: Error) => ({ code: -1, stdout: "", stderr: e.message }));
+        if (r.code !== 0) await progress(t.urn, `${nodes[k].t.label}: its restart's host step still holds the host lock after ${finish} s (or the wait failed: ${r.stderr.trim().split("\n").pop() ?? `exit ${r.code}`}); reading the node as it is`, false);
+      }),
+    );
     const live = await Promise.all(nodes.map((n) => nodeState(n.ssh, t.unitName, token)));
     // A group restarts as one: a node whose restart failed (a drain or GPU deadline) did not
     // roll back alone; the whole group goes back to its known-good configuration here.

@@ -41,7 +41,8 @@ export async function readLiveUnit(conn: Connection, unitName: string): Promise<
   // Then whether it runs: its state and, stopped, since when (bounded: a wedged systemd is an
   // unknown state, read as running, never as a reason to restart).
   const service = shellQuote(`${unitName}.service`);
-  const state = `echo "$(timeout -k 2 20 systemctl is-active ${service})"; echo "$(timeout -k 2 20 systemctl show -p InactiveEnterTimestamp --value ${service})"`;
+  // Each within 10 s (both within the read's own 30 s): no answer is no state, read as running.
+  const state = `echo "$(timeout -k 2 10 systemctl is-active ${service})"; echo "$(timeout -k 2 10 systemctl show -p InactiveEnterTimestamp --value ${service})"`;
   const r = await Ssh.once(conn, `[ "$(id -u)" = 0 ] || { echo "@@notroot $(id -un)"; exit 5; }; stat -c %Y ${unit} 2>/dev/null && ${state} && cat ${unit} || { ${removed}; exit 3; }`);
   if (r.code === 5 && r.stdout.startsWith("@@notroot ")) {
     throw new NoRootAccess(

@@ -199,6 +199,16 @@ test("a secret flag that ends its line with a continuation: the next line's firs
   // As a diff shows it (a leading - or +), and the same text masked twice is the same.
   assert.equal(redactSecrets("-     --api-key \\\n-     sk-x \\"), "-     --api-key \\\n-     <redacted> \\");
   assert.equal(redactSecrets(redactSecrets(unit)), redactSecrets(unit));
+  // `--api-key=\` and `--api-key= \`, and lines with no word between flag and value (a bare
+  // continuation, a blank line, a comment: systemd allows them inside a continuation).
+  for (const between of [[], ["    \\"], [""], ["# the key:"], ["    ; note", "    \\"]]) {
+    for (const flag of ["--api-key=\\", "--api-key= \\", "--admin-api-key \\"]) {
+      const text = ["ExecStart=/usr/bin/python3 -m sglang.launch_server \\", `    ${flag}`, ...between, "    sk-hidden-1 \\", "    --port 30000"].join("\r\n");
+      const out = redactSecrets(text);
+      assert.doesNotMatch(out, /sk-hidden-1/, `${JSON.stringify(between)} ${flag}:\n${out}`);
+      assert.match(out, /--port 30000/);
+    }
+  }
 });
 
 // SGLang main logs `server_args` as a dict (resolved_dict()), with launch_command the joined argv.

@@ -59,4 +59,10 @@ test("a node whose session dropped after the group's go is handed to readiness, 
   assert.equal(droppedOut(`${draining}${LOST_MARK} its SSH session ended with exit 255`), true);
   assert.equal(droppedOut(`${draining}@@result {}`), false);
   assert.equal(droppedOut(`l: a line that mentions ${LOST_MARK} in passing`), false);
+  // Its restart went on on the host and failed there (the mark): a failure of the group, though it never printed @@failed.
+  const lost = `${draining}${LOST_MARK} its SSH session ended with exit 255`;
+  const state = (groupFailed: string | null) => ({ hash: "h1", state: "inactive", proving: null, groupFailed }) as unknown as Parameters<typeof groupFailures>[1][number];
+  assert.deepEqual(groupFailures([lost, "@@result {}"], [state("h1"), state(null)], ["h1", "h1"]).map((f) => f.rank), [0]);
+  assert.match(groupFailures([lost], [state("h1")], ["h1"])[0].why, /session dropped after the group's go/);
+  assert.deepEqual(groupFailures([lost], [state(null)], ["h1"]), [], "no mark: it did not fail there");
 });
