@@ -55,17 +55,42 @@ export interface ReviewDocument {
   removed: string[];
 }
 
-/** Text in Markdown: no HTML, no code span, no table cell or line break of its own. */
-export function cell(s: string): string {
-  return inline(s).replace(/`/g, "&#96;");
+/**
+ * How each character of text not ours is written in the comment, so that it stays text: no HTML
+ * (`&`, `<`; a `>` is inert within a line), no table cell of its own (`|`, and `\` so that no escape of ours is undone),
+ * no code span, link or image (`` ` ``, `[`, `]`, `!`), no mention or e-mail link (`@`). Line
+ * breaks (CR or LF, alone or not) become one space; an autolink (`://`, `www.`) is broken.
+ */
+const ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", "|": "\\|", "\\": "\\\\", "`": "&#96;", "[": "\\[", "]": "\\]", "!": "\\!", "@": "&#64;", "://": "&#58;//" };
+const TOKENS = /:\/\/|www\.|[\s\S]/giu;
+const escapeToken = (t: string) => ESCAPES[t] ?? (/^www\.$/i.test(t) ? `${t.slice(0, 3)}&#46;` : t);
+
+/**
+ * Text not ours in Markdown (a table cell, a line): each character escaped (ESCAPES), then cut
+ * to at most `max` characters of the escaped text, never inside an escape ("..." where cut): the
+ * cap holds with the escaping counted.
+ */
+export function cell(s: string, max = Infinity): string {
+  const tokens = (s.replace(/\s*[\r\n]+\s*/g, " ").match(TOKENS) ?? []).map(escapeToken);
+  const whole = tokens.join("");
+  if (whole.length <= max) return whole;
+  let out = "";
+  for (const t of tokens) {
+    if (out.length + t.length > max - 3) break;
+    out += t;
+  }
+  return `${out}...`;
 }
-/** Our own text with code spans in it (warnings): no HTML, no table cell or line break of its own. */
+/** Our own text with code spans in it (warnings): outside them as cell(); inside, no cell or line break of its own. */
 function inline(s: string): string {
-  return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/\|/g, "\\|").replace(/\s*\r?\n\s*/g, " ");
+  return s
+    .split(/(`[^`\r\n]+`)/)
+    .map((part, k) => (k % 2 === 1 ? part.replace(/\|/g, "\\|") : cell(part)))
+    .join("");
 }
 /** A code span, when the text allows one; else plain escaped text. */
 export function code(s: string): string {
-  return /[`\r\n]/.test(s) ? cell(s) : `\`${s.replace(/\|/g, "\\|")}\``;
+  return /[`\r\n\\]/.test(s) ? cell(s) : `\`${s.replace(/\|/g, "\\|")}\``;
 }
 /** A fenced block whose fence is longer than any run of backticks in its content. */
 export function fence(content: string, lang: string): string {
@@ -82,7 +107,7 @@ export const STOPPED_NOW = "stopped on the host: `up` starts it";
 export function changeWords(s: StackReview): string {
   if (s.because === "new stack file" && s.changes.length > 20) return "new stack";
   const words = s.changes.map((c) => c.words).join(", ");
-  if (words) return cap(words, 160);
+  if (words) return words;
   return s.because === "project config changed" ? "none of its settings (Pulumi.yaml changed elsewhere)" : "no setting";
 }
 
@@ -136,14 +161,14 @@ function summary(doc: ReviewDocument, room: number): string {
     lines.push("| Stack | Host | What changes | Restart | Expected downtime | Rollout |", "|---|---|---|---|---|---|");
     for (const s of doc.stacks) {
       const order = s.order ? `${s.order.position} of ${s.order.of} on this host` : "";
-      lines.push(`| ${code(s.stack)} | ${cell(cap(s.host, 60))} | ${cell(changeWords(s))} | ${effectCell(s)} | ${downtimeCell(s)} | ${order} |`);
+      lines.push(`| ${code(s.stack)} | ${cell(s.host, 60)} | ${cell(changeWords(s), 160)} | ${effectCell(s)} | ${downtimeCell(s)} | ${order} |`);
     }
     lines.push("");
   }
   const shared = [...new Set(doc.stacks.filter((s) => s.order).map((s) => s.host))];
   if (shared.length) {
     lines.push("Rollout order where stacks share a host (`npm run apply` follows it; each `up` replaces the one before it on that host, and the stack serving there now goes last):", "");
-    for (const host of shared.slice(0, 20)) lines.push(`- ${cell(cap(host, 60))}: ${doc.stacks.filter((s) => s.host === host && s.order).sort((a, b) => a.order!.position - b.order!.position).map((s) => code(s.stack)).join(" -> ")}`);
+    for (const host of shared.slice(0, 20)) lines.push(`- ${cell(host, 60)}: ${doc.stacks.filter((s) => s.host === host && s.order).sort((a, b) => a.order!.position - b.order!.position).map((s) => code(s.stack)).join(" -> ")}`);
     if (shared.length > 20) lines.push(`- and ${shared.length - 20} more hosts: see the Rollout column`);
     lines.push("");
   }
@@ -204,12 +229,12 @@ function benchTable(b: StackReview["benchmark"]): string {
 
 /** A stack's section: full, or without the unit diff and steps (`short`). */
 function section(s: StackReview, short: boolean): string {
-  const head = `<details><summary><b>${cell(s.stack)}</b>: ${cell(s.effect)}${s.changes.length ? `, ${cell(cap(changeWords(s), 120))}` : ""}</summary>\n\n`;
+  const head = `<details><summary><b>${cell(s.stack)}</b>: ${cell(s.effect)}${s.changes.length ? `, ${cell(changeWords(s), 120)}` : ""}</summary>\n\n`;
   const parts = [`Touched because: ${cell(s.because)}. Host: ${cell(s.host)}.`, ""];
   if (s.error) parts.push("The preview failed:", "", fence(cap(s.error, short ? 600 : 4000), "text"), "");
   if (s.changes.length) parts.push("Settings that change: " + s.changes.map((c) => code(c.words)).join(", ") + ".", "");
   if (s.hostView) {
-    if (short) parts.push(`On the host: ${cell(cap(s.hostView.split("\n")[0], 400))} (the unit's lines are left out for length).`, "");
+    if (short) parts.push(`On the host: ${cell(s.hostView.split("\n")[0], 400)} (the unit's lines are left out for length).`, "");
     else parts.push("On the host, against what it really runs now:", "", fence(cap(s.hostView, 12_000), "diff"), "");
   }
   const changing = s.steps.filter((st) => st.op !== "same");

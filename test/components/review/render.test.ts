@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { COMMENT_LIMIT, MARKER, renderReview, ReviewDocument, ruleDifference, StackReview, STOPPED_NOW } from "../../../components/review/render";
+import { cell, COMMENT_LIMIT, MARKER, renderReview, ReviewDocument, ruleDifference, StackReview, STOPPED_NOW } from "../../../components/review/render";
 import { levelThroughput, shortRate } from "../../../components/verdict/rows";
 import type { Figures } from "../../../components/benchmark/compare";
 
@@ -119,4 +119,55 @@ test("a stack whose unit is stopped on its host: the restart says why, and no do
   const s: StackReview = { ...stack(2), changes: [], hostView: "sglang-k26 on 10.0.0.3 runs the unit of this stack (0123456789ab), stopped since Fri 2026-12-04 10:00:00 UTC: it serves nothing now; `up` starts it.", restartBecause: STOPPED_NOW };
   const md = renderReview({ ...doc(0), stacks: [s] });
   assert.match(md, /\| `b2t4-w2048` \| 10\.0\.0\.3 \| none of its settings \(Pulumi\.yaml changed elsewhere\) \| \*\*restart\*\* \(stopped on the host: `up` starts it\) \| none more: it serves nothing now \|/);
+});
+
+// Issue 36, injection: text not ours (a host address, a setting's words, a warning) can add no
+// row, cell, line, link, image or mention, and the caps hold with the escaping counted.
+const NASTY = ["|", "`", "\r", "\n", "\r\n", "<", ">", "[", "]", "(", ")", "!", "@", "\\", "&", "://", "www.", "https", "team", " ", "a", "é", "#", "*", "_"];
+function corpus(seed: number, n: number): string[] {
+  let x = seed >>> 0;
+  const next = () => ((x = (Math.imul(x, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+  return Array.from({ length: n }, () => Array.from({ length: 1 + Math.floor(next() * 40) }, () => NASTY[Math.floor(next() * NASTY.length)]).join(""));
+}
+/** Whether escaped text is inert: every Markdown-active character escaped, every & an entity of ours, no line break, no autolink. */
+function inert(text: string): string | undefined {
+  if (/[\r\n]/.test(text)) return "a line break";
+  if (/:\/\/|www\./i.test(text)) return "an autolink";
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i];
+    if (ch === "\\") {
+      i++;
+      continue;
+    }
+    if (ch === "&" && !/^&(amp|lt|gt|#\d+);/.test(text.slice(i))) return `a bare & at ${i}`;
+    if ("|`<[]!@".includes(ch)) return `an unescaped ${JSON.stringify(ch)} at ${i}`;
+  }
+  return undefined;
+}
+
+test("escaping: 2000 generated strings (seed 36) stay inert text, and a cap holds with the escaping counted", () => {
+  for (const s of corpus(36, 2000)) {
+    assert.equal(inert(cell(s)), undefined, `${JSON.stringify(s)} -> ${JSON.stringify(cell(s))}`);
+    const capped = cell(s, 30);
+    assert.ok(capped.length <= 30, `${JSON.stringify(capped)} is ${capped.length} characters`);
+    assert.equal(inert(capped), undefined, `${JSON.stringify(s)} capped -> ${JSON.stringify(capped)}`);
+  }
+});
+
+test("60 stacks whose hosts and settings are generated injection text: 60 rows of 6 cells, nothing cut", () => {
+  const nasty = corpus(3636, 120);
+  const stacks = Array.from({ length: 60 }, (_, i) => ({ ...stack(i + 1), host: `10.0.0.${i}${nasty[i]}`.repeat(3), changes: [{ key: "model.extraArgs", words: nasty[60 + i].repeat(10), secret: false }], warnings: [`${nasty[i]} @team [x](https://e.example) ![i](https://e.example/i.png)`] }));
+  const md = renderReview({ ...doc(0), stacks });
+  assert.ok(md.length <= COMMENT_LIMIT, `${md.length} characters`);
+  assert.doesNotMatch(md, /Cut at \d+ characters/);
+  const table = md.split("\n").filter((l) => l.startsWith("| `b"));
+  assert.equal(table.length, 60, "one row per stack");
+  for (const row of table) {
+    // Cells are split where a | is not escaped (an even run of backslashes before it).
+    const cells = row.split(/(?<!\\)(?:\\\\)*\|/).length - 2;
+    assert.equal(cells, 6, row);
+  }
+  const warnings = md.split("\n").filter((l) => l.startsWith("> - **"));
+  // A code span (ours, or one the text closes itself) renders nothing inside it but its text.
+  for (const w of warnings) assert.equal(inert(w.replace(/^> - \*\*[^*]+\*\*: /, "").replace(/`[^`]+`/g, "")), undefined, w);
 });
