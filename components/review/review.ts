@@ -16,7 +16,7 @@ import { EngineEvent, LocalWorkspace, Stack } from "@pulumi/pulumi/automation";
 import { pulumiCommand } from "../../lib/pulumi-env";
 import { figuresOf, type StoredResult } from "../benchmark/compare";
 import { overlayFor, readOverlay, mergeSettings } from "../sglang-service/overlay";
-import { servingStackIn } from "../sglang-service/remote/observe";
+import { servingStackIn, STARTS_IT } from "../sglang-service/remote/observe";
 import { configChanges, configWarnings, mergeConfig, projectConfigOf, stackConfigOf, stackOfPath, touchedStacks, type Touched } from "./change";
 import { maskSecrets } from "./redact";
 import { canonicalJson, downtimeOf, effectOf, RECORD_FILE, resourceName, REVIEW_FORMAT, ReviewedStack, ReviewRecord, reviewRecordSchema, rolloutOrder, sha256, Step, timingsSchema, whatMoved } from "./record";
@@ -329,7 +329,7 @@ async function reviewStack(ws: LocalWorkspace, o: ReviewOptions, t: Touched, at:
     ...(effect === "restart" ? { downtime: downtimeFrom(candidates, config.address) } : {}),
     ...(effect === "restart" && takenOver ? { restartBecause: owner ? `host serves ${code(owner)}` : "host runs a unit of no stack" } : {}),
     ...(effect === "restart" && preview.hostView.includes("`up` installs") ? { restartBecause: "installs" } : {}),
-    ...(effect === "restart" && / it serves nothing now; `up` starts it\./.test(preview.hostView) ? { restartBecause: STOPPED_NOW } : {}),
+    ...(effect === "restart" && preview.hostView.includes(STARTS_IT) ? { restartBecause: STOPPED_NOW } : {}),
     benchmark: { self: benchmarkView(t.stack, state.outputs), serving: owner && owner !== t.stack && servingState ? benchmarkView(owner, servingState.outputs) : undefined },
   };
   return {

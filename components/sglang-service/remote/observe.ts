@@ -23,6 +23,9 @@ export interface NodeView {
   stoppedSince?: string;
 }
 
+/** How the host view ends for an installed unit that is stopped (review.ts reads it). */
+export const STARTS_IT = "it serves nothing now; `up` starts it.";
+
 /** Pure: whether a node's installed unit is stopped (neither running nor on its way). */
 export function isStopped(view: NodeView): boolean {
   return view.live !== null && (view.state === "inactive" || view.state === "failed");
@@ -92,7 +95,7 @@ export function describeHostChange(unitName: string, stack: string, view: NodeVi
   if (view.live === null) return `${where}: ${view.removedAt === undefined ? "not installed yet" : `not installed (removed at ${new Date(view.removedAt * 1000).toISOString()})`}; \`up\` installs this stack's unit (${sha256(want).slice(0, 12)}):\n${redactSecrets(want).trimEnd().split("\n").map((l) => `    + ${l}`).join("\n")}`;
   const owner = unitStack(view.live);
   const runs = `runs the unit of ${owner === stack ? "this stack" : owner ? `stack ${owner}` : "no dflash-sglang stack (written by hand?)"} (${sha256(view.live).slice(0, 12)})${isStopped(view) ? `, ${stoppedWords(view)}: it serves nothing now` : ""}`;
-  if (view.live === want) return isStopped(view) ? `${where} ${runs}; \`up\` starts it.` : `${where} ${runs}; \`up\` changes nothing there.`;
+  if (view.live === want) return isStopped(view) ? `${where} ${runs.replace(/: it serves nothing now$/, `: ${STARTS_IT}`)}` : `${where} ${runs}; \`up\` changes nothing there.`;
   // A unit written by hand may carry a secret (--api-key sk-..., or its value on the next
   // line after `--api-key \`): masked on the whole unit as it came, before anything else reads
   // it, so that no rewrite of a line can hide a continuation from the masking (issue 36).
