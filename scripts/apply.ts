@@ -1,6 +1,6 @@
 // `npm run apply -- --plans DIR`: applies what `npm run review` reviewed, or refuses, changing
 // nothing, when a stack's configuration, its state or its host moved since (components/review/).
-import { command, existingDirectory, inProjectFolder, option, parseCommandOrExit, setUp } from "../lib/cli";
+import { command, existingDirectory, inProjectFolder, option, parseCommandOrExit, setUp, text } from "../lib/cli";
 import { pulumiEnv, REPO_ROOT } from "../lib/pulumi-env";
 import { emptyPassphraseRefusal } from "../lib/secrets-passphrase";
 import { ReviewMoved, runApply } from "../components/review/review";
@@ -15,6 +15,7 @@ const COMMAND = command({
   ].join("\n"),
   options: {
     plans: option({ type: inProjectFolder(existingDirectory), placeholder: "DIR", description: "the review's plans folder", default: ".review" }),
+    pr: option({ type: text, placeholder: "COMMIT", description: "the approved commit of a pull request reviewed with --pr, applied from a clean checkout of its base branch; refused if the review is of another commit, or the pull request changes the program" }),
   },
 });
 
@@ -23,7 +24,7 @@ async function main(): Promise<number> {
   const refusal = emptyPassphraseRefusal(process.env);
   if (refusal) throw new Error(refusal);
   setUp({ hosts: false });
-  const done = await runApply({ dir: REPO_ROOT, env: pulumiEnv(), plansDir: options.plans, progress: (l) => process.stderr.write(`apply: ${l}\n`), output: (t) => process.stdout.write(t) });
+  const done = await runApply({ dir: REPO_ROOT, env: pulumiEnv(), plansDir: options.plans, pullRequest: options.pr, progress: (l) => process.stderr.write(`apply: ${l}\n`), output: (t) => process.stdout.write(t) });
   for (const d of done) process.stdout.write(`${d.stack}: ${d.result}\n`);
   return 0;
 }

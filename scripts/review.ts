@@ -24,6 +24,7 @@ const COMMAND = command({
     stacks: option({ type: stackPattern, placeholder: "GLOB", description: "also review these stacks, changed or not" }),
     out: option({ type: inProjectFolder(text), placeholder: "FILE", description: "where to write the document; default: review.md in the plans folder" }),
     plans: option({ type: inProjectFolder(outputDirectory), placeholder: "DIR", description: "where to keep the plans and the record that apply checks", default: ".review" }),
+    pr: option({ type: text, placeholder: "COMMIT", description: "review this pull request's commit from a clean checkout of its base branch: its configuration is read with git and reviewed by this checkout's program; its other files are listed, never run (docs/review.md, trust)" }),
   },
   notes: "State is read from PULUMI_BACKEND_URL (a team's postgres://..., or the project's .pulumi-state/), secrets with PULUMI_CONFIG_PASSPHRASE(_FILE), as `npx pulumi` does.",
 });
@@ -34,7 +35,7 @@ async function main(): Promise<number> {
   if (refusal) throw new Error(refusal);
   setUp({ hosts: false });
   const named = options.stacks === undefined ? undefined : globMatcher(options.stacks);
-  const { markdown, record } = await runReview({ dir: REPO_ROOT, env: pulumiEnv(), base: options.base, named, plansDir: options.plans, progress: (l) => process.stderr.write(`review: ${l}\n`) });
+  const { markdown, record } = await runReview({ dir: REPO_ROOT, env: pulumiEnv(), base: options.base, named, plansDir: options.plans, pullRequest: options.pr, progress: (l) => process.stderr.write(`review: ${l}\n`) });
   const out = options.out ?? path.join(options.plans, "review.md");
   fs.mkdirSync(path.dirname(out), { recursive: true });
   fs.writeFileSync(out, markdown);

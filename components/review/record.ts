@@ -56,6 +56,11 @@ export const reviewRecordSchema = z
     createdAt: z.string(),
     /** Stacks in the order `apply` runs them: per host, the one serving now last. */
     stacks: z.array(reviewedStackSchema),
+    /**
+     * A pull request reviewed from the base branch's checkout (`--pr`): its files other than its
+     * configuration (pull-request.ts). `apply` refuses one that changes the program.
+     */
+    programChanges: z.array(z.string()).optional(),
   })
   .strict();
 export type ReviewRecord = z.infer<typeof reviewRecordSchema>;

@@ -53,6 +53,11 @@ export interface ReviewDocument {
   stacks: StackReview[];
   /** Stack files the change deletes. */
   removed: string[];
+  /**
+   * Reviewed from the base branch's checkout (`--pr`): the pull request's files other than its
+   * configuration, which were not run; undefined when the review ran the checkout's own program.
+   */
+  programChanges?: string[];
 }
 
 /**
@@ -156,7 +161,15 @@ function summary(doc: ReviewDocument, room: number): string {
     `${code(doc.head.slice(0, 60))} against ${code(doc.base.slice(0, 12))}, previewed ${cell(doc.createdAt)} against ${code(doc.backend)} and the hosts.`,
     "",
   ];
-  if (doc.stacks.length === 0) lines.push("This change touches no stack: no stack file, not Pulumi.yaml, not the program.", "");
+  if (doc.programChanges !== undefined) {
+    lines.push(
+      doc.programChanges.length
+        ? `> [!CAUTION]\n> This pull request changes the program (${names(doc.programChanges, 20)}). Nothing of it ran here: this review is the base branch's program (${code(doc.base.slice(0, 12))}) on the pull request's configuration. Review those files as code; \`npm run apply\` refuses this pull request until it is merged, then applies from the base branch.`
+        : `Reviewed by the base branch's program (${code(doc.base.slice(0, 12))}) on the pull request's configuration, which is all it changes.`,
+      "",
+    );
+  }
+  if (doc.stacks.length === 0) lines.push(doc.programChanges !== undefined ? "Its configuration touches no stack." : "This change touches no stack: no stack file, not Pulumi.yaml, not the program.", "");
   if (doc.stacks.length) {
     lines.push("| Stack | Host | What changes | Restart | Expected downtime | Rollout |", "|---|---|---|---|---|---|");
     for (const s of doc.stacks) {

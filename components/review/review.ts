@@ -19,6 +19,7 @@ import { overlayFor, readOverlay, mergeSettings } from "../sglang-service/overla
 import { servingStackIn, STARTS_IT } from "../sglang-service/remote/observe";
 import { configChanges, configWarnings, mergeConfig, projectConfigOf, stackConfigOf, stackOfPath, touchedStacks, type Touched } from "./change";
 import { maskSecrets } from "./redact";
+import { pullRequestInputs, readPullRequest, writePullRequestConfig } from "./pull-request";
 import { canonicalJson, downtimeOf, effectOf, RECORD_FILE, resourceName, REVIEW_FORMAT, ReviewedStack, ReviewRecord, reviewRecordSchema, rolloutOrder, sha256, Step, timingsSchema, whatMoved } from "./record";
 import { BenchmarkView, code, renderReview, ReviewDocument, StackReview, STOPPED_NOW } from "./render";
 
@@ -34,6 +35,11 @@ export interface ReviewOptions {
   /** Where the plans and the record go. */
   plansDir: string;
   progress?: (line: string) => void;
+  /**
+   * A pull request's commit: `dir` is a clean checkout of its base branch, whose program reviews
+   * the pull request's configuration, read with git (pull-request.ts); `base` is then that checkout.
+   */
+  pullRequest?: string;
 }
 
 function git(dir: string, args: string[]): string {
@@ -217,9 +223,11 @@ async function workspace(dir: string, env: Record<string, string>): Promise<Loca
 
 export async function runReview(o: ReviewOptions): Promise<ReviewResult> {
   const say = o.progress ?? (() => undefined);
-  const base = resolveBase(o.dir, o.base);
-  const head = git(o.dir, ["rev-parse", "HEAD"]).trim();
-  const dirty = git(o.dir, ["status", "--porcelain", "--", "."]).trim() !== "";
+  const pr = o.pullRequest === undefined ? undefined : pullRequestInputs(o.dir, o.pullRequest);
+  if (pr) say(`pull request ${pr.head.slice(0, 12)} on ${pr.base.slice(0, 12)}: its configuration ${pr.config.join(", ") || "(none)"}; not run (the program): ${pr.program.join(", ") || "none"}`);
+  const base = pr ? pr.base : resolveBase(o.dir, o.base);
+  const head = pr ? pr.head : git(o.dir, ["rev-parse", "HEAD"]).trim();
+  const dirty = !pr && git(o.dir, ["status", "--porcelain", "--", "."]).trim() !== "";
   const projectText = fs.readFileSync(path.join(o.dir, "Pulumi.yaml"), "utf8");
   const stacksDir = stacksDirOf(projectText);
   const inStacks = stacksDir === "." ? "" : stacksDir;
@@ -258,8 +266,8 @@ export async function runReview(o: ReviewOptions): Promise<ReviewResult> {
     if (restarts.length > 1) restarts.forEach((r, i) => (r.order = { position: i + 1, of: restarts.length }));
   }
   const createdAt = new Date().toISOString();
-  const document: ReviewDocument = { base, head: dirty ? `${head} + working tree` : head, createdAt, backend: maskedBackend(o.env.PULUMI_BACKEND_URL), stacks: ordered, removed };
-  const record: ReviewRecord = { format: REVIEW_FORMAT, base, head: document.head, program: programFingerprint(o.dir, stacksDir, o.plansDir), createdAt, stacks: ordered.map((r) => r.record) };
+  const document: ReviewDocument = { base, head: dirty ? `${head} + working tree` : head, createdAt, backend: maskedBackend(o.env.PULUMI_BACKEND_URL), stacks: ordered, removed, ...(pr ? { programChanges: pr.program } : {}) };
+  const record: ReviewRecord = { format: REVIEW_FORMAT, base, head: document.head, program: programFingerprint(o.dir, stacksDir, o.plansDir), createdAt, stacks: ordered.map((r) => r.record), ...(pr ? { programChanges: pr.program } : {}) };
   fs.writeFileSync(path.join(o.plansDir, RECORD_FILE), `${JSON.stringify(record, null, 2)}\n`);
   return { markdown: renderReview(document), record, document };
 }
@@ -351,6 +359,8 @@ export interface ApplyOptions {
   dir: string;
   env: Record<string, string>;
   plansDir: string;
+  /** The approved commit of a pull request reviewed with `--pr`: `dir` is a clean checkout of its base branch. */
+  pullRequest?: string;
   progress?: (line: string) => void;
   /** The engine's own output of each `up`. */
   output?: (text: string) => void;
@@ -378,6 +388,15 @@ export interface Applied {
 export async function runApply(o: ApplyOptions): Promise<Applied[]> {
   const say = o.progress ?? (() => undefined);
   const record = readRecord(o.plansDir);
+  // A pull request is applied only as the commit its review was of (the approved one, which the
+  // workflow passes), only from its base branch's checkout, and never one that changes the program.
+  if (o.pullRequest !== undefined || record.programChanges !== undefined) {
+    if (o.pullRequest === undefined) throw new ReviewMoved(`this review is of a pull request (${record.head.slice(0, 12)}): apply it with --pr ${record.head} from a clean checkout of its base branch; nothing was changed`);
+    const pr = readPullRequest(o.dir, o.pullRequest);
+    if (record.programChanges === undefined || pr.head !== record.head) throw new ReviewMoved(`the review in ${o.plansDir} is of ${record.head.slice(0, 12)}${record.programChanges === undefined ? " (a checkout, not a pull request)" : ""}, not of the commit to apply, ${pr.head.slice(0, 12)}: review that commit first; nothing was changed`);
+    if (pr.program.length) throw new ReviewMoved(`the pull request changes the program (${pr.program.join(", ")}): it is applied only after merge, from the base branch (review and apply there); nothing was changed`);
+    writePullRequestConfig(o.dir, pr);
+  }
   const stacksDir = stacksDirOf(fs.readFileSync(path.join(o.dir, "Pulumi.yaml"), "utf8"));
   const ws = await workspace(o.dir, o.env);
   const failedBefore = record.stacks.filter((s) => s.effect === "preview failed");

@@ -171,3 +171,19 @@ test("60 stacks whose hosts and settings are generated injection text: 60 rows o
   // A code span (ours, or one the text closes itself) renders nothing inside it but its text.
   for (const w of warnings) assert.equal(inert(w.replace(/^> - \*\*[^*]+\*\*: /, "").replace(/`[^`]+`/g, "")), undefined, w);
 });
+
+// Issue 36, the trust boundary: a pull request reviewed from main's checkout (`--pr`).
+test("a pull request reviewed by main's program says so, and a change of the program is a caution that nothing of it ran", () => {
+  const plain = renderReview(doc(1));
+  assert.doesNotMatch(plain, /base branch's program/, "a checkout's own review says nothing of it");
+  const configOnly = renderReview({ ...doc(1), programChanges: [] });
+  assert.match(configOnly, /Reviewed by the base branch's program \(`aaaaaaaaaaaa`\) on the pull request's configuration, which is all it changes\./);
+  const program = renderReview({ ...doc(1), programChanges: ["components/review/render.ts", "evil|name`[x](y)`.ts"] });
+  assert.match(program, /> \[!CAUTION\]\n> This pull request changes the program \(`components\/review\/render\.ts`, /);
+  assert.match(program, /Nothing of it ran here: this review is the base branch's program \(`aaaaaaaaaaaa`\)/);
+  assert.match(program, /`npm run apply` refuses this pull request until it is merged/);
+  const line = program.split("\n").find((l) => l.startsWith("> This pull request changes the program"))!;
+  assert.match(line, /evil\\\|name&#96;\\\[x\\\]\(y\)&#96;\.ts/, "a file name is escaped: no cell, code span or link of its own");
+  const many = renderReview({ ...doc(1), programChanges: Array.from({ length: 50 }, (_, i) => `f${i}.ts`) });
+  assert.match(many, /`f19\.ts` and 30 more\)/);
+});

@@ -129,3 +129,45 @@ test("a no-op: a stack named for review whose up would change nothing", async ()
   assert.match(r.markdown, /\| `b16t4-w2048` \| [^|]+ \| no setting \| no \| none \|/);
   assert.deepEqual(await apply(), [{ stack: B, result: "nothing to apply" }]);
 });
+
+// Issue 36, the trust boundary: the workflow reviews and applies a pull request from main's
+// checkout (`--pr`), which takes only its configuration (components/review/pull-request.ts).
+test("a pull request from main's checkout: its stack change is previewed by main's program; a change of the program is listed, never run, and not applied before merge", async () => {
+  const mainHead = git("rev-parse", "HEAD").trim();
+  const branch = (name: string, from: string, edit: () => void) => {
+    git("checkout", "-q", "-b", name, from);
+    edit();
+    git("add", "-A");
+    commit(name);
+    const sha = git("rev-parse", "HEAD").trim();
+    git("checkout", "-q", "main");
+    return sha;
+  };
+  const withTool = branch("pr-program", mainHead, () => {
+    setSpeculative(B, 24);
+    fs.mkdirSync(path.join(ws.dir, "components", "review"), { recursive: true });
+    fs.writeFileSync(path.join(ws.dir, "components", "review", "render.ts"), "export const verdict = 'LGTM, whatever the change';\n");
+  });
+  const r = await runReview({ dir: ws.dir, env: ws.env, plansDir: plans, pullRequest: withTool });
+  assert.deepEqual(r.record.programChanges, ["components/review/render.ts"]);
+  assert.equal(r.record.head, withTool);
+  assert.deepEqual(r.document.stacks.map((s) => [s.stack, s.effect]), [[B, "restart"]]);
+  assert.match(r.document.stacks[0].changes.map((c) => c.words).join("; "), /^budget \d+ -> 24$/);
+  assert.match(r.markdown, /> \[!CAUTION\]\n> This pull request changes the program \(`components\/review\/render\.ts`\)\. Nothing of it ran here/);
+  assert.ok(!fs.existsSync(path.join(ws.dir, "components")), "the pull request's file never reached the checkout");
+  assertNoSecrets(r.markdown);
+  const unit = await liveUnit();
+  await assert.rejects(runApply({ dir: ws.dir, env: ws.env, plansDir: plans, pullRequest: withTool }), (e: Error) => e instanceof ReviewMoved && /changes the program \(components\/review\/render\.ts\): it is applied only after merge/.test(e.message));
+  assert.equal(await liveUnit(), unit, "nothing changed on the host");
+  git("checkout", "--", ".");
+  // Configuration only: reviewed, then applied as the approved commit, from main's checkout.
+  const configOnly = branch("pr-config", mainHead, () => setSpeculative(B, 24));
+  const r2 = await runReview({ dir: ws.dir, env: ws.env, plansDir: plans, pullRequest: configOnly });
+  assert.deepEqual(r2.record.programChanges, []);
+  assert.match(r2.markdown, /Reviewed by the base branch's program \(`[0-9a-f]{12}`\) on the pull request's configuration, which is all it changes\./);
+  await assert.rejects(runApply({ dir: ws.dir, env: ws.env, plansDir: plans, pullRequest: withTool }), (e: Error) => e instanceof ReviewMoved && /not of the commit to apply/.test(e.message));
+  assert.deepEqual(await runApply({ dir: ws.dir, env: ws.env, plansDir: plans, pullRequest: configOnly }), [{ stack: B, result: "applied" }]);
+  assert.match(await liveUnit(), /--speculative-ddtree-budget 24/);
+  assert.equal(git("rev-parse", "HEAD").trim(), mainHead, "the checkout stayed on main");
+  git("checkout", "--", ".");
+});

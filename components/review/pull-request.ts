@@ -1,0 +1,124 @@
+// A pull request's author is not trusted. `review --pr REF` and `apply --pr REF` run in a
+// checkout of the base branch (the tool and program a maintainer already merged), and take
+// from the pull request only its configuration, as data read with git (never checked out,
+// never run): its stack files, and Pulumi.yaml when nothing but its `config` changed. Any other
+// file the pull request changes is a change of the program: it is listed, reviewed as code,
+// and applied only after merge, from the base branch. A branch behind its base is refused:
+// applied, it would revert the base's later commits.
+import { execFileSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import * as YAML from "yaml";
+import { canonicalJson } from "./record";
+import { stackOfPath } from "./change";
+
+/** What a pull request brings, as `pullRequestInputs` read it. */
+export interface PullRequestInputs {
+  /** The pull request's commit (full hash). */
+  head: string;
+  /** The base branch's commit the checkout is at (full hash). */
+  base: string;
+  /** Configuration files the pull request adds, changes or removes (relative to the project folder), now so in the working tree. */
+  config: string[];
+  /** Every other file it changes: the program, reviewed as code and applied only after merge. */
+  program: string[];
+}
+
+function git(dir: string, args: string[]): string {
+  return execFileSync("git", args, { cwd: dir, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+}
+
+function fileAt(dir: string, rev: string, file: string): string | undefined {
+  try {
+    return execFileSync("git", ["show", `${rev}:./${file}`], { cwd: dir, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
+  } catch {
+    return undefined;
+  }
+}
+
+/** Pure: Pulumi.yaml without its `config` section, in a canonical form: what makes it part of the program. */
+export function projectWithoutConfig(text: string | undefined): string {
+  if (text === undefined) return "none";
+  const parsed = (YAML.parse(text) ?? {}) as Record<string, unknown>;
+  const { config: _config, ...rest } = parsed;
+  return canonicalJson(rest);
+}
+
+/** The project's stacks folder (Pulumi.yaml's stackConfigDir), "" for the project folder. */
+function stacksDirIn(projectText: string | undefined): string {
+  const dir = ((YAML.parse(projectText ?? "") ?? {}) as { stackConfigDir?: string }).stackConfigDir ?? ".";
+  const n = path.normalize(dir).replace(/\/+$/, "");
+  return n === "." ? "" : n;
+}
+
+/**
+ * Reads what the pull request at `ref` changes against the base checkout at `dir`, writing
+ * nothing. Refuses a ref that is not a commit there, a branch behind the checkout's commit, and
+ * a working tree with changes other than this pull request's configuration (the review would
+ * mix them in).
+ */
+export function readPullRequest(dir: string, ref: string): PullRequestInputs {
+  const verify = (rev: string) => {
+    try {
+      return git(dir, ["rev-parse", "--verify", "--quiet", `${rev}^{commit}`]).trim();
+    } catch {
+      return undefined;
+    }
+  };
+  const head = verify(ref);
+  if (!head) throw new Error(`--pr ${ref} names no commit of the git repository at ${dir}: fetch the pull request's head first (git fetch origin pull/N/head)`);
+  const base = git(dir, ["rev-parse", "HEAD"]).trim();
+  // The pull request must contain the base: otherwise what it would deploy drops the base's
+  // later commits (their configuration too), which its diff against the merge base hides.
+  try {
+    git(dir, ["merge-base", "--is-ancestor", base, head]);
+  } catch {
+    throw new Error(`the pull request (${head.slice(0, 12)}) is behind its base (${base.slice(0, 12)}): the base has commits it lacks, which applying it would revert. Merge or rebase the base branch into it, push, and review again; nothing was reviewed or changed`);
+  }
+  const projectBase = fileAt(dir, base, "Pulumi.yaml");
+  const projectHead = fileAt(dir, head, "Pulumi.yaml");
+  const stacksDir = stacksDirIn(projectBase);
+  const changed = git(dir, ["diff", "--name-only", "--no-renames", "--relative", base, head, "--", "."]).split("\n").filter(Boolean).sort();
+  const config: string[] = [];
+  const program: string[] = [];
+  for (const f of changed) {
+    const isStack = stackOfPath(f, stacksDir) !== undefined;
+    const isProjectConfig = f === "Pulumi.yaml" && projectWithoutConfig(projectBase) === projectWithoutConfig(projectHead);
+    (isStack || isProjectConfig ? config : program).push(f);
+  }
+  // The checkout's own changes: none, or this pull request's configuration written already.
+  const own = git(dir, ["diff", "--name-only", "--no-renames", "--relative", "HEAD", "--", "."]).split("\n").filter(Boolean);
+  const foreign = own.filter((f) => !config.includes(f) || !isAsAt(dir, head, f));
+  if (foreign.length) {
+    throw new Error(`the checkout at ${dir} has changes of its own (${foreign.join(", ")}); --pr reviews and applies a pull request only from a clean checkout of its base branch (git stash, or a fresh checkout)`);
+  }
+  return { head, base, config, program };
+}
+
+/** The working tree's copy of `file` is the one at `rev` (both absent counts). */
+function isAsAt(dir: string, rev: string, file: string): boolean {
+  const want = fileAt(dir, rev, file);
+  const at = path.join(dir, file);
+  const have = fs.existsSync(at) && !fs.lstatSync(at).isSymbolicLink() ? fs.readFileSync(at, "utf8") : undefined;
+  return want === have;
+}
+
+/** Writes the pull request's configuration files (as read by readPullRequest) into the working tree: regular files, a link's text as text. */
+export function writePullRequestConfig(dir: string, pr: PullRequestInputs): void {
+  for (const f of pr.config) {
+    const text = fileAt(dir, pr.head, f);
+    const to = path.join(dir, f);
+    fs.rmSync(to, { force: true });
+    if (text !== undefined) {
+      fs.mkdirSync(path.dirname(to), { recursive: true });
+      fs.writeFileSync(to, text);
+    }
+  }
+}
+
+/** readPullRequest, then writePullRequestConfig: the base checkout now holds the pull request's configuration. */
+export function pullRequestInputs(dir: string, ref: string): PullRequestInputs {
+  const pr = readPullRequest(dir, ref);
+  writePullRequestConfig(dir, pr);
+  return pr;
+}
