@@ -18,12 +18,23 @@ function maskPairs(line: string): string {
   });
 }
 
+/** A header that carries a credential (`x-api-key: K`, `Authorization: Basic K`), as a header line or a curl -H argument. */
+const SECRET_HEADER = /\b((?:x-)?api-key|x-auth-token|authorization|proxy-authorization|cookie)(\s*:\s*)(?!<redacted>)[^\s"',]+(?:\s+(?!<redacted>)[^\s"',]+)?/gi;
+/** A secret flag as one element of a JSON or YAML list and its value as the next (`["--api-key", "sk-..."]`). */
+const SPLIT_FLAG = /(["']--[\w-]*(?:api-key|password|token|secret)["']\s*,\s*)(["'])(?:(?!\2).)*\2/gi;
+/** A flag as one list item, its value the next one (`- --api-key` then `- sk-...` in YAML). */
+const SPLIT_FLAG_LINE = /^\s*[-+]?\s*-\s+["']?--[\w-]*(?:api-key|password|token|secret)["']?\s*$/i;
+
 export function maskSecrets(text: string): string {
   // A secret flag's value on the next line (`--api-key \`) is redactSecrets' own, on the raw text.
   const lines = redactSecrets(text).split("\n");
   for (let i = 0; i < lines.length; i++) {
-    // scheme://user:password@host
-    lines[i] = maskPairs(lines[i]).replace(/\b([a-z][a-z0-9+.-]*:\/\/[^\s:/@]*):[^\s@]*@/gi, "$1:***@");
+    // scheme://user:password@host: the password runs to the last @ before the host (it may hold @).
+    lines[i] = maskPairs(lines[i])
+      .replace(/\b([a-z][a-z0-9+.-]*:\/\/[^\s:/@]*):[^\s/]*@/gi, "$1:***@")
+      .replace(SECRET_HEADER, (_m, name: string, sep: string) => `${name}${sep}<redacted>`)
+      .replace(SPLIT_FLAG, "$1$2<redacted>$2");
+    if (i > 0 && SPLIT_FLAG_LINE.test(lines[i - 1])) lines[i] = lines[i].replace(/^(\s*[-+]?\s*-\s+)\S.*$/, "$1<redacted>");
   }
   return lines.join("\n");
 }

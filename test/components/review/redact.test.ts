@@ -25,3 +25,30 @@ test("settings named like secrets, or carrying a secret flag, never show their v
   assert.ok(words.includes("service.environment.HF_TOKEN set"), all);
   assert.ok(words.includes("host.privateKeyPath none -> /root/.ssh/k"), all);
 });
+
+// Issue 36: what the masking missed.
+test("a URL password holding @, credential headers, and a secret flag split from its value in a list are masked", () => {
+  const cases: [string, string][] = [
+    ["Environment=DATABASE_URL=postgres://u:p@ss@w0rd@db:5432/x", "p@ss@w0rd"],
+    ["ExecStartPre=curl -H 'x-api-key: sk-hdr-0123456789' http://127.0.0.1/", "sk-hdr-0123456789"],
+    ["X-Api-Key:sk-hdr-abcdef", "sk-hdr-abcdef"],
+    ["Authorization: Basic dXNlcjpwYXNz", "dXNlcjpwYXNz"],
+    ['model.extraArgs ["--api-key","sk-split-0123456789"]', "sk-split-0123456789"],
+    ["extraArgs: ['--admin-password', 'hunter2-long-value']", "hunter2-long-value"],
+  ];
+  for (const [text, secret] of cases) {
+    const masked = maskSecrets(text);
+    assert.ok(!masked.includes(secret), `${secret} in ${masked}`);
+    assert.match(masked, /<redacted>|\*\*\*/);
+  }
+  // A YAML list: the flag one item, its value the next.
+  const yaml = maskSecrets("    extraArgs:\n      - --api-key\n      - sk-yaml-0123456789\n      - --port\n      - 30000");
+  assert.ok(!yaml.includes("sk-yaml-0123456789"), yaml);
+  assert.match(yaml, /- 30000/, "the next flag's value stays");
+  // The host keeps its name; a URL without a password is left as it is.
+  assert.equal(maskSecrets("postgres://u:p@ss@db/x"), "postgres://u:***@db/x");
+  assert.equal(maskSecrets("see https://example.invalid/a@b"), "see https://example.invalid/a@b");
+  // Through configChanges, a split flag in extraArgs is never printed.
+  const words = configChanges({}, { model: { extraArgs: ["--api-key", "sk-live-split-0123456789"] } }).map((c) => c.words).join(" ");
+  assert.ok(!words.includes("sk-live-split"), words);
+});

@@ -1,5 +1,7 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
+import { micromark } from "micromark";
+import { gfm, gfmHtml } from "micromark-extension-gfm";
 import { cell, COMMENT_LIMIT, MARKER, renderReview, ReviewDocument, ruleDifference, StackReview, STOPPED_NOW } from "../../../components/review/render";
 import { levelThroughput, shortRate } from "../../../components/verdict/rows";
 import type { Figures } from "../../../components/benchmark/compare";
@@ -170,6 +172,28 @@ test("60 stacks whose hosts and settings are generated injection text: 60 rows o
   const warnings = md.split("\n").filter((l) => l.startsWith("> - **"));
   // A code span (ours, or one the text closes itself) renders nothing inside it but its text.
   for (const w of warnings) assert.equal(inert(w.replace(/^> - \*\*[^*]+\*\*: /, "").replace(/`[^`]+`/g, "")), undefined, w);
+});
+
+// The same document through a GFM parser (micromark with its GFM extension, which follows the
+// GFM spec GitHub's cmark-gfm implements; GitHub's own renderer is not reachable from here), raw
+// HTML passed through as GitHub passes its allowed tags: the table keeps 60 body rows of 6
+// cells, and nothing becomes a link, an image or an element the text brought.
+test("rendered by a GFM parser, the injected document keeps one row of 6 cells per stack and gains no link, image or element", () => {
+  const nasty = corpus(3636, 120);
+  const stacks = Array.from({ length: 60 }, (_, i) => ({ ...stack(i + 1), host: `10.0.0.${i}${nasty[i]}`.repeat(3), changes: [{ key: "model.extraArgs", words: nasty[60 + i].repeat(10), secret: false }], warnings: [`${nasty[i]} @team [x](https://e.example) ![i](https://e.example/i.png) <img src=x> www.e.example`] }));
+  const md = renderReview({ ...doc(0), stacks });
+  const html = micromark(md, { extensions: [gfm()], htmlExtensions: [gfmHtml()], allowDangerousHtml: true });
+  const summary = html.slice(0, html.indexOf("</table>"));
+  const rows = summary.split("<tbody>")[1].split("<tr>").slice(1);
+  assert.equal(rows.length, 60, "one row per stack");
+  for (const row of rows) assert.equal(row.split("<td").length - 1, 6, row);
+  assert.doesNotMatch(html, /<a\b|<img\b/, "no link or image");
+  // The elements are the renderer's and the document's own; none came from the text.
+  const tags = new Set([...html.matchAll(/<([a-z][a-z0-9]*)\b/g)].map((m) => m[1]));
+  assert.deepEqual([...tags].filter((t) => !["table", "thead", "tbody", "tr", "th", "td", "p", "code", "blockquote", "ul", "li", "strong", "em", "details", "summary", "pre", "h2", "h3", "h4", "br", "b"].includes(t)), []);
+  // The check can fail: unescaped, the same text makes a link and breaks the table.
+  const raw = micromark(`| a | b |\n|---|---|\n| ${nasty[0]} [x](https://e.example) | <img src=x> |\n`, { extensions: [gfm()], htmlExtensions: [gfmHtml()], allowDangerousHtml: true });
+  assert.match(raw, /<a href|<img/);
 });
 
 // Issue 36, the trust boundary: a pull request reviewed from main's checkout (`--pr`).
