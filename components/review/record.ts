@@ -11,7 +11,7 @@ export type Step = z.infer<typeof stepSchema>;
 export const EFFECTS = ["restart", "benchmark only", "update, no restart", "no change", "preview failed"] as const;
 export type Effect = (typeof EFFECTS)[number];
 
-export const timingsSchema = z.object({ drainSeconds: z.number(), stopSeconds: z.number(), gpuReleaseSeconds: z.number(), loadToReadySeconds: z.number() }).passthrough();
+export const timingsSchema = z.object({ drainSeconds: z.number(), stopSeconds: z.number(), gpuReleaseSeconds: z.number(), loadToReadySeconds: z.number(), drained: z.boolean().optional() }).passthrough();
 export type Timings = z.infer<typeof timingsSchema>;
 
 export const fingerprintsSchema = z

@@ -34,8 +34,12 @@ export interface StackReview {
   steps: Step[];
   /** Why the preview failed (effect "preview failed"). */
   error?: string;
-  /** Expected downtime, from the host's last measured restart. */
-  downtime?: { seconds: number; from: string };
+  /** Expected downtime, from the host's last measured restart (one that drained a server, where there is one). */
+  downtime?: { seconds: number; from: string; drained?: boolean };
+  /** timeouts.drainSeconds: how long the drain of a busy server may take. */
+  drainBoundSeconds?: number;
+  /** benchmark.enabled: the benchmark loads the live server after the restart. */
+  benchmarkAfter?: boolean;
   /** Why it restarts, when the change alone would not say (Markdown): "host serves `b8`". */
   restartBecause?: string;
   /** Place in the rollout on its host, when another stack of the review shares it. */
@@ -132,7 +136,10 @@ function effectCell(s: StackReview): string {
 function downtimeCell(s: StackReview): string {
   if (s.effect !== "restart") return "none";
   if (s.restartBecause === STOPPED_NOW) return "none more: it serves nothing now";
-  return s.downtime ? `~${fmt(s.downtime.seconds)} s` : "unknown (no restart measured on this host)";
+  const bound = s.drainBoundSeconds !== undefined ? `up to ${fmt(s.drainBoundSeconds)} s` : "up to timeouts.drainSeconds";
+  if (!s.downtime) return `unknown (no restart measured on this host; the drain alone: ${bound}, by traffic)`;
+  if (s.downtime.drained === false) return `~${fmt(s.downtime.seconds)} s (first install, no drain measured; a drain adds ${bound}, by traffic)`;
+  return `~${fmt(s.downtime.seconds)} s (its drain: ${bound}, by traffic)`;
 }
 
 /** Warnings of a stack, its own and those its preview showed. */
@@ -178,6 +185,8 @@ function summary(doc: ReviewDocument, room: number): string {
     }
     lines.push("");
   }
+  const benchmarked = doc.stacks.filter((s) => s.effect === "restart" && s.benchmarkAfter);
+  if (benchmarked.length) lines.push(`After the restart of ${names(benchmarked.map((s) => s.stack), 20)}, its benchmark (\`benchmark.enabled\`) loads the live server, beside your traffic, until it ends.`, "");
   const shared = [...new Set(doc.stacks.filter((s) => s.order).map((s) => s.host))];
   if (shared.length) {
     lines.push("Rollout order where stacks share a host (`npm run apply` follows it; each `up` replaces the one before it on that host, and the stack serving there now goes last):", "");

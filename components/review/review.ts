@@ -20,6 +20,7 @@ import { servingStackIn, STARTS_IT } from "../sglang-service/remote/observe";
 import { configChanges, configWarnings, mergeConfig, projectConfigOf, stackConfigOf, stackOfPath, touchedStacks, type Touched } from "./change";
 import { maskSecrets } from "./redact";
 import { pullRequestInputs, readPullRequest, writePullRequestConfig } from "./pull-request";
+import { parseDeployment } from "../sglang-service/schema";
 import { canonicalJson, downtimeOf, effectOf, RECORD_FILE, resourceName, REVIEW_FORMAT, ReviewedStack, ReviewRecord, reviewRecordSchema, rolloutOrder, sha256, Step, timingsSchema, whatMoved } from "./record";
 import { BenchmarkView, code, renderReview, ReviewDocument, StackReview, STOPPED_NOW } from "./render";
 
@@ -200,15 +201,31 @@ function benchmarkView(stack: string, outputs: Record<string, unknown>): Benchma
   }
 }
 
-/** Expected downtime from a measured restart: this stack's on the same host, else that of the stack serving there now. */
-function downtimeFrom(candidates: { stack: string; outputs: Record<string, unknown> }[], host: string): StackReview["downtime"] {
-  for (const c of candidates) {
+/**
+ * Expected downtime from a measured restart: this stack's on the same host, else that of the
+ * stack serving there now; one that drained a server first (a first install or the start of a
+ * stopped unit measured no drain, and says so). Timings from before `drained` was recorded
+ * count as drained when they show a drain.
+ */
+export function downtimeFrom(candidates: { stack: string; outputs: Record<string, unknown> }[], host: string): StackReview["downtime"] {
+  const measured = candidates.flatMap((c) => {
     const t = timingsSchema.safeParse(c.outputs.restartTimings);
-    if (!t.success || c.outputs.host !== host) continue;
+    if (!t.success || c.outputs.host !== host) return [];
     const seconds = downtimeOf(t.data);
-    if (seconds > 0) return { seconds, from: `stack ${c.stack}'s last restart on ${host}` };
+    const drained = typeof t.data.drained === "boolean" ? t.data.drained : t.data.drainSeconds > 0;
+    return seconds > 0 ? [{ seconds, from: `stack ${c.stack}'s last restart on ${host}`, drained }] : [];
+  });
+  return measured.find((m) => m.drained) ?? measured[0];
+}
+
+/** The settings the downtime's words need (the schema's defaults applied), or undefined for a configuration the schema refuses (its preview says why). */
+function restartSettings(stack: string, merged: Record<string, unknown>): Pick<StackReview, "drainBoundSeconds" | "benchmarkAfter"> {
+  try {
+    const d = parseDeployment(merged, stack);
+    return { drainBoundSeconds: d.timeouts.drainSeconds, benchmarkAfter: d.benchmark.enabled };
+  } catch {
+    return {};
   }
-  return undefined;
 }
 
 export interface ReviewResult {
@@ -261,6 +278,7 @@ export async function runReview(o: ReviewOptions): Promise<ReviewResult> {
       last.effect = "restart";
       last.record.effect = "restart";
       last.downtime = last.downtime ?? takers[takers.length - 1].downtime;
+      Object.assign(last, restartSettings(last.stack, configOf(o.dir, o.env, stacksDir, last.stack).merged));
     }
     const restarts = here.filter((r) => r.effect === "restart");
     if (restarts.length > 1) restarts.forEach((r, i) => (r.order = { position: i + 1, of: restarts.length }));
@@ -334,7 +352,7 @@ async function reviewStack(ws: LocalWorkspace, o: ReviewOptions, t: Touched, at:
     hostView: preview.hostView,
     steps: preview.steps,
     ...(preview.error ? { error: preview.error } : {}),
-    ...(effect === "restart" ? { downtime: downtimeFrom(candidates, config.address) } : {}),
+    ...(effect === "restart" ? { downtime: downtimeFrom(candidates, config.address), ...restartSettings(t.stack, config.merged) } : {}),
     ...(effect === "restart" && takenOver ? { restartBecause: owner ? `host serves ${code(owner)}` : "host runs a unit of no stack" } : {}),
     ...(effect === "restart" && preview.hostView.includes("`up` installs") ? { restartBecause: "installs" } : {}),
     ...(effect === "restart" && preview.hostView.includes(STARTS_IT) ? { restartBecause: STOPPED_NOW } : {}),

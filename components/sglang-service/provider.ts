@@ -186,7 +186,7 @@ export class GroupRestart extends pulumi.dynamic.Resource {
  * stable for safety.stableSeconds); records it as known-good, or rolls every node back.
  */
 export class Ready extends pulumi.dynamic.Resource {
-  declare readonly timings: pulumi.Output<{ drainSeconds: number; stopSeconds: number; gpuReleaseSeconds: number; loadToReadySeconds: number; requestsCut: number | null }>;
+  declare readonly timings: pulumi.Output<{ drainSeconds: number; stopSeconds: number; gpuReleaseSeconds: number; loadToReadySeconds: number; requestsCut: number | null; drained?: boolean }>;
   declare readonly mainPid: pulumi.Output<number>;
   declare readonly acceptLength: pulumi.Output<number | null>;
   declare readonly serverArgs: pulumi.Output<Record<string, unknown>>;

@@ -106,7 +106,7 @@ export class SglangService extends pulumi.ComponentResource {
    * Seconds spent in each phase of the last restart (zeros when nothing had to restart),
    * and the requests cut when the drain hit its deadline (0 normally, null if unknown).
    */
-  readonly timings: pulumi.Output<{ drainSeconds: number; stopSeconds: number; gpuReleaseSeconds: number; loadToReadySeconds: number; requestsCut: number | null }>;
+  readonly timings: pulumi.Output<{ drainSeconds: number; stopSeconds: number; gpuReleaseSeconds: number; loadToReadySeconds: number; requestsCut: number | null; drained?: boolean }>;
   /** Acceptance length the server reported when it became ready. */
   readonly acceptLength: pulumi.Output<number | null>;
 

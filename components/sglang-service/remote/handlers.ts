@@ -47,6 +47,8 @@ export interface Timings {
   gpuReleaseSeconds: number;
   loadToReadySeconds: number;
   requestsCut: number | null;
+  /** Whether this restart drained and stopped a server (not a first install, a start of a stopped unit, or a proof without a restart). */
+  drained: boolean;
 }
 
 export type ReadyOutputs = ReadyInputs & Omit<ReadinessResult, "loadToReadySeconds" | "mainStartedAt" | "mainAgeSeconds"> & { timings: Timings };
@@ -58,6 +60,10 @@ interface RestartResult {
   gpuReleaseSeconds: number;
   /** The host's clock (epoch seconds) when it started the new unit. */
   at?: number;
+  /** False when the host already ran this unit (nothing restarted). */
+  applied?: boolean;
+  /** The server it drained and stopped, 0 when none ran. */
+  previousMainPid?: number;
 }
 
 /** Seconds the engine may take between a restart and the readiness step that follows it. */
@@ -326,6 +332,7 @@ export async function applyReady(i: ReadyInputs): Promise<ReadyOutputs> {
       gpuReleaseSeconds: Math.max(0, ...results.map((r) => r?.gpuReleaseSeconds ?? 0)),
       loadToReadySeconds: loadToReady(first?.at, ready),
       requestsCut: first ? first.requestsCut : 0,
+      drained: first?.applied !== false && (first?.previousMainPid ?? 0) > 0,
     };
     return { ...i, mainPid: ready.mainPid, acceptLength: ready.acceptLength, serverArgs: ready.serverArgs, timings };
   } finally {

@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { micromark } from "micromark";
+import { downtimeFrom } from "../../../components/review/review";
 import { gfm, gfmHtml } from "micromark-extension-gfm";
 import { cell, COMMENT_LIMIT, MARKER, renderReview, ReviewDocument, ruleDifference, StackReview, STOPPED_NOW } from "../../../components/review/render";
 import { levelThroughput, shortRate } from "../../../components/verdict/rows";
@@ -58,7 +59,7 @@ test("a handful of stacks are shown in full: unit lines, steps, benchmarks side 
   assert.match(md, /\| accept length \| 6\.5 \| 6\.5 \| \+0\.0 % \(one figure each\) \|/);
   assert.match(md, /\nDifferences of speed: this stack over the one serving now, by the report's rule: "faster" or "slower" only when the whole 95 % interval lies beyond \+0\.5 %, else "tie" \(one launch each, with a launch-to-launch spread of 1\.5 % assumed\)\.\n/);
   assert.match(md, /\| coding check \| 5\/5 \| 5\/5 \| \|/);
-  assert.match(md, /\| `b1t4-w2048` \| 10\.0\.0\.2 \| budget 1 -> 5 \| \*\*restart\*\* \(host serves `b2t4-w2048`\) \| ~431\.5 s \|/);
+  assert.match(md, /\| `b1t4-w2048` \| 10\.0\.0\.2 \| budget 1 -> 5 \| \*\*restart\*\* \(host serves `b2t4-w2048`\) \| ~431\.5 s \(its drain: up to timeouts\.drainSeconds, by traffic\) \|/);
   assert.match(md, /\| `b2t4-w2048` \| 10\.0\.0\.3 \| budget 2 -> 6 \| \*\*restart\*\* \(host serves `b3t4-w2048`\) \|/);
 });
 
@@ -121,6 +122,29 @@ test("a stack whose unit is stopped on its host: the restart says why, and no do
   const s: StackReview = { ...stack(2), changes: [], hostView: "sglang-k26 on 10.0.0.3 runs the unit of this stack (0123456789ab), stopped since Fri 2026-12-04 10:00:00 UTC: it serves nothing now; `up` starts it.", restartBecause: STOPPED_NOW };
   const md = renderReview({ ...doc(0), stacks: [s] });
   assert.match(md, /\| `b2t4-w2048` \| 10\.0\.0\.3 \| none of its settings \(Pulumi\.yaml changed elsewhere\) \| \*\*restart\*\* \(stopped on the host: `up` starts it\) \| none more: it serves nothing now \|/);
+});
+
+// Issue 36: the downtime comes from a restart that drained, names the drain's bound, and says
+// that the benchmark loads the live server afterwards.
+test("expected downtime: from a drained restart where there is one, else 'first install'; the drain's bound; the benchmark's load", () => {
+  const timings = (drainSeconds: number, drained?: boolean) => ({ host: "10.0.0.2", restartTimings: { drainSeconds, stopSeconds: 1, gpuReleaseSeconds: 2, loadToReadySeconds: 100, requestsCut: 0, ...(drained === undefined ? {} : { drained }) } });
+  // This stack's own restart was a first install; the serving stack's drained: that one counts.
+  assert.deepEqual(downtimeFrom([{ stack: "a", outputs: timings(0, false) }, { stack: "b", outputs: timings(20, true) }], "10.0.0.2"), { seconds: 123, from: "stack b's last restart on 10.0.0.2", drained: true });
+  assert.deepEqual(downtimeFrom([{ stack: "a", outputs: timings(0, false) }], "10.0.0.2"), { seconds: 103, from: "stack a's last restart on 10.0.0.2", drained: false });
+  assert.equal(downtimeFrom([{ stack: "a", outputs: timings(5) }], "10.0.0.2")?.drained, true, "recorded before `drained`: a drain shows");
+  assert.equal(downtimeFrom([{ stack: "a", outputs: timings(5, true) }], "10.0.0.9"), undefined, "another host's restart says nothing of this one");
+  const md = renderReview({
+    ...doc(0),
+    stacks: [
+      { ...stack(1), downtime: { seconds: 103, from: "x", drained: false }, drainBoundSeconds: 300, benchmarkAfter: true },
+      { ...stack(2), downtime: { seconds: 123, from: "x", drained: true }, drainBoundSeconds: 60, benchmarkAfter: false },
+      { ...stack(4), downtime: undefined, drainBoundSeconds: 300 },
+    ],
+  });
+  assert.match(md, /\| ~103 s \(first install, no drain measured; a drain adds up to 300 s, by traffic\) \|/);
+  assert.match(md, /\| ~123 s \(its drain: up to 60 s, by traffic\) \|/);
+  assert.match(md, /\| unknown \(no restart measured on this host; the drain alone: up to 300 s, by traffic\) \|/);
+  assert.match(md, /After the restart of `b1t4-w2048`, its benchmark \(`benchmark\.enabled`\) loads the live server, beside your traffic, until it ends\./);
 });
 
 // Issue 36, injection: text not ours (a host address, a setting's words, a warning) can add no

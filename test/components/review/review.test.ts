@@ -64,7 +64,7 @@ test("a change of one stack file reviews that stack only; apply runs exactly it"
   assert.equal(s.effect, "restart");
   assert.deepEqual(s.changes.map((c) => c.words), ["budget 16 -> 32"]);
   assert.ok(s.warnings.some((w) => w.includes(`stack ${A}'s unit`)), s.warnings.join("; "));
-  assert.match(r.markdown, /\| `b16t4-w2048` \| 127\.0\.0\.\d+ \| budget 16 -> 32 \| \*\*restart\*\* \(host serves `b8t4-w2048`\) \| ~[\d.]+ s \|/);
+  assert.match(r.markdown, /\| `b16t4-w2048` \| 127\.0\.0\.\d+ \| budget 16 -> 32 \| \*\*restart\*\* \(host serves `b8t4-w2048`\) \| ~[\d.]+ s \([^|]*by traffic\) \|/);
   assert.match(r.markdown, /-\s+--speculative-ddtree-budget 8 \\\n\s+\+\s+--speculative-ddtree-budget 32/, "the unit lines that change against the live unit (stack A's)");
   assertNoSecrets(r.markdown);
   assert.deepEqual(await apply(), [{ stack: B, result: "applied" }]);
@@ -115,7 +115,7 @@ test("a change of Pulumi.yaml reviews every stack; the stack serving goes last, 
   assert.deepEqual(r.record.stacks.map((s) => [s.stack, s.effect]), [[A, "restart"], [B, "restart"]]);
   const b = r.document.stacks.find((s) => s.stack === B)!;
   assert.deepEqual(b.changes, []);
-  assert.match(r.markdown, /\| `b16t4-w2048` \| [^|]+ \| none of its settings \(Pulumi\.yaml changed elsewhere\) \| \*\*restart\*\* \(after `b8t4-w2048` takes the host\) \| ~[\d.]+ s \| 2 of 2 on this host \|/);
+  assert.match(r.markdown, /\| `b16t4-w2048` \| [^|]+ \| none of its settings \(Pulumi\.yaml changed elsewhere\) \| \*\*restart\*\* \(after `b8t4-w2048` takes the host\) \| ~[\d.]+ s \([^|]*by traffic\) \| 2 of 2 on this host \|/);
   assert.deepEqual(await apply(), [{ stack: A, result: "applied" }, { stack: B, result: "applied" }]);
   assert.equal(await stackOfUnit(), B);
 });
