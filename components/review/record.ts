@@ -30,6 +30,8 @@ export const reviewedStackSchema = z
   .object({
     stack: z.string(),
     host: z.string(),
+    /** Node 0's pinned host key: the machine, by which `apply` groups stacks that share one. */
+    machine: z.string().optional(),
     effect: z.enum(EFFECTS),
     /** The Pulumi update plan of the preview (a file in the plans folder), or null when there is nothing to apply. */
     plan: z.string().nullable(),
@@ -155,10 +157,10 @@ export function whatMoved(reviewed: ReviewedStack, now: { fingerprints: Partial<
  * the stack serving there now last, so that the host ends serving what it served before the
  * change, now in its new configuration.
  */
-export function rolloutOrder<T extends { stack: string; host: string }>(stacks: readonly T[], servingNow: (host: string) => string | undefined): T[] {
-  const hosts = [...new Set(stacks.map((s) => s.host))];
+export function rolloutOrder<T extends { stack: string; host: string }>(stacks: readonly T[], servingNow: (host: string) => string | undefined, machineOf: (s: T) => string = (s) => s.host): T[] {
+  const hosts = [...new Set(stacks.map(machineOf))];
   return hosts.flatMap((host) => {
-    const here = stacks.filter((s) => s.host === host).sort((a, b) => a.stack.localeCompare(b.stack));
+    const here = stacks.filter((s) => machineOf(s) === host).sort((a, b) => a.stack.localeCompare(b.stack));
     const serving = servingNow(host);
     return [...here.filter((s) => s.stack !== serving), ...here.filter((s) => s.stack === serving)];
   });

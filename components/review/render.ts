@@ -57,6 +57,8 @@ export interface ReviewDocument {
   stacks: StackReview[];
   /** Stack files the change deletes. */
   removed: string[];
+  /** Stacks a change of Pulumi.yaml or the program touches that have nothing in state: not reviewed, not installed. */
+  notDeployed?: string[];
   /**
    * Reviewed from the base branch's checkout (`--pr`): the pull request's files other than its
    * configuration, which were not run; undefined when the review ran the checkout's own program.
@@ -194,6 +196,7 @@ function summary(doc: ReviewDocument, room: number): string {
     if (shared.length > 20) lines.push(`- and ${shared.length - 20} more hosts: see the Rollout column`);
     lines.push("");
   }
+  if (doc.notDeployed?.length) lines.push(`Not deployed, so not reviewed: ${names(doc.notDeployed, 20)}. A change of Pulumi.yaml or the program installs nothing; \`npm run review -- --stacks <name>\` reviews the install of one.`, "");
   if (doc.removed.length) lines.push(`Stack files removed: ${names(doc.removed, 20)}. Nothing previews them, and their hosts keep what they run: \`npx pulumi destroy --stack <name>\` takes one down.`, "");
   const base = `${lines.join("\n")}\n`;
   const warned = doc.stacks.flatMap((s) => warningsOf(s).map((w) => `> - **${cell(s.stack)}**: ${inline(cap(w, 400))}`));

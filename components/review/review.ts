@@ -21,7 +21,7 @@ import { configChanges, configWarnings, mergeConfig, projectConfigOf, stackConfi
 import { maskSecrets } from "./redact";
 import { pullRequestInputs, readPullRequest, writePullRequestConfig } from "./pull-request";
 import { parseDeployment } from "../sglang-service/schema";
-import { canonicalJson, downtimeOf, effectOf, RECORD_FILE, resourceName, REVIEW_FORMAT, ReviewedStack, ReviewRecord, reviewRecordSchema, rolloutOrder, sha256, Step, timingsSchema, whatMoved } from "./record";
+import { canonicalJson, downtimeOf, Effect, effectOf, FOLLOWS_THE_HOST, RECORD_FILE, resourceName, REVIEW_FORMAT, ReviewedStack, ReviewRecord, reviewRecordSchema, rolloutOrder, sha256, Step, timingsSchema, whatMoved } from "./record";
 import { BenchmarkView, code, renderReview, ReviewDocument, StackReview, STOPPED_NOW } from "./render";
 
 export interface ReviewOptions {
@@ -175,6 +175,8 @@ interface ConfigView {
   address: string;
   /** Node 0 as one machine: its address, and its SSH port where it is not 22. */
   host: string;
+  /** Node 0's pinned host key (type and key): the machine, however the stack names it. */
+  hostKey?: string;
 }
 
 /** A stack's configuration as the program reads it: Pulumi.yaml, its stack file, this checkout's overlay. */
@@ -185,10 +187,12 @@ function configOf(dir: string, env: Record<string, string>, stacksDir: string, s
   const overlay = env.DFLASH_LOCAL_OVERLAY === "off" ? undefined : readOverlay(dir, stack);
   const local = overlay ? overlayFor(overlay, stack) : {};
   const merged = mergeSettings(mergeConfig(projectConfigOf(project), own), local) as Record<string, unknown>;
-  const h = (merged.host ?? {}) as { address?: unknown; port?: unknown };
+  const h = (merged.host ?? {}) as { address?: unknown; port?: unknown; hostKey?: unknown };
   const address = typeof h.address === "string" ? h.address : "?";
   const host = h.port !== undefined && h.port !== 22 ? `${address}:${String(h.port)}` : address;
-  return { fingerprint: sha256(canonicalJson({ project, stack: own, local })), merged, address, host };
+  // The key's type and base64 body: the machine, whatever the line's comment.
+  const hostKey = typeof h.hostKey === "string" ? h.hostKey.trim().split(/\s+/).slice(0, 2).join(" ") : undefined;
+  return { fingerprint: sha256(canonicalJson({ project, stack: own, local })), merged, address, host, ...(hostKey ? { hostKey } : {}) };
 }
 
 function benchmarkView(stack: string, outputs: Record<string, unknown>): BenchmarkView | undefined {
@@ -264,11 +268,23 @@ export async function runReview(o: ReviewOptions): Promise<ReviewResult> {
   removeEarlierReview(o.plansDir);
   const ws = await workspace(o.dir, o.env);
   const reviewed: (StackReview & { record: ReviewedStack })[] = [];
-  for (const t of touched) reviewed.push(await reviewStack(ws, o, t, { base, baseProjectText, stacksDir }, say));
-  const serving = new Map(reviewed.map((r) => [r.host, servingStackIn(r.hostView, r.stack)]));
-  const ordered = rolloutOrder(reviewed, (host) => serving.get(host));
-  for (const host of new Set(ordered.map((r) => r.host))) {
-    const here = ordered.filter((r) => r.host === host);
+  // A change of Pulumi.yaml or the program touches every stack file, deployed or not: one with
+  // nothing in state is not installed by it (a stack file or --stacks asks for that).
+  const notDeployed: string[] = [];
+  for (const t of touched) {
+    if ((t.because === "project config changed" || t.because === "program changed") && ((await existingState(ws, t.stack))?.fingerprint ?? "none") === "none") {
+      notDeployed.push(t.stack);
+      continue;
+    }
+    reviewed.push(await reviewStack(ws, o, t, { base, baseProjectText, stacksDir }, say));
+  }
+  if (notDeployed.length) say(`not deployed, so not reviewed (a change of Pulumi.yaml or the program installs nothing): ${notDeployed.join(", ")}`);
+  // One machine, however its stacks name it (an address, a name, another port of the same
+  // sshd): its pinned host key, where the stacks pin one.
+  const serving = new Map(reviewed.map((r) => [machineOf(r.record), servingStackIn(r.hostView, r.stack)]));
+  const ordered = rolloutOrder(reviewed, (machine) => serving.get(machine), (r) => machineOf(r.record));
+  for (const host of new Set(ordered.map((r) => machineOf(r.record)))) {
+    const here = ordered.filter((r) => machineOf(r.record) === host);
     // The stack serving now goes last; when a stack before it restarts, its own `up` then finds
     // another unit on the host and restarts too (a stack is declarative), whatever it changes.
     const last = here[here.length - 1];
@@ -284,7 +300,7 @@ export async function runReview(o: ReviewOptions): Promise<ReviewResult> {
     if (restarts.length > 1) restarts.forEach((r, i) => (r.order = { position: i + 1, of: restarts.length }));
   }
   const createdAt = new Date().toISOString();
-  const document: ReviewDocument = { base, head: dirty ? `${head} + working tree` : head, createdAt, backend: maskedBackend(o.env.PULUMI_BACKEND_URL), stacks: ordered, removed, ...(pr ? { programChanges: pr.program } : {}) };
+  const document: ReviewDocument = { base, head: dirty ? `${head} + working tree` : head, createdAt, backend: maskedBackend(o.env.PULUMI_BACKEND_URL), stacks: ordered, removed, notDeployed, ...(pr ? { programChanges: pr.program } : {}) };
   const record: ReviewRecord = { format: REVIEW_FORMAT, base, head: document.head, program: programFingerprint(o.dir, stacksDir, o.plansDir), createdAt, stacks: ordered.map((r) => r.record), ...(pr ? { programChanges: pr.program } : {}) };
   fs.writeFileSync(path.join(o.plansDir, RECORD_FILE), `${JSON.stringify(record, null, 2)}\n`);
   return { markdown: renderReview(document), record, document };
@@ -323,8 +339,13 @@ async function reviewStack(ws: LocalWorkspace, o: ReviewOptions, t: Touched, at:
     preview = { steps: [], hostView: "", error: maskSecrets((e as Error).message.split("\n").slice(0, 20).join("\n")) };
   }
   const state = prior ?? { fingerprint: "none", outputs: {} };
-  const effect = preview.error ? "preview failed" : effectOf(preview.steps, preview.hostView);
+  let effect: Effect = preview.error ? "preview failed" : effectOf(preview.steps, preview.hostView);
   const warnings = configWarnings(before, after);
+  // Touched only by a change of Pulumi.yaml or the program, and nothing of its own changes (its
+  // unit, its inputs): its readiness would only put it back on a host that serves another stack.
+  // That is not this change's to do: no restart here (naming it with --stacks does it).
+  const ownChange = preview.steps.some((s) => s.op !== "same" && s.op !== "read" && !FOLLOWS_THE_HOST.test(s.resource));
+  const byTheWay = (t.because === "project config changed" || t.because === "program changed") && !ownChange && effect === "restart" && !preview.hostView.includes(STARTS_IT);
   if (state.fingerprint === "none") {
     warnings.push(
       known
@@ -335,12 +356,15 @@ async function reviewStack(ws: LocalWorkspace, o: ReviewOptions, t: Touched, at:
   const owner = servingStackIn(preview.hostView, t.stack);
   const hostLine = preview.hostView.split("\n")[0] ?? "";
   const takenOver = !preview.error && owner !== t.stack && / runs the unit of /.test(hostLine);
-  if (takenOver) warnings.push(`its host runs ${owner ? `stack ${owner}'s unit` : "a unit of no dflash-sglang stack"}; \`up\` replaces it`);
+  if (byTheWay) {
+    effect = "no change";
+    warnings.push(`its own unit and inputs do not change, and its host serves ${owner ? `stack ${owner}` : "another unit"}: this change does not put it back there (\`npm run review -- --stacks ${t.stack}\` does)`);
+  } else if (takenOver) warnings.push(`its host runs ${owner ? `stack ${owner}'s unit` : "a unit of no dflash-sglang stack"}; \`up\` replaces it`);
   const servingState = owner && owner !== t.stack ? await existingState(ws, owner).catch(() => undefined) : undefined;
   const candidates = [{ stack: t.stack, outputs: state.outputs }, ...(servingState && owner ? [{ stack: owner, outputs: servingState.outputs }] : [])];
   // Kept for every stack that could be applied: a "no change" one may still be, after another
   // stack of its host restarts before it (runReview reclassifies it).
-  const plan = effect === "preview failed" || !fs.existsSync(planFile) ? null : planName;
+  const plan = effect === "preview failed" || byTheWay || !fs.existsSync(planFile) ? null : planName;
   if (!plan) fs.rmSync(planFile, { force: true });
   const review: StackReview = {
     stack: t.stack,
@@ -353,7 +377,7 @@ async function reviewStack(ws: LocalWorkspace, o: ReviewOptions, t: Touched, at:
     steps: preview.steps,
     ...(preview.error ? { error: preview.error } : {}),
     ...(effect === "restart" ? { downtime: downtimeFrom(candidates, config.address), ...restartSettings(t.stack, config.merged) } : {}),
-    ...(effect === "restart" && takenOver ? { restartBecause: owner ? `host serves ${code(owner)}` : "host runs a unit of no stack" } : {}),
+    ...(effect === "restart" && takenOver && !byTheWay ? { restartBecause: owner ? `host serves ${code(owner)}` : "host runs a unit of no stack" } : {}),
     ...(effect === "restart" && preview.hostView.includes("`up` installs") ? { restartBecause: "installs" } : {}),
     ...(effect === "restart" && preview.hostView.includes(STARTS_IT) ? { restartBecause: STOPPED_NOW } : {}),
     benchmark: { self: benchmarkView(t.stack, state.outputs), serving: owner && owner !== t.stack && servingState ? benchmarkView(owner, servingState.outputs) : undefined },
@@ -363,6 +387,7 @@ async function reviewStack(ws: LocalWorkspace, o: ReviewOptions, t: Touched, at:
     record: {
       stack: t.stack,
       host: config.host,
+      ...(config.hostKey ? { machine: config.hostKey } : {}),
       effect,
       plan,
       planSha: plan ? sha256(fs.readFileSync(planFile, "utf8")) : null,
@@ -386,6 +411,9 @@ export interface ApplyOptions {
 
 /** A refusal of `apply`: what moved since the review; nothing was changed (or, when it says so, what was). */
 export class ReviewMoved extends Error {}
+
+/** The machine a reviewed stack's node 0 is: its pinned host key, else its address and port. */
+const machineOf = (r: Pick<ReviewedStack, "host" | "machine">) => r.machine ?? r.host;
 
 export function readRecord(plansDir: string): ReviewRecord {
   const file = path.join(plansDir, RECORD_FILE);
@@ -441,16 +469,18 @@ export async function runApply(o: ApplyOptions): Promise<Applied[]> {
   const applies = (r: ReviewedStack) => r.plan !== null && r.effect !== "no change";
   const firstOnHost = new Set<string>();
   for (const r of record.stacks) {
-    const first = applies(r) && !record.stacks.some((x) => x.host === r.host && firstOnHost.has(x.stack));
+    const first = applies(r) && !record.stacks.some((x) => machineOf(x) === machineOf(r) && firstOnHost.has(x.stack));
     if (first) firstOnHost.add(r.stack);
     if (first) say(`checking ${r.stack} against the review and its host`);
     moved.push(...(await check(r, first)).lines.map((l) => `${r.stack}: ${l}`));
   }
   if (moved.length) throw new ReviewMoved(`refused: what was reviewed has moved, so nothing was changed.\n${moved.map((m) => `- ${m}`).join("\n")}\nRun \`npm run review\` again and review what it shows now.`);
   const done: Applied[] = [];
-  const stopped = (stack: string, lines: string[]) =>
-    new ReviewMoved(`stopped before ${stack}: ${lines.join("; ")}.\nApplied before it: ${done.filter((d) => d.result === "applied").map((d) => d.stack).join(", ") || "none"}; nothing else was changed. Run \`npm run review\` again for the rest.`);
-  let previous: { host: string; unitHash: string; stack: string } | undefined;
+  const stopped = (stack: string, lines: string[], hostView?: string) =>
+    new ReviewMoved(
+      `stopped before ${stack}: ${lines.join("; ")}.\nApplied before it: ${done.filter((d) => d.result === "applied").map((d) => d.stack).join(", ") || "none"}; nothing else was changed.${hostView ? `\nIts host now: ${hostView.split("\n")[0]}` : ""} Run \`npm run review\` again for the rest.`,
+    );
+  let previous: { machine: string; unitHash: string; stack: string } | undefined;
   let changedSomething = false;
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-apply-"));
   try {
@@ -465,8 +495,8 @@ export async function runApply(o: ApplyOptions): Promise<Applied[]> {
         // Checked before the first `up`; checked again if another `up` of this apply ran since
         // (minutes, in which someone else may have moved this host).
         if (changedSomething) {
-          const { lines } = await check(r, true);
-          if (lines.length) throw stopped(r.stack, lines);
+          const { lines, hostView } = await check(r, true);
+          if (lines.length) throw stopped(r.stack, lines, hostView);
         }
       } else {
         // A later stack of a host: the stack before it has just replaced the host's unit, so its
@@ -478,15 +508,26 @@ export async function runApply(o: ApplyOptions): Promise<Applied[]> {
         const now = lines.length ? undefined : await previewOf(stack, plan);
         if (now?.error) lines.push(`its preview now fails: ${now.error.split("\n")[0]}`);
         else if (now) lines.push(...whatMoved(r, { fingerprints: {}, steps: now.steps, afterTakeover: true }));
-        const expected = previous && previous.host === r.host ? `runs the unit of stack ${previous.stack} (${previous.unitHash.slice(0, 12)})` : undefined;
+        const expected = previous && previous.machine === machineOf(r) ? `runs the unit of stack ${previous.stack} (${previous.unitHash.slice(0, 12)})` : undefined;
         if (now && !now.error && (!expected || !now.hostView.split("\n")[0].includes(expected))) lines.push(`its host should run what ${previous?.stack ?? "the stack before it"} installed, but: ${now.hostView.split("\n")[0]}`);
-        if (lines.length) throw stopped(r.stack, lines);
+        if (lines.length) throw stopped(r.stack, lines, now?.hostView);
       }
       say(`applying ${r.stack} (${r.effect}) under its ${firstOnHost.has(r.stack) ? "reviewed" : "re-checked"} plan`);
       changedSomething = true;
-      const up = await stack.up({ plan, color: "never", onOutput: o.output });
+      let up: Awaited<ReturnType<Stack["up"]>>;
+      try {
+        up = await stack.up({ plan, color: "never", onOutput: o.output });
+      } catch (e) {
+        // A partial apply says what it applied, what it did not run, and what the host serves now.
+        const now = await previewOf(stack, undefined).catch(() => undefined);
+        const after = record.stacks.slice(record.stacks.indexOf(r) + 1).filter(applies).map((x) => x.stack);
+        throw new Error(
+          `${(e as Error).message.trimEnd()}\n\napply stopped at ${r.stack}: its \`up\` failed (above). Applied before it: ${done.filter((d) => d.result === "applied").map((d) => d.stack).join(", ") || "none"}; not run: ${after.join(", ") || "none"}.\n` +
+            `${r.host} now: ${now?.hostView.split("\n")[0] || "could not be read"}\nFix the cause, then run \`npm run review\` again for what is left.`,
+        );
+      }
       const unitHash = up.outputs.unitHash?.value;
-      previous = typeof unitHash === "string" ? { host: r.host, unitHash, stack: r.stack } : undefined;
+      previous = typeof unitHash === "string" ? { machine: machineOf(r), unitHash, stack: r.stack } : undefined;
       done.push({ stack: r.stack, result: "applied" });
     }
     // Applied once: the record would be refused now anyway (state moved); say so plainly.

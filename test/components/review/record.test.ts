@@ -73,3 +73,17 @@ test("a later stack of a host: readiness and benchmark steps follow the host and
   assert.deepEqual(whatMoved({ ...reviewed, steps }, { fingerprints: {}, steps: afterTakeover, afterTakeover: true }), []);
   assert.match(whatMoved({ ...reviewed, steps }, { fingerprints: {}, steps: [step("sglang-ready", "update", ["hostRuns"])], afterTakeover: true })[0], /plans other steps/);
 });
+
+// Issue 36: a host named once by its address and once by a name (or another port of its sshd)
+// is one machine: the stacks' pinned host key says so.
+test("rollout order groups stacks by machine (the pinned host key), not by how they name it", () => {
+  const stacks = [
+    { stack: "a", host: "10.0.0.5", key: "ssh-ed25519 K1" },
+    { stack: "b", host: "gpu-1.example.internal", key: "ssh-ed25519 K1" },
+    { stack: "c", host: "10.0.0.6", key: "ssh-ed25519 K2" },
+  ];
+  const byName = rolloutOrder(stacks, (h) => (h === "10.0.0.5" ? "a" : undefined));
+  assert.deepEqual(byName.map((s) => s.stack), ["a", "b", "c"], "named apart, they are three hosts");
+  const byKey = rolloutOrder(stacks, (m) => (m === "ssh-ed25519 K1" ? "a" : undefined), (s) => s.key);
+  assert.deepEqual(byKey.map((s) => s.stack), ["b", "a", "c"], "one machine: the stack serving there (a) goes last");
+});

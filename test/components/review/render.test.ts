@@ -147,6 +147,12 @@ test("expected downtime: from a drained restart where there is one, else 'first 
   assert.match(md, /After the restart of `b1t4-w2048`, its benchmark \(`benchmark\.enabled`\) loads the live server, beside your traffic, until it ends\./);
 });
 
+test("stacks a change of Pulumi.yaml or the program touches but that were never deployed: named, not reviewed", () => {
+  const md = renderReview({ ...doc(1), notDeployed: ["never-1", "never|2"] });
+  assert.match(md, /Not deployed, so not reviewed: `never-1`, `never\\\|2`\. A change of Pulumi\.yaml or the program installs nothing; `npm run review -- --stacks <name>` reviews the install of one\./);
+  assert.doesNotMatch(renderReview(doc(1)), /Not deployed/);
+});
+
 // Issue 36, injection: text not ours (a host address, a setting's words, a warning) can add no
 // row, cell, line, link, image or mention, and the caps hold with the escaping counted.
 const NASTY = ["|", "`", "\r", "\n", "\r\n", "<", ">", "[", "]", "(", ")", "!", "@", "\\", "&", "://", "www.", "https", "team", " ", "a", "é", "#", "*", "_"];

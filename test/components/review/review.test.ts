@@ -105,19 +105,41 @@ test("after the stack file changed since the review, apply refuses and changes n
   git("checkout", "--", ".");
 });
 
-test("a change of Pulumi.yaml reviews every stack; the stack serving goes last, and the host ends serving it", async () => {
+test("two stacks of one host change: the stack serving goes last, and the host ends serving it", async () => {
   await (await ws.stack(B)).up();
-  fs.appendFileSync(path.join(ws.dir, "Pulumi.yaml"), "# a comment only\n");
-  commit("Pulumi.yaml: a comment");
+  setSpeculative(A, 4);
+  ws.setStackConfig(B, "benchmark", { ...BENCH, runId: "4" });
+  commit("A: budget 4; B: measure again");
   const r = await review();
-  // A restarts (its host serves B); B changes nothing by itself, but its `up` after A's finds
+  // A restarts (its host serves B); B's own change restarts nothing, but its `up` after A's finds
   // A's unit there and restarts: it is applied last, so the host ends serving B again.
   assert.deepEqual(r.record.stacks.map((s) => [s.stack, s.effect]), [[A, "restart"], [B, "restart"]]);
-  const b = r.document.stacks.find((s) => s.stack === B)!;
-  assert.deepEqual(b.changes, []);
-  assert.match(r.markdown, /\| `b16t4-w2048` \| [^|]+ \| none of its settings \(Pulumi\.yaml changed elsewhere\) \| \*\*restart\*\* \(after `b8t4-w2048` takes the host\) \| ~[\d.]+ s \([^|]*by traffic\) \| 2 of 2 on this host \|/);
+  assert.match(r.markdown, /\| `b16t4-w2048` \| [^|]+ \| benchmark\.runId 2 -> 4 \| \*\*restart\*\* \(after `b8t4-w2048` takes the host\) \| ~[\d.]+ s \([^|]*by traffic\) \| 2 of 2 on this host \|/);
   assert.deepEqual(await apply(), [{ stack: A, result: "applied" }, { stack: B, result: "applied" }]);
   assert.equal(await stackOfUnit(), B);
+});
+
+// Issue 36: a change of Pulumi.yaml (or the program) used to plan a restart of every stack of a
+// shared host that ended where it started, and to install stacks never deployed.
+test("a change of Pulumi.yaml alone: a stack whose own unit does not change is not put back on its host, and a stack never deployed is not installed", async () => {
+  const fresh = "review-new";
+  fs.copyFileSync(path.join(ws.dir, "stacks", `Pulumi.${A}.yaml`), path.join(ws.dir, "stacks", `Pulumi.${fresh}.yaml`));
+  fs.appendFileSync(path.join(ws.dir, "Pulumi.yaml"), "# a comment only\n");
+  git("add", "-A");
+  commit("Pulumi.yaml: a comment; a stack file never deployed");
+  const unit = await liveUnit();
+  const r = await review();
+  assert.deepEqual(r.record.stacks.map((s) => [s.stack, s.effect, s.plan]), [[A, "no change", null], [B, "no change", B + ".plan.json"]]);
+  assert.deepEqual(r.document.notDeployed, [fresh]);
+  assert.ok(r.document.stacks[0].warnings.some((w) => w.includes(`its own unit and inputs do not change, and its host serves stack ${B}`)), r.document.stacks[0].warnings.join("; "));
+  assert.match(r.markdown, /Not deployed, so not reviewed: `review-new`\. A change of Pulumi\.yaml or the program installs nothing/);
+  assert.match(r.markdown, /## Stack review: 2 stacks, 0 restarts/);
+  assert.deepEqual(await apply(), [{ stack: A, result: "nothing to apply" }, { stack: B, result: "nothing to apply" }]);
+  assert.equal(await liveUnit(), unit, "the host still serves what it served");
+  assert.ok(!fs.existsSync(path.join(plans, `${fresh}.plan.json`)));
+  fs.rmSync(path.join(ws.dir, "stacks", `Pulumi.${fresh}.yaml`));
+  git("add", "-A");
+  commit("the stack file never deployed, removed");
 });
 
 test("a no-op: a stack named for review whose up would change nothing", async () => {
