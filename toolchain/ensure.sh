@@ -38,6 +38,24 @@ vendored() { # file sha256 what
   [ "$got" = "$2" ] || fail "check $3 source" "$f has sha256 $got, expected $2 (toolchain/versions.env); restore the upstream tarball"
 }
 
+# A cached build is used only while its files are the ones built: each build folder keeps the
+# sha256 of every file under bin/ (SHA256SUMS, written when it is built), checked on every use,
+# so a binary changed or replaced in the cache afterwards is refused, not run. A folder built
+# before these sums existed gets them at its first use. (Whoever can write the cache can also
+# rewrite its sums: the cache must be writable only by the user whose jobs run main's code;
+# docs/review.md, threat model.)
+verified() { # folder what
+  local dir=$1 what=$2
+  [ -d "$dir/bin" ] || return 1
+  if [ ! -f "$dir/SHA256SUMS" ]; then
+    (cd "$dir" && find bin -type f -print0 | sort -z | xargs -0 sha256sum > SHA256SUMS.tmp && mv -f SHA256SUMS.tmp SHA256SUMS) ||
+      fail "record the hashes of $what" "could not write $dir/SHA256SUMS"
+    say "recorded the sha256 of the cached $what ($dir/SHA256SUMS)"
+  fi
+  (cd "$dir" && sha256sum --quiet --strict -c SHA256SUMS >/dev/null 2>&1) ||
+    fail "verify the cached $what" "a file in $dir/bin is not the one built there (its sha256 differs from $dir/SHA256SUMS): it was changed after the build. Remove $dir to build it again"
+}
+
 build_env() {
   export CGO_ENABLED=0 GOFLAGS=-mod=readonly
   command -v go >/dev/null 2>&1 || fail "find go" "the Go toolchain is needed to build $1 (apt-get install golang, or Go >= 1.26 from go.dev)"
@@ -56,6 +74,7 @@ cached_build() { # dest what builder
     start=$(date +%s)
     say "building $what (cold: a few minutes; cached afterwards in $dest)"
     if ! (cd "$tmp" && "$builder" "$tmp") >&2; then rm -rf "$tmp"; fail "build $what" "see the go output above"; fi
+    (cd "$tmp" && find bin -type f -print0 | sort -z | xargs -0 sha256sum > SHA256SUMS) || { rm -rf "$tmp"; fail "record the hashes of $what" "sha256sum failed in $tmp"; }
     rm -rf "$dest"
     mv "$tmp" "$dest"
     say "built $what in $(( $(date +%s) - start )) s"
@@ -102,6 +121,7 @@ fi
 if [ -z "$bin" ]; then
   engine="$cache_root/pulumi-$PULUMI_VERSION-$(cat "$here/versions.env" "$here/go/go.mod" "$here/go/go.sum" | sha256sum | cut -c1-16)"
   [ -x "$engine/bin/pulumi" ] || { build_env "pulumi $PULUMI_VERSION"; cached_build "$engine" "pulumi $PULUMI_VERSION from the Go module proxy" build_engine; }
+  verified "$engine" "pulumi $PULUMI_VERSION"
   host="$cache_root/language-nodejs-$PULUMI_VERSION-$(cat "$here/versions.env" "$here/language-host/"* | sha256sum | cut -c1-16)"
   if [ ! -x "$host/bin/pulumi-language-nodejs" ]; then
     vendored "$LANGUAGE_HOST_SOURCE" "$LANGUAGE_HOST_SOURCE_SHA256" "language host" ||
@@ -109,8 +129,11 @@ if [ -z "$bin" ]; then
     build_env "pulumi-language-nodejs"
     cached_build "$host" "the upstream pulumi-language-nodejs" build_language_host
   fi
+  verified "$host" "pulumi-language-nodejs"
   bin="$cache_root/$(basename "$engine")+$(basename "$host")/bin"
-  if [ ! -x "$bin/pulumi-resource-pulumi-nodejs" ] || ! cmp -s "$dynamic_plugin" "$bin/pulumi-resource-pulumi-nodejs"; then
+  # The folder that is run: its copies must be the verified builds (and the SDK's plugin script).
+  if [ ! -x "$bin/pulumi-resource-pulumi-nodejs" ] || ! cmp -s "$dynamic_plugin" "$bin/pulumi-resource-pulumi-nodejs" ||
+    ! cmp -s "$engine/bin/pulumi" "$bin/pulumi" || ! cmp -s "$host/bin/pulumi-language-nodejs" "$bin/pulumi-language-nodejs"; then
     mkdir -p "$bin"
     # Real files side by side (hard links, not symlinks): Pulumi trusts plugins that sit
     # next to its own executable and warns "using ... from \$PATH" about any other.
@@ -129,6 +152,7 @@ if [ ! -x "$command_plugin_dir/pulumi-resource-command" ]; then
       fail "find the command provider" "pulumi-resource-command $COMMAND_VERSION is not installed and $vendor/$COMMAND_SOURCE is not there to build it from. Install it with: pulumi plugin install resource command v$COMMAND_VERSION"
     cmd="$cache_root/command-$COMMAND_VERSION-$(grep COMMAND_ "$here/versions.env" | sha256sum | cut -c1-16)"
     [ -x "$cmd/bin/pulumi-resource-command" ] || { build_env "pulumi-resource-command"; cached_build "$cmd" "pulumi-resource-command $COMMAND_VERSION" build_command; }
+    verified "$cmd" "pulumi-resource-command $COMMAND_VERSION"
     mkdir -p "$command_plugin_dir"
     install -m 0755 "$cmd/bin/pulumi-resource-command" "$command_plugin_dir/.pulumi-resource-command.tmp"
     mv -f "$command_plugin_dir/.pulumi-resource-command.tmp" "$command_plugin_dir/pulumi-resource-command"
