@@ -123,10 +123,13 @@ test("two stacks of one host change: the stack serving goes last, and the host e
 // shared host that ended where it started, and to install stacks never deployed.
 test("a change of Pulumi.yaml alone: a stack whose own unit does not change is not put back on its host, and a stack never deployed is not installed", async () => {
   const fresh = "review-new";
+  await (await ws.stack(B)).up();
+  // A stack file merged earlier and never deployed (its own change was another review's).
   fs.copyFileSync(path.join(ws.dir, "stacks", `Pulumi.${A}.yaml`), path.join(ws.dir, "stacks", `Pulumi.${fresh}.yaml`));
-  fs.appendFileSync(path.join(ws.dir, "Pulumi.yaml"), "# a comment only\n");
   git("add", "-A");
-  commit("Pulumi.yaml: a comment; a stack file never deployed");
+  commit("a stack file, never deployed");
+  fs.appendFileSync(path.join(ws.dir, "Pulumi.yaml"), "# a comment only\n");
+  commit("Pulumi.yaml: a comment");
   const unit = await liveUnit();
   const r = await review();
   assert.deepEqual(r.record.stacks.map((s) => [s.stack, s.effect, s.plan]), [[A, "no change", null], [B, "no change", B + ".plan.json"]]);
