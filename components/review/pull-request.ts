@@ -78,7 +78,8 @@ export function readPullRequest(dir: string, ref: string): PullRequestInputs {
   const projectBase = fileAt(dir, base, "Pulumi.yaml");
   const projectHead = fileAt(dir, head, "Pulumi.yaml");
   const stacksDir = stacksDirIn(projectBase);
-  const changed = git(dir, ["diff", "--name-only", "--no-renames", "--relative", base, head, "--", "."]).split("\n").filter(Boolean).sort();
+  // -z: a path with non-ASCII characters is given as it is, not quoted.
+  const changed = git(dir, ["diff", "-z", "--name-only", "--no-renames", "--relative", base, head, "--", "."]).split("\0").filter(Boolean).sort();
   const config: string[] = [];
   const program: string[] = [];
   for (const f of changed) {
@@ -87,7 +88,7 @@ export function readPullRequest(dir: string, ref: string): PullRequestInputs {
     (isStack || isProjectConfig ? config : program).push(f);
   }
   // The checkout's own changes: none, or this pull request's configuration written already.
-  const own = git(dir, ["diff", "--name-only", "--no-renames", "--relative", "HEAD", "--", "."]).split("\n").filter(Boolean);
+  const own = git(dir, ["diff", "-z", "--name-only", "--no-renames", "--relative", "HEAD", "--", "."]).split("\0").filter(Boolean);
   const foreign = own.filter((f) => !config.includes(f) || !isAsAt(dir, head, f));
   if (foreign.length) {
     throw new Error(`the checkout at ${dir} has changes of its own (${foreign.join(", ")}); --pr reviews and applies a pull request only from a clean checkout of its base branch (git stash, or a fresh checkout)`);

@@ -30,6 +30,25 @@ export function unknownSettings(fullKeys: string[]): string[] {
     });
 }
 
+/**
+ * Pure: a problem line for each setting of our namespace other than the secret ones that holds a
+ * secret value (`secure:` anywhere in it; `secretKeys`: full key names, as the engine marks
+ * them). Decrypted, it would reach a host as a unit name, an address or a flag in a command line,
+ * before anyone reviewed it: a secret belongs in apiKey, hfToken or sshPrivateKey only.
+ */
+export function secretsOutsideSecretSettings(secretKeys: string[]): string[] {
+  return secretKeys
+    .filter((k) => k.startsWith(`${CONFIG_NAMESPACE}:`) && !(SECRET_KEYS as readonly string[]).includes(k.slice(CONFIG_NAMESPACE.length + 1)))
+    .sort()
+    .map((k) => `  - ${k}: holds a secret value (secure:); only the secret settings ${SECRET_KEYS.join(", ")} may. A secret anywhere else would reach a host in a command line (a unit name, an address, a flag). Set it as a plain value, or use a secret setting`);
+}
+
+/** The full names of the stack's configuration keys whose values hold a secret (the engine's list; an internal of the SDK, read defensively). */
+function secretConfigKeys(): string[] {
+  const isSecret = (pulumi.runtime as unknown as { isConfigSecret?: (k: string) => boolean }).isConfigSecret;
+  return typeof isSecret === "function" ? Object.keys(pulumi.runtime.allConfig()).filter((k) => isSecret(k)) : [];
+}
+
 export interface StackSecrets {
   /** `dflash-sglang:apiKey`: the server's --api-key; every probe sends it. */
   apiKey?: pulumi.Output<string>;
@@ -51,7 +70,7 @@ export function readStackDeployment(): StackDeployment {
   let deployment: Deployment;
   let local: Record<string, unknown> = {};
   try {
-    const unknown = unknownSettings(Object.keys(pulumi.runtime.allConfig()));
+    const unknown = [...unknownSettings(Object.keys(pulumi.runtime.allConfig())), ...secretsOutsideSecretSettings(secretConfigKeys())];
     if (unknown.length > 0) failConfig(stack, unknown);
     local = localSettings(stack);
     deployment = deploymentFromConfig((key) => config.get(key), stack, local);

@@ -54,8 +54,11 @@ function trustFindings(text: string): string[] {
   const review = wf.jobs.review;
   const apply = wf.jobs.apply;
   if (!review || !apply) return [...out, "a review and an apply job are both needed"];
+  for (const [name, job] of [["review", review], ["apply", apply]] as const) if (!job.environment) out.push(`${name}: no environment (its secrets must be that environment's)`);
+  const trigger = wf.on.pull_request_target as { branches?: string[] } | undefined;
+  if (JSON.stringify(trigger?.branches) !== '["main"]') out.push("pull_request_target is not limited to pull requests into main (another base branch runs its own copy)");
   for (const [name, job] of jobs) {
-    if (!job.environment) out.push(`${name}: no environment (its secrets must be that environment's)`);
+    if (/secrets\./.test(JSON.stringify(job.env ?? {}))) out.push(`${name}: secrets in the job's env (every step, npm ci's install scripts too, would see them)`);
     for (const s of job.steps) {
       if (s.uses?.startsWith("actions/checkout")) {
         if (s.with?.["persist-credentials"] !== false) out.push(`${name}: a checkout keeps its credentials (persist-credentials must be false)`);
@@ -76,13 +79,19 @@ function trustFindings(text: string): string[] {
   if (review.environment === apply.environment) out.push("review and apply share an environment (and so its secrets)");
   if (!/github\.ref == 'refs\/heads\/main'/.test(apply.if ?? "")) out.push("apply may run from a ref other than main");
   if (!/head\.repo\.full_name == github\.repository/.test(review.if ?? "")) out.push("review runs for forks");
+  if (!/pull_request\.base\.ref == 'main'/.test(review.if ?? "")) out.push("review runs for pull requests into branches other than main");
   if ("sha" in (((wf.on.workflow_dispatch as { inputs?: object } | undefined)?.inputs ?? {}) as object)) out.push("apply takes a commit typed in, not the approved one");
   const applyRuns = apply.steps.map((s) => s.run ?? "").join("\n");
   if (!/pulls\/\$PR\/reviews[\s\S]*APPROVED[\s\S]*commit_id/.test(applyRuns)) out.push("apply does not read the approved commit from the pull request's reviews");
+  if (!/author_association == "OWNER" or \.author_association == "MEMBER" or \.author_association == "COLLABORATOR"/.test(applyRuns)) out.push("apply counts approvals by anyone, not only writers of the repository");
+  if (!/\[ "\$base" = main \]/.test(applyRuns)) out.push("apply does not check that the pull request is into main");
+  if (!/"\$created" < "\$APPROVED_AT"/.test(applyRuns)) out.push("apply takes a review made after its approval");
   if (!/\.path, \.event, \.conclusion[\s\S]*stack-review\.yml pull_request_target success/.test(applyRuns)) out.push("apply takes an artifact without checking the run that made it");
   const reviewRuns = review.steps.map((s) => s.run ?? "").join("\n");
   for (const j of [reviewRuns]) if (!/select\(\.user\.login == "github-actions\[bot\]" and \(\.body \| startswith\("<!-- dflash-sglang review -->"\)\)\)/.test(j)) out.push("the comment is not found by the bot's login and the marker");
   if (!review.steps.some((s) => s.if === "failure()" && /STALE/.test(s.run ?? ""))) out.push("no step marks the comment stale when the review fails");
+  const pending = wf.jobs.pending;
+  if (!pending || pending.environment || !pending.steps.some((s) => /STALE: \$HEAD_SHA is being reviewed/.test(s.run ?? ""))) out.push("no job without an environment marks the comment stale as the review starts");
   const secretsOutside = jobs.filter(([, j]) => !j.environment && /secrets\./.test(JSON.stringify(j))).map(([n]) => n);
   if (secretsOutside.length) out.push(`secrets used outside an environment: ${secretsOutside.join(", ")}`);
   return out;
@@ -128,7 +137,13 @@ test("the trust check fails on each way back across the boundary", () => {
     ["one runner", (t) => t.replace("[self-hosted, dflash-apply]", "[self-hosted, dflash-review]"), /share runner labels/],
     ["apply from any ref", (t) => t.replace(" && github.ref == 'refs/heads/main'", ""), /other than main/],
     ["a typed-in commit", (t) => t.replace("      pr:\n", "      sha:\n        description: x\n      pr:\n"), /typed in/],
-    ["no approval read", (t) => t.replace('select(.state == "APPROVED")', "."), /approved commit/],
+    ["no approval read", (t) => t.replace('select(.state == "APPROVED" and .commit_id == $h)', "select(true)"), /approved commit/],
+    ["anyone's approval", (t) => t.replace('select(.author_association == "OWNER" or .author_association == "MEMBER" or .author_association == "COLLABORATOR") | ', ""), /approvals by anyone/],
+    ["a pull request into another branch", (t) => t.replace("    branches: [main]\n", ""), /not limited to pull requests into main/],
+    ["the review for any base", (t) => t.replace("github.event.pull_request.base.ref == 'main' && github.event.pull_request.head.repo.full_name == github.repository\n    runs-on: [self-hosted", "github.event.pull_request.head.repo.full_name == github.repository\n    runs-on: [self-hosted"), /other than main/],
+    ["secrets for npm ci", (t) => t.replace("    env:\n      PR: ${{ github.event.pull_request.number }}\n      HEAD_SHA: ${{ github.event.pull_request.head.sha }}\n      REPO: ${{ github.repository }}\n    steps:\n      - uses: actions/checkout", "    env:\n      PULUMI_CONFIG_PASSPHRASE: ${{ secrets.PULUMI_CONFIG_PASSPHRASE }}\n      PR: ${{ github.event.pull_request.number }}\n      HEAD_SHA: ${{ github.event.pull_request.head.sha }}\n      REPO: ${{ github.repository }}\n    steps:\n      - uses: actions/checkout"), /secrets in the job's env/],
+    ["an approval before the review", (t) => t.replace('[[ "$created" < "$APPROVED_AT" ]]', "true"), /made after its approval/],
+    ["no pending mark", (t) => t.replace("is being reviewed", "is under review"), /marks the comment stale as the review starts/],
     ["any artifact", (t) => t.replace('.path, .event, .conclusion', ".id"), /without checking the run/],
     ["no stale mark", (t) => t.replace("        if: failure()\n", "        if: always()\n"), /stale/],
     ["no environment", (t) => t.replace("    environment: stack-review", "    # environment: stack-review"), /review: no environment/],
