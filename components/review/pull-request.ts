@@ -5,12 +5,12 @@
 // file the pull request changes is a change of the program: it is listed, reviewed as code,
 // and applied only after merge, from the base branch. A branch behind its base is refused:
 // applied, it would revert the base's later commits.
-import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as YAML from "yaml";
 import { canonicalJson } from "./record";
 import { stackOfPath } from "./change";
+import { atRevision, commitOf, git, stacksDirOf } from "./git";
 
 /** What a pull request brings, as `pullRequestInputs` read it. */
 export interface PullRequestInputs {
@@ -24,31 +24,12 @@ export interface PullRequestInputs {
   program: string[];
 }
 
-function git(dir: string, args: string[]): string {
-  return execFileSync("git", args, { cwd: dir, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
-}
-
-function fileAt(dir: string, rev: string, file: string): string | undefined {
-  try {
-    return execFileSync("git", ["show", `${rev}:./${file}`], { cwd: dir, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
-  } catch {
-    return undefined;
-  }
-}
-
 /** Pure: Pulumi.yaml without its `config` section, in a canonical form: what makes it part of the program. */
 export function projectWithoutConfig(text: string | undefined): string {
   if (text === undefined) return "none";
   const parsed = (YAML.parse(text) ?? {}) as Record<string, unknown>;
   const { config: _config, ...rest } = parsed;
   return canonicalJson(rest);
-}
-
-/** The project's stacks folder (Pulumi.yaml's stackConfigDir), "" for the project folder. */
-function stacksDirIn(projectText: string | undefined): string {
-  const dir = ((YAML.parse(projectText ?? "") ?? {}) as { stackConfigDir?: string }).stackConfigDir ?? ".";
-  const n = path.normalize(dir).replace(/\/+$/, "");
-  return n === "." ? "" : n;
 }
 
 /**
@@ -58,14 +39,7 @@ function stacksDirIn(projectText: string | undefined): string {
  * mix them in).
  */
 export function readPullRequest(dir: string, ref: string): PullRequestInputs {
-  const verify = (rev: string) => {
-    try {
-      return git(dir, ["rev-parse", "--verify", "--quiet", `${rev}^{commit}`]).trim();
-    } catch {
-      return undefined;
-    }
-  };
-  const head = verify(ref);
+  const head = commitOf(dir, ref);
   if (!head) throw new Error(`--pr ${ref} names no commit of the git repository at ${dir}: fetch the pull request's head first (git fetch origin pull/N/head)`);
   const base = git(dir, ["rev-parse", "HEAD"]).trim();
   // The pull request must contain the base: otherwise what it would deploy drops the base's
@@ -75,9 +49,9 @@ export function readPullRequest(dir: string, ref: string): PullRequestInputs {
   } catch {
     throw new Error(`the pull request (${head.slice(0, 12)}) is behind its base (${base.slice(0, 12)}): the base has commits it lacks, which applying it would revert. Merge or rebase the base branch into it, push, and review again; nothing was reviewed or changed`);
   }
-  const projectBase = fileAt(dir, base, "Pulumi.yaml");
-  const projectHead = fileAt(dir, head, "Pulumi.yaml");
-  const stacksDir = stacksDirIn(projectBase);
+  const projectBase = atRevision(dir, base, "Pulumi.yaml");
+  const projectHead = atRevision(dir, head, "Pulumi.yaml");
+  const stacksDir = stacksDirOf(projectBase);
   // -z: a path with non-ASCII characters is given as it is, not quoted.
   const changed = git(dir, ["diff", "-z", "--name-only", "--no-renames", "--relative", base, head, "--", "."]).split("\0").filter(Boolean).sort();
   const config: string[] = [];
@@ -98,7 +72,7 @@ export function readPullRequest(dir: string, ref: string): PullRequestInputs {
 
 /** The working tree's copy of `file` is the one at `rev` (both absent counts). */
 function isAsAt(dir: string, rev: string, file: string): boolean {
-  const want = fileAt(dir, rev, file);
+  const want = atRevision(dir, rev, file);
   const at = path.join(dir, file);
   const have = fs.existsSync(at) && !fs.lstatSync(at).isSymbolicLink() ? fs.readFileSync(at, "utf8") : undefined;
   return want === have;
@@ -107,7 +81,7 @@ function isAsAt(dir: string, rev: string, file: string): boolean {
 /** Writes the pull request's configuration files (as read by readPullRequest) into the working tree: regular files, a link's text as text. */
 export function writePullRequestConfig(dir: string, pr: PullRequestInputs): void {
   for (const f of pr.config) {
-    const text = fileAt(dir, pr.head, f);
+    const text = atRevision(dir, pr.head, f);
     const to = path.join(dir, f);
     fs.rmSync(to, { force: true });
     if (text !== undefined) {

@@ -7,11 +7,9 @@
 //           record before anything changes; then each stack's `up` runs under its plan, in the
 //           rollout order, and a stack whose host another stack of the review has just changed
 //           is previewed again and held to the steps reviewed.
-import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import * as YAML from "yaml";
 import { EngineEvent, LocalWorkspace, Stack } from "@pulumi/pulumi/automation";
 import { pulumiCommand } from "../../lib/pulumi-env";
 import { figuresOf, type StoredResult } from "../benchmark/compare";
@@ -20,6 +18,7 @@ import { servingStackIn, STARTS_IT } from "../sglang-service/remote/observe";
 import { configChanges, configWarnings, mergeConfig, projectConfigOf, stackConfigOf, stackOfPath, touchedStacks, type Touched } from "./change";
 import { maskSecrets } from "./redact";
 import { pullRequestInputs, readPullRequest, writePullRequestConfig } from "./pull-request";
+import { atRevision, commitOf, git, stacksDirOf } from "./git";
 import { parseDeployment } from "../sglang-service/schema";
 import { canonicalJson, downtimeOf, Effect, effectOf, FOLLOWS_THE_HOST, RECORD_FILE, resourceName, REVIEW_FORMAT, ReviewedStack, ReviewRecord, reviewRecordSchema, rolloutOrder, sha256, Step, timingsSchema, whatMoved } from "./record";
 import { BenchmarkView, code, renderReview, ReviewDocument, StackReview, STOPPED_NOW } from "./render";
@@ -43,21 +42,10 @@ export interface ReviewOptions {
   pullRequest?: string;
 }
 
-function git(dir: string, args: string[]): string {
-  return execFileSync("git", args, { cwd: dir, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
-}
-
 /** The base revision: the one given, or the merge base of HEAD with the main branch. */
 export function resolveBase(dir: string, base: string | undefined): string {
-  const verify = (rev: string) => {
-    try {
-      return git(dir, ["rev-parse", "--verify", "--quiet", `${rev}^{commit}`]).trim();
-    } catch {
-      return undefined;
-    }
-  };
   if (base !== undefined) {
-    const sha = verify(base);
+    const sha = commitOf(dir, base);
     if (!sha) throw new Error(`--base ${base} names no commit of the git repository at ${dir}; give a branch, tag or commit (e.g. origin/main)`);
     // The change is what HEAD adds since it left `base`, not `base`'s own later commits.
     try {
@@ -67,16 +55,10 @@ export function resolveBase(dir: string, base: string | undefined): string {
     }
   }
   for (const main of ["origin/HEAD", "origin/main", "main", "origin/master", "master"]) {
-    if (!verify(main)) continue;
+    if (!commitOf(dir, main)) continue;
     return git(dir, ["merge-base", "HEAD", main]).trim();
   }
   throw new Error(`no main branch (origin/HEAD, origin/main, main, origin/master, master) in the git repository at ${dir}; give --base REF`);
-}
-
-/** The project's stacks folder, relative to it (Pulumi.yaml's stackConfigDir), "." for the project folder. */
-function stacksDirOf(projectText: string): string {
-  const dir = ((YAML.parse(projectText) ?? {}) as { stackConfigDir?: string }).stackConfigDir ?? ".";
-  return path.normalize(dir).replace(/\/+$/, "") || ".";
 }
 
 const stackFile = (stacksDir: string, stack: string) => path.join(stacksDir, `Pulumi.${stack}.yaml`);
@@ -84,15 +66,6 @@ const stackFile = (stacksDir: string, stack: string) => path.join(stacksDir, `Pu
 function stacksIn(dir: string, stacksDir: string): string[] {
   const at = path.join(dir, stacksDir);
   return fs.existsSync(at) ? fs.readdirSync(at).flatMap((f) => /^Pulumi\.(.+)\.yaml$/.exec(f)?.[1] ?? []).sort() : [];
-}
-
-/** A file of the project at a revision, or undefined where it has none. */
-function atRevision(dir: string, rev: string, file: string): string | undefined {
-  try {
-    return execFileSync("git", ["show", `${rev}:./${file}`], { cwd: dir, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
-  } catch {
-    return undefined;
-  }
 }
 
 /** Paths (relative to the project folder) that differ between `base` and the working tree, untracked files included. */
@@ -242,6 +215,9 @@ async function workspace(dir: string, env: Record<string, string>): Promise<Loca
   return LocalWorkspace.create({ workDir: dir, envVars: { ...env, PULUMI_EXPERIMENTAL: "true" }, pulumiCommand: await pulumiCommand() });
 }
 
+/** Touched only because Pulumi.yaml or the program changed, which touches every stack file, not by a change of its own. */
+const touchedByAll = (t: Touched) => t.because === "project config changed" || t.because === "program changed";
+
 export async function runReview(o: ReviewOptions): Promise<ReviewResult> {
   const say = o.progress ?? (() => undefined);
   const pr = o.pullRequest === undefined ? undefined : pullRequestInputs(o.dir, o.pullRequest);
@@ -272,7 +248,7 @@ export async function runReview(o: ReviewOptions): Promise<ReviewResult> {
   // nothing in state is not installed by it (a stack file or --stacks asks for that).
   const notDeployed: string[] = [];
   for (const t of touched) {
-    if ((t.because === "project config changed" || t.because === "program changed") && ((await existingState(ws, t.stack))?.fingerprint ?? "none") === "none") {
+    if (touchedByAll(t) && ((await existingState(ws, t.stack))?.fingerprint ?? "none") === "none") {
       notDeployed.push(t.stack);
       continue;
     }
@@ -345,7 +321,7 @@ async function reviewStack(ws: LocalWorkspace, o: ReviewOptions, t: Touched, at:
   // unit, its inputs): its readiness would only put it back on a host that serves another stack.
   // That is not this change's to do: no restart here (naming it with --stacks does it).
   const ownChange = preview.steps.some((s) => s.op !== "same" && s.op !== "read" && !FOLLOWS_THE_HOST.test(s.resource));
-  const byTheWay = (t.because === "project config changed" || t.because === "program changed") && !ownChange && effect === "restart" && !preview.hostView.includes(STARTS_IT);
+  const byTheWay = touchedByAll(t) && !ownChange && effect === "restart" && !preview.hostView.includes(STARTS_IT);
   if (state.fingerprint === "none") {
     warnings.push(
       known
@@ -377,7 +353,7 @@ async function reviewStack(ws: LocalWorkspace, o: ReviewOptions, t: Touched, at:
     steps: preview.steps,
     ...(preview.error ? { error: preview.error } : {}),
     ...(effect === "restart" ? { downtime: downtimeFrom(candidates, config.address), ...restartSettings(t.stack, config.merged) } : {}),
-    ...(effect === "restart" && takenOver && !byTheWay ? { restartBecause: owner ? `host serves ${code(owner)}` : "host runs a unit of no stack" } : {}),
+    ...(effect === "restart" && takenOver ? { restartBecause: owner ? `host serves ${code(owner)}` : "host runs a unit of no stack" } : {}),
     ...(effect === "restart" && preview.hostView.includes("`up` installs") ? { restartBecause: "installs" } : {}),
     ...(effect === "restart" && preview.hostView.includes(STARTS_IT) ? { restartBecause: STOPPED_NOW } : {}),
     benchmark: { self: benchmarkView(t.stack, state.outputs), serving: owner && owner !== t.stack && servingState ? benchmarkView(owner, servingState.outputs) : undefined },
