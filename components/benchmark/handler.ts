@@ -188,8 +188,11 @@ export async function measure(i: BenchmarkInputs): Promise<BenchmarkOutputs> {
     const baseUrl = `http://127.0.0.1:${tunnel.localPort}`;
     // Raw records are written as they come, to a file of this run; it replaces the stack's
     // records only once the run succeeded (a failed run's stay beside, named in the error).
+    // The file is this run's alone (its time and process): another program measuring a stack
+    // of the same name into the same folder (another backend, a test beside) neither clobbers
+    // nor moves it.
     const file = path.resolve(i.resultsPath);
-    const partial = `${i.resultsPath}.partial`;
+    const partial = `${i.resultsPath}.${takenAt.replace(/[:.]/g, "-")}-${process.pid}.partial`;
     try {
       const before = await identify(ssh, i, baseUrl);
       const why = notOurs(i, before);

@@ -98,15 +98,21 @@ test("a server restarted while it is measured: its numbers are not stored, and i
   const before = (await stack.outputs()).benchmarkTakenAt.value;
   const kept = path.join(REPO_ROOT, "bench/out/b8t4-w2048.jsonl");
   const good = fs.readFileSync(kept, "utf8");
-  const raw = `${kept}.partial`;
-  fs.rmSync(raw, { force: true });
+  // This run's raw records: a file of its own beside the kept ones (bench/out/<stack>.jsonl.<time>-<pid>.partial).
+  const partials = () => fs.readdirSync(path.dirname(kept)).filter((f) => f.startsWith("b8t4-w2048.jsonl.") && f.endsWith(".partial"));
+  for (const f of partials()) fs.rmSync(path.join(path.dirname(kept), f), { force: true });
+  const rawNow = () => {
+    const found = partials();
+    return found.length === 1 ? path.join(path.dirname(kept), found[0]) : undefined;
+  };
   ws.setStackConfig("b8t4-w2048", "benchmark", { ...SETTINGS, runId: "restarted" });
   const up = stack.up();
   // Once this run's first records are written (past calibration), the server restarts under it.
   let restarted = false;
   await watchWhile(up, async () => {
     await new Promise((r) => setTimeout(r, 100));
-    if (restarted || !fs.existsSync(raw) || fs.readFileSync(raw, "utf8").trim() === "") return undefined;
+    const raw = rawNow();
+    if (restarted || !raw || fs.readFileSync(raw, "utf8").trim() === "") return undefined;
     await hosts.ssh(host, "systemctl restart sglang-k26.service");
     restarted = true;
     return undefined;
@@ -114,7 +120,9 @@ test("a server restarted while it is measured: its numbers are not stored, and i
   assert.ok(restarted);
   // Either the run ends and the check after it finds another main PID, or a phase fails on the
   // restart and the error says why: either way, the server changed and nothing is stored.
-  await assert.rejects(up, /the server changed while it was measured \(main PID \d+ -> \d+.*Raw records: bench\/out\/b8t4-w2048\.jsonl\.partial/s);
+  const raw = rawNow();
+  assert.ok(raw, `one file of raw records for this run: ${JSON.stringify(partials())}`);
+  await assert.rejects(up, new RegExp(`the server changed while it was measured \\(main PID \\d+ -> \\d+.*Raw records: bench/out/${path.basename(raw).replace(/[.]/g, "\\.")}`, "s"));
   assert.equal((await stack.outputs()).benchmarkTakenAt.value, before, "the outputs keep the last good numbers");
   assert.equal(fs.readFileSync(kept, "utf8"), good, "and their raw records");
   const records = fs.readFileSync(raw, "utf8").trim().split("\n").map((l) => JSON.parse(l));
