@@ -234,6 +234,12 @@ function execLines(python: string, args: string[]): string {
   return groups.map((g) => g.map(systemdQuote).join(" ")).join(" \\\n    ");
 }
 
+/** Seconds systemd waits before it starts a group's rank again (render.ts renderUnit, Restart=always). */
+export const GROUP_RESTART_SECONDS = 5;
+
+/** The runtime drop-in (in /run: gone at boot) that holds a group rank's restarts off while ours stop it (script.ts hold_restarts). */
+export const HOLD_DROP_IN = "50-dflash-hold.conf";
+
 export function renderUnit(d: Deployment, meta: UnitMeta): string {
   const t = d.timeouts;
   const secrets = meta.secrets ?? NO_SECRETS;
@@ -241,7 +247,8 @@ export function renderUnit(d: Deployment, meta: UnitMeta): string {
   const files = secretPaths(d.service.unitName);
   const exec = (argv: string[]) => argv.map(systemdQuote).join(" ");
   const gpus = gpuIndices(d).join(",");
-  const nodeNote = nodeCount(d) > 1 ? `, node ${rank} of ${nodeCount(d)}` : "";
+  const group = nodeCount(d) > 1;
+  const nodeNote = group ? `, node ${rank} of ${nodeCount(d)}` : "";
   const lines = [
     "# Managed by dflash-sglang (Pulumi). `pulumi up` replaces manual edits.",
     "[Unit]",
@@ -249,6 +256,8 @@ export function renderUnit(d: Deployment, meta: UnitMeta): string {
     "After=network-online.target",
     "Wants=network-online.target",
     `X-DFlash-Stack=${systemdLiteral(meta.stack)}`,
+    // A group's rank is started again for as long as it takes (see Restart= below).
+    ...(group ? ["StartLimitIntervalSec=0"] : []),
     "",
     "[Service]",
     // exec: the unit fails at once if the interpreter cannot be started.
@@ -274,7 +283,14 @@ export function renderUnit(d: Deployment, meta: UnitMeta): string {
     "SuccessExitStatus=SIGKILL",
     // SIGTERM to the server first (it drains and ends its workers), then the rest of the group.
     "KillMode=mixed",
-    "Restart=no",
+    // One node: a server that ends by itself stays down (readiness or the next \`up\` says why).
+    // A group: every rank ends when any node's does (the collectives abort), so a reboot or
+    // crash of one node would leave the others down for good. Each rank is started again
+    // (after GROUP_RESTART_SECONDS) until the group is whole: it comes back by itself once
+    // every node is up. A stop of ours is never restarted (systemd's rule), and a restart of
+    // the group holds these restarts off on every node while it stops them (script.ts
+    // hold_restarts), so an old rank never joins a new one.
+    ...(group ? ["Restart=always", `RestartSec=${GROUP_RESTART_SECONDS}`] : ["Restart=no"]),
     `SyslogIdentifier=${d.service.unitName}`,
     "",
     "[Install]",

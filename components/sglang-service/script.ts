@@ -4,7 +4,7 @@
 // drain, stop, wait for the old process and the GPUs, install, start; rollback; removal).
 // `pulumi up` runs them through @pulumi/command; see sglangService.ts.
 import { Deployment } from "./schema";
-import { DRAIN_EXIT_MARGIN_SECONDS, GPU_BUSY_AWK, gpuIndices, HELPER_DIR, startTimeoutSeconds, HIDDEN_FLAG_ALIASES, SECRETS_DIR, secretPaths, SecretPresence, shellQuote, STATE_DIR, unitPath } from "./render";
+import { DRAIN_EXIT_MARGIN_SECONDS, GPU_BUSY_AWK, gpuIndices, HELPER_DIR, HOLD_DROP_IN, startTimeoutSeconds, HIDDEN_FLAG_ALIASES, SECRETS_DIR, secretPaths, SecretPresence, shellQuote, STATE_DIR, unitPath } from "./render";
 
 /** How long a host whose GPUs stayed busy past their deadline waits for them before it gives up on starting the previous configuration. */
 export const RECOVER_SECONDS = 3600;
@@ -471,6 +471,7 @@ ${v("keeper_beat", KEEPER_BEAT_SECONDS)}
 ${v("keeper_grace", KEEPER_GRACE_SECONDS)}
 ${v("handover_s", x.handoverSeconds)}
 ${v("barrier_s", x.barrierSeconds)}
+${v("hold_root", "/run/systemd/system")}
 gpus_busy=0
 replaced=""
 
@@ -689,9 +690,41 @@ wait_gpus() {
   gpu_seconds=$(since "$t0")
 }
 
+# A group's ranks are started again by systemd when they end by themselves (render.ts,
+# Restart=always), and every rank ends when another node's does. While this step stops them (a
+# restart after its go, a rollback, a removal), systemd would start an old rank again, to join
+# the group's new ones: a runtime drop-in (in /run: a reboot forgets it) holds those restarts
+# off from before the barrier until the new unit is installed (install_unit) or the step ends.
+hold_dir() { echo "$hold_root/$1.d"; }
+hold_restarts() {
+  [ "$group_size" -gt 1 ] || return 0
+  local u
+  at_exit release_holds
+  for u in "$@"; do
+    [ -n "$u" ] || continue
+    mkdir -p "$(hold_dir "$u")" && printf '[Service]\nRestart=no\n' > "$(hold_dir "$u")/${HOLD_DROP_IN}" || return 1
+  done
+  systemctl daemon-reload
+}
+# Drops the holds of $unit and of the unit a rename replaces; with "reload", reloads systemd when one was there.
+drop_holds() {
+  local u dropped=1
+  for u in "$unit" "\${replaced:+$replaced.service}"; do
+    if [ -n "$u" ] && [ -e "$(hold_dir "$u")/${HOLD_DROP_IN}" ]; then
+      rm -f "$(hold_dir "$u")/${HOLD_DROP_IN}"
+      rmdir "$(hold_dir "$u")" 2>/dev/null
+      dropped=0
+    fi
+  done
+  [ "$dropped" = 0 ] && [ "\${1:-}" = reload ] && systemctl daemon-reload
+  true
+}
+release_holds() { drop_holds reload; }
+
 # Installs this stack's helpers (the unit's ExecStartPre/ExecStartPost) and $1 as the
-# live unit, without starting it.
+# live unit, without starting it (and without a hold on its restarts: hold_restarts).
 install_unit() {
+  drop_holds
   mkdir -p ${q(HELPER_DIR)} && for h in "$stage"/helpers/*; do install -m 0755 "$h" ${q(HELPER_DIR)}/"$(basename "$h")" || return 1; done &&
     install -m 0644 "$1" "$live.dflash-tmp" && mv -f "$live.dflash-tmp" "$live" &&
     systemctl daemon-reload && { systemctl enable "$unit" 2>/dev/null; systemctl reset-failed "$unit" 2>/dev/null; true; }
@@ -974,7 +1007,10 @@ restart)
     echo "@@result {\\"applied\\":false,\\"drainSeconds\\":0,\\"stopSeconds\\":0,\\"requestsCut\\":0,\\"gpuReleaseSeconds\\":0,\\"previousMainPid\\":$before_pid,\\"at\\":$(date +%s)}"
     exit 0
   fi
-  if [ "$group_size" -gt 1 ]; then await_go || exit 1; fi
+  if [ "$group_size" -gt 1 ]; then
+    hold_restarts "$unit" "\${replaced:+$replaced.service}" || { echo "FAILED: could not hold off systemd's restarts of $unit on $host (a runtime drop-in under /run/systemd/system); nothing was stopped." >&2; exit 1; }
+    await_go || exit 1
+  fi
   if stop_old; then
     if [ "$killed" = 1 ] && [ "$drain_policy" = fail ] && [ "$rank" = 0 ]; then
       echo "FAILED: the drain deadline (timeouts.drainSeconds = $drain_s s) ended the old server, cutting $(in_flight "$cut"); timeouts.drainPolicy is \\"fail\\", so the new configuration is not started. Retry when traffic is lower, raise timeouts.drainSeconds, or set timeouts.drainPolicy to \\"proceed\\"." >&2
@@ -1014,6 +1050,7 @@ restart)
 rollback)
   lock
   rm -f "$state/group-failed"
+  hold_restarts "$unit" || echo "$label: could not hold off systemd's restarts of $unit (a runtime drop-in under /run/systemd/system); rolling back anyway" >&2
   restore_known_good "\${2:?usage: rollback HASH}"
   ;;
 good)
@@ -1118,6 +1155,7 @@ remove)
     echo "left \${unit%.service} serving on $host: the restart of $carry that follows drains, stops and removes it, in the host step that starts $carry"
     exit 0
   fi
+  hold_restarts "$unit" || { echo "FAILED: could not hold off systemd's restarts of $unit on $host (a runtime drop-in under /run/systemd/system); nothing was stopped." >&2; exit 1; }
   stop_server drain || exit 1
   systemctl disable "$unit" 2>/dev/null
   rm -f "$live" ${everySecret.map(q).join(" ")}

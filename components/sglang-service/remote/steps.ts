@@ -132,6 +132,12 @@ export interface NodeStep {
   staged: { stagedPath: string; unitHash: string };
 }
 
+/**
+ * A group's rank that ended and waits for systemd to start it again (render.ts, Restart=always):
+ * a death to a step that watches it, not a start.
+ */
+export const endedForRestart = (u: UnitState) => u.subState === "auto-restart";
+
 const isRunning = (u: LiveUnit) => u.activeState === "active" || u.activeState === "activating" || u.activeState === "reloading";
 
 /**
@@ -147,7 +153,7 @@ async function watchPeers(peers: NodeStep[], until: { done: boolean }, phase: st
       if (!state) continue;
       const lastPid = seen.get(p) ?? 0;
       if (state.mainPid > 0) seen.set(p, state.mainPid);
-      if ((lastPid > 0 && state.mainPid !== lastPid) || state.activeState === "failed" || (state.activeState === "inactive" && Date.now() - started > 10_000)) {
+      if ((lastPid > 0 && state.mainPid !== lastPid) || state.activeState === "failed" || endedForRestart(state) || (state.activeState === "inactive" && Date.now() - started > 10_000)) {
         if (until.done) return;
         throw await unitFailure(p.ssh, p.t, state, phase, elapsed(started));
       }
@@ -182,7 +188,7 @@ async function rootCauseInGroup(nodes: NodeStep[], e: Error, seconds: number): P
   if (nodes.length < 2 || !LOST_PEER.test(headline(e))) return e;
   for (const p of nodes.slice(1)) {
     const state = await unitNow(p.ssh, p.t.unitName);
-    if (!state || isRunning(state)) continue;
+    if (!state || (isRunning(state) && !endedForRestart(state))) continue;
     const peer = await unitFailure(p.ssh, p.t, state, "the group was starting", seconds);
     if (!LOST_PEER.test(headline(peer))) return new Error(`${peer.message}\n  Node 0 stopped because of it: ${headline(e)}`);
   }
@@ -292,9 +298,9 @@ export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessR
       const diedInStartPost = state.subState === "start-post" && state.mainPid === 0;
       // Dead at the first look, after its main process had started: it died loading (SGLang
       // opens its port only once the weights are loaded).
-      const diedBeforeFirstLook = lastPid === 0 && state.mainPid === 0 && state.execMainStartTimestampMonotonic > 0 && (state.activeState === "failed" || state.activeState === "inactive");
+      const diedBeforeFirstLook = lastPid === 0 && state.mainPid === 0 && state.execMainStartTimestampMonotonic > 0 && (state.activeState === "failed" || state.activeState === "inactive" || endedForRestart(state));
       if ((diedInStartPost || diedBeforeFirstLook) && phase.startsWith("starting")) phase = "loading weights (port not open yet)";
-      if (diedInStartPost || mainExited || state.activeState === "failed" || (state.activeState === "inactive" && (sawStart || elapsedS > 10))) {
+      if (diedInStartPost || mainExited || state.activeState === "failed" || endedForRestart(state) || (state.activeState === "inactive" && (sawStart || elapsedS > 10))) {
         throw await unitFailure(ssh, r, state, phase, elapsedS);
       }
       const pids = listenerPids(out.listen ?? "", r.port);

@@ -11,6 +11,7 @@ import * as hosts from "../../../simhost/hosts";
 import { readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../../lib/workspace";
 import { hostShell } from "../../support/hostShell";
 import { failedUp } from "../../support/failedUp";
+import { until } from "../../support/localSim";
 
 const NAMES = [`barrier0-${process.pid}`, `barrier1-${process.pid}`];
 const UNIT = "sglang-k26";
@@ -107,4 +108,26 @@ test("node 0 loses power after the group's go: up waits for it to boot and resta
     assert.match(await node.sh(`cat /etc/systemd/system/${UNIT}.service`), /--speculative-ddtree-budget 8/);
     assert.equal((await node.sh(`systemctl is-active ${UNIT}.service`)).trim(), "active");
   }
+});
+
+// Campaign seed 4170, sequences 19 and 99: node 0 rebooted (a power cut, a clean reboot) while
+// no restart of ours was running. Node 1's rank ended with it (its collectives aborted), and
+// with Restart=no it stayed down: node 0's rank, started at boot, waited for a peer that never
+// came, and nothing served until the next `up`. A group's ranks are now started again by
+// systemd (render.ts, Restart=always) until the group is whole.
+test("node 0 reboots with no up running: node 1's rank, ended with it, is started again and the group serves again by itself", async () => {
+  const restartsBefore = Number(await node1.sh(`systemctl show -p NRestarts --value ${UNIT}.service`));
+  await hosts.reboot(h0.name, { kind: "clean" });
+  const info = await until(
+    "the group to serve again after node 0's reboot",
+    async () => {
+      const i = await serving().catch(() => undefined);
+      return i && (await node1.sh(`systemctl is-active ${UNIT}.service || true`)) === "active" ? i : undefined;
+    },
+    240_000,
+  );
+  assert.equal(info.speculative_ddtree_budget, 8, "the group serves the configuration it served before the reboot");
+  assert.ok(Number(await node1.sh(`systemctl show -p NRestarts --value ${UNIT}.service`)) > restartsBefore, "node 1's rank was started again by systemd");
+  assert.match(await node1.sh(`journalctl -u ${UNIT}.service --no-pager -o cat | grep -c 'lost node 0' || true`), /^[1-9]/, "node 1's rank had ended with node 0");
+  assert.equal(await node1.sh(`ls /run/systemd/system/${UNIT}.service.d 2>/dev/null | wc -l`), "0", "no hold on node 1's restarts is left");
 });

@@ -9,6 +9,7 @@ import * as path from "node:path";
 import { ConfigError, Deployment, parseDeployment } from "../../../components/sglang-service/schema";
 import {
   expectedServerArgs,
+  GROUP_RESTART_SECONDS,
   HELPER_DIR,
   launchArgs,
   launchFlags,
@@ -575,6 +576,23 @@ test("multi-node: a specific listen address is node 0's; other ranks listen on t
   assert.equal(flagValue(launchArgs(d, undefined, 1), "--host"), "10.0.0.6");
   const wild = deployment({ speculative: DDTREE_WINDOWED, nodes: [node], model: { ...(projectConfig().model as Raw), tpSize: 16 }, service: { listenAddress: "0.0.0.0" } });
   assert.equal(flagValue(launchArgs(wild, undefined, 1), "--host"), "0.0.0.0");
+});
+
+// Campaign seed 4170, sequences 19 and 99: a group's rank ends when another node's does, so
+// one node's reboot left the others down until the next `up`.
+test("a group's ranks are started again by systemd until the group is whole; one node's server is not", () => {
+  const node = { address: "10.0.0.6", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl" };
+  const group = deployment({ speculative: DDTREE_WINDOWED, nodes: [node], model: { ...(projectConfig().model as Raw), tpSize: 16 } });
+  for (const rank of [0, 1]) {
+    const unit = renderUnit(group, { stack: "s", rank });
+    assert.equal(onlyDirective(unit, "Restart"), "always", `rank ${rank}`);
+    assert.equal(onlyDirective(unit, "RestartSec"), String(GROUP_RESTART_SECONDS));
+    assert.equal(onlyDirective(unit, "StartLimitIntervalSec"), "0", "systemd never gives up on a rank while its peer boots");
+    assert.ok(unit.indexOf("StartLimitIntervalSec=") < unit.indexOf("[Service]"), "a [Unit] setting");
+  }
+  const single = renderUnit(deployment({ speculative: DDTREE_WINDOWED }), { stack: "s" });
+  assert.equal(onlyDirective(single, "Restart"), "no");
+  assert.doesNotMatch(single, /RestartSec|StartLimitIntervalSec/);
 });
 
 // --- what preview says the host will change ------------------------------------------

@@ -490,6 +490,38 @@ test("a systemctl that does not answer is killed at cmd_s and named; the unit th
   }
 });
 
+// A group's ranks restart by themselves (render.ts, Restart=always); a step of ours that stops
+// them holds that off on its node, or an old rank would start again and join the new ones.
+test("a group's step holds systemd's restarts of its units off, in /run, and lets go at its end or at the install", () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-hold-"));
+  try {
+    fs.writeFileSync(path.join(dir, "t.sh"), transaction);
+    fs.writeFileSync(path.join(dir, "systemctl"), `#!/bin/bash
+echo "$*" >> ${dir}/calls
+`, { mode: 0o755 });
+    const sh = (body: string) => spawnSync("bash", ["-c", `source ${dir}/t.sh; hold_root=${dir}/run; cmd_s=5; ${body}`], { encoding: "utf8", env: { ...process.env, PATH: `${dir}:${process.env.PATH}` }, timeout: 60_000 });
+    const calls = () => (fs.existsSync(path.join(dir, "calls")) ? fs.readFileSync(path.join(dir, "calls"), "utf8").trim().split("\n") : []);
+    const hold = (u: string) => path.join(dir, "run", `${u}.d`, "50-dflash-hold.conf");
+    // One node: nothing to hold (its unit has Restart=no).
+    assert.equal(sh("group_size=1; hold_restarts sglang-k26.service; ls -A $hold_root 2>/dev/null | wc -l").stdout.trim(), "0");
+    assert.deepEqual(calls(), []);
+    // A group: both the unit and the one a rename replaces, read while the step runs; gone at its end.
+    const r = sh(`group_size=2; replaced=old-name; hold_restarts "$unit" old-name.service && cat ${hold("sglang-k26.service")} ${hold("old-name.service")}`);
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout, "[Service]\nRestart=no\n[Service]\nRestart=no\n");
+    assert.ok(!fs.existsSync(hold("sglang-k26.service")) && !fs.existsSync(hold("old-name.service")), "released at the step's exit");
+    assert.ok(!fs.existsSync(path.join(dir, "run", "sglang-k26.service.d")), "its folder too");
+    assert.deepEqual(calls(), ["daemon-reload", "daemon-reload"], "systemd reads the hold, then its release");
+    // The install of the new unit drops the hold (the new rank restarts by itself), without a reload of its own.
+    fs.rmSync(path.join(dir, "calls"));
+    const i = sh(`group_size=2; hold_restarts "$unit"; drop_holds; [ -e ${hold("sglang-k26.service")} ] && echo HELD || echo FREE`);
+    assert.equal(i.stdout.trim(), "FREE");
+    assert.deepEqual(calls(), ["daemon-reload"]);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 // Issue 41, item 9: a rollback whose install fails (a full disk) stopped the old server and said nothing of it.
 test("a rollback that cannot install the previous configuration says HOST DOWN", () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-restore-"));
