@@ -43,6 +43,21 @@ export const GROUP_PREPARE_MARGIN_SECONDS = 60;
  */
 export const GROUP_GO_GRACE_SECONDS = 30;
 
+/**
+ * A group's second barrier: after its go, a node stops its old rank, says `@@stopped`, and
+ * starts its new rank only once the provider, which has heard `@@stopped` (or the end) from
+ * every node, sends `start`. Otherwise a node with nothing to stop (node 0 stopped by hand, its
+ * ranks elsewhere restarted by systemd and waiting for it) would start its new rank at once,
+ * and another node's old rank, still waiting, could join it. How long a node waits for its
+ * start: every node has stopped within two drains and stops of the go (a further node waits
+ * for node 0's, then stops its own), plus the grace. Past it, or when the provider's session
+ * ends, the node starts its new rank anyway (the group comes back as before; readiness, or the
+ * next `up`, proves it).
+ */
+export function groupStartWaitSeconds(t: Pick<Deployment["timeouts"], "drainSeconds" | "stopSeconds">): number {
+  return 2 * (Math.ceil(t.drainSeconds) + DRAIN_EXIT_MARGIN_SECONDS + Math.ceil(t.stopSeconds)) + GROUP_GO_GRACE_SECONDS;
+}
+
 /** How long the provider waits for every node of a group to be prepared (lock, checks, secrets). */
 export function groupPrepareSeconds(lockWaitSeconds: number): number {
   return Math.ceil(lockWaitSeconds) + GROUP_PREPARE_MARGIN_SECONDS;
@@ -471,6 +486,8 @@ ${v("keeper_beat", KEEPER_BEAT_SECONDS)}
 ${v("keeper_grace", KEEPER_GRACE_SECONDS)}
 ${v("handover_s", x.handoverSeconds)}
 ${v("barrier_s", x.barrierSeconds)}
+${v("start_wait_s", groupStartWaitSeconds(t))}
+node0_idle=0
 ${v("hold_root", "/run/systemd/system")}
 gpus_busy=0
 replaced=""
@@ -609,11 +626,12 @@ stop_server() {
   running || return 0
   local pid inv t0 remaining="" last="" shown=0 line drained_at=""
   pid=$(show MainPID) inv=$(show InvocationID) t0=$(now)
-  if [ "$rank" != 0 ] && [ "$1" = drain ]; then
+  if [ "$rank" != 0 ] && [ "$1" = drain ] && [ "$node0_idle" = 0 ]; then
     # A further node ends with node 0's old server (its collectives abort); wait for that
     # so node 0 can finish what is in flight, then stop it anyway. Past node 0's own drain
     # deadline and its kill's exit: in a group every node starts here at once (the barrier),
-    # so node 0 ends its server (and counts what it cuts) before this node would.
+    # so node 0 ends its server (and counts what it cuts) before this node would. When node 0
+    # serves nothing (its go says \`go idle\`), this rank serves nothing either: stopped at once.
     while running && ! past "$t0" "$(( drain_deadline + \${stop_s%.*} ))"; do sleep "$poll"; done
     t0=$(now)
   fi
@@ -949,17 +967,36 @@ restore_known_good() {
 # stdin, nothing within barrier_s) ends this restart with nothing stopped, and the lock with it.
 # group_phase: where a node of a group is, for the provider to name a node that stalls.
 group_phase() { [ "$group_size" -gt 1 ] && echo "@@phase $*"; true; }
+# Node 0 says whether it serves (\`@@prepared idle\` when no old server runs there): the
+# further nodes' go then says so (\`go idle\`), and they do not wait for their ranks to end with
+# a server node 0 does not have.
 await_go() {
   local word="" rc
-  echo "@@prepared"
+  if [ "$rank" = 0 ] && [ "$before_pid" = 0 ]; then echo "@@prepared idle"; else echo "@@prepared"; fi
   say "ready to stop the old server: waiting for every node of the group to be too (at most $barrier_s s)"
   IFS= read -r -t "$barrier_s" word
   rc=$?
+  [ "$rc" = 0 ] && [ "$word" = "go idle" ] && node0_idle=1 && return 0
   [ "$rc" = 0 ] && [ "$word" = go ] && return 0
   if [ "$rc" = 0 ]; then echo "FAILED: the group's restart was called off before anything stopped (another node failed or stalled before it was ready to stop; the provider names it); nothing was stopped on $host." >&2
   elif [ "$rc" -gt 128 ]; then echo "FAILED: $label waited $barrier_s s for the group's go and got none (safety.lockWaitSeconds + margins); nothing was stopped on $host. Run \\\`pulumi up\\\` again." >&2
   else echo "FAILED: the session that drives the group's restart ended before its go (the engine stopped, or the connection dropped); nothing was stopped on $host. Run \\\`pulumi up\\\` again." >&2; fi
   return 1
+}
+
+# The group's second barrier (script.ts groupStartWaitSeconds): this node's old rank is
+# stopped; its new one starts only once every node's is, when the provider sends \`start\`.
+# Without a word within start_wait_s, or when the provider's session ends, it starts anyway,
+# and says so.
+await_start() {
+  local word="" rc
+  echo "@@stopped"
+  say "old server stopped: waiting for every node of the group to stop theirs before starting the new one (at most $start_wait_s s)"
+  IFS= read -r -t "$start_wait_s" word
+  rc=$?
+  [ "$rc" = 0 ] && [ "$word" = start ] && return 0
+  if [ "$rc" -gt 128 ]; then say "no word from the provider within $start_wait_s s that every node has stopped; starting the new configuration anyway (readiness proves the group)"
+  else say "the session that drives the group's restart ended before every node had stopped; starting the new configuration anyway (readiness, or the next \\\`pulumi up\\\`, proves the group)"; fi
 }
 
 main() {
@@ -1017,6 +1054,7 @@ restart)
       failed=1
     else
       [ "$killed" = 1 ] && say "the drain deadline (timeouts.drainSeconds = $drain_s s) ended the old server, cutting $(in_flight "$cut"); timeouts.drainPolicy is \\"proceed\\": starting the new configuration"
+      if [ "$group_size" -gt 1 ]; then await_start; fi
       wait_gpus && install_secrets && install_start "$stage/unit.service" && failed=0 || failed=1
     fi
   else

@@ -1,9 +1,13 @@
 // The restart of a group (deployment `nodes:`), driven from one place, in two phases over one
 // transaction per node (why: script.ts, GROUP_PREPARE_MARGIN_SECONDS). Phase 1: every node's
 // transaction takes its lock, runs its checks and reads its secrets, and says `@@prepared`.
-// Phase 2: only once every node has, each is sent `go` and drains, stops and starts. A node
-// that fails or stalls before it is prepared calls the group off: the others are sent `abort`,
-// and nothing has stopped anywhere. Every wait is bounded by the stack's own timeouts.
+// Phase 2: only once every node has, each is sent `go` (`go idle` to the further nodes when node 0
+// serves nothing: they need not wait for their ranks to end with its server) and drains and
+// stops, then says `@@stopped`. Phase 3: only once every node has stopped (or ended), each is
+// sent `start` and starts its new rank, so that no old rank still running anywhere joins a new
+// one (script.ts groupStartWaitSeconds). A node that fails or stalls before it is prepared calls
+// the group off: the others are sent `abort`, and nothing has stopped anywhere. Every wait is
+// bounded by the stack's own timeouts.
 import { Connection, RunResult, Ssh } from "./ssh";
 import { progress } from "./progress";
 import { shellQuote } from "../render";
@@ -39,6 +43,10 @@ interface NodeRun {
   name: string;
   phase: string;
   prepared: boolean;
+  /** Node 0 said it serves nothing (`@@prepared idle`). */
+  idle: boolean;
+  /** It has stopped its old rank and waits for the group's `start`. */
+  stopped: boolean;
   lastLine: string;
   session: ReturnType<Ssh["converse"]>;
   result?: RunResult;
@@ -84,15 +92,19 @@ export async function restartGroup(sshs: Ssh[], i: Omit<GroupRestartInputs, "pro
   // Called on every line and end of a node's transaction, once phase 1 waits for them.
   let changed = () => undefined as void;
   const runs: NodeRun[] = i.nodes.map((n, rank) => {
-    const run: NodeRun = { name: `node ${rank} (${n.connection.host})`, phase: "connecting", prepared: false, lastLine: "", session: undefined as never };
+    const run: NodeRun = { name: `node ${rank} (${n.connection.host})`, phase: "connecting", prepared: false, idle: false, stopped: false, lastLine: "", session: undefined as never };
     let partial = "";
     run.session = sshs[rank].converse(`bash ${shellQuote(n.transaction)} restart ${n.unitHash}${force ? " force" : ""}`, i.secretStdin, (text) => {
       const lines = (partial + text).split("\n");
       partial = lines.pop() ?? "";
       for (const line of lines) {
-        if (line === "@@prepared") {
+        if (line === "@@prepared" || line === "@@prepared idle") {
           run.prepared = true;
+          run.idle = line === "@@prepared idle";
           run.phase = "ready to stop its old server (waiting for the group's go)";
+        } else if (line === "@@stopped") {
+          run.stopped = true;
+          run.phase = "its old server stopped (waiting for every node to stop theirs)";
         } else if (line.startsWith("@@phase ")) run.phase = line.slice("@@phase ".length);
         else if (line && !line.startsWith("@@")) {
           run.lastLine = line;
@@ -145,12 +157,27 @@ export async function restartGroup(sshs: Ssh[], i: Omit<GroupRestartInputs, "pro
     throw new Error(`${why.join("\n")}\nNothing was stopped on any node of the group: its restart was called off before any node stopped its old server, and the old group goes on serving on ${where}. Fix the cause above and run \`pulumi up\` again.`);
   }
 
-  // Phase 2: go, everywhere at once; then every node's transaction to its end.
-  for (const r of runs) {
-    if (r.prepared) r.session.send("go");
-    r.session.end();
+  // Phase 2: go, everywhere at once (a node with nothing to restart has ended already).
+  const idle = runs[0].idle;
+  for (const [rank, r] of runs.entries()) {
+    if (r.prepared) r.session.send(rank > 0 && idle ? "go idle" : "go");
+    else r.session.end();
   }
-  say(`${i.label}: every node of the group is ready to stop its old server; restarting the group`);
+  say(`${i.label}: every node of the group is ready to stop its old server; restarting the group${idle ? ` (node 0 serves nothing: the other nodes stop their ranks at once)` : ""}`);
+  // Phase 3: start, once every node has stopped its old rank or ended (failed, or lost: the
+  // readiness step reads those); a node's transaction bounds its own wait for it.
+  let started = false;
+  changed = () => {
+    if (started || !runs.every((r) => r.stopped || r.result !== undefined)) return;
+    started = true;
+    changed = () => undefined;
+    if (runs.some((r) => r.stopped && r.result === undefined)) say(`${i.label}: every node of the group has stopped its old server; starting the new configuration`);
+    for (const r of runs) {
+      if (r.result === undefined) r.session.send("start");
+      r.session.end();
+    }
+  };
+  changed();
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
@@ -173,6 +200,9 @@ export async function restartGroup(sshs: Ssh[], i: Omit<GroupRestartInputs, "pro
     return results.map((r) => (lostAfterGo(r) ? `${outputOf(r)}\n${LOST_MARK} ${lostWhy(r)}` : outputOf(r)));
   } finally {
     clearTimeout(timer);
+    // Past the bound, no word is coming: each node's stdin ends (one that still waits for its start starts anyway).
+    changed = () => undefined;
+    for (const r of runs) r.session.end();
   }
 }
 

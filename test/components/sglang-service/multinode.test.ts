@@ -123,13 +123,26 @@ test("a unit edited by hand on node 1: refresh shows the drift, up puts the desi
   assert.equal((await serving()).speculative_ddtree_budget, 16);
 });
 
+// Node 1's rank ends with node 0's, and systemd starts it again (a group's Restart=always): it
+// waits for a node 0 that serves nothing. The group's restart stops it at once (node 0's
+// `@@prepared idle`, node 1's `go idle`) and starts no new rank before every old one has stopped
+// (the second barrier), so the old rank 1 never joins the new rank 0 (which failed the up and
+// rolled the group back before the barrier existed).
 test("a unit stopped by hand: refresh shows it, up starts the configuration again", async () => {
   const stack = await ws.stack("pair");
+  const restarts = async () => Number((await hosts.ssh(h1, `systemctl show -p NRestarts --value ${UNIT}.service`)).stdout.trim());
+  const before = await restarts();
   assert.equal((await hosts.ssh(h0, `systemctl stop ${UNIT}.service`)).code, 0);
+  const deadline = Date.now() + 60_000;
+  while ((await restarts()) === before) {
+    assert.ok(Date.now() < deadline, "systemd started node 1's rank again after it ended with node 0's");
+    await new Promise((r) => setTimeout(r, 250));
+  }
   const refresh = await stack.refresh();
   assert.ok((refresh.summary.resourceChanges?.update ?? 0) >= 1, `refresh saw the stopped unit: ${JSON.stringify(refresh.summary.resourceChanges)}`);
   const up = await stack.up();
   assert.equal(up.summary.result, "succeeded");
+  assert.match(up.stdout, /node 0 serves nothing: the other nodes stop their ranks at once/);
   assert.equal((await hosts.ssh(h0, `systemctl is-active ${UNIT}.service`)).stdout.trim(), "active");
   assert.equal((await serving()).speculative_ddtree_budget, 16);
 });
