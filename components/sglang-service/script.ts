@@ -55,7 +55,7 @@ export const GROUP_GO_GRACE_SECONDS = 30;
  * next `up`, proves it).
  */
 export function groupStartWaitSeconds(t: Pick<Deployment["timeouts"], "drainSeconds" | "stopSeconds">): number {
-  return 2 * (Math.ceil(t.drainSeconds) + DRAIN_EXIT_MARGIN_SECONDS + Math.ceil(t.stopSeconds)) + GROUP_GO_GRACE_SECONDS;
+  return groupStopSeconds(t) + GROUP_GO_GRACE_SECONDS;
 }
 
 /** How long the provider waits for every node of a group to be prepared (lock, checks, secrets). */
@@ -70,7 +70,12 @@ export function groupPrepareSeconds(lockWaitSeconds: number): number {
  * that hung; the provider then says so (what the hosts did is read by the next `up`).
  */
 export function groupFinishSeconds(t: Pick<Deployment["timeouts"], "drainSeconds" | "stopSeconds" | "gpuReleaseSeconds">): number {
-  return 2 * (Math.ceil(t.drainSeconds) + DRAIN_EXIT_MARGIN_SECONDS + Math.ceil(t.stopSeconds)) + Math.ceil(t.gpuReleaseSeconds) + GROUP_PREPARE_MARGIN_SECONDS;
+  return groupStopSeconds(t) + Math.ceil(t.gpuReleaseSeconds) + GROUP_PREPARE_MARGIN_SECONDS;
+}
+
+/** By when every node of a group has stopped its old rank after the go: a further node waits for node 0's drain and exit, then stops its own. */
+function groupStopSeconds(t: Pick<Deployment["timeouts"], "drainSeconds" | "stopSeconds">): number {
+  return 2 * (Math.ceil(t.drainSeconds) + DRAIN_EXIT_MARGIN_SECONDS + Math.ceil(t.stopSeconds));
 }
 
 /**

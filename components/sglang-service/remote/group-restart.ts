@@ -1,4 +1,4 @@
-// The restart of a group (deployment `nodes:`), driven from one place, in two phases over one
+// The restart of a group (deployment `nodes:`), driven from one place, in three phases over one
 // transaction per node (why: script.ts, GROUP_PREPARE_MARGIN_SECONDS). Phase 1: every node's
 // transaction takes its lock, runs its checks and reads its secrets, and says `@@prepared`.
 // Phase 2: only once every node has, each is sent `go` (`go idle` to the further nodes when node 0
@@ -166,10 +166,8 @@ export async function restartGroup(sshs: Ssh[], i: Omit<GroupRestartInputs, "pro
   say(`${i.label}: every node of the group is ready to stop its old server; restarting the group${idle ? ` (node 0 serves nothing: the other nodes stop their ranks at once)` : ""}`);
   // Phase 3: start, once every node has stopped its old rank or ended (failed, or lost: the
   // readiness step reads those); a node's transaction bounds its own wait for it.
-  let started = false;
   changed = () => {
-    if (started || !runs.every((r) => r.stopped || r.result !== undefined)) return;
-    started = true;
+    if (!runs.every((r) => r.stopped || r.result !== undefined)) return;
     changed = () => undefined;
     if (runs.some((r) => r.stopped && r.result === undefined)) say(`${i.label}: every node of the group has stopped its old server; starting the new configuration`);
     for (const r of runs) {
