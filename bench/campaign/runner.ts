@@ -500,13 +500,17 @@ export class SequenceRunner {
   private async holdLock(fault: "stalled-node0" | "foreign-lock", holder: ForeignLockHolder = "root"): Promise<boolean> {
     const user = holder === "nobody" ? "--uid=nobody " : "";
     const seconds = fault === "stalled-node0" ? STALL_SECONDS : FOREIGN_LOCK_SECONDS[holder];
+    // After a reboot /run is empty: the lock file is made first as the transaction makes it
+    // (root's, 0600, in a 0700 folder), or no holder could take it, and a lock file that
+    // cannot be opened must not read as a lock that is held.
     const r = await hosts.ssh(
       this.host,
-      `systemd-run --quiet --collect ${user}--unit=campaign-${fault} flock ${HOST_LOCK} sleep ${seconds}; ` +
-        `for i in $(seq 100); do flock -n ${HOST_LOCK} true 2>/dev/null || exit 0; systemctl is-active --quiet campaign-${fault} || exit 3; sleep 0.1; done; exit 4`,
+      `(umask 077; mkdir -p ${RUN_DIR} && touch ${HOST_LOCK}) || exit 5; ` +
+        `systemd-run --quiet --collect ${user}--unit=campaign-${fault} flock ${HOST_LOCK} sleep ${seconds}; ` +
+        `for i in $(seq 100); do [ -e ${HOST_LOCK} ] && ! flock -n ${HOST_LOCK} true 2>/dev/null && exit 0; systemctl is-active --quiet campaign-${fault} || exit 3; sleep 0.1; done; exit 4`,
       { timeoutMs: 30_000 },
     );
-    if (fault === "stalled-node0" && r.code !== 0) throw new Error(`the harness could not stall node 0 (${this.host.name}): its lock holder ${r.code === 3 ? "ended" : "did not take the lock within 10 s"} ${r.stderr.trim()}`);
+    if (fault === "stalled-node0" && r.code !== 0) throw new Error(`the harness could not stall node 0 (${this.host.name}): its lock holder ${r.code === 3 ? "ended" : r.code === 5 ? "could not make the lock file" : "did not take the lock within 10 s"} ${r.stderr.trim()}`);
     return r.code === 0;
   }
 
@@ -814,7 +818,7 @@ export class SequenceRunner {
     // stacks' units (renamed apart) compete for the GPUs.
     // A root process not of this tool that holds the lock for less than the lock wait is waited for.
     const ridesOut = ["none", "ssh-outage-loading", "slow-load", "late-sigterm", "stale-server"].includes(step.fault) || rootHoldsLock || !armed;
-    if (rootHeld && /waiting for /.test(upOutput) && !/not a dflash-sglang deployment/.test(upOutput)) violations.push("up waited for a host lock held by a process not of this tool without naming it (pid, user, command)");
+    if (rootHeld && /waiting for .* to finish with this host/.test(upOutput) && !/not a dflash-sglang deployment/.test(upOutput)) violations.push("up waited for a host lock held by a process not of this tool without naming it (pid, user, command)");
     const handover = this.node1 !== undefined && lostBefore && /is being reconfigured by .*proving its restart/.test(r.message);
     this.lastStepLost = !r.ok && r.fired === true;
     if (!r.ok && ridesOut && !step.badFlag && !step.badTp && !handover && !(competing && /holds the GPUs that .* needs; nothing was stopped/.test(r.message))) violations.push(`up failed although nothing but ${step.fault === "none" || !armed ? "the change" : `the fault ${step.fault}`} happened: ${r.message.split("\n").find((l) => /FAILED|error: (?!update failed)/.test(l))?.trim().slice(0, 300) ?? r.message.slice(0, 300)}`);
