@@ -1,6 +1,9 @@
-// The two SGLangs users run: the last release and main. Everything the simulator does
-// differently between them is here, one trait each, with the file of sgl-project/sglang
-// (under python/sglang/) it follows. A host picks its line in its SGLang config
+// The two SGLangs users run: the last release, v0.5.19 (2026-09-07), and main (read at
+// 001067ff). Everything the simulator does differently between them is here, one trait each,
+// with the file of sgl-project/sglang (under python/sglang/) it follows; a release behaviour
+// is the source at the release, or the PRs merged before its date. No older release is
+// simulated: v0.5.17-0.5.19 already behave as main does in everything the tool observes except
+// the traits below. A host picks its line in its SGLang config
 // (`simhost start --sglang-line release`); main is the default.
 
 export type SglangLine = "release" | "main";
@@ -29,8 +32,10 @@ export interface LineTraits {
   blockSizeIsDraftTokens: boolean;
   /**
    * srt/managers/tokenizer_manager.py, sigterm_watchdog: after the last "Remaining number of
-   * requests 0", main sends the schedulers a ShutdownReq and waits for them up to this many
-   * seconds before kill_process_tree; releases kill at once (null).
+   * requests 0", the schedulers get a ShutdownReq and up to this many seconds to exit before
+   * kill_process_tree (PR #28779; null: killed at once, as releases before v0.5.17 did). The
+   * wait is a blocking time.sleep loop inside the event loop: HTTP answers nothing meanwhile,
+   * and nothing is logged.
    */
   schedulerShutdownWaitSeconds: number | null;
   /**
@@ -46,11 +51,18 @@ export interface LineTraits {
    */
   unknownAlgorithm: (name: string) => string;
   /**
-   * srt/server_args.py: `--speculative-dflash-draft-window-size`, a deprecated alias of
-   * `--speculative-draft-window-size` (DeprecatedAliasStoreAction, help=argparse.SUPPRESS),
-   * exists in releases; main's msgspec arg groups (srt/arg_groups/) dropped it.
+   * srt/server_args_config_parser.py, ConfigArgumentMerger: how a `--config` YAML key of a
+   * field that has a deprecated alias (DeprecatedAliasStoreAction) is merged. "canonical-refused":
+   * the merger finds the alias's action first and refuses even the canonical key (issue
+   * #36326, open at v0.5.19's date); "alias-refused" (main): the canonical key is merged, the
+   * alias key refused.
    */
-  windowAlias: boolean;
+  configAliasKeys: "canonical-refused" | "alias-refused";
+  /**
+   * srt/server_args.py (DFLASH defaults): main resolves an unset --max-running-requests to 48
+   * for DFLASH; the release leaves it unset (null).
+   */
+  dflashMaxRunningRequests: number | null;
   /**
    * A missing --model-path: argparse's "the following arguments are required" (exit 2) in
    * releases; on main `sglang serve` checks it after parsing and exits 1.
@@ -60,32 +72,44 @@ export interface LineTraits {
 
 export const LINES: Readonly<Record<SglangLine, LineTraits>> = {
   release: {
-    version: "0.5.6-sim",
+    version: "0.5.19-sim",
     startupArgs: "dataclass",
-    resolvedServerInfo: false,
-    blockSizeIsDraftTokens: false,
-    schedulerShutdownWaitSeconds: null,
-    imbalanceFatalByDefault: false,
-    unknownAlgorithm: (name) => `KeyError: '${name}'`,
-    windowAlias: true,
+    // v0.5.17-0.5.19: resolved values in /server_info, the block size as the draft tokens, the
+    // scheduler wait after the drain (ShutdownReq, PR #28779), a fatal imbalance check, a
+    // ValueError for an unknown algorithm: as main.
+    resolvedServerInfo: true,
+    blockSizeIsDraftTokens: true,
+    schedulerShutdownWaitSeconds: 15,
+    imbalanceFatalByDefault: true,
+    unknownAlgorithm: (name) => `ValueError: Unknown speculative algorithm name: ${name}`,
+    configAliasKeys: "canonical-refused",
+    dflashMaxRunningRequests: null,
     modelPathRequiredByArgparse: true,
   },
   main: {
-    version: "0.5.7.dev0-sim",
+    version: "0.5.20.dev0-sim",
     startupArgs: "dict",
     resolvedServerInfo: true,
     blockSizeIsDraftTokens: true,
     schedulerShutdownWaitSeconds: 15,
     imbalanceFatalByDefault: true,
     unknownAlgorithm: (name) => `ValueError: Unknown speculative algorithm name: ${name}`,
-    windowAlias: false,
+    configAliasKeys: "alias-refused",
+    dflashMaxRunningRequests: 48,
     modelPathRequiredByArgparse: false,
   },
 };
 
-/** Python's repr of a value (str, None, bool, number), as both start-up forms print it. */
+/**
+ * Python's repr of a value (str, None, bool, number), as both start-up forms print it. A str
+ * holding a `'` and no `"` is quoted with `"` and its `'` left bare (Objects/unicodeobject.c,
+ * unicode_repr); otherwise `'`, with `'` escaped.
+ */
 export function pyRepr(v: unknown): string {
-  if (typeof v === "string") return `'${v.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`;
+  if (typeof v === "string") {
+    const escaped = v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/\r/g, "\\r").replace(/\t/g, "\\t");
+    return v.includes("'") && !v.includes('"') ? `"${escaped}"` : `'${escaped.replace(/'/g, "\\'")}'`;
+  }
   if (v === null || v === undefined) return "None";
   if (v === true) return "True";
   if (v === false) return "False";

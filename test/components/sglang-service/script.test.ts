@@ -146,6 +146,24 @@ stop_server drain; echo "killed=$killed cut=$cut"`;
   assert.match(inBash(transaction, fakes([draining])).stdout, /^killed=0 cut=0$/m, "no abort: a server that ended by itself is not counted as cut here");
 });
 
+// srt/managers/tokenizer_manager.py sigterm_watchdog: a failed health check ends the drain with
+// "Signal SIGTERM received while health check failed. Force exiting.", a line without a count.
+test("a drain SGLang gives up (a failed health check) cuts what its last count held; the forced line itself carries no count", () => {
+  const fakes = (journal: string[]) => `group_size=1 rank=0 poll=0.01 n=0
+running() { n=$((n + 1)); [ "$n" -le 2 ]; }
+show() { case "$1" in MainPID) echo 0 ;; InvocationID) echo inv ;; Result) echo signal ;; esac; }
+systemctl() { :; }
+journalctl() { printf '%s\\n' ${journal.map((l) => `"${l}"`).join(" ")}; }
+stop_server drain; echo "killed=$killed cut=$cut"`;
+  const draining = "Gracefully exiting... Remaining number of requests 2. Remaining requests remaining_rids=[a, b].";
+  const forced = "Signal SIGTERM received while health check failed. Force exiting.";
+  const out = inBash(transaction, fakes([draining, forced])).stdout;
+  assert.match(out, /gave up its drain .*cutting 2 requests still in flight/);
+  assert.match(out, /^killed=1 cut=2$/m);
+  assert.match(inBash(transaction, fakes([draining.replace("2.", "0."), forced])).stdout, /^killed=0 cut=0$/m, "nothing held: nothing cut");
+  assert.match(inBash(transaction, fakes([draining])).stdout, /^killed=0 cut=0$/m, "not forced: a server that ended by itself is not counted as cut here");
+});
+
 // srt/managers/tokenizer_manager.py sigterm_watchdog, as `journalctl -o cat` / `-o short-unix` print it.
 test("drain progress from SGLang's own lines: the last remaining count, and when it first reached 0", () => {
   const journal = [
