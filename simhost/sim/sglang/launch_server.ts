@@ -98,6 +98,8 @@ const stamp = (rank?: number) => `[${new Date().toISOString().replace("T", " ").
 const log = (msg: string, rank?: number) => process.stdout.write(`${stamp(rank)} ${msg}\n`);
 /** tokenizer_manager.py: the watchdog's period, before and during the drain. */
 const WATCHDOG_SECONDS = 5;
+/** tokenizer_manager.py sigterm_watchdog (v0.5.17 on, PR #28779): the schedulers' time to exit after the drain. */
+const SCHEDULER_SHUTDOWN_WAIT_SECONDS = 15;
 /** scheduler: --decode-log-interval (default 40) and the idle refresh of 30 s. */
 const DECODE_LOG_INTERVAL = 40;
 const IDLE_METRICS_SECONDS = 30;
@@ -133,15 +135,15 @@ function traceback(where: string, error: string): string {
 }
 
 /** Checks SGLang does after parsing (server_args.__post_init__ and friends). */
-function validate(args: ServerArgs, gpus: number, profile: BuildProfile, traits: LineTraits, blockSize: number): string | undefined {
+function validate(args: ServerArgs, gpus: number, profile: BuildProfile, blockSize: number): string | undefined {
   const alg = args.speculative_algorithm;
   // No argparse choices: an unknown name fails when the algorithm is looked up
   // (srt/speculative/spec_info.py, SpeculativeAlgorithm.from_string).
-  if (typeof alg === "string" && !knownAlgorithms(profile).includes(alg.toUpperCase())) return traits.unknownAlgorithm(alg.toUpperCase());
-  // srt/arg_groups/speculative_hook.py (main): the block size stands for the draft tokens.
+  if (typeof alg === "string" && !knownAlgorithms(profile).includes(alg.toUpperCase())) return `ValueError: Unknown speculative algorithm name: ${alg.toUpperCase()}`;
+  // srt/arg_groups/speculative_hook.py: the block size stands for the draft tokens.
   const block = args.speculative_dflash_block_size;
   const drafts = args.speculative_num_draft_tokens;
-  if (traits.blockSizeIsDraftTokens && block !== null && drafts !== null && block !== drafts) {
+  if (block !== null && drafts !== null && block !== drafts) {
     return "ValueError: Both --speculative-num-draft-tokens and --speculative-dflash-block-size are set but they differ";
   }
   const nnodes = args.nnodes as number;
@@ -159,15 +161,15 @@ function validate(args: ServerArgs, gpus: number, profile: BuildProfile, traits:
 }
 
 /**
- * ServerArgs.resolved_dict() on main: the values SGLang resolved, not the ones given. Those
- * the tool can meet: the DFlash block size copied into speculative_num_draft_tokens
- * (srt/arg_groups/speculative_hook.py; else the drafter's own, 16) and served_model_name
- * filled in with the model path.
+ * What /server_info reports (v0.5.17 on and main): the values SGLang resolved, not the ones
+ * given. Those the tool can meet: the DFlash block size copied into speculative_num_draft_tokens
+ * (srt/arg_groups/speculative_hook.py; else the drafter's own, 16), served_model_name filled in
+ * with the model path, and main's DFLASH default of 48 running requests (./lines.ts).
  */
 function resolvedArgs(args: ServerArgs, traits: LineTraits, blockSize: number): ServerArgs {
   const out: ServerArgs = { ...args };
   const alg = args.speculative_algorithm;
-  if (traits.blockSizeIsDraftTokens && (alg === "DFLASH" || alg === "DDTREE")) {
+  if (alg === "DFLASH" || alg === "DDTREE") {
     out.speculative_num_draft_tokens = blockSize;
     out.speculative_dflash_block_size = blockSize;
   }
@@ -228,7 +230,7 @@ class Server {
 
   constructor(
     readonly args: ServerArgs,
-    /** What /server_info reports: the args as given (release) or resolved (main). */
+    /** What /server_info reports: the args as resolved. */
     readonly reported: ServerArgs,
     readonly spec: SpecSettings,
     readonly config: SimConfig,
@@ -248,7 +250,7 @@ class Server {
     return (this.args.served_model_name as string | null) ?? (this.args.model_path as string);
   }
 
-  /** Every server argument, secrets included: asdict(server_args) or resolved_dict() (./lines.ts). */
+  /** Every server argument as resolved, secrets included (http_server.py, server_info). */
   serverInfo(): Record<string, unknown> {
     const info: Record<string, unknown> = { ...this.reported, version: this.config.version ?? LINES[this.config.line].version };
     if (this.spec.algorithm === "DDTREE") info.speculative_ddtree_topk = this.spec.topk;
@@ -459,7 +461,7 @@ async function main(): Promise<void> {
   // sglang/cli/utils.py get_model_path (main): checked after parsing, an exception, exit 1.
   if (args.model_path === null) die(1, traceback("sglang/cli/utils.py, in get_model_path", "Exception: Error: --model-path is required. Please provide the path to the model."));
   const blockSize = resolvedBlockSize(args);
-  const reported = traits.resolvedServerInfo ? resolvedArgs(args, traits, blockSize) : args;
+  const reported = resolvedArgs(args, traits, blockSize);
   const faults = faultsFor(readFaults(), args);
   const gpus = new GpuStore();
   const gpuConfig = gpus.config();
@@ -468,7 +470,7 @@ async function main(): Promise<void> {
 
   // CUDA_VISIBLE_DEVICES: the process sees these GPUs (nvidia-smi's indices), as its ranks 0..
   const visible = visibleGpus(process.env.CUDA_VISIBLE_DEVICES, gpuConfig.count);
-  const invalid = validate(args, visible.length, config.profile, traits, blockSize);
+  const invalid = validate(args, visible.length, config.profile, blockSize);
   if (invalid) die(1, traceback("sglang/srt/server_args.py, in __post_init__", invalid));
   log(startupArgsLine(config.line, reported));
 
@@ -496,7 +498,8 @@ async function main(): Promise<void> {
       weightsPerRankMiB,
       memFractionStatic: args.mem_fraction_static as number,
       tpSize: tp,
-      strictBalance: boolEnv(process.env.SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK, traits.imbalanceFatalByDefault),
+      // SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK defaults to true: "unbalanced" is fatal.
+      strictBalance: boolEnv(process.env.SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK, true),
     });
     for (const w of plan.warnings) log(`WARNING ${w}`, 0);
     if (plan.kind === "fail") return { failure: plan };
@@ -614,12 +617,9 @@ async function sigtermWatchdog(server: Server, args: ServerArgs): Promise<void> 
   // The schedulers get a ShutdownReq and up to 15 s to exit before the tree is killed, in a
   // blocking sleep loop inside the event loop: nothing is logged, and HTTP answers nothing (the
   // kernel still accepts connections; they are reset at the SIGKILL).
-  const limit = LINES[server.config.line].schedulerShutdownWaitSeconds;
-  if (limit !== null) {
-    // How long the schedulers take is read now, like a fault: a host condition at shutdown.
-    const exitSeconds = readConfig().schedulerExitSeconds;
-    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, Math.min(exitSeconds, limit) * 1000);
-  }
+  // How long the schedulers take is read now, like a fault: a host condition at shutdown.
+  const exitSeconds = readConfig().schedulerExitSeconds;
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, Math.min(exitSeconds, SCHEDULER_SHUTDOWN_WAIT_SECONDS) * 1000);
   // staleSeconds: a process whose listener lingers after the drain (read-only routes only).
   const stale = faultsFor(readFaults(), args).staleSeconds;
   if (stale > 0) {

@@ -3,8 +3,10 @@
 // with the file of sgl-project/sglang (under python/sglang/) it follows; a release behaviour
 // is the source at the release, or the PRs merged before its date. No older release is
 // simulated: v0.5.17-0.5.19 already behave as main does in everything the tool observes except
-// the traits below. A host picks its line in its SGLang config
-// (`simhost start --sglang-line release`); main is the default.
+// the traits below. What both do (resolved /server_info, the DFlash block size as the draft
+// tokens, the 15 s scheduler wait after the drain, a fatal "unbalanced" check, a ValueError for an
+// unknown algorithm) is in ./launch_server.ts and the README's fidelity table. A host picks its
+// line in its SGLang config (`simhost start --sglang-line release`); main is the default.
 
 export type SglangLine = "release" | "main";
 export const SGLANG_LINES: readonly SglangLine[] = ["release", "main"];
@@ -18,38 +20,6 @@ export interface LineTraits {
    * `server_args={'api_key': '...', ...}` (resolved_dict()). Both hold every secret in clear.
    */
   startupArgs: "dataclass" | "dict";
-  /**
-   * srt/entrypoints/http_server.py, server_info: releases return dataclasses.asdict(server_args)
-   * (the values given); main returns resolved_dict() (served_model_name filled in, the DFlash
-   * block size copied into speculative_num_draft_tokens).
-   */
-  resolvedServerInfo: boolean;
-  /**
-   * srt/arg_groups/speculative_hook.py (main): --speculative-dflash-block-size is copied into
-   * speculative_num_draft_tokens; both set and different is an error. Releases keep the two
-   * fields apart.
-   */
-  blockSizeIsDraftTokens: boolean;
-  /**
-   * srt/managers/tokenizer_manager.py, sigterm_watchdog: after the last "Remaining number of
-   * requests 0", the schedulers get a ShutdownReq and up to this many seconds to exit before
-   * kill_process_tree (PR #28779; null: killed at once, as releases before v0.5.17 did). The
-   * wait is a blocking time.sleep loop inside the event loop: HTTP answers nothing meanwhile,
-   * and nothing is logged.
-   */
-  schedulerShutdownWaitSeconds: number | null;
-  /**
-   * srt/model_executor/model_runner.py, init_torch_distributed: whether "The memory capacity
-   * is unbalanced" is fatal when SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK is unset (main: yes,
-   * the variable defaults to true; releases: a warning).
-   */
-  imbalanceFatalByDefault: boolean;
-  /**
-   * srt/speculative/spec_info.py, SpeculativeAlgorithm.from_string: an unknown name is a
-   * KeyError of the enum lookup in releases, `ValueError: Unknown speculative algorithm name`
-   * on main.
-   */
-  unknownAlgorithm: (name: string) => string;
   /**
    * srt/server_args_config_parser.py, ConfigArgumentMerger: how a `--config` YAML key of a
    * field that has a deprecated alias (DeprecatedAliasStoreAction) is merged. "canonical-refused":
@@ -74,14 +44,6 @@ export const LINES: Readonly<Record<SglangLine, LineTraits>> = {
   release: {
     version: "0.5.19-sim",
     startupArgs: "dataclass",
-    // v0.5.17-0.5.19: resolved values in /server_info, the block size as the draft tokens, the
-    // scheduler wait after the drain (ShutdownReq, PR #28779), a fatal imbalance check, a
-    // ValueError for an unknown algorithm: as main.
-    resolvedServerInfo: true,
-    blockSizeIsDraftTokens: true,
-    schedulerShutdownWaitSeconds: 15,
-    imbalanceFatalByDefault: true,
-    unknownAlgorithm: (name) => `ValueError: Unknown speculative algorithm name: ${name}`,
     configAliasKeys: "canonical-refused",
     dflashMaxRunningRequests: null,
     modelPathRequiredByArgparse: true,
@@ -89,11 +51,6 @@ export const LINES: Readonly<Record<SglangLine, LineTraits>> = {
   main: {
     version: "0.5.20.dev0-sim",
     startupArgs: "dict",
-    resolvedServerInfo: true,
-    blockSizeIsDraftTokens: true,
-    schedulerShutdownWaitSeconds: 15,
-    imbalanceFatalByDefault: true,
-    unknownAlgorithm: (name) => `ValueError: Unknown speculative algorithm name: ${name}`,
     configAliasKeys: "alias-refused",
     dflashMaxRunningRequests: 48,
     modelPathRequiredByArgparse: false,
