@@ -128,6 +128,13 @@ const SCENARIOS: Scenario[] = [
     sglang: { schedulerExitSeconds: 30 },
     before: async (c) => void POLLERS.set(c, pollHealth(c.host)),
     after: async (c) => void c.notes.push(await POLLERS.get(c)!.stop()),
+    // The row shows the freeze: the new configuration serves, and the poller met a silence of
+    // most of the 15 s wait (a simulator that kept answering would not).
+    judge: async (c, { error }) => {
+      const silence = POLLERS.get(c)!.silenceSeconds();
+      if (error) return `UNEXPECTED: ${error.split("\n")[0]}`;
+      return silence >= 10 ? "new config serving" : `UNEXPECTED: HTTP answered through the scheduler wait (longest silence ${silence.toFixed(1)} s)`;
+    },
   },
   { name: "hang during load (port never opens)", faults: { hangDuringLoad: true }, scoped: true, readySeconds: 12 },
   { name: "slow load (3x)", faults: { loadSlowdown: 3 }, scoped: true },
@@ -357,14 +364,14 @@ const SCENARIOS: Scenario[] = [
 ];
 
 /** The health pollers of rows that run one, by row. */
-const POLLERS = new WeakMap<Context, { stop: () => Promise<string> }>();
+const POLLERS = new WeakMap<Context, { stop: () => Promise<string>; silenceSeconds: () => number }>();
 
 /**
  * A client polling /health and /metrics every 250 ms, each asked with a 2 s limit, as a load
  * balancer does; `stop` says what it saw: answers by status, no answer within 2 s, and the
  * connections refused or reset, and the longest time without any answer.
  */
-function pollHealth(host: hosts.HostInfo): { stop: () => Promise<string> } {
+function pollHealth(host: hosts.HostInfo): { stop: () => Promise<string>; silenceSeconds: () => number } {
   let stopped = false;
   const seen = new Map<string, number>();
   let lastAnswer = Date.now();
@@ -389,9 +396,12 @@ function pollHealth(host: hosts.HostInfo): { stop: () => Promise<string> } {
     }
   })();
   return {
+    silenceSeconds: () => silence / 1000,
     stop: async () => {
       stopped = true;
       await loop;
+      // A silence that lasts until the stop counts too.
+      silence = Math.max(silence, Date.now() - lastAnswer);
       const counts = [...seen.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([k, n]) => `${n}x ${/^\d+$/.test(k) ? `HTTP ${k}` : k}`);
       return `the poller saw ${counts.join(", ")}; longest without an answer ${(silence / 1000).toFixed(1)} s`;
     },

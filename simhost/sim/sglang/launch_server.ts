@@ -42,7 +42,7 @@ import { SpecSettings, perfAt, specSettings } from "./perf";
 import { PerfSurface, outOfMemory, parseSurface } from "./surface";
 import { Generation } from "./generation";
 import { takeLaunchOrdinal } from "./launches";
-import { LINES, LineTraits, SGLANG_LINES, SglangLine, boolEnv, startupArgsLine } from "./lines";
+import { LINES, SGLANG_LINES, SglangLine, boolEnv, startupArgsLine } from "./lines";
 
 interface SimConfig {
   profile: BuildProfile;
@@ -100,6 +100,8 @@ const log = (msg: string, rank?: number) => process.stdout.write(`${stamp(rank)}
 const WATCHDOG_SECONDS = 5;
 /** tokenizer_manager.py sigterm_watchdog (v0.5.17 on, PR #28779): the schedulers' time to exit after the drain. */
 const SCHEDULER_SHUTDOWN_WAIT_SECONDS = 15;
+/** srt/server_args.py: what an unset --max-running-requests resolves to for DFLASH. */
+const DFLASH_MAX_RUNNING_REQUESTS = 48;
 /** scheduler: --decode-log-interval (default 40) and the idle refresh of 30 s. */
 const DECODE_LOG_INTERVAL = 40;
 const IDLE_METRICS_SECONDS = 30;
@@ -156,7 +158,9 @@ function validate(args: ServerArgs, gpus: number, profile: BuildProfile, blockSi
   // srt/server_args.py (DFLASH): the window holds at least one block, the block size as resolved
   // (--speculative-dflash-block-size, else --speculative-num-draft-tokens, else the drafter's).
   const window = args.speculative_draft_window_size;
-  if (typeof window === "number" && window < blockSize) return `ValueError: speculative_draft_window_size (${window}) must be >= speculative_num_draft_tokens (${blockSize})`;
+  if ((alg === "DFLASH" || alg === "DDTREE") && typeof window === "number" && window < blockSize) {
+    return `ValueError: --speculative-draft-window-size must be >= --speculative-num-draft-tokens (block_size). window_size=${window}, block_size=${blockSize}.`;
+  }
   return undefined;
 }
 
@@ -164,16 +168,16 @@ function validate(args: ServerArgs, gpus: number, profile: BuildProfile, blockSi
  * What /server_info reports (v0.5.17 on and main): the values SGLang resolved, not the ones
  * given. Those the tool can meet: the DFlash block size copied into speculative_num_draft_tokens
  * (srt/arg_groups/speculative_hook.py; else the drafter's own, 16), served_model_name filled in
- * with the model path, and main's DFLASH default of 48 running requests (./lines.ts).
+ * with the model path, and the DFLASH default of 48 running requests.
  */
-function resolvedArgs(args: ServerArgs, traits: LineTraits, blockSize: number): ServerArgs {
+function resolvedArgs(args: ServerArgs, blockSize: number): ServerArgs {
   const out: ServerArgs = { ...args };
   const alg = args.speculative_algorithm;
-  if (alg === "DFLASH" || alg === "DDTREE") {
-    out.speculative_num_draft_tokens = blockSize;
-    out.speculative_dflash_block_size = blockSize;
-  }
-  if (alg === "DFLASH" && traits.dflashMaxRunningRequests !== null) out.max_running_requests ??= traits.dflashMaxRunningRequests;
+  // The block size given stays as given (null when unset); the draft tokens carry the resolved one.
+  if (alg === "DFLASH" || alg === "DDTREE") out.speculative_num_draft_tokens = blockSize;
+  // srt/server_args.py (DFLASH defaults, PR #25424, merged 2026-05-15: in v0.5.19 and main): an
+  // unset --max-running-requests resolves to 48 for DFLASH.
+  if (alg === "DFLASH") out.max_running_requests ??= DFLASH_MAX_RUNNING_REQUESTS;
   out.served_model_name ??= args.model_path;
   return out;
 }
@@ -187,7 +191,16 @@ function resolvedBlockSize(args: ServerArgs): number {
   const given = (args.speculative_dflash_block_size ?? args.speculative_num_draft_tokens) as number | null;
   if (given !== null) return given;
   const drafter = args.speculative_draft_model_path;
-  const fromDrafter = typeof drafter === "string" ? modelConfig(drafter, "draft model").block_size : undefined;
+  // A drafter config that cannot be read leaves the default, with a warning (the drafter's
+  // own load, later, is what fails on a missing folder).
+  let fromDrafter: unknown;
+  if (typeof drafter === "string") {
+    try {
+      fromDrafter = (JSON.parse(fs.readFileSync(path.join(drafter, "config.json"), "utf8")) as Record<string, unknown>).block_size;
+    } catch (e) {
+      log(`WARNING: could not read the draft model's config (${(e as Error).message.split("\n")[0]}); using the default DFlash block size 16.`);
+    }
+  }
   return typeof fromDrafter === "number" ? fromDrafter : 16;
 }
 
@@ -456,12 +469,13 @@ async function main(): Promise<void> {
   }
   if (parsed.kind === "error") die(parsed.status, parsed.stderr);
   // print_deprecated_warning: before logging is set up, so without a timestamp.
-  for (const w of parsed.warnings) process.stderr.write(`${w}\n`);
+  // srt/arg_groups/argparse_actions.py: printed in bold yellow (ANSI), as SGLang prints it.
+  for (const w of parsed.warnings) process.stderr.write(`\x1b[1;33m${w}\x1b[0m\n`);
   const args = parsed.args;
   // sglang/cli/utils.py get_model_path (main): checked after parsing, an exception, exit 1.
   if (args.model_path === null) die(1, traceback("sglang/cli/utils.py, in get_model_path", "Exception: Error: --model-path is required. Please provide the path to the model."));
   const blockSize = resolvedBlockSize(args);
-  const reported = resolvedArgs(args, traits, blockSize);
+  const reported = resolvedArgs(args, blockSize);
   const faults = faultsFor(readFaults(), args);
   const gpus = new GpuStore();
   const gpuConfig = gpus.config();
@@ -618,7 +632,9 @@ async function sigtermWatchdog(server: Server, args: ServerArgs): Promise<void> 
   // blocking sleep loop inside the event loop: nothing is logged, and HTTP answers nothing (the
   // kernel still accepts connections; they are reset at the SIGKILL).
   // How long the schedulers take is read now, like a fault: a host condition at shutdown.
-  const exitSeconds = readConfig().schedulerExitSeconds;
+  // A stuck scheduler (hangGenerations) never takes the ShutdownReq: the whole 15 s.
+  const stuck = faultsFor(readFaults(), args).hangGenerations;
+  const exitSeconds = stuck ? SCHEDULER_SHUTDOWN_WAIT_SECONDS : readConfig().schedulerExitSeconds;
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, Math.min(exitSeconds, SCHEDULER_SHUTDOWN_WAIT_SECONDS) * 1000);
   // staleSeconds: a process whose listener lingers after the drain (read-only routes only).
   const stale = faultsFor(readFaults(), args).staleSeconds;

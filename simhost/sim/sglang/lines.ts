@@ -29,11 +29,6 @@ export interface LineTraits {
    */
   configAliasKeys: "canonical-refused" | "alias-refused";
   /**
-   * srt/server_args.py (DFLASH defaults): main resolves an unset --max-running-requests to 48
-   * for DFLASH; the release leaves it unset (null).
-   */
-  dflashMaxRunningRequests: number | null;
-  /**
    * A missing --model-path: argparse's "the following arguments are required" (exit 2) in
    * releases; on main `sglang serve` checks it after parsing and exits 1.
    */
@@ -45,14 +40,12 @@ export const LINES: Readonly<Record<SglangLine, LineTraits>> = {
     version: "0.5.19-sim",
     startupArgs: "dataclass",
     configAliasKeys: "canonical-refused",
-    dflashMaxRunningRequests: null,
     modelPathRequiredByArgparse: true,
   },
   main: {
     version: "0.5.20.dev0-sim",
     startupArgs: "dict",
     configAliasKeys: "alias-refused",
-    dflashMaxRunningRequests: 48,
     modelPathRequiredByArgparse: false,
   },
 };

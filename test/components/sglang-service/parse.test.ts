@@ -139,9 +139,9 @@ Nov 29 08:30:03 gpu-host-1 systemd[1]: sglang-k26.service: Main process exited, 
 test("failure cause: the last exception line of a traceback", () => {
   const journal = `Nov 29 08:30:40 gpu-host-1 python3[4121]: Traceback (most recent call last):
 Nov 29 08:30:40 gpu-host-1 python3[4121]:   File "/usr/local/lib/python3.10/dist-packages/sglang/srt/server_args.py", line 611, in __post_init__
-Nov 29 08:30:40 gpu-host-1 python3[4121]: ValueError: speculative_draft_window_size (8) must be >= speculative_num_draft_tokens (16)
+Nov 29 08:30:40 gpu-host-1 python3[4121]: ValueError: --speculative-draft-window-size must be >= --speculative-num-draft-tokens (block_size). window_size=8, block_size=16.
 Nov 29 08:30:41 gpu-host-1 systemd[1]: sglang-k26.service: Main process exited, code=exited, status=1/FAILURE`;
-  assert.equal(failureCause(journal), "ValueError: speculative_draft_window_size (8) must be >= speculative_num_draft_tokens (16)");
+  assert.equal(failureCause(journal), "ValueError: --speculative-draft-window-size must be >= --speculative-num-draft-tokens (block_size). window_size=8, block_size=16.");
 });
 
 test("failure cause: GPUs still busy when ExecStartPre gave up", () => {
@@ -251,6 +251,12 @@ test("masking: the start-up line of the release and of main, with every secret a
   }
   assert.equal(redactSecrets("authorization: bearer sk-lower"), "authorization: bearer <redacted>", "SGLang takes any case of bearer");
   assert.equal(redactSecrets("x-api-key: sk-header"), "x-api-key: <redacted>");
+  // As a client's headers print: JSON and Python dict forms; nothing of the key is left.
+  for (const text of ['{"x-api-key": "sk-header"}', "{'X-API-Key': 'sk-header'}", "x-api-key=sk-header"]) {
+    const out = redactSecrets(text);
+    assert.doesNotMatch(out, /sk-|header/, `${text} -> ${out}`);
+    assert.match(out, /<redacted>/);
+  }
 });
 
 // "Unbalanced" whether fatal (the default) or a warning before torch's OOM (the check switched
@@ -261,4 +267,7 @@ test("failure cause: an unbalanced warning followed by an OOM names the imbalanc
     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB. GPU 3 has a total capacity of 94.50 GiB of which 2.00 GiB is free.",
   ].join("\n");
   assert.match(failureCause(journal) ?? "", /^out of GPU memory: some GPUs have much less free memory than others.*"The memory capacity is unbalanced".*, then CUDA out of memory on GPU 3$/);
+  // A warning followed by another error: the later error is the cause, not the warning.
+  const graph = failureCause([journal.split("\n")[0], "Exception: Capture cuda graph failed: out of resources"].join("\n")) ?? "";
+  assert.match(graph, /^CUDA graph capture failed \(out of resources\)/);
 });

@@ -51,22 +51,21 @@ test("SGL_FORCE_SHUTDOWN and friends are read as SGLang's get_bool_env_var reads
 
 // http_server.py server_info: resolved values on both lines (v0.5.17 on);
 // srt/arg_groups/speculative_hook.py: the DFlash block size stands for the draft tokens;
-// srt/server_args.py: main resolves max_running_requests to 48 for DFLASH when unset.
+// srt/server_args.py: max_running_requests resolves to 48 for DFLASH when unset (both lines).
 for (const line of SGLANG_LINES) {
   test(`${line}: the start-up line, /server_info (resolved values) and the DFlash block size`, async () => {
     await serving(line, {}, ["--speculative-dflash-block-size", "8", "--api-key", "sk-line"], async ({ port, log }) => {
       const info = (await (await fetch(`http://127.0.0.1:${port}/server_info`, { headers: { authorization: "Bearer sk-line" } })).json()) as Record<string, unknown>;
-      assert.equal(info.speculative_dflash_block_size, 8);
+      assert.equal(info.speculative_dflash_block_size, 8, "as given");
       assert.equal(info.speculative_num_draft_tokens, 8, "the block size copied in");
       assert.equal(info.served_model_name, info.model_path, "filled in");
+      assert.equal(info.max_running_requests, 48, "DFLASH's default (PR #25424, before v0.5.19)");
       if (line === "main") {
         assert.match(log(), /server_args=\{'model_path': '[^']*', .*'api_key': 'sk-line'/);
         assert.match(String(info.version), /dev/);
-        assert.equal(info.max_running_requests, 48);
       } else {
         assert.match(log(), /server_args=ServerArgs\(model_path='[^']*', .*api_key='sk-line'/);
         assert.match(String(info.version), /^0\.5\.19\b/);
-        assert.equal(info.max_running_requests, null);
       }
       // /health runs a one-token generation, polled after a 1 s sleep (http_server.py, health_generate).
       const t0 = Date.now();
@@ -101,9 +100,24 @@ test("the drafter window is checked against the resolved block size", async () =
   try {
     const r = await launch(sb.env, [...baseArgs(sb.dir, await freePort()), "--speculative-dflash-block-size", "8", "--speculative-draft-window-size", "6"]).exited;
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /speculative_draft_window_size \(6\) must be >= speculative_num_draft_tokens \(8\)/);
+    assert.match(r.stderr, /ValueError: --speculative-draft-window-size must be >= --speculative-num-draft-tokens \(block_size\)\. window_size=6, block_size=8\./);
   } finally {
     sb.cleanup();
+  }
+  // Only the DFlash algorithms check it: EAGLE with a small window starts.
+  const eagle = sandbox({ line: "main" });
+  try {
+    const port = await freePort();
+    const args = [...baseArgs(eagle.dir, port), "--speculative-draft-window-size", "6"].map((a) => (a === "DFLASH" ? "EAGLE" : a));
+    const server = launch(eagle.env, args);
+    try {
+      await until("EAGLE with window 6 serving", async () => (server.log().includes("The server is fired up and ready to roll!") ? true : undefined));
+    } finally {
+      server.child.kill("SIGKILL");
+      await server.exited;
+    }
+  } finally {
+    eagle.cleanup();
   }
 });
 
@@ -115,7 +129,7 @@ test("the deprecated window alias on the command line: served on both lines, wit
       const info = (await (await fetch(`http://127.0.0.1:${port}/server_info`)).json()) as Record<string, unknown>;
       assert.equal(info.speculative_draft_window_size, 1024, line);
       child.child.kill("SIGKILL");
-      assert.match((await child.exited).stderr, /^'--speculative-dflash-draft-window-size' is deprecated and will be removed in a future release\. Use '--speculative-draft-window-size' instead\.$/m);
+      assert.match((await child.exited).stderr, /^\x1b\[1;33m'--speculative-dflash-draft-window-size' is deprecated and will be removed in a future release\. Use '--speculative-draft-window-size' instead\.\x1b\[0m$/m);
     });
   }
 });
@@ -150,13 +164,21 @@ test("after the drain the schedulers get up to 15 s to exit, on both lines, HTTP
       await until("the drain's last count", async () => (/Remaining number of requests 0\./.test(log()) ? true : undefined), 10_000);
       const drainedAt = Date.now();
       // A client polling /health and /metrics during the wait: no answer, then a reset.
-      const probes = ["/health", "/metrics"].map((p) => fetch(`http://127.0.0.1:${port}${p}`).then((r) => r.status, (e: Error) => `failed: ${(e.cause as Error | undefined)?.message ?? e.message}`));
+      const settled: number[] = [];
+      const probes = ["/health", "/metrics"].map((p) =>
+        fetch(`http://127.0.0.1:${port}${p}`)
+          .then((r) => r.status, (e: Error) => `failed: ${(e.cause as Error | undefined)?.message ?? e.message}`)
+          .finally(() => settled.push(Date.now())),
+      );
       const exit = await child.exited;
-      const took = (Date.now() - drainedAt) / 1000;
+      const exitedAt = Date.now();
+      const took = (exitedAt - drainedAt) / 1000;
       assert.equal(exit.signal, "SIGKILL");
       const expected = Math.min(schedulerExitSeconds, 15);
       assert.ok(took >= expected - 0.1 && took < expected + 2, `${line} exited ${took} s after the drain, its schedulers taking ${schedulerExitSeconds} s`);
       for (const answer of await Promise.all(probes)) assert.match(String(answer), /^failed: /, `${line}: an HTTP answer during the scheduler wait: ${answer}`);
+      // Neither probe settled during the wait: both were left hanging until the kill reset them.
+      for (const at of settled) assert.ok(at >= exitedAt - 500, `${line}: a probe settled ${(exitedAt - at) / 1000} s before the exit`);
       assert.doesNotMatch(log(), /ShutdownReq|schedulers did not exit|Force exiting/);
       assert.equal(log().trimEnd().split("\n").at(-1)?.includes("Remaining number of requests 0."), true, "nothing logged after the last count");
     }),
@@ -183,10 +205,13 @@ test("a stuck scheduler: its hung requests are counted by the drain, which ends 
     assert.equal(await status(port, "/health"), 503);
     assert.match(log(), /Health check failed\. Server couldn't get a response from detokenizer for last 1 seconds\. tic start time: \d\d:\d\d:\d\d\. last_heartbeat time: \d\d:\d\d:\d\d$/m);
     child.child.kill("SIGTERM");
+    const sent = Date.now();
     const exit = await child.exited;
     assert.equal(exit.signal, "SIGKILL");
     // The line as SGLang logs it: no count of the requests it leaves.
     assert.match(log(), /Signal SIGTERM received while health check failed\. Force exiting\.$/m);
+    // The stuck scheduler never takes the ShutdownReq: the whole 15 s wait (schedulerExitSeconds 0 aside).
+    assert.ok(Date.now() - sent >= 15_000, `exited ${(Date.now() - sent) / 1000} s after SIGTERM`);
   }, env, { hangGenerations: true });
 });
 

@@ -253,12 +253,19 @@ stop_server() {
     killed=1 cut=${remaining:-null}
     say "the old server was ended by another node's abort during its drain (its collectives aborted), cutting $(in_flight "$remaining")"
   fi
-  # SGLang gave up its own drain (a health check had failed: tokenizer_manager.py sigterm_watchdog,
-  # "... Force exiting.", a line without a count): what its last count still held is cut.
-  if [ "$killed" = 0 ] && [ -n "$remaining" ] && [ "$remaining" != 0 ] &&
-    journalctl -u "$unit" "_SYSTEMD_INVOCATION_ID=$inv" --since "@${t0%.*}" -o cat --no-pager 2>/dev/null | grep -qE 'Signal SIGTERM received while .* Force exiting\.'; then
-    killed=1 cut=$remaining
-    say "SGLang gave up its drain (a failed health check: a stuck scheduler) and exited, cutting $(in_flight "$remaining")"
+  # SGLang gave up its own drain (tokenizer_manager.py sigterm_watchdog: "Signal SIGTERM received
+  # while health check failed. Force exiting." or "... while force shutdown flag set. ...", lines
+  # without a count, often before any count): what its last count held is cut, an unknown
+  # number where it logged none.
+  local forced
+  if [ "$killed" = 0 ] && [ "$remaining" != 0 ] &&
+    forced=$(journalctl -u "$unit" "_SYSTEMD_INVOCATION_ID=$inv" --since "@${t0%.*}" -o cat --no-pager 2>/dev/null | grep -oE 'Signal SIGTERM received while .* Force exiting\.' | tail -n 1) && [ -n "$forced" ]; then
+    killed=1 cut=${remaining:-null}
+    case "$forced" in
+      *"health check failed"*) say "SGLang gave up its drain (its health check had failed: a stuck scheduler) and exited, cutting $(in_flight "$remaining")" ;;
+      *"force shutdown"*) say "SGLang skipped its drain (SGL_FORCE_SHUTDOWN is set in its environment) and exited, cutting $(in_flight "$remaining")" ;;
+      *) say "SGLang gave up its drain and exited, cutting $(in_flight "$remaining")" ;;
+    esac
   fi
   if [ "$(show Result)" = timeout ] && [ "$killed" = 0 ]; then
     if [ "$remaining" = 0 ]; then
