@@ -117,8 +117,25 @@ const SCENARIOS: Scenario[] = [
   { name: "crash during load: memory capacity unbalanced", faults: { crashDuringLoad: "unbalanced" }, scoped: true },
   { name: "crash during load: CUDA graph capture failed", faults: { crashDuringLoad: "cuda-graph" }, scoped: true },
   { name: "crash during load: other error", faults: { crashDuringLoad: "error" }, scoped: true },
-  // Main gives its schedulers up to 15 s after the drain (release: no wait); an idle stop must not read as a kill.
-  { name: "schedulers take 15 s to exit after the drain (main's ShutdownReq wait)", faults: {}, scoped: false, inFlight: { streams: 0, tokens: 0 }, sglang: { schedulerExitSeconds: 30 } },
+  // SGLang (v0.5.17 on) gives its schedulers up to 15 s after the drain; an idle stop must not read as a kill.
+  { name: "schedulers take 15 s to exit after the drain (the ShutdownReq wait)", faults: {}, scoped: false, inFlight: { streams: 0, tokens: 0 }, sglang: { schedulerExitSeconds: 30 } },
+  // The same wait after a drain of requests in flight, HTTP frozen throughout it (a blocking wait
+  // in SGLang's event loop), while a client polls /health and /metrics as a load balancer would.
+  {
+    name: "schedulers take 15 s after a drain of requests in flight, HTTP frozen, a client polling /health and /metrics",
+    faults: {},
+    scoped: false,
+    sglang: { schedulerExitSeconds: 30 },
+    before: async (c) => void POLLERS.set(c, pollHealth(c.host)),
+    after: async (c) => void c.notes.push(await POLLERS.get(c)!.stop()),
+    // The row shows the freeze: the new configuration serves, and the poller met a silence of
+    // most of the 15 s wait (a simulator that kept answering would not).
+    judge: async (c, { error }) => {
+      const silence = POLLERS.get(c)!.silenceSeconds();
+      if (error) return `UNEXPECTED: ${error.split("\n")[0]}`;
+      return silence >= 10 ? "new config serving" : `UNEXPECTED: HTTP answered through the scheduler wait (longest silence ${silence.toFixed(1)} s)`;
+    },
+  },
   { name: "hang during load (port never opens)", faults: { hangDuringLoad: true }, scoped: true, readySeconds: 12 },
   { name: "slow load (3x)", faults: { loadSlowdown: 3 }, scoped: true },
   { name: "crash 1 s after ready", faults: { crashAfterReadySeconds: 1 }, scoped: true, stableSeconds: 5 },
@@ -346,6 +363,51 @@ const SCENARIOS: Scenario[] = [
   },
 ];
 
+/** The health pollers of rows that run one, by row. */
+const POLLERS = new WeakMap<Context, { stop: () => Promise<string>; silenceSeconds: () => number }>();
+
+/**
+ * A client polling /health and /metrics every 250 ms, each asked with a 2 s limit, as a load
+ * balancer does; `stop` says what it saw: answers by status, no answer within 2 s, and the
+ * connections refused or reset, and the longest time without any answer.
+ */
+function pollHealth(host: hosts.HostInfo): { stop: () => Promise<string>; silenceSeconds: () => number } {
+  let stopped = false;
+  const seen = new Map<string, number>();
+  let lastAnswer = Date.now();
+  let silence = 0;
+  const probe = async (p: string) => {
+    let kind: string;
+    try {
+      const res = await fetch(`http://${host.address}:${host.sglangPort}${p}`, { signal: AbortSignal.timeout(2_000) });
+      await res.arrayBuffer().catch(() => undefined);
+      kind = `${res.status}`;
+      silence = Math.max(silence, Date.now() - lastAnswer);
+      lastAnswer = Date.now();
+    } catch (e) {
+      kind = (e as Error).name === "TimeoutError" ? "no answer within 2 s" : "refused or reset";
+    }
+    seen.set(kind, (seen.get(kind) ?? 0) + 1);
+  };
+  const loop = (async () => {
+    while (!stopped) {
+      await Promise.all(["/health", "/metrics"].map(probe));
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  })();
+  return {
+    silenceSeconds: () => silence / 1000,
+    stop: async () => {
+      stopped = true;
+      await loop;
+      // A silence that lasts until the stop counts too.
+      silence = Math.max(silence, Date.now() - lastAnswer);
+      const counts = [...seen.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([k, n]) => `${n}x ${/^\d+$/.test(k) ? `HTTP ${k}` : k}`);
+      return `the poller saw ${counts.join(", ")}; longest without an answer ${(silence / 1000).toFixed(1)} s`;
+    },
+  };
+}
+
 /** A second sshd address on the host: "another name of the same machine". */
 const ALIAS_PORT = 2222;
 
@@ -499,10 +561,10 @@ async function main(owned: OwnedHosts): Promise<void> {
     "lacks, sessions dropped mid-rollback, a two-node group whose node 1 frees its GPUs late (node 1: a second simulated",
     "host), SSH unreachable while weights load, a destroy) and say their outcome in words where the usual columns do not.",
     "",
-    "The SGLang column says which the host ran: its last release or main (simhost/sim/sglang/lines.ts: the start-up",
-    "line's form, raw or resolved /server_info, main's wait of up to 15 s for its schedulers after the drain, \"unbalanced\"",
-    "fatal by default on main, the window flag's deprecated alias only in the release). The two ran at once, each on",
-    "hosts of its own, sharing the machine's two cores: times are those of a busy machine.",
+    "The SGLang column says which the host ran: its last release, v0.5.19, or main (simhost/sim/sglang/lines.ts and the",
+    "README's fidelity table: both wait up to 15 s for their schedulers after the drain with HTTP frozen, both make",
+    "\"unbalanced\" fatal by default; they differ in the start-up line's form and in --config keys of aliased fields).",
+    "The two ran at once, each on hosts of its own, sharing the machine's two cores: times are those of a busy machine.",
     "",
     "The login column says how the stack reached the hosts: as root, or (`--sudo`) as `deploy` on hosts where root may",
     "not log in, every host step through `sudo -n -- bash -s` with the README's sudoers lines (issue 23).",

@@ -80,16 +80,23 @@ export function failureCause(journal: string): string | undefined {
   };
   // The three ways SGLang reports GPU memory it cannot have (model_runner.py and the
   // memory pool set-up): torch's own OOM, "Not enough memory", "unbalanced".
+  // "Unbalanced" is fatal by default (SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK) and a warning when
+  // the check is switched off; a warning followed by running out of memory names it first (the
+  // cause is the GPUs another process holds, not the model's size); followed by anything else,
+  // the later error is the cause.
   const oom = find(/CUDA out of memory.*?GPU (\d+)/);
-  if (oom) return `CUDA out of memory on GPU ${oom[1]} (${oom.input.replace(/^.*?CUDA out of memory\.\s*/, "")})`;
   const pool = find(/Not enough memory\. Please try to increase --mem-fraction-static\.?(.*)$/);
-  if (pool) return `out of GPU memory: no room left for the KV cache after the weights (SGLang: "Not enough memory. Please try to increase --mem-fraction-static"${pool[1].trim() ? `; ${pool[1].trim()}` : ""}); check nvidia-smi for other processes holding GPU memory, or raise model.memFractionStatic`;
   const unbalanced = find(/memory capacity is unbalanced\. Some GPUs may be occupied by other processes\.?\s*(.*)$/);
-  if (unbalanced) return `out of GPU memory: some GPUs have much less free memory than others, probably held by other processes (SGLang: "The memory capacity is unbalanced"${unbalanced[1] ? `; ${unbalanced[1]}` : ""})`;
+  const unbalancedCause = unbalanced && `out of GPU memory: some GPUs have much less free memory than others, probably held by other processes (SGLang: "The memory capacity is unbalanced"${unbalanced[1] ? `; ${unbalanced[1]}` : ""})`;
+  if (unbalancedCause && oom) return `${unbalancedCause}, then CUDA out of memory on GPU ${oom[1]}`;
+  if (unbalancedCause && pool) return `${unbalancedCause}, then no room left for the KV cache`;
+  if (oom) return `CUDA out of memory on GPU ${oom[1]} (${oom.input.replace(/^.*?CUDA out of memory\.\s*/, "")})`;
+  if (pool) return `out of GPU memory: no room left for the KV cache after the weights (SGLang: "Not enough memory. Please try to increase --mem-fraction-static"${pool[1].trim() ? `; ${pool[1].trim()}` : ""}); check nvidia-smi for other processes holding GPU memory, or raise model.memFractionStatic`;
   // cuda_graph_runner.py: the capture needs memory beyond the weights and KV cache.
   const graph = find(/Capture cuda graph failed: (.*)$/);
   if (graph) return `CUDA graph capture failed (${graph[1].trim()}); lower model.memFractionStatic or add --cuda-graph-max-bs with a smaller batch to model.extraArgs`;
-  // spec_info.py: KeyError in releases, ValueError on main.
+  if (unbalancedCause) return unbalancedCause;
+  // spec_info.py: ValueError (v0.5.17 on); KeyError in older releases.
   const algorithm = find(/Unknown speculative algorithm name:? *'?([\w-]*)'?/);
   if (algorithm) return `the installed SGLang does not know the speculative algorithm ${algorithm[1]}: check speculative.algorithm and sglangBuild`;
   // server_args_config_parser.py (sgl-project/sglang#36326): a --config key with a deprecated alias.
@@ -166,7 +173,9 @@ export function redactSecrets(text: string): string {
     .replace(new RegExp(String.raw`(['"])(${SECRET_NAME})\1(\s*:\s*)(${VALUE}|[^,}\s]+)`, "gi"), (_m, q: string, k: string, sep: string, v: string) => (kept(v) ? `${q}${k}${q}${sep}${v}` : `${q}${k}${q}${sep}${q}<redacted>${q}`))
     // A lone backslash after the flag is a line continuation, not its value (handled above).
     .replace(new RegExp(String.raw`(${SECRET_FLAG})(=[ \t]*|[ \t]+)(?!\\(?:\s|$))(${VALUE}|[^\s'",]+)`, "gi"), "$1$2<redacted>")
-    .replace(/\b(Bearer\s+)\S+/g, "$1<redacted>")
+    // Any case of "bearer" (SGLang's auth compares it lower-cased), and the x-api-key header.
+    .replace(/\b(Bearer\s+)\S+/gi, "$1<redacted>")
+    .replace(/\b(x-api-key['"]?\s*[:=]\s*['"]?)[^\s'",}]+/gi, "$1<redacted>")
     .replace(/\bhf_[A-Za-z0-9]{8,}\b/g, "hf_<redacted>");
 }
 

@@ -622,9 +622,9 @@ drained_time() { grep -iE 'remaining number of requests 0([^0-9]|$)' | head -n 1
 # Stops the server the way SGLang expects: SIGTERM is its drain (requests in flight finish;
 # then it SIGKILLs itself). Bounded by the drain deadline, after which it is killed.
 # Once SGLang has logged a count of 0, its drain is over and nothing can be cut: what
-# follows is its own exit (SGLang main waits up to 15 s for its schedulers, after a poll of
-# up to 5 s), which is not killed at the drain deadline, and a kill by systemd's
-# TimeoutStopSec then is no cut (killed stays 0).
+# follows is its own exit (SGLang, v0.5.17 on, waits up to 15 s for its schedulers, its HTTP
+# frozen meanwhile, after a poll of up to 5 s), which is not killed at the drain deadline, and
+# a kill by systemd's TimeoutStopSec then is no cut (killed stays 0).
 # Sets drain_seconds, stop_seconds, killed and cut.
 stop_server() {
   drain_seconds=0 stop_seconds=0 killed=0 cut=0
@@ -669,6 +669,20 @@ stop_server() {
     journalctl -u "$unit" "_SYSTEMD_INVOCATION_ID=$inv" --since "@\${t0%.*}" -o cat --no-pager 2>/dev/null | grep -qE 'communicator was aborted|lost node [0-9]|Connection reset by peer'; then
     killed=1 cut=\${remaining:-null}
     say "the old server was ended by another node's abort during its drain (its collectives aborted), cutting $(in_flight "$remaining")"
+  fi
+  # SGLang gave up its own drain (tokenizer_manager.py sigterm_watchdog: "Signal SIGTERM received
+  # while health check failed. Force exiting." or "... while force shutdown flag set. ...", lines
+  # without a count, often before any count): what its last count held is cut, an unknown
+  # number where it logged none.
+  local forced
+  if [ "$killed" = 0 ] && [ "$remaining" != 0 ] &&
+    forced=$(journalctl -u "$unit" "_SYSTEMD_INVOCATION_ID=$inv" --since "@\${t0%.*}" -o cat --no-pager 2>/dev/null | grep -oE 'Signal SIGTERM received while .* Force exiting\\.' | tail -n 1) && [ -n "$forced" ]; then
+    killed=1 cut=\${remaining:-null}
+    case "$forced" in
+      *"health check failed"*) say "SGLang gave up its drain (its health check had failed: a stuck scheduler) and exited, cutting $(in_flight "$remaining")" ;;
+      *"force shutdown"*) say "SGLang skipped its drain (SGL_FORCE_SHUTDOWN is set in its environment) and exited, cutting $(in_flight "$remaining")" ;;
+      *) say "SGLang gave up its drain and exited, cutting $(in_flight "$remaining")" ;;
+    esac
   fi
   if [ "$(show Result)" = timeout ] && [ "$killed" = 0 ]; then
     if [ "$remaining" = 0 ]; then

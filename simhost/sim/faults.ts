@@ -31,18 +31,20 @@ export interface Faults {
   /** Crash this many seconds after becoming ready. */
   crashAfterReadySeconds: number | null;
   /**
-   * /health_generate answers 503 for this many seconds after the server became ready while
-   * generations work: SGLang's health_generate (srt/entrypoints/http_server.py) is a generation
-   * of its own through the scheduler, answered 503 when it does not finish in time, so a busy
-   * or slow scheduler can fail it while other requests are served. The unit's start gate, and
-   * so systemd's "active", lag behind serving.
+   * For this many seconds after the server began to serve, both health routes answer 503 while
+   * requests are served: SGLang's one health handler (srt/entrypoints/http_server.py,
+   * health_generate) answers 503 while the server status is Starting, i.e. until its warm-up
+   * request has finished, and the HTTP routes serve meanwhile. (A slow scheduler does NOT fail
+   * the check: any scheduler output counts as alive.) The unit's start gate, and so systemd's
+   * "active", lag behind serving. Read when the server starts.
    */
   healthGenerateLagSeconds: number;
   /** Generations return garbage instead of text. */
   corruptOutput: boolean;
   /**
    * Generations are accepted and not answered while this is set (a stuck scheduler; server
-   * info still answers); they stay in flight, and run once it is cleared.
+   * info still answers); they stay in flight, and run once it is cleared. Health checks, on
+   * both routes, get no scheduler output either: 503 after SGLANG_HEALTH_CHECK_TIMEOUT.
    */
   hangGenerations: boolean;
   /** On SIGTERM, notice it this much later (the drain starts late). */

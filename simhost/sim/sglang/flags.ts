@@ -25,7 +25,7 @@ export interface FlagSpec {
   help: string;
 }
 
-import { LINES, SglangLine } from "./lines";
+import { LINES, LineTraits } from "./lines";
 
 export type BuildProfile = "upstream" | "ddtree-fork";
 export const BUILD_PROFILES: BuildProfile[] = ["upstream", "ddtree-fork"];
@@ -78,14 +78,16 @@ const DDTREE_FORK: FlagSpec[] = [
   { name: "--speculative-dflash-compact-cache", dest: "speculative_dflash_compact_cache", kind: "bool", default: false, help: "Compact the drafter's windowed KV cache." },
 ];
 
-/** The flags of a build (profile) of an SGLang line (see ./lines.ts). */
-export function flagTable(profile: BuildProfile, line: SglangLine = "main"): FlagSpec[] {
+/** The flags of a build (profile); the same on both SGLang lines (./lines.ts). */
+export function flagTable(profile: BuildProfile): FlagSpec[] {
   const algorithm: FlagSpec = { name: "--speculative-algorithm", dest: "speculative_algorithm", kind: "str", default: null, help: "Speculative decoding algorithm." };
   const window: FlagSpec = {
     name: "--speculative-draft-window-size",
     dest: "speculative_draft_window_size",
     kind: "int",
-    ...(LINES[line].windowAlias ? { hiddenAliases: ["--speculative-dflash-draft-window-size"] } : {}),
+    // srt/server_args.py: a deprecated alias (DeprecatedAliasStoreAction, help=argparse.SUPPRESS,
+    // PR #25424) on both lines: accepted with a warning, absent from --help.
+    hiddenAliases: ["--speculative-dflash-draft-window-size"],
     default: null,
     help: "Drafter keeps only the last N target tokens in its KV cache.",
   };
@@ -104,7 +106,7 @@ export function flagTable(profile: BuildProfile, line: SglangLine = "main"): Fla
 export type ServerArgs = Record<string, string | number | boolean | null>;
 
 export type ParseResult =
-  | { kind: "ok"; args: ServerArgs }
+  | { kind: "ok"; args: ServerArgs; warnings: string[] }
   | { kind: "help"; text: string }
   | { kind: "error"; status: 2; stderr: string };
 
@@ -135,6 +137,7 @@ export function parseArgs(argv: string[], table: FlagSpec[], requireModelPath = 
   const args: ServerArgs = {};
   for (const f of table) args[f.dest] = f.default ?? (f.kind === "bool" ? false : null);
   const unrecognized: string[] = [];
+  const warnings: string[] = [];
   const fail = (msg: string): ParseResult => ({ kind: "error", status: 2, stderr: `${usage(table)}\n${PROG}: error: ${msg}\n` });
 
   for (let i = 0; i < argv.length; i++) {
@@ -158,6 +161,8 @@ export function parseArgs(argv: string[], table: FlagSpec[], requireModelPath = 
       if (eq < 0 && i + 1 < argv.length && !argv[i + 1].startsWith("--")) unrecognized.push(argv[++i]);
       continue;
     }
+    // srt/arg_groups/argparse_actions.py, DeprecatedAliasStoreAction: a warning, then the value stored.
+    if (spec.hiddenAliases?.includes(written)) warnings.push(`'${written}' is deprecated and will be removed in a future release. Use '${spec.name}' instead.`);
     if (spec.kind === "bool") {
       if (eq >= 0) return fail(`argument ${spec.name}: ignored explicit argument '${token.slice(eq + 1)}'`);
       args[spec.dest] = true;
@@ -182,7 +187,7 @@ export function parseArgs(argv: string[], table: FlagSpec[], requireModelPath = 
   }
   if (unrecognized.length) return fail(`unrecognized arguments: ${unrecognized.join(" ")}`);
   if (requireModelPath && args.model_path === null) return fail("the following arguments are required: --model-path");
-  return { kind: "ok", args };
+  return { kind: "ok", args, warnings };
 }
 
 /**
@@ -194,7 +199,12 @@ export function parseArgs(argv: string[], table: FlagSpec[], requireModelPath = 
  * rejected by argparse like any unknown flag (exit 2), not ignored.
  * `readFile` returns undefined for a missing file.
  */
-export function mergeConfigFile(argv: string[], table: FlagSpec[], readFile: (path: string) => string | undefined): { kind: "ok"; argv: string[] } | { kind: "error"; traceback: string } {
+export function mergeConfigFile(
+  argv: string[],
+  table: FlagSpec[],
+  readFile: (path: string) => string | undefined,
+  aliasKeys: LineTraits["configAliasKeys"] = LINES.main.configAliasKeys,
+): { kind: "ok"; argv: string[] } | { kind: "error"; traceback: string } {
   const at = argv.reduce<number[]>((acc, a, i) => (a === "--config" ? [...acc, i] : acc), []);
   const fail = (msg: string) => ({ kind: "error" as const, traceback: `Traceback (most recent call last):\n  File "sglang/srt/server_args_config_parser.py", in merge_config_with_args\nValueError: ${msg}` });
   if (at.length === 0) return { kind: "ok", argv };
@@ -213,9 +223,11 @@ export function mergeConfigFile(argv: string[], table: FlagSpec[], readFile: (pa
     if (!m) return fail("Config file must contain a dictionary at root level");
     const value = m[2].startsWith('"') ? String(JSON.parse(m[2])) : m[2].replace(/^'(.*)'$/, "$1");
     const spec = table.find((f) => f.name === `--${m[1]}`);
-    // A field that also has a deprecated alias: the merger finds the alias's action first and
-    // refuses it (sgl-project/sglang issue #36326, open).
-    if (spec?.hiddenAliases?.length) return fail(`Unsupported config option '${m[1]}' with action 'DeprecatedAliasStoreAction'`);
+    // A deprecated alias's key is refused (its action is no store action the merger supports);
+    // so is the canonical key of a field that has one where the merger finds the alias's action
+    // first (./lines.ts configAliasKeys; issue #36326).
+    const viaAlias = table.some((f) => f.hiddenAliases?.includes(`--${m[1]}`));
+    if (viaAlias || (aliasKeys === "canonical-refused" && spec?.hiddenAliases?.length)) return fail(`Unsupported config option '${m[1]}' with action 'DeprecatedAliasStoreAction'`);
     if (spec?.kind === "bool" && (value === "true" || value === "false")) {
       if (value === "true") fromFile.push(`--${m[1]}`);
     } else {

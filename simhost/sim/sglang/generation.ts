@@ -77,6 +77,8 @@ export class Generation {
   generationTokensTotal = 0;
   requestsTotal = 0;
   lastThroughput = 0;
+  /** When the scheduler last sent anything out (ms; 0: never): the tokenizer's last_receive_tstamp. */
+  lastOutputAt = 0;
   /** Over finished requests: tokens and verification steps (avg_spec_accept_length). */
   private verifiedTokens = 0;
   private verifySteps = 0;
@@ -260,6 +262,7 @@ export class Generation {
         const first = emitted === 0;
         emitted += n;
         this.generationTokensTotal += n;
+        this.lastOutputAt = Date.now();
         onPiece({ piece: tokens.slice(emitted - n, emitted).join(""), first, last: emitted === tokens.length, completionTokens: emitted, verifyCt: steps });
       }
       if (emitted < tokens.length) return void setTimeout(tick, Math.max(0, dueAt - Date.now()));

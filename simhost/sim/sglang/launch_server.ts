@@ -8,8 +8,13 @@
 //   for every request in flight (new ones are still admitted), with no deadline of its
 //   own, and ends with kill_process_tree(include_parent=True): the main process dies
 //   by SIGKILL. Before the handle loop exists (while loading) SIGTERM kills at once.
-// - /health and /health_generate answer 503 while starting and during the drain
-//   (srt/entrypoints/http_server.py, health_generate).
+// - /health and /health_generate are one handler (srt/entrypoints/http_server.py,
+//   health_generate): 503 while starting and during the drain; else a one-token generation
+//   that counts ANY scheduler output since it began (other requests' tokens too) as alive,
+//   polled each second up to SGLANG_HEALTH_CHECK_TIMEOUT, then 503 and the server is
+//   UnHealthy. SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=false answers /health 200 at once.
+// - after the drain the schedulers get up to 15 s to exit (./lines.ts): a blocking wait in the
+//   event loop, so HTTP answers nothing meanwhile; the SIGKILL then resets the connections.
 // - /get_server_info logs a deprecation warning per call; /server_info and it return
 //   every server argument including api_key (http_server.py, server_info; issue #37457).
 // - start-up logs the server args with the api key in clear, in the form of the host's
@@ -37,7 +42,7 @@ import { SpecSettings, perfAt, specSettings } from "./perf";
 import { PerfSurface, outOfMemory, parseSurface } from "./surface";
 import { Generation } from "./generation";
 import { takeLaunchOrdinal } from "./launches";
-import { LINES, LineTraits, SGLANG_LINES, SglangLine, boolEnv, startupArgsLine } from "./lines";
+import { LINES, SGLANG_LINES, SglangLine, boolEnv, startupArgsLine } from "./lines";
 
 interface SimConfig {
   profile: BuildProfile;
@@ -93,6 +98,10 @@ const stamp = (rank?: number) => `[${new Date().toISOString().replace("T", " ").
 const log = (msg: string, rank?: number) => process.stdout.write(`${stamp(rank)} ${msg}\n`);
 /** tokenizer_manager.py: the watchdog's period, before and during the drain. */
 const WATCHDOG_SECONDS = 5;
+/** tokenizer_manager.py sigterm_watchdog (v0.5.17 on, PR #28779): the schedulers' time to exit after the drain. */
+const SCHEDULER_SHUTDOWN_WAIT_SECONDS = 15;
+/** srt/server_args.py: what an unset --max-running-requests resolves to for DFLASH. */
+const DFLASH_MAX_RUNNING_REQUESTS = 48;
 /** scheduler: --decode-log-interval (default 40) and the idle refresh of 30 s. */
 const DECODE_LOG_INTERVAL = 40;
 const IDLE_METRICS_SECONDS = 30;
@@ -128,15 +137,15 @@ function traceback(where: string, error: string): string {
 }
 
 /** Checks SGLang does after parsing (server_args.__post_init__ and friends). */
-function validate(args: ServerArgs, gpus: number, profile: BuildProfile, traits: LineTraits): string | undefined {
+function validate(args: ServerArgs, gpus: number, profile: BuildProfile, blockSize: number): string | undefined {
   const alg = args.speculative_algorithm;
   // No argparse choices: an unknown name fails when the algorithm is looked up
   // (srt/speculative/spec_info.py, SpeculativeAlgorithm.from_string).
-  if (typeof alg === "string" && !knownAlgorithms(profile).includes(alg.toUpperCase())) return traits.unknownAlgorithm(alg.toUpperCase());
-  // srt/arg_groups/speculative_hook.py (main): the block size stands for the draft tokens.
+  if (typeof alg === "string" && !knownAlgorithms(profile).includes(alg.toUpperCase())) return `ValueError: Unknown speculative algorithm name: ${alg.toUpperCase()}`;
+  // srt/arg_groups/speculative_hook.py: the block size stands for the draft tokens.
   const block = args.speculative_dflash_block_size;
   const drafts = args.speculative_num_draft_tokens;
-  if (traits.blockSizeIsDraftTokens && block !== null && drafts !== null && block !== drafts) {
+  if (block !== null && drafts !== null && block !== drafts) {
     return "ValueError: Both --speculative-num-draft-tokens and --speculative-dflash-block-size are set but they differ";
   }
   const nnodes = args.nnodes as number;
@@ -146,27 +155,53 @@ function validate(args: ServerArgs, gpus: number, profile: BuildProfile, traits:
   if ((args.node_rank as number) >= nnodes) return `ValueError: node_rank ${args.node_rank} must be < nnodes ${nnodes}`;
   if ((alg === "DFLASH" || alg === "DDTREE") && !args.speculative_draft_model_path) return `ValueError: --speculative-draft-model-path is required for ${alg}`;
   if (alg === "DDTREE" && args.speculative_ddtree_budget === null) return "ValueError: --speculative-ddtree-budget is required for DDTREE";
+  // srt/server_args.py (DFLASH): the window holds at least one block, the block size as resolved
+  // (--speculative-dflash-block-size, else --speculative-num-draft-tokens, else the drafter's).
   const window = args.speculative_draft_window_size;
-  const draft = (args.speculative_num_draft_tokens as number | null) ?? 16;
-  if (typeof window === "number" && window < draft) return `ValueError: speculative_draft_window_size (${window}) must be >= speculative_num_draft_tokens (${draft})`;
+  if ((alg === "DFLASH" || alg === "DDTREE") && typeof window === "number" && window < blockSize) {
+    return `ValueError: --speculative-draft-window-size must be >= --speculative-num-draft-tokens (block_size). window_size=${window}, block_size=${blockSize}.`;
+  }
   return undefined;
 }
 
 /**
- * ServerArgs.resolved_dict() on main: the values SGLang resolved, not the ones given. Those
- * the tool can meet: the DFlash block size copied into speculative_num_draft_tokens
- * (srt/arg_groups/speculative_hook.py; else the drafter's own, 16) and served_model_name
- * filled in with the model path.
+ * What /server_info reports (v0.5.17 on and main): the values SGLang resolved, not the ones
+ * given. Those the tool can meet: the DFlash block size copied into speculative_num_draft_tokens
+ * (srt/arg_groups/speculative_hook.py; else the drafter's own, 16), served_model_name filled in
+ * with the model path, and the DFLASH default of 48 running requests.
  */
-function resolvedArgs(args: ServerArgs, traits: LineTraits): ServerArgs {
+function resolvedArgs(args: ServerArgs, blockSize: number): ServerArgs {
   const out: ServerArgs = { ...args };
   const alg = args.speculative_algorithm;
-  if (traits.blockSizeIsDraftTokens && (alg === "DFLASH" || alg === "DDTREE")) {
-    out.speculative_num_draft_tokens = args.speculative_num_draft_tokens ?? args.speculative_dflash_block_size ?? 16;
-    out.speculative_dflash_block_size = out.speculative_num_draft_tokens;
-  }
+  // The block size given stays as given (null when unset); the draft tokens carry the resolved one.
+  if (alg === "DFLASH" || alg === "DDTREE") out.speculative_num_draft_tokens = blockSize;
+  // srt/server_args.py (DFLASH defaults, PR #25424, merged 2026-05-15: in v0.5.19 and main): an
+  // unset --max-running-requests resolves to 48 for DFLASH.
+  if (alg === "DFLASH") out.max_running_requests ??= DFLASH_MAX_RUNNING_REQUESTS;
   out.served_model_name ??= args.model_path;
   return out;
+}
+
+/**
+ * The DFlash block size SGLang resolves: --speculative-dflash-block-size, else
+ * --speculative-num-draft-tokens, else the drafter's config (`block_size`), else 16.
+ */
+function resolvedBlockSize(args: ServerArgs): number {
+  if (args.speculative_algorithm !== "DFLASH" && args.speculative_algorithm !== "DDTREE") return ((args.speculative_num_draft_tokens as number | null) ?? 16);
+  const given = (args.speculative_dflash_block_size ?? args.speculative_num_draft_tokens) as number | null;
+  if (given !== null) return given;
+  const drafter = args.speculative_draft_model_path;
+  // A drafter config that cannot be read leaves the default, with a warning (the drafter's
+  // own load, later, is what fails on a missing folder).
+  let fromDrafter: unknown;
+  if (typeof drafter === "string") {
+    try {
+      fromDrafter = (JSON.parse(fs.readFileSync(path.join(drafter, "config.json"), "utf8")) as Record<string, unknown>).block_size;
+    } catch (e) {
+      log(`WARNING: could not read the draft model's config (${(e as Error).message.split("\n")[0]}); using the default DFlash block size 16.`);
+    }
+  }
+  return typeof fromDrafter === "number" ? fromDrafter : 16;
 }
 
 /** prometheus_client prints every sample as a Python float: 0 -> "0.0", 3 -> "3.0". */
@@ -193,14 +228,22 @@ class Server {
   gaugesAt = Date.now();
   forwardCtDecode = 0;
 
-  /** The schedulers' health check failed (a stuck scheduler): the drain force-exits. */
+  /**
+   * The schedulers' health check failed (ServerStatus.UnHealthy, e.g. a stuck scheduler): the
+   * drain force-exits; a later successful check makes it Up again.
+   */
   healthCheckFailed = false;
+  /**
+   * Until then (ms) health checks answer 503 as while starting, though requests are served: the
+   * healthGenerateLagSeconds fault (../faults.ts).
+   */
+  startingUntil = 0;
   /** The chat and /generate routes, with the prefix cache and the token counters. */
   readonly generation: Generation;
 
   constructor(
     readonly args: ServerArgs,
-    /** What /server_info reports: the args as given (release) or resolved (main). */
+    /** What /server_info reports: the args as resolved. */
     readonly reported: ServerArgs,
     readonly spec: SpecSettings,
     readonly config: SimConfig,
@@ -220,7 +263,7 @@ class Server {
     return (this.args.served_model_name as string | null) ?? (this.args.model_path as string);
   }
 
-  /** Every server argument, secrets included: asdict(server_args) or resolved_dict() (./lines.ts). */
+  /** Every server argument as resolved, secrets included (http_server.py, server_info). */
   serverInfo(): Record<string, unknown> {
     const info: Record<string, unknown> = { ...this.reported, version: this.config.version ?? LINES[this.config.line].version };
     if (this.spec.algorithm === "DDTREE") info.speculative_ddtree_topk = this.spec.topk;
@@ -274,9 +317,51 @@ class Server {
     return out.join("\n") + "\n";
   }
 
-  authorized(req: http.IncomingMessage): boolean {
-    const key = this.args.api_key;
-    return !key || req.headers.authorization === `Bearer ${key}`;
+  /**
+   * srt/utils/auth.py decide_request_auth (add_api_key_middleware): /health* and /metrics are
+   * open; a normal route needs api_key when one is set; an ADMIN_OPTIONAL route (/flush_cache)
+   * needs admin_api_key when one is set (api_key is then not accepted), else api_key. A key is
+   * `Authorization: <bearer, any case> <key>` or `x-api-key: <key>`.
+   */
+  authorized(req: http.IncomingMessage, route: string): boolean {
+    const admin = route === "POST /flush_cache" || route === "GET /flush_cache";
+    const key = (admin ? this.args.admin_api_key : null) ?? this.args.api_key;
+    if (!key) return true;
+    const auth = req.headers.authorization ?? "";
+    const space = auth.indexOf(" ");
+    const bearer = space > 0 && auth.slice(0, space).toLowerCase() === "bearer" ? auth.slice(space + 1) : undefined;
+    return bearer === key || req.headers["x-api-key"] === key;
+  }
+
+  /**
+   * http_server.py health_generate, for /health and /health_generate alike. `starting`: the
+   * server has not yet finished its warm-up (ServerStatus.Starting).
+   */
+  health(route: string, res: http.ServerResponse): void {
+    if (this.gracefullyExit) {
+      log("Health check request received during shutdown. Returning 503.");
+      return void res.writeHead(503).end();
+    }
+    if (this.phase !== "ready" || Date.now() < this.startingUntil) return void res.writeHead(503).end();
+    if (route === "GET /health" && !boolEnv(process.env.SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION, true)) return void res.writeHead(200).end();
+    // A one-token generation: any scheduler output after `tic` proves the scheduler alive. A
+    // stuck scheduler (hangGenerations) produces none, for this check or anyone's.
+    const tic = Date.now();
+    const step = perfAt(this.spec, 0, this.config.speedScale, this.config.surface).stepSeconds * 1000;
+    const alive = () => !faultsFor(readFaults(), this.args).hangGenerations;
+    const poll = (waited: number) =>
+      setTimeout(() => {
+        if (alive() && Date.now() - tic >= step) {
+          this.healthCheckFailed = false;
+          return void res.writeHead(200).end();
+        }
+        if (waited + 1 < HEALTH_CHECK_TIMEOUT_SECONDS) return poll(waited + 1);
+        const hms = (t: number) => new Date(t).toISOString().slice(11, 19);
+        log(`Health check failed. Server couldn't get a response from detokenizer for last ${HEALTH_CHECK_TIMEOUT_SECONDS} seconds. tic start time: ${hms(tic)}. last_heartbeat time: ${hms(this.generation.lastOutputAt || tic)}`);
+        this.healthCheckFailed = true;
+        res.writeHead(503).end();
+      }, 1_000);
+    poll(0);
   }
 
   handle(req: http.IncomingMessage, res: http.ServerResponse): void {
@@ -291,27 +376,11 @@ class Server {
     if (this.phase === "exiting" && !staleAllowed) return void res.destroy();
     if (this.config.removedEndpoints.includes(url.pathname)) return json(404, { detail: "Not Found" });
     // add_api_key_middleware: /health* and /metrics are open, everything else needs the key.
-    if (!this.authorized(req) && !url.pathname.startsWith("/health") && !url.pathname.startsWith("/metrics")) return json(401, { error: "Unauthorized" });
+    if (!this.authorized(req, route) && !url.pathname.startsWith("/health") && !url.pathname.startsWith("/metrics")) return json(401, { error: "Unauthorized" });
     switch (route) {
       case "GET /health":
       case "GET /health_generate":
-        // http_server.py health_generate: a one-token generation, given up after
-        // SGLANG_HEALTH_CHECK_TIMEOUT (20 s) with 503, e.g. when the scheduler is stuck.
-        if (route === "GET /health_generate" && this.phase === "ready" && !this.gracefullyExit && faultsFor(readFaults(), this.args).hangGenerations) {
-          return void setTimeout(() => {
-            this.healthCheckFailed = true;
-            res.writeHead(503).end();
-          }, HEALTH_CHECK_TIMEOUT_SECONDS * 1000);
-        }
-        if (this.gracefullyExit) {
-          log("Health check request received during shutdown. Returning 503.");
-          return void res.writeHead(503).end();
-        }
-        if (this.phase !== "ready") return void res.writeHead(503).end();
-        if (route === "GET /health_generate" && Date.now() - this.readyAt < faultsFor(readFaults(), this.args).healthGenerateLagSeconds * 1000) return void res.writeHead(503).end();
-        // SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION (default on): a 1 s sleep, then a one-token
-        // generation; a health check takes at least a second.
-        return void setTimeout(() => void res.writeHead(this.gracefullyExit ? 503 : 200).end(), 1_000 + perfAt(this.spec, 0, this.config.speedScale, this.config.surface).stepSeconds * 1000);
+        return this.health(route, res);
       case "GET /v1/models":
         return json(200, { object: "list", data: [{ id: this.modelId(), object: "model", created: 0, owned_by: "sglang", root: this.args.model_path, max_model_len: this.contextLength }] });
       case "GET /get_server_info":
@@ -326,14 +395,17 @@ class Server {
         if (!this.args.enable_metrics) return json(404, { detail: "Not Found" });
         res.writeHead(200, { "content-type": "text/plain; version=0.0.4" });
         return void res.end(this.metrics());
+      case "GET /flush_cache":
       case "POST /flush_cache":
-        // scheduler.py flush_cache: refused while requests run or wait.
+        // scheduler.py flush_cache: refused while requests run or wait; http_server.py answers text.
         if (this.generation.flushCache()) {
           log("Cache flushed successfully!");
-          return json(200, {});
+          res.writeHead(200, { "content-type": "text/plain; charset=utf-8" });
+          return void res.end("Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting requests, the operation will not be performed.)\n");
         }
         log(`Cache not flushed because there are pending requests. #queue-req: ${this.queued}, #running-req: ${this.running.size}`);
-        return json(400, { error: "Cache not flushed: requests are running" });
+        res.writeHead(400, { "content-type": "text/plain; charset=utf-8" });
+        return void res.end("Flush cache failed.\n");
       case "POST /v1/chat/completions":
         return void this.readBody(req, res, (body) => {
           if (!this.notReady(res)) this.generation.chat(body, res);
@@ -373,15 +445,20 @@ class Server {
 async function main(): Promise<void> {
   const config = readConfig();
   const traits = LINES[config.line];
-  const table = flagTable(config.profile, config.line);
+  const table = flagTable(config.profile);
   // srt/server_args.py prepare_server_args: `--config FILE` is merged into argv first.
-  const merged = mergeConfigFile(process.argv.slice(2), table, (file) => {
-    try {
-      return fs.readFileSync(file, "utf8");
-    } catch {
-      return undefined;
-    }
-  });
+  const merged = mergeConfigFile(
+    process.argv.slice(2),
+    table,
+    (file) => {
+      try {
+        return fs.readFileSync(file, "utf8");
+      } catch {
+        return undefined;
+      }
+    },
+    traits.configAliasKeys,
+  );
   if (merged.kind === "error") die(1, merged.traceback);
   const parsed = parseArgs(merged.argv, table, traits.modelPathRequiredByArgparse);
   if (parsed.kind === "help") {
@@ -391,10 +468,14 @@ async function main(): Promise<void> {
     return;
   }
   if (parsed.kind === "error") die(parsed.status, parsed.stderr);
+  // print_deprecated_warning: before logging is set up, so without a timestamp.
+  // srt/arg_groups/argparse_actions.py: printed in bold yellow (ANSI), as SGLang prints it.
+  for (const w of parsed.warnings) process.stderr.write(`\x1b[1;33m${w}\x1b[0m\n`);
   const args = parsed.args;
   // sglang/cli/utils.py get_model_path (main): checked after parsing, an exception, exit 1.
   if (args.model_path === null) die(1, traceback("sglang/cli/utils.py, in get_model_path", "Exception: Error: --model-path is required. Please provide the path to the model."));
-  const reported = traits.resolvedServerInfo ? resolvedArgs(args, traits) : args;
+  const blockSize = resolvedBlockSize(args);
+  const reported = resolvedArgs(args, blockSize);
   const faults = faultsFor(readFaults(), args);
   const gpus = new GpuStore();
   const gpuConfig = gpus.config();
@@ -403,7 +484,7 @@ async function main(): Promise<void> {
 
   // CUDA_VISIBLE_DEVICES: the process sees these GPUs (nvidia-smi's indices), as its ranks 0..
   const visible = visibleGpus(process.env.CUDA_VISIBLE_DEVICES, gpuConfig.count);
-  const invalid = validate(args, visible.length, config.profile, traits);
+  const invalid = validate(args, visible.length, config.profile, blockSize);
   if (invalid) die(1, traceback("sglang/srt/server_args.py, in __post_init__", invalid));
   log(startupArgsLine(config.line, reported));
 
@@ -431,7 +512,8 @@ async function main(): Promise<void> {
       weightsPerRankMiB,
       memFractionStatic: args.mem_fraction_static as number,
       tpSize: tp,
-      strictBalance: boolEnv(process.env.SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK, traits.imbalanceFatalByDefault),
+      // SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK defaults to true: "unbalanced" is fatal.
+      strictBalance: boolEnv(process.env.SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK, true),
     });
     for (const w of plan.warnings) log(`WARNING ${w}`, 0);
     if (plan.kind === "fail") return { failure: plan };
@@ -513,6 +595,7 @@ async function main(): Promise<void> {
   if (server.gracefullyExit) return;
   server.phase = "ready";
   server.readyAt = Date.now();
+  server.startingUntil = server.readyAt + faults.healthGenerateLagSeconds * 1000;
   log("The server is fired up and ready to roll!");
   if (faults.crashAfterReadySeconds !== null) {
     await sleep(faults.crashAfterReadySeconds);
@@ -532,7 +615,7 @@ async function sigtermWatchdog(server: Server, args: ServerArgs): Promise<void> 
     // A failed health check (a stuck scheduler) ends the wait at once: the requests it holds
     // would never finish.
     if (server.healthCheckFailed) {
-      log(`Signal SIGTERM received while health check failed. Force exiting. Remaining number of requests ${remaining}.`);
+      log("Signal SIGTERM received while health check failed. Force exiting.");
       break;
     }
     // get_bool_env_var: "true"/"1" in any case.
@@ -545,15 +628,14 @@ async function sigtermWatchdog(server: Server, args: ServerArgs): Promise<void> 
     if (remaining === 0) break;
     await sleep(WATCHDOG_SECONDS);
   }
-  // Main: the schedulers get a ShutdownReq and up to 15 s to exit before the tree is killed.
-  const limit = LINES[server.config.line].schedulerShutdownWaitSeconds;
-  if (limit !== null) {
-    // How long the schedulers take is read now, like a fault: a host condition at shutdown.
-    const exitSeconds = readConfig().schedulerExitSeconds;
-    log(`Sending ShutdownReq to the schedulers; waiting up to ${limit} s for them to exit.`);
-    await sleep(Math.min(exitSeconds, limit));
-    if (exitSeconds > limit) log(`The schedulers did not exit within ${limit} s; killing the process tree.`);
-  }
+  // The schedulers get a ShutdownReq and up to 15 s to exit before the tree is killed, in a
+  // blocking sleep loop inside the event loop: nothing is logged, and HTTP answers nothing (the
+  // kernel still accepts connections; they are reset at the SIGKILL).
+  // How long the schedulers take is read now, like a fault: a host condition at shutdown.
+  // A stuck scheduler (hangGenerations) never takes the ShutdownReq: the whole 15 s.
+  const stuck = faultsFor(readFaults(), args).hangGenerations;
+  const exitSeconds = stuck ? SCHEDULER_SHUTDOWN_WAIT_SECONDS : readConfig().schedulerExitSeconds;
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, Math.min(exitSeconds, SCHEDULER_SHUTDOWN_WAIT_SECONDS) * 1000);
   // staleSeconds: a process whose listener lingers after the drain (read-only routes only).
   const stale = faultsFor(readFaults(), args).staleSeconds;
   if (stale > 0) {

@@ -1,7 +1,12 @@
-// The two SGLangs users run: the last release and main. Everything the simulator does
-// differently between them is here, one trait each, with the file of sgl-project/sglang
-// (under python/sglang/) it follows. A host picks its line in its SGLang config
-// (`simhost start --sglang-line release`); main is the default.
+// The two SGLangs users run: the last release, v0.5.19 (2026-09-07), and main (read at
+// 001067ff). Everything the simulator does differently between them is here, one trait each,
+// with the file of sgl-project/sglang (under python/sglang/) it follows; a release behaviour
+// is the source at the release, or the PRs merged before its date. No older release is
+// simulated: v0.5.17-0.5.19 already behave as main does in everything the tool observes except
+// the traits below. What both do (resolved /server_info, the DFlash block size as the draft
+// tokens, the 15 s scheduler wait after the drain, a fatal "unbalanced" check, a ValueError for an
+// unknown algorithm) is in ./launch_server.ts and the README's fidelity table. A host picks its
+// line in its SGLang config (`simhost start --sglang-line release`); main is the default.
 
 export type SglangLine = "release" | "main";
 export const SGLANG_LINES: readonly SglangLine[] = ["release", "main"];
@@ -16,41 +21,13 @@ export interface LineTraits {
    */
   startupArgs: "dataclass" | "dict";
   /**
-   * srt/entrypoints/http_server.py, server_info: releases return dataclasses.asdict(server_args)
-   * (the values given); main returns resolved_dict() (served_model_name filled in, the DFlash
-   * block size copied into speculative_num_draft_tokens).
+   * srt/server_args_config_parser.py, ConfigArgumentMerger: how a `--config` YAML key of a
+   * field that has a deprecated alias (DeprecatedAliasStoreAction) is merged. "canonical-refused":
+   * the merger finds the alias's action first and refuses even the canonical key (issue
+   * #36326, open at v0.5.19's date); "alias-refused" (main): the canonical key is merged, the
+   * alias key refused.
    */
-  resolvedServerInfo: boolean;
-  /**
-   * srt/arg_groups/speculative_hook.py (main): --speculative-dflash-block-size is copied into
-   * speculative_num_draft_tokens; both set and different is an error. Releases keep the two
-   * fields apart.
-   */
-  blockSizeIsDraftTokens: boolean;
-  /**
-   * srt/managers/tokenizer_manager.py, sigterm_watchdog: after the last "Remaining number of
-   * requests 0", main sends the schedulers a ShutdownReq and waits for them up to this many
-   * seconds before kill_process_tree; releases kill at once (null).
-   */
-  schedulerShutdownWaitSeconds: number | null;
-  /**
-   * srt/model_executor/model_runner.py, init_torch_distributed: whether "The memory capacity
-   * is unbalanced" is fatal when SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK is unset (main: yes,
-   * the variable defaults to true; releases: a warning).
-   */
-  imbalanceFatalByDefault: boolean;
-  /**
-   * srt/speculative/spec_info.py, SpeculativeAlgorithm.from_string: an unknown name is a
-   * KeyError of the enum lookup in releases, `ValueError: Unknown speculative algorithm name`
-   * on main.
-   */
-  unknownAlgorithm: (name: string) => string;
-  /**
-   * srt/server_args.py: `--speculative-dflash-draft-window-size`, a deprecated alias of
-   * `--speculative-draft-window-size` (DeprecatedAliasStoreAction, help=argparse.SUPPRESS),
-   * exists in releases; main's msgspec arg groups (srt/arg_groups/) dropped it.
-   */
-  windowAlias: boolean;
+  configAliasKeys: "canonical-refused" | "alias-refused";
   /**
    * A missing --model-path: argparse's "the following arguments are required" (exit 2) in
    * releases; on main `sglang serve` checks it after parsing and exits 1.
@@ -60,32 +37,29 @@ export interface LineTraits {
 
 export const LINES: Readonly<Record<SglangLine, LineTraits>> = {
   release: {
-    version: "0.5.6-sim",
+    version: "0.5.19-sim",
     startupArgs: "dataclass",
-    resolvedServerInfo: false,
-    blockSizeIsDraftTokens: false,
-    schedulerShutdownWaitSeconds: null,
-    imbalanceFatalByDefault: false,
-    unknownAlgorithm: (name) => `KeyError: '${name}'`,
-    windowAlias: true,
+    configAliasKeys: "canonical-refused",
     modelPathRequiredByArgparse: true,
   },
   main: {
-    version: "0.5.7.dev0-sim",
+    version: "0.5.20.dev0-sim",
     startupArgs: "dict",
-    resolvedServerInfo: true,
-    blockSizeIsDraftTokens: true,
-    schedulerShutdownWaitSeconds: 15,
-    imbalanceFatalByDefault: true,
-    unknownAlgorithm: (name) => `ValueError: Unknown speculative algorithm name: ${name}`,
-    windowAlias: false,
+    configAliasKeys: "alias-refused",
     modelPathRequiredByArgparse: false,
   },
 };
 
-/** Python's repr of a value (str, None, bool, number), as both start-up forms print it. */
+/**
+ * Python's repr of a value (str, None, bool, number), as both start-up forms print it. A str
+ * holding a `'` and no `"` is quoted with `"` and its `'` left bare (Objects/unicodeobject.c,
+ * unicode_repr); otherwise `'`, with `'` escaped.
+ */
 export function pyRepr(v: unknown): string {
-  if (typeof v === "string") return `'${v.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`;
+  if (typeof v === "string") {
+    const escaped = v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/\r/g, "\\r").replace(/\t/g, "\\t");
+    return v.includes("'") && !v.includes('"') ? `"${escaped}"` : `'${escaped.replace(/'/g, "\\'")}'`;
+  }
   if (v === null || v === undefined) return "None";
   if (v === true) return "True";
   if (v === false) return "False";

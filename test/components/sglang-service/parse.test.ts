@@ -139,9 +139,9 @@ Nov 29 08:30:03 gpu-host-1 systemd[1]: sglang-k26.service: Main process exited, 
 test("failure cause: the last exception line of a traceback", () => {
   const journal = `Nov 29 08:30:40 gpu-host-1 python3[4121]: Traceback (most recent call last):
 Nov 29 08:30:40 gpu-host-1 python3[4121]:   File "/usr/local/lib/python3.10/dist-packages/sglang/srt/server_args.py", line 611, in __post_init__
-Nov 29 08:30:40 gpu-host-1 python3[4121]: ValueError: speculative_draft_window_size (8) must be >= speculative_num_draft_tokens (16)
+Nov 29 08:30:40 gpu-host-1 python3[4121]: ValueError: --speculative-draft-window-size must be >= --speculative-num-draft-tokens (block_size). window_size=8, block_size=16.
 Nov 29 08:30:41 gpu-host-1 systemd[1]: sglang-k26.service: Main process exited, code=exited, status=1/FAILURE`;
-  assert.equal(failureCause(journal), "ValueError: speculative_draft_window_size (8) must be >= speculative_num_draft_tokens (16)");
+  assert.equal(failureCause(journal), "ValueError: --speculative-draft-window-size must be >= --speculative-num-draft-tokens (block_size). window_size=8, block_size=16.");
 });
 
 test("failure cause: GPUs still busy when ExecStartPre gave up", () => {
@@ -228,7 +228,7 @@ test("failure cause: a CUDA graph capture failure, an unknown algorithm on main,
   const graph = failureCause("Traceback (most recent call last):\nException: Capture cuda graph failed: CUDA out of memory. Tried to allocate 2.00 GiB.\nPossible solutions: a smaller --mem-fraction-static") ?? "";
   assert.match(graph, /^CUDA graph capture failed \(CUDA out of memory\. Tried to allocate 2\.00 GiB\.\); lower model\.memFractionStatic/);
   assert.equal(failureCause("ValueError: Unknown speculative algorithm name: DDTREE"), "the installed SGLang does not know the speculative algorithm DDTREE: check speculative.algorithm and sglangBuild");
-  assert.equal(failureCause("KeyError: 'DDTREE'"), "KeyError: 'DDTREE'", "the release's enum lookup: the exception as it is");
+  assert.equal(failureCause("KeyError: 'DDTREE'"), "KeyError: 'DDTREE'", "an older release's enum lookup: the exception as it is");
   assert.match(failureCause("ValueError: Unsupported config option 'speculative-draft-window-size' with action 'DeprecatedAliasStoreAction'") ?? "", /^SGLang refused the key speculative-draft-window-size in its --config file/);
 });
 
@@ -241,4 +241,33 @@ test("masking: the start-up line of the release and of main, with every secret a
     for (const secret of ["sk-live-0123", "adm-4567", "pw-89"]) assert.equal(out.includes(secret), false, `${line}: ${out}`);
     assert.match(out, /model_path.*Kimi-K2\.6/, "the rest stays readable");
   }
+  // Python's repr quotes a value holding ' (and no ") with "; one holding both with ', escaped.
+  for (const key of ["sk-it's-1", `sk-"q"'s-2`, 'sk-"q"-3']) {
+    for (const line of SGLANG_LINES) {
+      const out = redactSecrets(startupArgsLine(line, { api_key: key, port: 1 }));
+      assert.equal(out.includes(key.slice(0, 5)) && /sk-(it|"q")/.test(out), false, `${line}: ${out}`);
+      assert.match(out, /port.*1/);
+    }
+  }
+  assert.equal(redactSecrets("authorization: bearer sk-lower"), "authorization: bearer <redacted>", "SGLang takes any case of bearer");
+  assert.equal(redactSecrets("x-api-key: sk-header"), "x-api-key: <redacted>");
+  // As a client's headers print: JSON and Python dict forms; nothing of the key is left.
+  for (const text of ['{"x-api-key": "sk-header"}', "{'X-API-Key': 'sk-header'}", "x-api-key=sk-header"]) {
+    const out = redactSecrets(text);
+    assert.doesNotMatch(out, /sk-|header/, `${text} -> ${out}`);
+    assert.match(out, /<redacted>/);
+  }
+});
+
+// "Unbalanced" whether fatal (the default) or a warning before torch's OOM (the check switched
+// off): the cause is memory another process holds (model_runner.py init_torch_distributed).
+test("failure cause: an unbalanced warning followed by an OOM names the imbalance", () => {
+  const journal = [
+    "[2026-12-01 10:00:00 TP0] WARNING The memory capacity is unbalanced. Some GPUs may be occupied by other processes. pre_model_load_memory=41.20",
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB. GPU 3 has a total capacity of 94.50 GiB of which 2.00 GiB is free.",
+  ].join("\n");
+  assert.match(failureCause(journal) ?? "", /^out of GPU memory: some GPUs have much less free memory than others.*"The memory capacity is unbalanced".*, then CUDA out of memory on GPU 3$/);
+  // A warning followed by another error: the later error is the cause, not the warning.
+  const graph = failureCause([journal.split("\n")[0], "Exception: Capture cuda graph failed: out of resources"].join("\n")) ?? "";
+  assert.match(graph, /^CUDA graph capture failed \(out of resources\)/);
 });

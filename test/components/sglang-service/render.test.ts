@@ -556,12 +556,12 @@ test("stop: TimeoutStopSec bounds SGLang's drain (timeouts.drainSeconds + 15 s),
 
 // srt/server_args.py: --speculative-dflash-draft-window-size is a deprecated alias stored in
 // speculative_draft_window_size, so the server reports it under the canonical name.
-test("a flag map using the hidden alias: the release accepts the command line, readiness expects the canonical key", () => {
+test("a flag map using the hidden alias: SGLang accepts the command line, readiness expects the canonical key", () => {
   const d = deployment({ sglangBuild: { flags: { windowSize: "--speculative-dflash-draft-window-size" } }, speculative: { algorithm: "DFLASH", draftWindowSize: 2048 } });
   const argv = execArgv(onlyDirective(renderUnit(d, { stack: "alias" }), "ExecStart"));
   assert.equal(flagValue(argv, "--speculative-dflash-draft-window-size"), "2048");
-  // Only the release has the alias (main dropped it; simhost/sim/sglang/lines.ts).
-  const parsed = parseArgs(argv.slice(3), flagTable("upstream", "release"));
+  // v0.5.19 and main both keep the alias (simhost/sim/sglang/flags.ts).
+  const parsed = parseArgs(argv.slice(3), flagTable("upstream"));
   assert.equal(parsed.kind === "ok" && parsed.args.speculative_draft_window_size, 2048);
   assert.equal(expectedServerArgs(d).speculative_draft_window_size, 2048);
   assert.equal("speculative_dflash_draft_window_size" in expectedServerArgs(d), false);

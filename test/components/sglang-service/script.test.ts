@@ -146,6 +146,33 @@ stop_server drain; echo "killed=$killed cut=$cut"`;
   assert.match(inBash(transaction, fakes([draining])).stdout, /^killed=0 cut=0$/m, "no abort: a server that ended by itself is not counted as cut here");
 });
 
+// srt/managers/tokenizer_manager.py sigterm_watchdog: a failed health check ends the drain with
+// "Signal SIGTERM received while health check failed. Force exiting.", a line without a count.
+test("a drain SGLang gives up (a failed health check, SGL_FORCE_SHUTDOWN) cuts what its last count held, an unknown number where it logged none", () => {
+  const fakes = (journal: string[]) => `group_size=1 rank=0 poll=0.01 n=0
+running() { n=$((n + 1)); [ "$n" -le 2 ]; }
+show() { case "$1" in MainPID) echo 0 ;; InvocationID) echo inv ;; Result) echo signal ;; esac; }
+systemctl() { :; }
+journalctl() { printf '%s\\n' ${journal.map((l) => `"${l}"`).join(" ")}; }
+stop_server drain; echo "killed=$killed cut=$cut"`;
+  const draining = "Gracefully exiting... Remaining number of requests 2. Remaining requests remaining_rids=[a, b].";
+  const forced = "Signal SIGTERM received while health check failed. Force exiting.";
+  const out = inBash(transaction, fakes([draining, forced])).stdout;
+  assert.match(out, /gave up its drain .*cutting 2 requests still in flight/);
+  assert.match(out, /^killed=1 cut=2$/m);
+  assert.match(inBash(transaction, fakes([draining.replace("2.", "0."), forced])).stdout, /^killed=0 cut=0$/m, "nothing held: nothing cut");
+  assert.match(inBash(transaction, fakes([draining])).stdout, /^killed=0 cut=0$/m, "not forced: a server that ended by itself is not counted as cut here");
+  // A health check that failed before the drain began: the forced line is the only one, no count
+  // ever logged. What was in flight is unknown, so it counts as cut (drainPolicy "fail" holds).
+  const alone = inBash(transaction, fakes([forced])).stdout;
+  assert.match(alone, /gave up its drain \(its health check had failed: a stuck scheduler\) and exited, cutting what was still in flight \(SGLang logged no count\)/);
+  assert.match(alone, /^killed=1 cut=null$/m);
+  // SGL_FORCE_SHUTDOWN: the other forced line, named as what it is.
+  const flag = inBash(transaction, fakes(["Signal SIGTERM received while force shutdown flag set. Force exiting."])).stdout;
+  assert.match(flag, /skipped its drain \(SGL_FORCE_SHUTDOWN is set in its environment\)/);
+  assert.match(flag, /^killed=1 cut=null$/m);
+});
+
 // srt/managers/tokenizer_manager.py sigterm_watchdog, as `journalctl -o cat` / `-o short-unix` print it.
 test("drain progress from SGLang's own lines: the last remaining count, and when it first reached 0", () => {
   const journal = [

@@ -5,7 +5,6 @@ import * as assert from "node:assert/strict";
 import { flagTable, mergeConfigFile, parseArgs } from "../../../simhost/sim/sglang/flags";
 
 const upstream = flagTable("upstream");
-const upstreamRelease = flagTable("upstream", "release");
 const fork = flagTable("ddtree-fork");
 
 test("parses --flag value, --flag=value, store_true and aliases like argparse", () => {
@@ -46,30 +45,33 @@ test("a bad choice or value is `sglang serve: error: argument ...`, exit 2", () 
   }
 });
 
-test("the deprecated --speculative-dflash-draft-window-size: accepted but hidden from --help in the release, gone on main", () => {
-  // srt/server_args.py (release): DeprecatedAliasStoreAction, help=argparse.SUPPRESS.
-  const r = parseArgs(["--model-path", "/m", "--speculative-dflash-draft-window-size", "1024"], upstreamRelease);
+// srt/server_args.py (v0.5.19 and main): DeprecatedAliasStoreAction, help=argparse.SUPPRESS
+// (PR #25424); srt/arg_groups/argparse_actions.py prints the deprecation warning.
+test("the deprecated --speculative-dflash-draft-window-size: accepted with a warning, stored in the canonical field, hidden from --help", () => {
+  const r = parseArgs(["--model-path", "/m", "--speculative-dflash-draft-window-size", "1024"], upstream);
   assert.equal(r.kind === "ok" && r.args.speculative_draft_window_size, 1024, "stored in the canonical field");
-  const help = parseArgs(["--help"], upstreamRelease);
+  assert.deepEqual(r.kind === "ok" && r.warnings, ["'--speculative-dflash-draft-window-size' is deprecated and will be removed in a future release. Use '--speculative-draft-window-size' instead."]);
+  const canonical = parseArgs(["--model-path", "/m", "--speculative-draft-window-size", "1024"], upstream);
+  assert.deepEqual(canonical.kind === "ok" && canonical.warnings, [], "the canonical spelling warns of nothing");
+  const help = parseArgs(["--help"], upstream);
   assert.equal(help.kind, "help");
   if (help.kind === "help") {
     assert.ok(help.text.includes("--speculative-draft-window-size"));
     assert.equal(help.text.includes("--speculative-dflash-draft-window-size"), false, "help=argparse.SUPPRESS");
   }
-  // srt/arg_groups/ (main): the alias is not registered.
-  const onMain = parseArgs(["--model-path", "/m", "--speculative-dflash-draft-window-size", "1024"], upstream);
-  assert.equal(onMain.kind === "error" && onMain.status, 2);
-  assert.match(onMain.kind === "error" ? onMain.stderr : "", /unrecognized arguments: --speculative-dflash-draft-window-size 1024/);
-  assert.equal(parseArgs(["--model-path", "/m", "--speculative-draft-window-size", "1024"], upstream).kind, "ok", "the canonical spelling works on both");
 });
 
-test("--config: a key whose field has a deprecated alias is refused in the release (issue #36326), accepted on main", () => {
-  const yaml = "speculative-draft-window-size: 1024\n";
-  const release = mergeConfigFile(["--config", "/c.yaml"], upstreamRelease, () => yaml);
-  assert.equal(release.kind, "error");
-  assert.match(release.kind === "error" ? release.traceback : "", /ValueError: Unsupported config option 'speculative-draft-window-size' with action 'DeprecatedAliasStoreAction'$/);
-  const main = mergeConfigFile(["--config", "/c.yaml"], upstream, () => yaml);
-  assert.deepEqual(main, { kind: "ok", argv: ["--speculative-draft-window-size", "1024"] });
+// srt/server_args_config_parser.py ConfigArgumentMerger: v0.5.19 finds the alias's action first
+// and refuses the canonical key (issue #36326, open at its date); main merges the canonical key
+// and refuses the alias's.
+test("--config: the window's canonical key refused by v0.5.19 (issue #36326), merged by main; its alias key refused by both", () => {
+  const canonical = "speculative-draft-window-size: 1024\n";
+  const alias = "speculative-dflash-draft-window-size: 1024\n";
+  const refused = (r: ReturnType<typeof mergeConfigFile>, key: string) =>
+    assert.match(r.kind === "error" ? r.traceback : "", new RegExp(`ValueError: Unsupported config option '${key}' with action 'DeprecatedAliasStoreAction'$`));
+  refused(mergeConfigFile(["--config", "/c.yaml"], upstream, () => canonical, "canonical-refused"), "speculative-draft-window-size");
+  assert.deepEqual(mergeConfigFile(["--config", "/c.yaml"], upstream, () => canonical, "alias-refused"), { kind: "ok", argv: ["--speculative-draft-window-size", "1024"] });
+  for (const keys of ["canonical-refused", "alias-refused"] as const) refused(mergeConfigFile(["--config", "/c.yaml"], upstream, () => alias, keys), "speculative-dflash-draft-window-size");
 });
 
 test("unambiguous prefixes are accepted, ambiguous ones rejected", () => {
@@ -86,7 +88,7 @@ test("type errors and missing values are reported per argument", () => {
   const missing = parseArgs(["--model-path"], upstream);
   assert.equal(missing.kind === "error" && missing.stderr.includes("argument --model-path: expected one argument"), true);
   // The release's argparse requires --model-path; main checks it after parsing (exit 1, see server.test.ts).
-  const required = parseArgs([], upstreamRelease);
+  const required = parseArgs([], upstream);
   assert.equal(required.kind === "error" && required.stderr.includes("the following arguments are required: --model-path"), true);
   assert.equal(parseArgs([], upstream, false).kind, "ok");
 });

@@ -1,6 +1,7 @@
-// The two SGLangs the simulator follows (simhost/sim/sglang/lines.ts): the last release and
-// main, where they differ, and the behaviours both share that the simulator once got wrong.
-// Every test names the file of sgl-project/sglang (under python/sglang/) it follows.
+// The two SGLangs the simulator follows (simhost/sim/sglang/lines.ts): the last release, v0.5.19,
+// and main (read at 001067ff), where they differ, and the behaviours both share that the
+// simulator once got wrong. Every test names the file of sgl-project/sglang (under python/sglang/)
+// it follows.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
@@ -19,7 +20,8 @@ async function serving(line: SglangLine, sglang: object, extraArgs: string[], fn
   const port = await freePort();
   const server = launch({ ...sb.env, ...env }, [...baseArgs(sb.dir, port), ...extraArgs]);
   try {
-    await ready(port);
+    // Its "fired up" line, not /health: some faults here fail every health check.
+    await until("ready", async () => (server.log().includes("The server is fired up and ready to roll!") ? true : undefined));
     await fn({ port, log: server.log, child: server });
   } finally {
     server.child.kill("SIGKILL");
@@ -31,10 +33,13 @@ async function serving(line: SglangLine, sglang: object, extraArgs: string[], fn
 const streamChat = (port: number, maxTokens: number) => streamAt(`http://127.0.0.1:${port}`, maxTokens);
 const inFlight = async (port: number) => ((await (await fetch(`http://127.0.0.1:${port}/get_load`)).json()) as { num_reqs: number }[])[0].num_reqs;
 
-test("the two start-up line forms (srt/entrypoints/engine.py): a dataclass repr in the release, a dict on main, the key in clear in both", () => {
+// Python's repr (Objects/unicodeobject.c unicode_repr): a str with a ' and no " is quoted with ".
+test("the two start-up line forms (srt/entrypoints/engine.py): a dataclass repr in the release, a dict on main, the key in clear in both, quoted as Python quotes it", () => {
   const args = { model_path: "/m", api_key: "sk-it's", tp_size: 8, enable_metrics: true, context_length: null };
-  assert.equal(startupArgsLine("release", args), "server_args=ServerArgs(model_path='/m', api_key='sk-it\\'s', tp_size=8, enable_metrics=True, context_length=None)");
-  assert.equal(startupArgsLine("main", args), "server_args={'model_path': '/m', 'api_key': 'sk-it\\'s', 'tp_size': 8, 'enable_metrics': True, 'context_length': None}");
+  assert.equal(startupArgsLine("release", args), `server_args=ServerArgs(model_path='/m', api_key="sk-it's", tp_size=8, enable_metrics=True, context_length=None)`);
+  assert.equal(startupArgsLine("main", args), `server_args={'model_path': '/m', 'api_key': "sk-it's", 'tp_size': 8, 'enable_metrics': True, 'context_length': None}`);
+  assert.equal(startupArgsLine("main", { api_key: `a'b"c\\d` }), `server_args={'api_key': 'a\\'b"c\\\\d'}`, "both quotes: single, its ' escaped");
+  assert.equal(startupArgsLine("main", { api_key: 'say "hi"' }), `server_args={'api_key': 'say "hi"'}`);
 });
 
 test("SGL_FORCE_SHUTDOWN and friends are read as SGLang's get_bool_env_var reads them (srt/utils/common.py)", () => {
@@ -44,24 +49,25 @@ test("SGL_FORCE_SHUTDOWN and friends are read as SGLang's get_bool_env_var reads
   assert.equal(boolEnv(undefined, false), false);
 });
 
-// http_server.py server_info: asdict(server_args) in the release, resolved_dict() on main;
-// srt/arg_groups/speculative_hook.py: the DFlash block size stands for the draft tokens on main.
+// http_server.py server_info: resolved values on both lines (v0.5.17 on);
+// srt/arg_groups/speculative_hook.py: the DFlash block size stands for the draft tokens;
+// srt/server_args.py: max_running_requests resolves to 48 for DFLASH when unset (both lines).
 for (const line of SGLANG_LINES) {
-  test(`${line}: the start-up line, /server_info (${line === "main" ? "resolved" : "raw"} values) and the DFlash block size`, async () => {
+  test(`${line}: the start-up line, /server_info (resolved values) and the DFlash block size`, async () => {
     await serving(line, {}, ["--speculative-dflash-block-size", "8", "--api-key", "sk-line"], async ({ port, log }) => {
       const info = (await (await fetch(`http://127.0.0.1:${port}/server_info`, { headers: { authorization: "Bearer sk-line" } })).json()) as Record<string, unknown>;
-      assert.equal(info.speculative_dflash_block_size, 8);
+      assert.equal(info.speculative_dflash_block_size, 8, "as given");
+      assert.equal(info.speculative_num_draft_tokens, 8, "the block size copied in");
+      assert.equal(info.served_model_name, info.model_path, "filled in");
+      assert.equal(info.max_running_requests, 48, "DFLASH's default (PR #25424, before v0.5.19)");
       if (line === "main") {
         assert.match(log(), /server_args=\{'model_path': '[^']*', .*'api_key': 'sk-line'/);
-        assert.equal(info.speculative_num_draft_tokens, 8, "the block size copied in");
-        assert.equal(info.served_model_name, info.model_path, "filled in");
         assert.match(String(info.version), /dev/);
       } else {
         assert.match(log(), /server_args=ServerArgs\(model_path='[^']*', .*api_key='sk-line'/);
-        assert.equal(info.speculative_num_draft_tokens, null, "as given");
-        assert.equal(info.served_model_name, null, "as given");
+        assert.match(String(info.version), /^0\.5\.19\b/);
       }
-      // /health runs a one-token generation after a 1 s sleep (http_server.py, health_generate).
+      // /health runs a one-token generation, polled after a 1 s sleep (http_server.py, health_generate).
       const t0 = Date.now();
       assert.equal(await status(port, "/health"), 200);
       assert.ok(Date.now() - t0 >= 1_000, `a health check took ${Date.now() - t0} ms`);
@@ -69,20 +75,63 @@ for (const line of SGLANG_LINES) {
   });
 }
 
-test("main: --speculative-num-draft-tokens and --speculative-dflash-block-size both set and different is an error; the release keeps both", async () => {
+test("--speculative-num-draft-tokens and --speculative-dflash-block-size both set and different is an error on both lines", async () => {
   const both = ["--speculative-num-draft-tokens", "16", "--speculative-dflash-block-size", "8"];
+  for (const line of SGLANG_LINES) {
+    const sb = sandbox({ line });
+    try {
+      const r = await launch(sb.env, [...baseArgs(sb.dir, await freePort()), ...both]).exited;
+      assert.equal(r.code, 1, line);
+      assert.match(r.stderr, /ValueError: Both --speculative-num-draft-tokens and --speculative-dflash-block-size are set but they differ/);
+    } finally {
+      sb.cleanup();
+    }
+  }
+});
+
+// srt/server_args.py: the window is checked against the block size as resolved, not against a
+// default of 16: block 8 with window 12 is valid, window 6 is not.
+test("the drafter window is checked against the resolved block size", async () => {
+  await serving("release", {}, ["--speculative-dflash-block-size", "8", "--speculative-draft-window-size", "12"], async ({ port }) => {
+    const info = (await (await fetch(`http://127.0.0.1:${port}/server_info`)).json()) as Record<string, unknown>;
+    assert.deepEqual([info.speculative_draft_window_size, info.speculative_num_draft_tokens], [12, 8]);
+  });
   const sb = sandbox({ line: "main" });
   try {
-    const r = await launch(sb.env, [...baseArgs(sb.dir, await freePort()), ...both]).exited;
+    const r = await launch(sb.env, [...baseArgs(sb.dir, await freePort()), "--speculative-dflash-block-size", "8", "--speculative-draft-window-size", "6"]).exited;
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /ValueError: Both --speculative-num-draft-tokens and --speculative-dflash-block-size are set but they differ/);
+    assert.match(r.stderr, /ValueError: --speculative-draft-window-size must be >= --speculative-num-draft-tokens \(block_size\)\. window_size=6, block_size=8\./);
   } finally {
     sb.cleanup();
   }
-  await serving("release", {}, both, async ({ port }) => {
-    const info = (await (await fetch(`http://127.0.0.1:${port}/server_info`)).json()) as Record<string, unknown>;
-    assert.deepEqual([info.speculative_num_draft_tokens, info.speculative_dflash_block_size], [16, 8]);
-  });
+  // Only the DFlash algorithms check it: EAGLE with a small window starts.
+  const eagle = sandbox({ line: "main" });
+  try {
+    const port = await freePort();
+    const args = [...baseArgs(eagle.dir, port), "--speculative-draft-window-size", "6"].map((a) => (a === "DFLASH" ? "EAGLE" : a));
+    const server = launch(eagle.env, args);
+    try {
+      await until("EAGLE with window 6 serving", async () => (server.log().includes("The server is fired up and ready to roll!") ? true : undefined));
+    } finally {
+      server.child.kill("SIGKILL");
+      await server.exited;
+    }
+  } finally {
+    eagle.cleanup();
+  }
+});
+
+// srt/server_args.py + srt/arg_groups/argparse_actions.py: the window's deprecated alias works on
+// both lines and warns on stderr before logging starts.
+test("the deprecated window alias on the command line: served on both lines, with the deprecation warning", async () => {
+  for (const line of SGLANG_LINES) {
+    await serving(line, {}, ["--speculative-dflash-draft-window-size", "1024"], async ({ port, child }) => {
+      const info = (await (await fetch(`http://127.0.0.1:${port}/server_info`)).json()) as Record<string, unknown>;
+      assert.equal(info.speculative_draft_window_size, 1024, line);
+      child.child.kill("SIGKILL");
+      assert.match((await child.exited).stderr, /^\x1b\[1;33m'--speculative-dflash-draft-window-size' is deprecated and will be removed in a future release\. Use '--speculative-draft-window-size' instead\.\x1b\[0m$/m);
+    });
+  }
 });
 
 // srt/speculative/spec_info.py: the lookup of an unknown name; sglang/cli/utils.py
@@ -93,7 +142,7 @@ test("an unknown algorithm and a missing --model-path, as each line reports them
     try {
       const unknown = await launch(sb.env, baseArgs(sb.dir, 1).map((a) => (a === "DFLASH" ? "DDTREE" : a))).exited;
       assert.equal(unknown.code, 1);
-      assert.match(unknown.stderr, line === "main" ? /^ValueError: Unknown speculative algorithm name: DDTREE$/m : /^KeyError: 'DDTREE'$/m);
+      assert.match(unknown.stderr, /^ValueError: Unknown speculative algorithm name: DDTREE$/m, line);
       const noModel = await launch(sb.env, ["--port", "1"]).exited;
       assert.equal(noModel.code, line === "main" ? 1 : 2);
       assert.match(noModel.stderr, line === "main" ? /Exception: Error: --model-path is required\./ : /sglang serve: error: the following arguments are required: --model-path/);
@@ -103,28 +152,35 @@ test("an unknown algorithm and a missing --model-path, as each line reports them
   }
 });
 
-// tokenizer_manager.py sigterm_watchdog (main): after the last count of 0, a ShutdownReq to
-// the schedulers and a wait of up to 15 s for them before kill_process_tree.
-test("main: after the drain the schedulers get up to 15 s to exit; the release kills at once", async () => {
+// tokenizer_manager.py sigterm_watchdog (v0.5.17 on, PR #28779): after the last count of 0, a
+// ShutdownReq to the schedulers and a blocking wait of up to 15 s for them inside the event loop
+// before kill_process_tree: HTTP answers nothing meanwhile, nothing is logged, and the
+// connections left waiting are reset by the SIGKILL.
+test("after the drain the schedulers get up to 15 s to exit, on both lines, HTTP frozen meanwhile", async () => {
   // The three at once, each in its own sandbox.
   await Promise.all(([["release", 30], ["main", 2], ["main", 30]] as const).map(([line, schedulerExitSeconds]) =>
-    serving(line, { schedulerExitSeconds }, [], async ({ log, child }) => {
+    serving(line, { schedulerExitSeconds }, [], async ({ port, log, child }) => {
       child.child.kill("SIGTERM");
       await until("the drain's last count", async () => (/Remaining number of requests 0\./.test(log()) ? true : undefined), 10_000);
       const drainedAt = Date.now();
+      // A client polling /health and /metrics during the wait: no answer, then a reset.
+      const settled: number[] = [];
+      const probes = ["/health", "/metrics"].map((p) =>
+        fetch(`http://127.0.0.1:${port}${p}`)
+          .then((r) => r.status, (e: Error) => `failed: ${(e.cause as Error | undefined)?.message ?? e.message}`)
+          .finally(() => settled.push(Date.now())),
+      );
       const exit = await child.exited;
-      const took = (Date.now() - drainedAt) / 1000;
+      const exitedAt = Date.now();
+      const took = (exitedAt - drainedAt) / 1000;
       assert.equal(exit.signal, "SIGKILL");
-      if (line === "release") {
-        assert.ok(took < 1, `the release killed the tree ${took} s after the drain`);
-        assert.doesNotMatch(log(), /ShutdownReq/);
-      } else if (schedulerExitSeconds === 2) {
-        assert.ok(took >= 1.9 && took < 4, `main exited ${took} s after the drain, its schedulers taking 2 s`);
-        assert.match(log(), /Sending ShutdownReq to the schedulers; waiting up to 15 s/);
-      } else {
-        assert.ok(took >= 14.9 && took < 17, `main gave its schedulers ${took} s`);
-        assert.match(log(), /The schedulers did not exit within 15 s; killing the process tree\./);
-      }
+      const expected = Math.min(schedulerExitSeconds, 15);
+      assert.ok(took >= expected - 0.1 && took < expected + 2, `${line} exited ${took} s after the drain, its schedulers taking ${schedulerExitSeconds} s`);
+      for (const answer of await Promise.all(probes)) assert.match(String(answer), /^failed: /, `${line}: an HTTP answer during the scheduler wait: ${answer}`);
+      // Neither probe settled during the wait: both were left hanging until the kill reset them.
+      for (const at of settled) assert.ok(at >= exitedAt - 500, `${line}: a probe settled ${(exitedAt - at) / 1000} s before the exit`);
+      assert.doesNotMatch(log(), /ShutdownReq|schedulers did not exit|Force exiting/);
+      assert.equal(log().trimEnd().split("\n").at(-1)?.includes("Remaining number of requests 0."), true, "nothing logged after the last count");
     }),
   ));
 });
@@ -145,12 +201,17 @@ test("a stuck scheduler: its hung requests are counted by the drain, which ends 
   await serving("main", { schedulerExitSeconds: 0 }, [], async ({ port, log, child }) => {
     void streamChat(port, 10);
     await until("the hung request", async () => ((await inFlight(port)) === 1 ? true : undefined));
-    // health_generate gives up after SGLANG_HEALTH_CHECK_TIMEOUT (1 s here) with 503.
-    assert.equal(await status(port, "/health_generate"), 503);
+    // One handler for both routes: no scheduler output within SGLANG_HEALTH_CHECK_TIMEOUT (1 s here) -> 503.
+    assert.equal(await status(port, "/health"), 503);
+    assert.match(log(), /Health check failed\. Server couldn't get a response from detokenizer for last 1 seconds\. tic start time: \d\d:\d\d:\d\d\. last_heartbeat time: \d\d:\d\d:\d\d$/m);
     child.child.kill("SIGTERM");
+    const sent = Date.now();
     const exit = await child.exited;
     assert.equal(exit.signal, "SIGKILL");
-    assert.match(log(), /Signal SIGTERM received while health check failed\. Force exiting\./);
+    // The line as SGLang logs it: no count of the requests it leaves.
+    assert.match(log(), /Signal SIGTERM received while health check failed\. Force exiting\.$/m);
+    // The stuck scheduler never takes the ShutdownReq: the whole 15 s wait (schedulerExitSeconds 0 aside).
+    assert.ok(Date.now() - sent >= 15_000, `exited ${(Date.now() - sent) / 1000} s after SIGTERM`);
   }, env, { hangGenerations: true });
 });
 
@@ -184,8 +245,8 @@ test("metrics: floats, the counters' two labels, and a gauge that misses the req
 
 // srt/model_executor/model_runner.py init_torch_distributed: each rank compares the minimum
 // free memory across ranks with its own; SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK defaults to
-// true on main (fatal), a warning in the release.
-test("GPUs 0-3 held by another server: \"unbalanced\" is fatal on main, a warning in the release (then torch's OOM)", async () => {
+// true on both lines (fatal).
+test("GPUs 0-3 held by another server: \"unbalanced\" is fatal on both lines", async () => {
   for (const line of SGLANG_LINES) {
     const sb = sandbox({ line });
     fs.mkdirSync(path.join(sb.dir, "small"));
@@ -196,11 +257,7 @@ test("GPUs 0-3 held by another server: \"unbalanced\" is fatal on main, a warnin
       await ready(port);
       const r = await launch(sb.env, baseArgs(sb.dir, await freePort())).exited;
       assert.equal(r.code, 1);
-      if (line === "main") {
-        assert.match(r.stderr, /^RuntimeError: The memory capacity is unbalanced\. Some GPUs may be occupied by other processes\./m);
-      } else {
-        assert.match(r.stderr, /^torch\.OutOfMemoryError: CUDA out of memory\./m, r.stderr);
-      }
+      assert.match(r.stderr, /^RuntimeError: The memory capacity is unbalanced\. Some GPUs may be occupied by other processes\./m, line);
     } finally {
       holder.child.kill("SIGKILL");
       await holder.exited;
@@ -219,4 +276,48 @@ test("a CUDA graph capture failure ends the load with SGLang's wording", async (
   } finally {
     sb.cleanup();
   }
+});
+
+// http_server.py health_generate: one handler for /health and /health_generate;
+// SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=false answers /health 200 at once, /health_generate
+// still generates.
+test("SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=false: /health answers at once, /health_generate still generates", async () => {
+  await serving("main", {}, [], async ({ port }) => {
+    let t0 = Date.now();
+    assert.equal(await status(port, "/health"), 200);
+    assert.ok(Date.now() - t0 < 900, `/health took ${Date.now() - t0} ms`);
+    t0 = Date.now();
+    assert.equal(await status(port, "/health_generate"), 200);
+    assert.ok(Date.now() - t0 >= 1_000, `/health_generate took ${Date.now() - t0} ms`);
+  }, { SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION: "false" });
+});
+
+// The healthGenerateLagSeconds fault stands for a server still Starting (its warm-up request not
+// done) while it serves: http_server.py health_generate answers 503 on both routes then.
+test("a health lag fails both health routes while chats are served", async () => {
+  await serving("release", {}, [], async ({ port }) => {
+    assert.equal(await status(port, "/health"), 503);
+    assert.equal(await status(port, "/health_generate"), 503);
+    assert.equal(await streamChat(port, 4), true, "served meanwhile");
+  }, {}, { healthGenerateLagSeconds: 600 });
+});
+
+// srt/utils/auth.py decide_request_auth: /health* and /metrics open; a normal route takes the API
+// key as `Authorization: Bearer` in any case (or x-api-key); /flush_cache is ADMIN_OPTIONAL: with
+// an admin key set, only that key opens it.
+test("auth: bearer in any case, x-api-key, open health and metrics, the admin key for /flush_cache", async () => {
+  await serving("main", {}, ["--api-key", "sk-user", "--admin-api-key", "sk-admin"], async ({ port }) => {
+    const get = async (p: string, headers: Record<string, string>, method = "GET") => (await fetch(`http://127.0.0.1:${port}${p}`, { method, headers })).status;
+    assert.equal(await get("/v1/models", {}), 401);
+    assert.equal(await get("/v1/models", { authorization: "Bearer sk-user" }), 200);
+    assert.equal(await get("/v1/models", { authorization: "bearer sk-user" }), 200);
+    assert.equal(await get("/v1/models", { authorization: "BEARER sk-user" }), 200);
+    assert.equal(await get("/v1/models", { "x-api-key": "sk-user" }), 200);
+    assert.equal(await get("/v1/models", { authorization: "Bearer sk-admin" }), 401, "the admin key is not the API key");
+    assert.equal(await get("/metrics", {}), 200);
+    assert.equal(await get("/flush_cache", { authorization: "Bearer sk-user" }, "POST"), 401, "ADMIN_OPTIONAL: the API key is not accepted once an admin key is set");
+    const flushed = await fetch(`http://127.0.0.1:${port}/flush_cache`, { method: "POST", headers: { authorization: "Bearer sk-admin" } });
+    assert.equal(flushed.status, 200);
+    assert.match(await flushed.text(), /^Cache flushed\.\n/);
+  });
 });
