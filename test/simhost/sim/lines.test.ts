@@ -175,7 +175,8 @@ test("after the drain the schedulers get up to 15 s to exit, on both lines, HTTP
       const took = (exitedAt - drainedAt) / 1000;
       assert.equal(exit.signal, "SIGKILL");
       const expected = Math.min(schedulerExitSeconds, 15);
-      assert.ok(took >= expected - 0.1 && took < expected + 2, `${line} exited ${took} s after the drain, its schedulers taking ${schedulerExitSeconds} s`);
+      // The upper bound only tells the cases apart (2 s from 15 s, 15 s from 30 s), with room for a loaded machine.
+      assert.ok(took >= expected - 0.1 && took < expected + 7, `${line} exited ${took} s after the drain, its schedulers taking ${schedulerExitSeconds} s`);
       for (const answer of await Promise.all(probes)) assert.match(String(answer), /^failed: /, `${line}: an HTTP answer during the scheduler wait: ${answer}`);
       // Neither probe settled during the wait: both were left hanging until the kill reset them.
       for (const at of settled) assert.ok(at >= exitedAt - 500, `${line}: a probe settled ${(exitedAt - at) / 1000} s before the exit`);
@@ -283,13 +284,16 @@ test("a CUDA graph capture failure ends the load with SGLang's wording", async (
 // still generates.
 test("SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=false: /health answers at once, /health_generate still generates", async () => {
   await serving("main", {}, [], async ({ port }) => {
-    let t0 = Date.now();
-    assert.equal(await status(port, "/health"), 200);
-    assert.ok(Date.now() - t0 < 900, `/health took ${Date.now() - t0} ms`);
-    t0 = Date.now();
+    const t0 = Date.now();
     assert.equal(await status(port, "/health_generate"), 200);
     assert.ok(Date.now() - t0 >= 1_000, `/health_generate took ${Date.now() - t0} ms`);
   }, { SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION: "false" });
+  // Not a timing: with the scheduler stuck (no output for anyone), /health still says 200 at once,
+  // where /health_generate waits out SGLANG_HEALTH_CHECK_TIMEOUT and says 503.
+  await serving("main", {}, [], async ({ port }) => {
+    assert.equal(await status(port, "/health"), 200);
+    assert.equal(await status(port, "/health_generate"), 503);
+  }, { SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION: "false", SGLANG_HEALTH_CHECK_TIMEOUT: "1" }, { hangGenerations: true });
 });
 
 // The healthGenerateLagSeconds fault stands for a server still Starting (its warm-up request not
