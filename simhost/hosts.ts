@@ -297,6 +297,9 @@ export function renderHostTree(p: HostTreeParams): HostEntry[] {
     file("/etc/dflash-sim/gpus.json", `${stableJson({ count: p.gpus, memoryMiB: p.gpuMemoryMiB })}\n`),
     file("/etc/dflash-sim/sglang.json", `${stableJson(p.sglang)}\n`),
     file("/etc/dflash-sim/faults.json", "{}\n"),
+    // The simulated GPUs' state, open to every user as /dev/nvidia* are on a GPU host: a
+    // server that runs as another user than root (service.runAs) takes GPU memory too.
+    file("/etc/tmpfiles.d/dflash-sim.conf", "d /run/gpu-sim 0777 root root -\nd /run/gpu-sim/procs 0777 root root -\nd /var/lib/dflash-sim/launches 0777 root root -\n"),
   ];
   if (p.sudoers !== undefined) {
     entries.push(

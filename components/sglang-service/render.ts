@@ -18,6 +18,23 @@ export function secretPaths(unitName: string): { env: string; serverConfig: stri
   };
 }
 
+/**
+ * Where a server that runs as a user other than root (service.runAs) reads its secret files:
+ * systemd's credentials (LoadCredential=, systemd 247 on) copy the root-only files into a
+ * folder only the service's user can read, for the unit's life. A root server reads them in
+ * place, so a root unit's text is what it was before runAs worked with secrets.
+ */
+const CREDENTIALS = "${CREDENTIALS_DIRECTORY}";
+export const CREDENTIAL_NAMES = { serverConfig: "server-config.yaml", curlHeaders: "curl-headers" } as const;
+
+/** Whether the unit hands its secret files over as systemd credentials (not root). */
+export const usesCredentials = (d: Deployment): boolean => d.service.runAs !== "root";
+
+/** The path the server (or its readiness gate) opens for a secret file. */
+function secretPathInUnit(d: Deployment, which: keyof typeof CREDENTIAL_NAMES): string {
+  return usesCredentials(d) ? `${CREDENTIALS}/${CREDENTIAL_NAMES[which]}` : secretPaths(d.service.unitName)[which];
+}
+
 /** Which secrets a deployment has (their values never reach the renderer). */
 export interface SecretPresence {
   /** `--api-key`: passed to SGLang in a 0600 `--config` YAML, sent by every probe. */
@@ -145,7 +162,8 @@ export function launchArgs(d: Deployment, secrets: SecretPresence = NO_SECRETS, 
   }
   if (nodeCount(d) > 1) args.push("--nnodes", String(nodeCount(d)), "--node-rank", String(rank), "--dist-init-addr", `${d.host.address}:${d.service.distInitPort}`);
   args.push(...m.extraArgs);
-  if (secrets.apiKey) args.push("--config", secretPaths(d.service.unitName).serverConfig);
+  // Last: renderUnit leaves the credentials path (${CREDENTIALS_DIRECTORY}) to systemd's expansion.
+  if (secrets.apiKey) args.push("--config", secretPathInUnit(d, "serverConfig"));
   return args;
 }
 
@@ -225,13 +243,16 @@ export interface UnitMeta {
 }
 
 /** `python -m module` on the first line, then each `--option [value]` on a continuation line. */
-function execLines(python: string, args: string[]): string {
-  const groups: string[][] = [[python]];
-  for (const a of args) {
-    if (a.startsWith("--")) groups.push([a]);
-    else groups[groups.length - 1].push(a);
-  }
-  return groups.map((g) => g.map(systemdQuote).join(" ")).join(" \\\n    ");
+function execLines(python: string, args: string[], lastExpanded = false): string {
+  // The last word may be the credentials path (launchArgs puts --config last): systemd's own
+  // variable, expanded by it, the one word not quoted. A word from the configuration never is.
+  const quoted = args.map((a, i) => (lastExpanded && i === args.length - 1 ? a : systemdQuote(a)));
+  const groups: string[][] = [[systemdQuote(python)]];
+  quoted.forEach((q, i) => {
+    if (args[i].startsWith("--")) groups.push([q]);
+    else groups[groups.length - 1].push(q);
+  });
+  return groups.map((g) => g.join(" ")).join(" \\\n    ");
 }
 
 /** Seconds systemd waits before it starts a group's rank again (render.ts renderUnit, Restart=always). */
@@ -266,15 +287,17 @@ export function renderUnit(d: Deployment, meta: UnitMeta): string {
     `WorkingDirectory=${systemdLiteral(d.service.workingDirectory)}`,
     ...serverEnvironment(d).map(([k, v]) => `Environment=${systemdEnvironmentQuote(`${k}=${v}`)}`),
     ...(secrets.hfToken ? [`EnvironmentFile=${files.env}`] : []),
+    // Read by systemd (root) at each start; the server's user reads only its own copy.
+    ...(secrets.apiKey && usesCredentials(d) ? [`LoadCredential=${CREDENTIAL_NAMES.serverConfig}:${files.serverConfig}`, `LoadCredential=${CREDENTIAL_NAMES.curlHeaders}:${files.curlHeaders}`] : []),
     // Starting by hand must not race the release of the previous process's GPU memory.
     `ExecStartPre=${exec([`${HELPER_DIR}/wait-gpus-free`, gpus, String(t.gpuFreeMiB), String(Math.ceil(t.gpuReleaseSeconds))])}`,
     // One option per line (systemd joins "\\"-continued lines) so diffs show each change.
-    `ExecStart=${execLines(d.service.python, launchArgs(d, secrets, rank))}`,
+    `ExecStart=${execLines(d.service.python, launchArgs(d, secrets, rank), secrets.apiKey && usesCredentials(d))}`,
     // "active" means serving: the unit stays "activating" until a generation answers.
     // Only node 0 serves HTTP; the other nodes are active once started. The gate allows a
     // margin over timeouts.readySeconds so that `pulumi up`'s own deadline (which says
     // more) normally ends a hung start first.
-    ...(rank === 0 ? [`ExecStartPost=${exec([`${HELPER_DIR}/wait-ready`, `${localServerUrl(d)}/health_generate`, String(Math.ceil(t.readySeconds + GATE_MARGIN_SECONDS))])} $MAINPID${secrets.apiKey ? ` ${files.curlHeaders}` : ""}`] : []),
+    ...(rank === 0 ? [`ExecStartPost=${exec([`${HELPER_DIR}/wait-ready`, `${localServerUrl(d)}/health_generate`, String(Math.ceil(t.readySeconds + GATE_MARGIN_SECONDS))])} $MAINPID${secrets.apiKey ? ` ${secretPathInUnit(d, "curlHeaders")}` : ""}`] : []),
     `TimeoutStartSec=${startTimeoutSeconds(t)}`,
     // SIGTERM is SGLang's drain; this bounds it (see timeouts.drainSeconds).
     `TimeoutStopSec=${stopTimeoutSeconds(t)}`,

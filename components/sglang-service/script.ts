@@ -204,6 +204,10 @@ export interface StageInput {
   gpus: number[];
   /** Bounds of the host commands preflight runs (timeouts.commandSeconds, timeouts.helpSeconds). */
   bounds: CommandBounds;
+  /** service.runAs: the user the server runs as ("root" when unset). */
+  runAs?: string;
+  /** Whether the unit hands secret files to that user as systemd credentials (render.ts usesCredentials). */
+  credentials?: boolean;
 }
 
 /** How long one host command may take (schema.ts timeouts.commandSeconds, timeouts.helpSeconds). */
@@ -213,7 +217,7 @@ export interface CommandBounds {
 }
 
 /** What preflight checks on a node: the one that will run this configuration. */
-export type PreflightInput = Pick<StageInput, "label" | "host" | "stack" | "unitName" | "python" | "flags" | "paths" | "gpus" | "bounds">;
+export type PreflightInput = Pick<StageInput, "label" | "host" | "stack" | "unitName" | "python" | "flags" | "paths" | "gpus" | "bounds" | "runAs" | "credentials">;
 
 /**
  * A host command run with a bound: killed (TERM, then KILL 5 s later) past \`seconds\`, when
@@ -278,6 +282,7 @@ function preflightLines(s: PreflightInput): string[] {
     `  problems+=("\\\`$python -m sglang.launch_server --help\\\` failed: $(printf '%s\\n' "$help" | tail -n 3 | paste -sd'|' | sed 's/|/ | /g'). Check service.python points at the Python that has SGLang.")`,
     "fi",
     ...s.paths.map((p) => `[ -d ${shellQuote(p.path)} ] || problems+=(${shellQuote(`${p.what} ${p.path} does not exist on the host.`)})`),
+    ...runAsLines(s),
     `gpus=$(${bounded(s.bounds.commandSeconds, "nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv,noheader,nounits")} 2>&1)`,
     "smi_rc=$?",
     'if [ "$smi_rc" = 0 ]; then',
@@ -299,6 +304,32 @@ function preflightLines(s: PreflightInput): string[] {
     "  printf '  - %s\\n' \"${problems[@]}\" >&2",
     "  exit 1",
     "fi",
+  ];
+}
+
+/**
+ * Pure: preflight of a server that runs as a user other than root (service.runAs): the user
+ * exists, can run service.python and read every path it needs, and, where it gets secrets,
+ * systemd can hand them over (LoadCredential=, systemd 247 on). Nothing for root.
+ */
+function runAsLines(s: PreflightInput): string[] {
+  const user = s.runAs ?? "root";
+  if (user === "root") return [];
+  const u = shellQuote(user);
+  const as = (test: string) => bounded(s.bounds.commandSeconds, `runuser -u ${u} -- test ${test}`);
+  return [
+    `if ! ${bounded(s.bounds.commandSeconds, `id -u ${u}`)} >/dev/null 2>&1; then`,
+    `  problems+=(${shellQuote(`service.runAs: the user ${user} does not exist on ${s.host}. Create it (useradd --system ${user}) or name a user that exists.`)})`,
+    "else",
+    `  ${as(`-x ${shellQuote(s.python)}`)} || problems+=(${shellQuote(`service.runAs: ${user} cannot run service.python ${s.python}.`)})`,
+    ...s.paths.map((p) => `  [ ! -d ${shellQuote(p.path)} ] || ${as(`-r ${shellQuote(p.path)} -a -x ${shellQuote(p.path)}`)} || problems+=(${shellQuote(`service.runAs: ${user} cannot read ${p.what} ${p.path} (it needs read and search permission there and on every folder above).`)})`),
+    "fi",
+    ...(s.credentials
+      ? [
+          `systemd_version=$(${bounded(s.bounds.commandSeconds, "systemctl --version")} 2>/dev/null | awk 'NR == 1 { print $2 }')`,
+          `[ "\${systemd_version:-0}" -ge 247 ] 2>/dev/null || problems+=("service.runAs: ${user} gets the API key as a systemd credential (LoadCredential=), which needs systemd 247 or later; the host has \${systemd_version:-an unknown version}. Run the server as root on this host, or upgrade systemd.")`,
+        ]
+      : []),
   ];
 }
 

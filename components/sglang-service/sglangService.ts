@@ -15,7 +15,7 @@ import { inspect } from "node:util";
 import * as pulumi from "@pulumi/pulumi";
 import * as command from "@pulumi/command";
 import { Deployment } from "./schema";
-import { expectedServerArgs, gpuIndices, gpusPerNode, helperScripts, launchArgs, launchFlags, localServerUrl, renderUnit, secretPaths, SecretPresence, sha256, shellQuote } from "./render";
+import { expectedServerArgs, gpuIndices, gpusPerNode, helperScripts, launchArgs, launchFlags, localServerUrl, renderUnit, secretPaths, SecretPresence, sha256, shellQuote, usesCredentials } from "./render";
 import { groupFinishSeconds, groupPrepareSeconds, renderPreflightScript, renderStageRemoval, renderStageScript, renderTransaction, secretFileOrder, transactionInput, transactionPath } from "./script";
 import type { StackSecrets } from "./config";
 import { GroupRestart, PROVIDER_VERSION, Presence, Ready } from "./provider";
@@ -158,7 +158,7 @@ export class SglangService extends pulumi.ComponentResource {
       // answers): a host that is not the pinned one fails the run at once, where
       // @pulumi/command would retry its dial (dialErrorLimit x perDialTimeout, 45 s).
       const connection = pulumi.all([hostReads, commandConnection(n.key, n.host)]).apply(([, c]) => c);
-      const checked = { label: n.label, host: n.host.address, stack, unitName: d.service.unitName, python: d.service.python, flags: launchFlags(d, presence), paths, gpus: gpuIndices(d), bounds: { commandSeconds: d.timeouts.commandSeconds, helpSeconds: d.timeouts.helpSeconds } };
+      const checked = { label: n.label, host: n.host.address, stack, unitName: d.service.unitName, python: d.service.python, flags: launchFlags(d, presence), paths, gpus: gpuIndices(d), bounds: { commandSeconds: d.timeouts.commandSeconds, helpSeconds: d.timeouts.helpSeconds }, runAs: d.service.runAs, credentials: presence.apiKey && usesCredentials(d) };
       // Check before you stop: the new configuration's preflight runs on its node (reads
       // only) before this stack's presence below, whose replacement (a unit that moves)
       // tears the old unit down first. A host that cannot run it keeps the old server.

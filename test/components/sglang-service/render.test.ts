@@ -14,6 +14,7 @@ import {
   launchArgs,
   launchFlags,
   renderUnit,
+  secretPaths,
   serverEnvironment,
   shellQuote,
   systemdQuote,
@@ -351,6 +352,27 @@ test("the unit says which stack owns it and runs as the configured user", () => 
   assert.equal(onlyDirective(unit, "Type"), "exec");
   assert.equal(onlyDirective(unit, "Restart"), "no", "a failed start is reported, not retried behind our back");
   assert.ok(unit.endsWith("\n"));
+});
+
+// Issue 38, item 3: a server that runs as another user cannot open the root-only secret files
+// (0600 in a 0700 folder); systemd hands them over as credentials, readable by that user only.
+test("run as another user with an API key: the secret files reach it as systemd credentials; a root unit reads them in place", () => {
+  const secrets = { apiKey: true, hfToken: true };
+  const files = secretPaths("sglang-k26");
+  const other = renderUnit(deployment({ speculative: DDTREE_WINDOWED, service: { unitName: "sglang-k26", runAs: "sglang" } }), { stack: "s", secrets });
+  assert.deepEqual(other.split("\n").filter((l) => l.startsWith("LoadCredential=")), [`LoadCredential=server-config.yaml:${files.serverConfig}`, `LoadCredential=curl-headers:${files.curlHeaders}`]);
+  assert.match(other, /--config \$\{CREDENTIALS_DIRECTORY\}\/server-config\.yaml$/m, "the one word systemd expands");
+  assert.match(onlyDirective(other, "ExecStartPost"), / \$MAINPID \$\{CREDENTIALS_DIRECTORY\}\/curl-headers$/);
+  assert.equal(onlyDirective(other, "EnvironmentFile"), files.env, "systemd (root) reads the environment file itself");
+  assert.doesNotMatch(other, new RegExp(`--config ${files.serverConfig.replace(/\./g, "\\.")}`));
+  const root = renderUnit(deployment({ speculative: DDTREE_WINDOWED, service: { unitName: "sglang-k26" } }), { stack: "s", secrets });
+  assert.doesNotMatch(root, /LoadCredential|CREDENTIALS_DIRECTORY/);
+  assert.match(root, new RegExp(`--config ${files.serverConfig.replace(/\./g, "\\.")}$`, "m"));
+  // Only the words the renderer places are left to systemd's expansion: one in extraArgs is quoted.
+  const raw = rawWith({ speculative: DDTREE_WINDOWED, service: { runAs: "sglang" } });
+  (raw.model as Record<string, unknown>).servedModelName = "${CREDENTIALS_DIRECTORY}/server-config.yaml";
+  const sneaky = renderUnit(parseDeployment(raw, "render-test"), { stack: "s", secrets });
+  assert.match(sneaky, /--served-model-name "\$\$\{CREDENTIALS_DIRECTORY\}\/server-config\.yaml"/);
 });
 
 // --- expectedServerArgs -----------------------------------------------------------------

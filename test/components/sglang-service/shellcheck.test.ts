@@ -9,7 +9,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { parseDeployment } from "../../../components/sglang-service/schema";
-import { gpuIndices, helperScripts, launchFlags, renderUnit } from "../../../components/sglang-service/render";
+import { gpuIndices, helperScripts, launchFlags, renderUnit, usesCredentials } from "../../../components/sglang-service/render";
 import { renderPreflightScript, renderStageRemoval, renderStageScript, renderTransaction, transactionInput } from "../../../components/sglang-service/script";
 import { REPO_ROOT } from "../../../lib/pulumi-env";
 import { testStackConfig } from "./stackConfig";
@@ -37,6 +37,7 @@ function hostScripts(): Record<string, string> {
     ["b8t4-wnone, drainPolicy proceed, renamed unit", { ...testStackConfig("b8t4-wnone"), timeouts: { drainPolicy: "proceed" }, service: { unitName: "sglang-renamed" } }],
     ["two nodes", twoNodes],
     ["GPUs chosen by CUDA_VISIBLE_DEVICES", { ...base, service: { environment: { CUDA_VISIBLE_DEVICES: "8,9,10,11,12,13,14,15" } } }],
+    ["run as sglang", { ...base, service: { runAs: "sglang" } }],
   ];
   for (const [shape, raw] of shapes) {
     const d = parseDeployment(raw, "shellcheck");
@@ -45,7 +46,7 @@ function hostScripts(): Record<string, string> {
       for (let rank = 0; rank < ranks; rank++) {
         const label = `${shape}, ${secrets.apiKey ? "with secrets" : "no secrets"}, rank ${rank}`;
         const transaction = renderTransaction(transactionInput(d, "shellcheck", "sglang (stack shellcheck)", rank, "127.0.0.10", secrets));
-        const checked = { label: "l", host: "127.0.0.10", stack: "shellcheck", unitName: d.service.unitName, python: d.service.python, flags: launchFlags(d, secrets), paths: [{ what: "model.path", path: "/models/it's here" }], gpus: gpuIndices(d), bounds: d.timeouts };
+        const checked = { label: "l", host: "127.0.0.10", stack: "shellcheck", unitName: d.service.unitName, python: d.service.python, flags: launchFlags(d, secrets), paths: [{ what: "model.path", path: "/models/it's here" }], gpus: gpuIndices(d), bounds: d.timeouts, runAs: d.service.runAs, credentials: secrets.apiKey && usesCredentials(d) };
         out[`transaction (${label})`] = transaction;
         out[`preflight (${label})`] = renderPreflightScript(checked);
         out[`staging (${label})`] = renderStageScript({ ...checked, unitText: renderUnit(d, { stack: "shellcheck", secrets }), transaction, helpers: helperScripts() });
