@@ -14,7 +14,7 @@ import { runWithHosts, type OwnedHosts } from "../simhost/owned-hosts";
 import { REPO_ROOT } from "../lib/pulumi-env";
 import { readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../lib/workspace";
 import { failureCause } from "../components/sweep/sweep";
-import { oneOf, option, parseCommandOrExit } from "../lib/cli";
+import { oneOf, option, parseCommandOrExit, text } from "../lib/cli";
 import { SGLANG_LINES, SglangLine } from "../simhost/sim/sglang/lines";
 import { sudoersFor } from "../components/sglang-service/become";
 
@@ -28,6 +28,7 @@ const { options } = parseCommandOrExit("npx tsx bench/faults.ts", {
       description: "the line whose hosts root may not log in to: the stack reaches them as deploy, through sudo with the README's sudoers lines",
       default: "release",
     }),
+    only: option({ type: text, placeholder: "TEXT", description: "run only the rows whose fault names TEXT; writes bench/results/faults-only-<TEXT>.{json,md}, not the whole table" }),
   },
 });
 const LINES_RUN: readonly SglangLine[] = options.line === "both" ? SGLANG_LINES : [options.line];
@@ -441,7 +442,7 @@ async function runLine(owned: OwnedHosts, line: SglangLine): Promise<Record<stri
     const stack = await ws.stack(STACK);
     const model = YAML.parse(fs.readFileSync(path.join(REPO_ROOT, "Pulumi.yaml"), "utf8")).config["dflash-sglang:model"].value as Record<string, unknown>;
     await stack.up();
-    for (const sc of SCENARIOS) {
+    for (const sc of SCENARIOS.filter((x) => options.only === undefined || x.name.includes(options.only))) {
       // Baseline: the good configuration serves, with no fault and no secret.
       hosts.fault(HOST, "{}");
       hosts.configure(HOST, JSON.stringify({ removedEndpoints: [], schedulerExitSeconds: 0.5 }));
@@ -539,10 +540,11 @@ async function runLine(owned: OwnedHosts, line: SglangLine): Promise<Record<stri
 async function main(owned: OwnedHosts): Promise<void> {
   // The lines at once, each on its own hosts and workspace (they share the machine's cores).
   const rows = (await Promise.all(LINES_RUN.map((line) => runLine(owned, line)))).flat();
-  const out = { command: `npx tsx bench/faults.ts --line ${options.line} --sudo ${options.sudo}`, date: new Date().toISOString(), machine: "2 cores, 24 GB", loadSeconds: 3, rows };
+  const out = { command: `npx tsx bench/faults.ts --line ${options.line} --sudo ${options.sudo}${options.only === undefined ? "" : ` --only ${JSON.stringify(options.only)}`}`, date: new Date().toISOString(), machine: "2 cores, 24 GB", loadSeconds: 3, rows };
   const dir = path.join(REPO_ROOT, "bench/results");
   fs.mkdirSync(dir, { recursive: true });
-  fs.writeFileSync(path.join(dir, "faults.json"), JSON.stringify(out, null, 2) + "\n");
+  const name = options.only === undefined ? "faults" : `faults-only-${options.only.replace(/[^A-Za-z0-9]+/g, "-").replace(/^-|-$/g, "").slice(0, 40)}`;
+  fs.writeFileSync(path.join(dir, `${name}.json`), JSON.stringify(out, null, 2) + "\n");
   const md = [
     "# Fault table",
     "",
@@ -574,7 +576,7 @@ async function main(owned: OwnedHosts): Promise<void> {
     ...rows.map((r) => `| ${r.sglang} | ${r.login ?? "root"} | ${r.fault} | ${r.outcome} | ${String(r.cause || "-").replace(/\|/g, "\\|")} | ${r.detectSeconds} | ${r.recoverSeconds} | ${r.upSeconds} | ${r.requestsInFlight} | ${r.requestsLost} | ${r.thenFixed} | ${r.notes || "-"} |`),
     "",
   ].join("\n");
-  fs.writeFileSync(path.join(dir, "faults.md"), md);
+  fs.writeFileSync(path.join(dir, `${name}.md`), md);
   process.stdout.write(md);
 }
 

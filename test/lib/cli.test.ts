@@ -174,7 +174,7 @@ test("the benchmarks and the pulumi guard read their command lines the same way"
     ["bench/reconfigure.ts", ["--loads LIST", "--runs N", "--release S", "--stable S", "--baseline REV"]],
     ["bench/sweep-throughput.ts", ["--configs N", "--load S", "--hosts LIST"]],
     ["bench/client-overhead.ts", ["--runs N", "--tokens N"]],
-    ["bench/faults.ts", ["--line LINE", "--sudo LINE"]],
+    ["bench/faults.ts", ["--line LINE", "--sudo LINE", "--only TEXT"]],
     ["scripts/pulumi-guard.ts", ["--allow-empty-passphrase", "--clear-stale-locks"]],
   ] as const) {
     const invocation = script.startsWith("bench/") ? `npx tsx ${script}` : script;
