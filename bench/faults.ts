@@ -14,7 +14,7 @@ import { runWithHosts, type OwnedHosts } from "../simhost/owned-hosts";
 import { REPO_ROOT } from "../lib/pulumi-env";
 import { readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../lib/workspace";
 import { failureCause } from "../components/sweep/sweep";
-import { oneOf, option, parseCommandOrExit, text } from "../lib/cli";
+import { oneOf, option, parseCommandOrExit, setUp, text } from "../lib/cli";
 import { SGLANG_LINES, SglangLine } from "../simhost/sim/sglang/lines";
 import { sudoersFor } from "../components/sglang-service/become";
 
@@ -538,6 +538,8 @@ async function runLine(owned: OwnedHosts, line: SglangLine): Promise<Record<stri
 }
 
 async function main(owned: OwnedHosts): Promise<void> {
+  // The simulators the hosts mount are compiled from this checkout, not left from an older one.
+  setUp({ hosts: true });
   // The lines at once, each on its own hosts and workspace (they share the machine's cores).
   const rows = (await Promise.all(LINES_RUN.map((line) => runLine(owned, line)))).flat();
   const out = { command: `npx tsx bench/faults.ts --line ${options.line} --sudo ${options.sudo}${options.only === undefined ? "" : ` --only ${JSON.stringify(options.only)}`}`, date: new Date().toISOString(), machine: "2 cores, 24 GB", loadSeconds: 3, rows };
