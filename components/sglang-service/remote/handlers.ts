@@ -358,6 +358,26 @@ async function rollback(nodes: NodeStep[], i: ReadyInputs): Promise<string> {
   const t = nodes[0].t;
   const where = nodes.map((n) => n.ssh.conn.host).join(", ");
   try {
+    // A group rolls back whole or not at all. A node that cannot be reached (a power cut, a
+    // reboot) is waited for up to timeouts.rebootSeconds, as the restart waits for one; one
+    // still away then keeps the new unit, installed and enabled, and starts it when it is back:
+    // rolling back only the others would leave the group on two configurations.
+    if (nodes.length > 1) {
+      const until = Date.now() + t.timeouts.rebootSeconds * 1000;
+      const reach = async (n: NodeStep): Promise<string> => {
+        for (let told = false; ; told = true) {
+          const why = await n.ssh.run("true", { timeoutMs: 15_000 }).then((r) => (r.code === 0 ? "" : r.stderr.trim().split("\n").pop() || `exit status ${r.code}`), (e: Error) => e.message);
+          if (why === "" || Date.now() >= until) return why;
+          if (!told) await progress(t.urn, `${n.t.label}: cannot reach ${n.ssh.conn.host} over SSH now (${why}); waiting up to ${t.timeouts.rebootSeconds} s (timeouts.rebootSeconds) to roll the whole group back`, false);
+          await new Promise((r) => setTimeout(r, 1000));
+        }
+      };
+      const reached = await Promise.all(nodes.map(reach));
+      const lost = nodes.map((n, k) => (reached[k] === "" ? "" : `${n.t.label} (${n.ssh.conn.host}: ${reached[k]})`)).filter((x) => x !== "");
+      if (lost.length) {
+        return `NOT ROLLED BACK: ${lost.join("; ")} did not answer within ${t.timeouts.rebootSeconds} s (timeouts.rebootSeconds). Rolling back only the nodes that answer would leave the group on two configurations, so every node keeps the new one, installed and enabled: the group comes back on it by itself once every node is up (systemd starts each rank again until the group is whole), or stays down if the new configuration itself cannot run. Run \`pulumi up\` again once every node answers: it proves what serves, or rolls the whole group back.`;
+      }
+    }
     const back = await Promise.all(i.nodes.map((n, k) => transaction(nodes[k].ssh, n, nodes[0].t, `rollback ${n.unitHash}`)));
     const stopped = back.find((r) => r.code !== 0);
     if (stopped) return stopped.out.split("\n").filter((l) => !l.startsWith(t.label)).join("\n") || stopped.out;
