@@ -12,7 +12,8 @@ import { exitWithEngine } from "../sglang-service/remote/engine-watch";
 import { argMismatches } from "../sglang-service/remote/steps";
 import { publicServerArgs } from "../sglang-service/parse";
 import { shellQuote, unitPath } from "../sglang-service/render";
-import { LOCK_FUNCTIONS, RUN_DIR } from "../sglang-service/script";
+import { RUN_DIR } from "../sglang-service/script";
+import { bashCommand, renderHostScript } from "../sglang-service/hostScript";
 import { BenchmarkResult, RawRecord, runBenchmark, serverInfo } from "./run";
 import type { BenchmarkSettings } from "./schema";
 import { backendName, keepResult } from "./history";
@@ -136,28 +137,22 @@ const HOLD_MARGIN_SECONDS = 120;
  * deadline and a margin, or when this process's connection closes.
  */
 async function holdHost(ssh: Ssh, i: BenchmarkInputs): Promise<{ release: () => void; lost: Promise<void> }> {
-  const run = RUN_DIR;
-  // Pulumi stack names are letters, digits, "_", "." and "-": nothing the shell reads.
-  const note = `benchmark of stack ${i.stack.replace(/[^A-Za-z0-9_.-]/g, "_")} (since $(date -u +%FT%TZ))`;
-  const script = [
-    // The lock's folder and files are root's alone (script.ts LOCK_FUNCTIONS).
-    LOCK_FUNCTIONS,
-    `run=${run}`,
-    "umask 077",
-    `run_dir && exec 9>>${run}/host.lock || exit 4`,
-    `if ! flock -w ${Math.max(1, Math.ceil(i.lockWaitSeconds))} 9; then echo "BUSY $(lock_holder)"; exit 3; fi`,
-    // Its second line names the process that holds the lock, as the transaction's does.
-    `printf '%s\\npid %s\\n' "${note}" "$BASHPID" > ${run}/host.lock.note`,
-    `echo HELD`,
-    `timeout ${Math.ceil(i.settings.timeoutSeconds) + HOLD_MARGIN_SECONDS} cat >/dev/null`,
-    `rm -f ${run}/host.lock.note`,
-  ].join("\n");
+  const script = renderHostScript({
+    about: [`dflash-sglang: hold the deployment lock of ${i.connection.host} while stack ${i.stack} is measured.`],
+    set: "-u",
+    values: {
+      run: RUN_DIR,
+      note: `benchmark of stack ${i.stack}`,
+      wait_s: Math.max(1, Math.ceil(i.lockWaitSeconds)),
+      hold_s: Math.ceil(i.settings.timeoutSeconds) + HOLD_MARGIN_SECONDS,
+    },
+    files: ["lock.sh", "hold.sh"],
+  });
   let said = "";
   let released = false;
   let resolveHeld!: () => void;
   const held = new Promise<void>((r) => (resolveHeld = r));
-  // Several lines (the lock's functions): passed as base64, since a quoted word holds no newline (render.ts shellQuote).
-  const h = ssh.hold(`bash -c "$(echo ${Buffer.from(script).toString("base64")} | base64 -d)"`, (text) => {
+  const h = ssh.hold(bashCommand(script), (text) => {
     said += text;
     if (/^HELD$/m.test(said)) resolveHeld();
   });

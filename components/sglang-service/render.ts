@@ -323,68 +323,6 @@ export function renderUnit(d: Deployment, meta: UnitMeta): string {
   return lines.join("\n");
 }
 
-/**
- * The GPU reading, one place for every reader (the transaction's wait_gpus, the recovery's,
- * the unit's ExecStartPre): an awk program over \`nvidia-smi --query-gpu=index,memory.used
- * --format=csv,noheader,nounits\` output (stdin) that prints, comma-separated, each GPU of
- * \`gpus\` (a comma list) that is not free; nothing when all are. A GPU counts as free only
- * when nvidia-smi lists it with a number of MiB at most \`max\`: an empty or [N/A] cell, a GPU
- * not listed, an error message or no output at all (a failed or hung nvidia-smi, killed at
- * its bound) read as busy.
- */
-export const GPU_BUSY_AWK = `BEGIN { n = split(gpus, g, ","); for (i = 1; i <= n; i++) want[g[i]] = 1 }
-($1 in want) { seen[$1] = 1; if ($2 !~ /^[0-9]+$/ || $2 + 0 > max + 0) { printf "%sGPU %s: %s MiB used", sep, $1, $2; sep = ", " } }
-END { for (i = 1; i <= n; i++) if (!(g[i] in seen)) { printf "%sGPU %s: not listed by nvidia-smi", sep, g[i]; sep = ", " } }`;
-
-/** Waits until GPUs (comma list) each use at most N MiB, or fails after T seconds. */
-export const WAIT_GPUS_FREE = `#!/bin/sh
-# usage: wait-gpus-free GPU_LIST MAX_USED_MIB TIMEOUT_SECONDS [READ_SECONDS]   (installed by dflash-sglang)
-# Each nvidia-smi read is bounded (READ_SECONDS, default 30): a hung driver reads as busy, and
-# the wait ends at its deadline.
-set -u
-gpus=$1 max=$2 timeout=$3 read_s=\${4:-30}
-deadline=$(( $(date +%s) + timeout ))
-while :; do
-  busy=$(timeout -k 5 "$read_s" nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits 2>&1 |
-    awk -F', *' -v gpus="$gpus" -v max="$max" '${GPU_BUSY_AWK}')
-  [ -z "$busy" ] && exit 0
-  if [ "$(date +%s)" -ge "$deadline" ]; then
-    echo "GPU memory still in use after \${timeout}s: $busy" >&2
-    exit 1
-  fi
-  sleep 1
-done
-`;
-
-/** Waits until URL answers 200 while PID lives, or fails after T seconds. */
-export const WAIT_READY = `#!/bin/sh
-# usage: wait-ready URL TIMEOUT_SECONDS PID [CURL_HEADER_FILE]   (installed by dflash-sglang)
-set -u
-url=$1 timeout=$2 pid=$3 headers=\${4:-}
-deadline=$(( $(date +%s) + timeout ))
-while :; do
-  if ! kill -0 "$pid" 2>/dev/null; then
-    echo "server process $pid exited before it was ready" >&2
-    exit 1
-  fi
-  if [ -n "$headers" ]; then
-    code=$(curl -s -o /dev/null -w '%{http_code}' -m 10 -H "@$headers" "$url" || true)
-  else
-    code=$(curl -s -o /dev/null -w '%{http_code}' -m 10 "$url" || true)
-  fi
-  [ "$code" = 200 ] && exit 0
-  if [ "$(date +%s)" -ge "$deadline" ]; then
-    echo "$url not ready after \${timeout}s (last status $code)" >&2
-    exit 1
-  fi
-  sleep 1
-done
-`;
-
-export function helperScripts(): Record<string, string> {
-  return { "wait-gpus-free": WAIT_GPUS_FREE, "wait-ready": WAIT_READY };
-}
-
 export function sha256(text: string): string {
   return createHash("sha256").update(text).digest("hex");
 }

@@ -7,6 +7,7 @@ import { NodeStep, ReadinessResult, Target, waitReadyGroup } from "./steps";
 import { progress } from "./progress";
 import { secretPaths, shellQuote, startTimeoutSeconds, STATE_DIR, unitPath } from "../render";
 import { groupFinishSeconds, groupPrepareSeconds, RUN_DIR, transactionBoundSeconds } from "../script";
+import { bashCommand, hostValues, renderHostScript } from "../hostScript";
 import { LOST_MARK, restartGroup } from "./group-restart";
 export { applyGroupRestart } from "./group-restart";
 export type { GroupRestartInputs } from "./group-restart";
@@ -201,17 +202,15 @@ const NODE_READ_PAUSE_MS = 2_000;
  * saying nothing was decided or changed, if it never can.
  */
 async function nodeState(ssh: Ssh, unitName: string, token?: string): Promise<NodeState> {
-  const script = [
-    `echo "@@hash $(sha256sum ${shellQuote(unitPath(unitName))} 2>/dev/null | cut -c1-64)"`,
-    `echo "@@state $(timeout -k 5 20 systemctl is-active ${shellQuote(`${unitName}.service`)})"`,
-    `echo "@@note $(cat ${RUN_DIR}/rollout 2>/dev/null)"`,
-    `echo "@@proved $(cat ${RUN_DIR}/rollout.proved 2>/dev/null)"`,
-    `echo "@@groupfailed $(cat ${shellQuote(`${STATE_DIR}/${unitName}/group-failed`)} 2>/dev/null)"`,
-    "echo @@end",
-  ].join("\n");
+  const script = renderHostScript({
+    about: [`dflash-sglang: what runs of ${unitName} (reads only).`],
+    set: "-u",
+    values: { unit_path: unitPath(unitName), service: `${unitName}.service`, run: RUN_DIR, group_failed: `${STATE_DIR}/${unitName}/group-failed` },
+    files: ["node-state.sh"],
+  });
   let why = "";
   for (let read = 1; ; read++) {
-    const r = await ssh.run(script, { timeoutMs: 20_000 }).catch((e: Error) => e);
+    const r = await ssh.run(bashCommand(script), { timeoutMs: 20_000 }).catch((e: Error) => e);
     const state = r instanceof Error ? undefined : parseNodeState(r.stdout, unitName, token);
     if (state) return state;
     why = r instanceof Error ? r.message : `ssh exit ${r.code}${r.stderr.trim() ? `: ${r.stderr.trim().split("\n").pop()}` : ""}`;
@@ -482,20 +481,16 @@ export async function readReady(o: ReadyOutputs, config?: ConfigGetter): Promise
  */
 export async function removeInterruptedRenames(o: ReadyOutputs, config?: ConfigGetter): Promise<void> {
   const configured = configuredNodes(config, o.target.stack).connections;
-  const stackLine = `stack=${shellQuote(o.target.stack)}`;
-  const script = [
-    `for m in ${STATE_DIR}/*/replaces; do`,
-    '  [ -f "$m" ] || continue',
-    '  t="${m%/replaces}/replaced.transaction.sh"',
-    `  [ -f "$t" ] && grep -qxF ${shellQuote(stackLine)} "$t" || continue`,
-    '  bash "$t" remove || exit $?',
-    // The new name's copy of the known-good record (its secrets too): the rename never ended.
-    '  d=${m%/replaces}; rm -rf "$m" "$t" "$d/last-good.service" "$d/last-good.json" "$d/last-good.secrets"',
-    "done",
-  ].join("\n");
+  const script = renderHostScript({
+    about: [`dflash-sglang: remove what an interrupted rename of stack ${o.target.stack} left.`],
+    set: "-u",
+    // The line of the header of a transaction of this stack (hostScript.ts hostValues).
+    values: { state_root: STATE_DIR, stack_line: hostValues({ stack: o.target.stack }) },
+    files: ["remove-renames.sh"],
+  });
   for (const [rank, n] of o.nodes.entries()) {
     const connection = currentConnection(n.connection, configured[rank]);
-    const r = await Ssh.once(connection, script, 30 * 60_000).catch((e) => Promise.reject(withRotationHint(e)));
+    const r = await Ssh.once(connection, bashCommand(script), 30 * 60_000).catch((e) => Promise.reject(withRotationHint(e)));
     const out = `${r.stdout}${r.stderr}`.trim();
     if (out) await progress(o.target.urn, out, false);
     if (r.code !== 0) throw new Error(`removing what an interrupted rename of ${o.target.unitName} (stack ${o.target.stack}) left on ${connection.host} failed (exit ${r.code}): ${out || "no output"}`);
@@ -534,7 +529,7 @@ export async function removePresence(o: PresenceInputs, config?: ConfigGetter, r
   // `replacing` undefined: the delete of a presence recorded by an older version, whose
   // provider code (kept in state) does not say; judged by the configuration, as it was then.
   const carry = replacing === false ? [] : await carryTo(o, configured, now.unitName);
-  const script = `if [ -f ${t} ]; then bash ${t} remove${carry.map((a) => ` ${shellQuote(a)}`).join("")} || exit $?; fi; ${o.stageRemoval}`;
+  const script = `if [ -f ${t} ]; then bash ${t} remove${carry.map((a) => ` ${shellQuote(a)}`).join("")} || exit $?; fi; ${bashCommand(o.stageRemoval)}`;
   const r = await Ssh.once(connection, script, 30 * 60_000).catch((e) => Promise.reject(withRotationHint(e)));
   const out = `${r.stdout}${r.stderr}`.trim();
   if (out) await progress(o.urn, out, false);

@@ -2,7 +2,8 @@
 // reviewer sees what `up` will change on the host, whichever stack put the live unit
 // there, even for a stack that has never been deployed. Reads only.
 import { Connection, NoRootAccess, Ssh } from "./ssh";
-import { sha256, shellQuote, unitLineChanges, unitPath, unitStack } from "../render";
+import { sha256, unitLineChanges, unitPath, unitStack } from "../render";
+import { bashCommand, renderHostScript } from "../hostScript";
 import { removedMarkPaths } from "../script";
 import { redactSecrets } from "../parse";
 
@@ -35,18 +36,15 @@ export function isStopped(view: NodeView): boolean {
 const stoppedWords = (view: NodeView) => `${view.state === "failed" ? "failed" : "stopped"}${view.stoppedSince ? ` since ${view.stoppedSince}` : ""}`;
 
 export async function readLiveUnit(conn: Connection, unitName: string): Promise<NodeView> {
-  const unit = shellQuote(unitPath(unitName));
-  // The transaction's mark of its last removal of this unit (script.ts mark_removed): on disk,
-  // or in /run where an older version wrote it.
-  const removed = removedMarkPaths(unitName).map((p) => `cat ${shellQuote(p)} 2>/dev/null`).join(" || ");
-  // The program's first command on the host: a user that is not root (and sudo that refuses,
-  // ssh.ts) stops the run here, before anything has changed.
-  // Then whether it runs: its state and, stopped, since when (bounded: a wedged systemd is an
-  // unknown state, read as running, never as a reason to restart).
-  const service = shellQuote(`${unitName}.service`);
-  // Each within 10 s (both within the read's own 30 s): no answer is no state, read as running.
-  const state = `echo "$(timeout -k 2 10 systemctl is-active ${service})"; echo "$(timeout -k 2 10 systemctl show -p InactiveEnterTimestamp --value ${service})"`;
-  const r = await Ssh.once(conn, `[ "$(id -u)" = 0 ] || { echo "@@notroot $(id -un)"; exit 5; }; stat -c %Y ${unit} 2>/dev/null && ${state} && cat ${unit} || { ${removed}; exit 3; }`);
+  // The program's first command on the host (host/read-unit.sh): a user that is not root stops
+  // the run there; then the unit, whether it runs, and the transaction's mark of its last removal.
+  const script = renderHostScript({
+    about: [`dflash-sglang: read ${unitName} (reads only).`],
+    set: "-u",
+    values: { unit_path: unitPath(unitName), service: `${unitName}.service`, removed_marks: removedMarkPaths(unitName) },
+    files: ["read-unit.sh"],
+  });
+  const r = await Ssh.once(conn, bashCommand(script));
   if (r.code === 5 && r.stdout.startsWith("@@notroot ")) {
     throw new NoRootAccess(
       `the SSH user ${conn.user} on ${conn.host}:${conn.port} is not root (the host steps need root: systemctl, unit files, secret files) and host.become is not set. ` +

@@ -9,8 +9,8 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { parseDeployment } from "../../../components/sglang-service/schema";
-import { gpuIndices, helperScripts, launchFlags, renderUnit, usesCredentials } from "../../../components/sglang-service/render";
-import { renderPreflightScript, renderStageRemoval, renderStageScript, renderTransaction, transactionInput } from "../../../components/sglang-service/script";
+import { gpuIndices, launchFlags, renderUnit, usesCredentials } from "../../../components/sglang-service/render";
+import { helperScripts, renderPreflightScript, renderStageRemoval, renderStageScript, renderTransaction, transactionInput } from "../../../components/sglang-service/script";
 import { REPO_ROOT } from "../../../lib/pulumi-env";
 import { testStackConfig } from "./stackConfig";
 

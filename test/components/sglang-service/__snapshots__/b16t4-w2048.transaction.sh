@@ -1,8 +1,10 @@
 #!/bin/bash
-# dflash-sglang host-side transaction: sglang-k26, stack b16t4-w2048, node 0.
-# Rendered by components/sglang-service/script.ts; staged by `pulumi up`; do not edit.
+# dflash-sglang host-side transaction: sglang-k26, stack b16t4-w2048, node 0; staged by `pulumi up`.
 #   restart HASH [force] | rollback HASH | good HASH | release | prove | remove [UNIT [MACHINE-ID]]
+# Rendered by components/sglang-service/script.ts: the values below, then host/lock.sh, host/transaction.sh verbatim. Do not edit.
 set -uo pipefail
+
+# --- values ---
 label='sglang-k26 (stack b16t4-w2048)'
 host=127.0.0.10
 unit=sglang-k26.service
@@ -13,6 +15,11 @@ stage=/var/lib/dflash-sglang/sglang-k26/stacks/b16t4-w2048
 state_root=/var/lib/dflash-sglang
 state=/var/lib/dflash-sglang/sglang-k26
 secrets_dir=/etc/dflash-sglang
+secret_files=(/etc/dflash-sglang/sglang-k26.secrets.yaml /etc/dflash-sglang/sglang-k26.curl-headers)
+absent_secrets=(/etc/dflash-sglang/sglang-k26.env)
+every_secret=(/etc/dflash-sglang/sglang-k26.secrets.yaml /etc/dflash-sglang/sglang-k26.curl-headers /etc/dflash-sglang/sglang-k26.env)
+secret_suffixes=(.secrets.yaml .curl-headers .env)
+helper_dir=/usr/local/lib/dflash-sglang
 live=/etc/systemd/system/sglang-k26.service
 run=/run/dflash-sglang
 removed_dir=/var/lib/dflash-sglang-removed
@@ -36,8 +43,74 @@ keeper_grace=60
 handover_s=60
 barrier_s=690
 start_wait_s=900
-node0_idle=0
 hold_root=/run/systemd/system
+hold_drop_in=50-dflash-hold.conf
+IFS= read -r -d '' gpu_busy_awk <<'DFLASH_EOF'
+BEGIN { n = split(gpus, g, ","); for (i = 1; i <= n; i++) want[g[i]] = 1 }
+($1 in want) { seen[$1] = 1; if ($2 !~ /^[0-9]+$/ || $2 + 0 > max + 0) { printf "%sGPU %s: %s MiB used", sep, $1, $2; sep = ", " } }
+END { for (i = 1; i <= n; i++) if (!(g[i] in seen)) { printf "%sGPU %s: not listed by nvidia-smi", sep, g[i]; sep = ", " } }
+DFLASH_EOF
+
+# --- components/sglang-service/host/lock.sh ---
+# shellcheck shell=bash
+# shellcheck disable=SC2154 # $run comes from the rendered header of the script that includes this file
+# dflash-sglang: the host lock's functions, shared by the transaction (host/transaction.sh) and
+# the benchmark's hold (components/benchmark/handler.ts); included verbatim after their values.
+# The lock, its note and the rollout's note and claim are root's alone, a 0700 folder of 0600
+# files: anyone who can open the lock can take it, and so keep every deployment off the host or
+# hold up a rollback. Created so (umask 077); an older version's 0755 folder and 0644 files
+# (and any file in it another hand made) are put right here.
+run_dir() {
+  (umask 077; mkdir -p "$run") || return 1
+  if [ "$(stat -c %u "$run")" != 0 ] || [ -n "$(find "$run" -maxdepth 1 \( ! -user 0 -o -perm /077 \) -print -quit)" ]; then
+    chown -R 0:0 "$run" && chmod -R go= "$run"
+  fi
+}
+# The processes that hold $run/host.lock, lowest pid first: those with an open file of it
+# that has the flock (/proc/PID/fdinfo/FD lists a lock of the file description, which the
+# process that took it shares with the children it passed it to; /proc/locks names only the
+# flock(1) that took it, long gone).
+lock_holders() {
+  local ino f p
+  ino=$(stat -c %i "$run/host.lock" 2>/dev/null) || return 0
+  grep -lsE "^lock:[[:space:]]+[0-9]+: FLOCK .*:$ino " /proc/[0-9]*/fdinfo/* 2>/dev/null | while read -r f; do
+    p=${f#/proc/} p=${p%%/*}
+    [ "$(readlink "/proc/$p/fd/${f##*/}" 2>/dev/null)" = "$run/host.lock" ] && echo "$p"
+  done | sort -nu
+}
+# Who holds the host lock, for one that has to wait: the holder's own note (what it deploys)
+# when the process that wrote it holds the lock. Otherwise the lock is held by a process that
+# is not ours (or whose note is gone): named by its pid, user and command, and the function
+# fails. A note of an older version, which names no process, is taken when root holds the lock.
+lock_holder() {
+  local text="" pid="" holders p cmd
+  { IFS= read -r text; read -r _ pid; } 2>/dev/null < "$run/host.lock.note"
+  holders=$(lock_holders)
+  if [ -z "$holders" ]; then echo "${text:-another deployment}"; return 0; fi
+  if [ -n "$pid" ] && grep -qxF -- "$pid" <<< "$holders"; then echo "$text"; return 0; fi
+  # The first of them whose parent is not one of them: the one that took it (flock(1), not its command).
+  for p in $holders; do grep -qxF -- "$(awk '/^PPid:/ { print $2 }' "/proc/$p/status" 2>/dev/null)" <<< "$holders" || break; done
+  if [ -z "$pid" ] && [ -n "$text" ] && [ "$(stat -c %u "/proc/$p")" = 0 ]; then echo "$text"; return 0; fi
+  # Its command as text a message can carry: printable characters only, at most 200.
+  cmd=$(tr '\0\n' '  ' < "/proc/$p/cmdline" 2>/dev/null | tr -cd '[:print:]' | cut -c1-200)
+  echo "pid $p of user $(stat -c %U "/proc/$p" 2>/dev/null || echo unknown) (${cmd% }), which is not a dflash-sglang deployment"
+  return 1
+}
+
+# --- components/sglang-service/host/transaction.sh ---
+# shellcheck shell=bash
+# shellcheck disable=SC2154 # the values (label, host, unit, stack, timeouts...) come from the rendered header (script.ts renderTransaction)
+# dflash-sglang: the host-side transaction, one per stack and node, staged as
+#   <state>/<unit>/stacks/<stack>/transaction.sh
+# and run by `pulumi up`, `destroy` and the readiness step:
+#   restart HASH [force] | rollback HASH | good HASH | release | prove [TOKEN]
+#   | start-when-free HASH | remove [UNIT [MACHINE-ID]]
+# The rendered script is a header of values (quoted once, by script.ts hostValues), then
+# host/lock.sh, then this file, both copied verbatim. Sourced (the bash tests in
+# test/components/sglang-service/host/), it only defines its functions.
+
+# State of one run (not values: the functions below change them).
+node0_idle=0
 gpus_busy=0
 replaced=""
 
@@ -106,46 +179,6 @@ lock() {
   # stays, but is read only while someone holds the lock, and the next holder replaces it).
   at_exit release_note
   sweep_secret_copies
-}
-# The lock, its note and the rollout's note and claim are root's alone, a 0700 folder of 0600
-# files: anyone who can open the lock can take it, and so keep every deployment off the host or
-# hold up a rollback. Created so (umask 077); an older version's 0755 folder and 0644 files
-# (and any file in it another hand made) are put right here.
-run_dir() {
-  (umask 077; mkdir -p "$run") || return 1
-  if [ "$(stat -c %u "$run")" != 0 ] || [ -n "$(find "$run" -maxdepth 1 \( ! -user 0 -o -perm /077 \) -print -quit)" ]; then
-    chown -R 0:0 "$run" && chmod -R go= "$run"
-  fi
-}
-# The processes that hold $run/host.lock, lowest pid first: those with an open file of it
-# that has the flock (/proc/PID/fdinfo/FD lists a lock of the file description, which the
-# process that took it shares with the children it passed it to; /proc/locks names only the
-# flock(1) that took it, long gone).
-lock_holders() {
-  local ino f p
-  ino=$(stat -c %i "$run/host.lock" 2>/dev/null) || return 0
-  grep -lsE "^lock:[[:space:]]+[0-9]+: FLOCK .*:$ino " /proc/[0-9]*/fdinfo/* 2>/dev/null | while read -r f; do
-    p=${f#/proc/} p=${p%%/*}
-    [ "$(readlink "/proc/$p/fd/${f##*/}" 2>/dev/null)" = "$run/host.lock" ] && echo "$p"
-  done | sort -nu
-}
-# Who holds the host lock, for one that has to wait: the holder's own note (what it deploys)
-# when the process that wrote it holds the lock. Otherwise the lock is held by a process that
-# is not ours (or whose note is gone): named by its pid, user and command, and the function
-# fails. A note of an older version, which names no process, is taken when root holds the lock.
-lock_holder() {
-  local text="" pid="" holders p cmd
-  { IFS= read -r text; read -r _ pid; } 2>/dev/null < "$run/host.lock.note"
-  holders=$(lock_holders)
-  if [ -z "$holders" ]; then echo "${text:-another deployment}"; return 0; fi
-  if [ -n "$pid" ] && grep -qxF -- "$pid" <<< "$holders"; then echo "$text"; return 0; fi
-  # The first of them whose parent is not one of them: the one that took it (flock(1), not its command).
-  for p in $holders; do grep -qxF -- "$(awk '/^PPid:/ { print $2 }' "/proc/$p/status" 2>/dev/null)" <<< "$holders" || break; done
-  if [ -z "$pid" ] && [ -n "$text" ] && [ "$(stat -c %u "/proc/$p")" = 0 ]; then echo "$text"; return 0; fi
-  # Its command as text a message can carry: printable characters only, at most 200.
-  cmd=$(tr '\0\n' '  ' < "/proc/$p/cmdline" 2>/dev/null | tr -cd '[:print:]' | cut -c1-200)
-  echo "pid $p of user $(stat -c %U "/proc/$p" 2>/dev/null || echo unknown) (${cmd% }), which is not a dflash-sglang deployment"
-  return 1
 }
 release_note() { rm -f "$run/host.lock.note"; }
 # EXIT hooks, run in order (one trap: a second `trap ... EXIT` would replace the first).
@@ -292,11 +325,9 @@ wait_gpus() {
   while :; do
     # A GPU counts as free only when nvidia-smi lists it with a number at most the limit:
     # an empty or [N/A] cell, a missing GPU or a failing (or hung: killed at cmd_s) nvidia-smi
-    # all read as busy (render.ts GPU_BUSY_AWK).
+    # all read as busy (host/gpu-busy.awk).
     busy=$(timeout -k 5 "$cmd_s" nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits 2>&1 |
-      awk -F', *' -v gpus="$gpus" -v max="$gpu_free_mib" 'BEGIN { n = split(gpus, g, ","); for (i = 1; i <= n; i++) want[g[i]] = 1 }
-($1 in want) { seen[$1] = 1; if ($2 !~ /^[0-9]+$/ || $2 + 0 > max + 0) { printf "%sGPU %s: %s MiB used", sep, $1, $2; sep = ", " } }
-END { for (i = 1; i <= n; i++) if (!(g[i] in seen)) { printf "%sGPU %s: not listed by nvidia-smi", sep, g[i]; sep = ", " } }')
+      awk -F', *' -v gpus="$gpus" -v max="$gpu_free_mib" "$gpu_busy_awk")
     [ -z "$busy" ] && break
     if past "$t0" "$gpu_s"; then
       gpus_busy=1
@@ -326,7 +357,7 @@ hold_restarts() {
     [ -n "$u" ] || continue
     mkdir -p "$(hold_dir "$u")" && printf '[Service]
 Restart=no
-' > "$(hold_dir "$u")/50-dflash-hold.conf" || return 1
+' > "$(hold_dir "$u")/$hold_drop_in" || return 1
   done
   systemctl daemon-reload
 }
@@ -334,8 +365,8 @@ Restart=no
 drop_holds() {
   local u dropped=1
   for u in "$unit" "${replaced:+$replaced.service}"; do
-    if [ -n "$u" ] && [ -e "$(hold_dir "$u")/50-dflash-hold.conf" ]; then
-      rm -f "$(hold_dir "$u")/50-dflash-hold.conf"
+    if [ -n "$u" ] && [ -e "$(hold_dir "$u")/$hold_drop_in" ]; then
+      rm -f "$(hold_dir "$u")/$hold_drop_in"
       rmdir "$(hold_dir "$u")" 2>/dev/null
       dropped=0
     fi
@@ -349,7 +380,7 @@ release_holds() { drop_holds reload; }
 # live unit, without starting it (and without a hold on its restarts: hold_restarts).
 install_unit() {
   drop_holds
-  mkdir -p /usr/local/lib/dflash-sglang && for h in "$stage"/helpers/*; do install -m 0755 "$h" /usr/local/lib/dflash-sglang/"$(basename "$h")" || return 1; done &&
+  mkdir -p "$helper_dir" && for h in "$stage"/helpers/*; do install -m 0755 "$h" "$helper_dir/$(basename "$h")" || return 1; done &&
     install -m 0644 "$1" "$live.dflash-tmp" && mv -f "$live.dflash-tmp" "$live" &&
     systemctl daemon-reload && { systemctl enable "$unit" 2>/dev/null; systemctl reset-failed "$unit" 2>/dev/null; true; }
 }
@@ -371,25 +402,26 @@ recover_when_free() {
 # This stack's secrets, one base64 line per file on stdin (never on a command line), read
 # into new files beside the live ones; the live ones change only when installed.
 read_secrets() {
-  mkdir -p /etc/dflash-sglang && chmod 0700 /etc/dflash-sglang || return 1
-  local line
-  IFS= read -r line && (umask 077; printf '%s' "$line" | base64 -d > /etc/dflash-sglang/sglang-k26.secrets.yaml.dflash-new) || return 1
-  IFS= read -r line && (umask 077; printf '%s' "$line" | base64 -d > /etc/dflash-sglang/sglang-k26.curl-headers.dflash-new) || return 1
+  mkdir -p "$secrets_dir" && chmod 0700 "$secrets_dir" || return 1
+  local line f
+  for f in ${secret_files[@]+"${secret_files[@]}"}; do
+    IFS= read -r line && (umask 077; printf '%s' "$line" | base64 -d > "$f.dflash-new") || return 1
+  done
 }
 secrets_changed() {
-  cmp -s /etc/dflash-sglang/sglang-k26.secrets.yaml.dflash-new /etc/dflash-sglang/sglang-k26.secrets.yaml || return 0
-  cmp -s /etc/dflash-sglang/sglang-k26.curl-headers.dflash-new /etc/dflash-sglang/sglang-k26.curl-headers || return 0
-  [ ! -e /etc/dflash-sglang/sglang-k26.env ] || return 0
+  local f
+  for f in ${secret_files[@]+"${secret_files[@]}"}; do cmp -s "$f.dflash-new" "$f" || return 0; done
+  for f in ${absent_secrets[@]+"${absent_secrets[@]}"}; do [ ! -e "$f" ] || return 0; done
   return 1
 }
 install_secrets() {
-  mv -f /etc/dflash-sglang/sglang-k26.secrets.yaml.dflash-new /etc/dflash-sglang/sglang-k26.secrets.yaml || return 1
-  mv -f /etc/dflash-sglang/sglang-k26.curl-headers.dflash-new /etc/dflash-sglang/sglang-k26.curl-headers || return 1
-  rm -f /etc/dflash-sglang/sglang-k26.env
+  local f
+  for f in ${secret_files[@]+"${secret_files[@]}"}; do mv -f "$f.dflash-new" "$f" || return 1; done
+  [ "${#absent_secrets[@]}" = 0 ] || rm -f "${absent_secrets[@]}"
 }
 # What read_secrets left that was not installed (a restart that failed or changed nothing):
 # no copy of a secret stays behind.
-drop_new_secrets() { rm -f /etc/dflash-sglang/sglang-k26.secrets.yaml.dflash-new /etc/dflash-sglang/sglang-k26.curl-headers.dflash-new /etc/dflash-sglang/sglang-k26.env.dflash-new; }
+drop_new_secrets() { local f; for f in "${every_secret[@]}"; do rm -f "$f.dflash-new"; done; }
 # Copies of secrets that only a holder of the lock writes (read_secrets, the known-good's
 # save and restore), of any unit and any stack: whatever is there when the lock is taken, a
 # step that died without its EXIT hook left (SIGKILL, a power cut); this run wrote none yet.
@@ -403,7 +435,7 @@ sweep_secret_copies() {
 # The secret files of unit NAME that exist, the live ones and any copy of them, one a line.
 secret_files_of() {
   local f c
-  for f in "$secrets_dir/$1.secrets.yaml" "$secrets_dir/$1.curl-headers" "$secrets_dir/$1.env"; do
+  for f in "${secret_suffixes[@]/#/$secrets_dir/$1}"; do
     for c in "$f" "$f.dflash-new" "$f.dflash-tmp"; do [ ! -e "$c" ] || echo "$c"; done
   done
   [ ! -e "$state_root/$1/last-good.secrets" ] || echo "$state_root/$1/last-good.secrets"
@@ -426,7 +458,7 @@ no_secrets_left() {
 save_known_good_secrets() {
   local keep="$state/last-good.secrets" f
   rm -rf "$keep.dflash-tmp" && (umask 077; mkdir -p "$keep.dflash-tmp") || return 1
-  for f in /etc/dflash-sglang/sglang-k26.secrets.yaml /etc/dflash-sglang/sglang-k26.curl-headers /etc/dflash-sglang/sglang-k26.env; do
+  for f in "${every_secret[@]}"; do
     [ ! -f "$f" ] || (umask 077; cp -f "$f" "$keep.dflash-tmp/${f##*/}") || return 1
   done
   rm -rf "$keep" && mv "$keep.dflash-tmp" "$keep"
@@ -436,7 +468,7 @@ restore_known_good_secrets() {
   # A record made by a version that kept no secrets with it: the live ones stay.
   [ -d "$keep" ] || return 0
   mkdir -p "$secrets_dir" && chmod 0700 "$secrets_dir" || return 1
-  for f in /etc/dflash-sglang/sglang-k26.secrets.yaml /etc/dflash-sglang/sglang-k26.curl-headers /etc/dflash-sglang/sglang-k26.env; do
+  for f in "${every_secret[@]}"; do
     if [ -f "$keep/${f##*/}" ]; then (umask 077; cp -f "$keep/${f##*/}" "$f.dflash-tmp") && mv -f "$f.dflash-tmp" "$f" || return 1
     else rm -f "$f"; fi
   done
@@ -444,7 +476,7 @@ restore_known_good_secrets() {
 
 # Removes the secret files of unit NAME (render.ts secretPaths): named, never globbed (a
 # unit's name may be another's with a dot and more after it).
-rm_secret_files() { rm -f "$secrets_dir/$1.secrets.yaml" "$secrets_dir/$1.curl-headers" "$secrets_dir/$1.env"; }
+rm_secret_files() { rm -f "${secret_suffixes[@]/#/$secrets_dir/$1}"; }
 
 # When $unit was removed, on disk (it must outlive a reboot; REMOVED_DIR in script.ts): a stack
 # whose unit this was reads "removed at T" (observe.ts), not the "no unit" of its first install,
@@ -806,7 +838,7 @@ remove)
   hold_restarts "$unit" || { echo "FAILED: could not hold off systemd's restarts of $unit on $host (a runtime drop-in under /run/systemd/system); nothing was stopped." >&2; exit 1; }
   stop_server drain || exit 1
   systemctl disable "$unit" 2>/dev/null
-  rm -f "$live" /etc/dflash-sglang/sglang-k26.secrets.yaml /etc/dflash-sglang/sglang-k26.curl-headers /etc/dflash-sglang/sglang-k26.env
+  rm -f "$live" "${every_secret[@]}"
   rm_secret_files "${unit%.service}"
   # After an interrupted rename: the new name's copy of the known-good record (its secrets too).
   [ -n "$marker" ] && rm -rf "$marker" "${marker%/*}/replaced.transaction.sh" "$new_state/last-good.service" "$new_state/last-good.json" "$new_state/last-good.secrets"
@@ -815,7 +847,7 @@ remove)
   rm -rf "$state/last-good.service" "$state/last-good.json" "$state/last-good.secrets" "$state/rollbacks"
   no_secrets_left "${unit%.service}" || exit 1
   mark_removed
-  rmdir /etc/dflash-sglang 2>/dev/null
+  rmdir "$secrets_dir" 2>/dev/null
   systemctl daemon-reload
   systemctl reset-failed "$unit" 2>/dev/null
   end_rollout

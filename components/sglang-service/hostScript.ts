@@ -1,0 +1,102 @@
+// What runs on a host is a shell file: the bodies live in components/sglang-service/host/
+// (shellcheck reads them there, and the bash tests in test/components/sglang-service/host/
+// source them), and a script a host receives is a small header of values, rendered here and
+// quoted once by one function, then those files copied verbatim.
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { shellQuote } from "./render";
+
+/** The folder of the host scripts' bodies. */
+export const HOST_DIR = path.join(__dirname, "host");
+
+const cache = new Map<string, string>();
+
+/** The text of a file under host/, as committed (read once). */
+export function hostFile(name: string): string {
+  let text = cache.get(name);
+  if (text === undefined) {
+    text = fs.readFileSync(path.join(HOST_DIR, name), "utf8");
+    cache.set(name, text);
+  }
+  return text;
+}
+
+/**
+ * A value of the header: a word, a number, a yes/no, a list (a bash array), a text of several
+ * lines (read whole, trailing newline included, from a quoted here-document: nothing in it
+ * expands), or a list of such texts (a bash array).
+ */
+export type HostValue = string | number | boolean | readonly string[] | { text: string } | { texts: readonly string[] };
+
+const NAME = /^[a-z_][a-z0-9_]*$/;
+const END = "DFLASH_EOF";
+
+/** Pure: one assignment of the header; every value quoted here and nowhere else. */
+function assignment(name: string, value: HostValue): string {
+  if (!NAME.test(name)) throw new Error(`not a shell variable name: ${JSON.stringify(name)}`);
+  if (typeof value === "boolean") return `${name}=${value ? "yes" : "no"}`;
+  if (typeof value === "number") {
+    if (!Number.isFinite(value)) throw new Error(`${name}: not a finite number: ${value}`);
+    return `${name}=${shellQuote(String(value))}`;
+  }
+  if (typeof value === "string") return `${name}=${shellQuote(value)}`;
+  if (Array.isArray(value)) return `${name}=(${value.map((w) => shellQuote(w)).join(" ")})`;
+  if ("texts" in value) return [`${name}=()`, ...value.texts.map((t, i) => hereDocument(`${name}[${i}]`, t))].join("\n");
+  return hereDocument(name, (value as { text: string }).text);
+}
+
+/** Pure: TARGET (a name, or an element of an array) read whole from a quoted here-document. */
+function hereDocument(target: string, text: string): string {
+  if (text.includes("\0")) throw new Error(`cannot render ${target}: its text holds a NUL byte`);
+  // The end marker: the first of DFLASH_EOF, DFLASH_EOF_2, ... that is not a line of the text
+  // (a staged transaction holds here-documents of its own).
+  const lines = new Set(text.split("\n"));
+  let end = END;
+  for (let k = 2; lines.has(end); k++) end = `${END}_${k}`;
+  // `read -d ''` stops at the end of the here-document (status 1, the whole text read). The
+  // text is read with its last newline: one is added where it has none.
+  return [`IFS= read -r -d '' ${target.includes("[") ? `'${target}'` : target} <<'${end}'`, text.endsWith("\n") ? text.slice(0, -1) : text, end].join("\n");
+}
+
+/** Pure: the header's assignments, one a line (a text over several). */
+export function hostValues(values: Record<string, HostValue>): string {
+  return Object.entries(values)
+    .map(([k, v]) => assignment(k, v))
+    .join("\n");
+}
+
+export interface HostScript {
+  /** What the script is, for the reader of a host (comment lines, without "#"). */
+  about: string[];
+  /** `set` options of the script, before anything runs. */
+  set: string;
+  values: Record<string, HostValue>;
+  /** Files under host/ copied verbatim after the values, in order. */
+  files: string[];
+}
+
+/** Pure: a host script: shebang, what it is, its values, then its files verbatim. */
+export function renderHostScript(s: HostScript): string {
+  for (const l of s.about) if (/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(l)) throw new Error(`refusing to render a comment line with a newline or control character: ${JSON.stringify(l)}`);
+  const parts = [
+    "#!/bin/bash",
+    ...s.about.map((l) => `# ${l}`.trimEnd()),
+    `# Rendered by components/sglang-service/script.ts: the values below, then ${s.files.map((f) => `host/${f}`).join(", ")} verbatim. Do not edit.`,
+    `set ${s.set}`,
+    "",
+    "# --- values ---",
+    hostValues(s.values),
+    ...s.files.flatMap((f) => ["", `# --- components/sglang-service/host/${f} ---`, hostFile(f).replace(/\n*$/, "")]),
+    "",
+  ];
+  return parts.join("\n");
+}
+
+/**
+ * Pure: a command line that runs `script` (a host script of several lines) in bash on the
+ * host, with `args`: the text travels as base64 (a quoted word holds no newline, render.ts
+ * shellQuote), decoded there; stdin stays the command's.
+ */
+export function bashCommand(script: string, args: readonly string[] = []): string {
+  return `bash -c "$(echo ${Buffer.from(script).toString("base64")} | base64 -d)" dflash-sglang${args.map((a) => ` ${shellQuote(a)}`).join("")}`;
+}

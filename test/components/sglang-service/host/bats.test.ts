@@ -1,0 +1,63 @@
+// The host scripts' bash tests (the .bats files here, bats-core from npm) run in `npm test`,
+// and they can fail: a drain or rollback branch of components/sglang-service/host/
+// transaction.sh changed in a copy makes them fail.
+import { test } from "node:test";
+import * as assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { HOST_DIR } from "../../../../components/sglang-service/hostScript";
+import { REPO_ROOT } from "../../../../lib/pulumi-env";
+
+const BATS = path.join(REPO_ROOT, "node_modules", "bats", "bin", "bats");
+const FILES = fs.readdirSync(__dirname).filter((f) => f.endsWith(".bats")).sort().map((f) => path.join(__dirname, f));
+
+/** Runs bats on `files` with the host scripts of `hostDir`; TAP output. */
+function bats(files: string[], hostDir = HOST_DIR): { code: number; tap: string } {
+  if (!fs.existsSync(BATS)) throw new Error(`bats is not installed at ${BATS}: run npm install (it is a devDependency)`);
+  const r = spawnSync(BATS, ["--tap", ...files], { encoding: "utf8", env: { ...process.env, DFLASH_HOST_DIR: hostDir }, timeout: 300_000 });
+  if (r.error) throw r.error;
+  return { code: r.status ?? -1, tap: `${r.stdout}${r.stderr}` };
+}
+
+test("the host scripts' bash tests pass", () => {
+  assert.ok(FILES.length >= 2, FILES.join(", "));
+  const r = bats(FILES);
+  assert.equal(r.code, 0, r.tap);
+  assert.match(r.tap, /^1\.\.\d+$/m);
+  assert.doesNotMatch(r.tap, /^not ok/m, r.tap);
+});
+
+/** The host scripts with `from` replaced by `to` in transaction.sh (once; it must be there). */
+function mutated(from: string, to: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-mutant-"));
+  fs.cpSync(HOST_DIR, dir, { recursive: true });
+  const file = path.join(dir, "transaction.sh");
+  const text = fs.readFileSync(file, "utf8");
+  assert.ok(text.includes(from), `transaction.sh no longer holds ${JSON.stringify(from)}: update this mutation`);
+  fs.writeFileSync(file, text.replace(from, to));
+  return dir;
+}
+
+const MUTANTS: [string, string, string][] = [
+  ["a kill at the drain deadline cuts nothing", 'killed=1 cut=${remaining:-null}\n      say "the drain did not end', 'killed=1 cut=0\n      say "the drain did not end'],
+  ["a peer's abort is not counted", '[ "$killed" = 0 ] && [ "$group_size" -gt 1 ]', '[ "$killed" = 0 ] && [ "$group_size" -gt 9 ]'],
+  ["a forced exit is not counted", 'forced=$(journalctl', 'forced=$(true'],
+  ["the rollback installs the failed unit", 'install_start "$state/last-good.service" || {', 'install_start "$stage/unit.service" || {'],
+  ["the rollback keeps the failed configuration's secrets", "restore_known_good_secrets || {", "true || {"],
+  ["a rollback to the failed unit itself is not refused", '= "$1" ]; then echo "HOST DOWN: the failed configuration', '= "no such hash" ]; then echo "HOST DOWN: the failed configuration'],
+];
+
+for (const [what, from, to] of MUTANTS) {
+  test(`a mutant of the transaction fails the bash tests: ${what}`, () => {
+    const dir = mutated(from, to);
+    try {
+      const r = bats([path.join(__dirname, "transaction.bats")], dir);
+      assert.notEqual(r.code, 0, `the mutant (${what}) passed every bash test:\n${r.tap}`);
+      assert.match(r.tap, /^not ok/m);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+}

@@ -1,0 +1,269 @@
+#!/usr/bin/env bats
+# The transaction's functions (components/sglang-service/host/transaction.sh), in bash against
+# fake host commands: the drain's accounting, the GPU wait, the lock, the rollback's choice.
+
+bats_require_minimum_version 1.5.0
+
+setup() {
+  load common
+  load_transaction
+}
+
+# --- the drain's accounting (stop_server) ------------------------------------------------
+
+@test "drain: a server that drains to 0 and exits cuts nothing and is not killed" {
+  fake_unit active active active inactive
+  fake_journal "Gracefully exiting... Remaining number of requests 2." "Gracefully exiting... Remaining number of requests 0."
+  stop_server drain
+  [ "$killed" = 0 ]
+  [ "$cut" = 0 ]
+  ! grep -q '^kill' "$BATS_TEST_TMPDIR/fake/calls" || false
+  grep -qx "stop --no-block u.service" "$BATS_TEST_TMPDIR/fake/calls"
+}
+
+@test "drain: past its deadline with requests in flight the server is killed and they are cut" {
+  fake_unit active
+  fake_journal "Gracefully exiting... Remaining number of requests 3."
+  run stop_server drain
+  [ "$status" = 0 ]
+  [[ "$output" == *"the drain did not end within 1 s (timeouts.drainSeconds); killing the old server, cutting 3 requests still in flight"* ]]
+  stop_server drain 2>/dev/null || true
+  fake_unit active
+  fake_journal "Gracefully exiting... Remaining number of requests 3."
+  stop_server drain >/dev/null
+  [ "$killed" = 1 ]
+  [ "$cut" = 3 ]
+  grep -qx "kill --signal=SIGKILL u.service" "$BATS_TEST_TMPDIR/fake/calls"
+}
+
+@test "drain: a server that logged no count and outlived its deadline is cut by an unknown number (null)" {
+  fake_unit active
+  stop_server drain >/dev/null
+  [ "$killed" = 1 ]
+  [ "$cut" = null ]
+}
+
+@test "drain: SGLang's forced exit after a failed health check cuts what its last count held" {
+  fake_unit active active inactive
+  fake_journal "Gracefully exiting... Remaining number of requests 2." "Signal SIGTERM received while health check failed. Force exiting."
+  run stop_server drain
+  [[ "$output" == *"SGLang gave up its drain (its health check had failed: a stuck scheduler) and exited, cutting 2 requests still in flight"* ]]
+  fake_unit active active inactive
+  fake_journal "Gracefully exiting... Remaining number of requests 2." "Signal SIGTERM received while health check failed. Force exiting."
+  stop_server drain >/dev/null
+  [ "$killed" = 1 ]
+  [ "$cut" = 2 ]
+}
+
+@test "drain: SGL_FORCE_SHUTDOWN's exit before any count cuts an unknown number" {
+  fake_unit active inactive
+  fake_journal "Signal SIGTERM received while force shutdown flag set. Force exiting."
+  run stop_server drain
+  [[ "$output" == *"SGLang skipped its drain (SGL_FORCE_SHUTDOWN is set in its environment) and exited, cutting what was still in flight (SGLang logged no count)"* ]]
+}
+
+@test "drain: in a group, a server ended by a peer's abort with requests in flight counts them as cut; on one host it does not" {
+  group_size=2
+  fake_unit active active inactive
+  fake_journal "Gracefully exiting... Remaining number of requests 4." "NCCL communicator was aborted on rank 0"
+  stop_server drain >/dev/null
+  [ "$killed" = 1 ]
+  [ "$cut" = 4 ]
+  group_size=1
+  fake_unit active active inactive
+  fake_journal "Gracefully exiting... Remaining number of requests 4." "NCCL communicator was aborted on rank 0"
+  stop_server drain >/dev/null
+  [ "$killed" = 0 ]
+  [ "$cut" = 0 ]
+}
+
+@test "drain: systemd's stop timeout after a drain to 0 cuts nothing; before it, it cuts the last count" {
+  fake_unit active active inactive
+  echo timeout > "$BATS_TEST_TMPDIR/fake/result"
+  fake_journal "Gracefully exiting... Remaining number of requests 0."
+  run stop_server drain
+  [[ "$output" == *"SGLang had drained every request; systemd's stop timeout (TimeoutStopSec) ended its own exit, which cut nothing"* ]]
+  fake_unit active active inactive
+  echo timeout > "$BATS_TEST_TMPDIR/fake/result"
+  fake_journal "Gracefully exiting... Remaining number of requests 5."
+  stop_server drain >/dev/null
+  [ "$killed" = 1 ]
+  [ "$cut" = 5 ]
+}
+
+@test "drain: a unit that is not running is not stopped" {
+  fake_unit inactive
+  stop_server drain
+  [ "$killed" = 0 ]
+  [ "$drain_seconds" = 0 ]
+  ! grep -q '^stop' "$BATS_TEST_TMPDIR/fake/calls" || false
+}
+
+@test "drain: a state systemctl cannot read counts as running, never as gone" {
+  systemctl() { return 124; }
+  running
+}
+
+# --- the GPU wait ------------------------------------------------------------------------
+
+@test "GPU wait: free when each of this node's GPUs uses at most gpu_free_mib; other GPUs do not count" {
+  fake_nvidia_smi $'0, 3\n1, 1024\n2, 81000'
+  wait_gpus
+}
+
+@test "GPU wait: a busy, unknown or unlisted GPU fails at the deadline, named" {
+  fake_nvidia_smi $'0, 81004\n1, [N/A]'
+  run wait_gpus
+  [ "$status" = 1 ]
+  [[ "$output" == *"FAILED: GPU memory on 127.0.0.10 was not released within 1 s after the old server exited (GPU 0: 81004 MiB used, GPU 1: [N/A] MiB used; timeouts.gpuReleaseSeconds)"* ]]
+  fake_nvidia_smi '0, 0'
+  run wait_gpus
+  [[ "$output" == *"GPU 1: not listed by nvidia-smi"* ]]
+}
+
+@test "GPU wait: a failing or hung nvidia-smi reads as busy, and the wait still ends at its deadline" {
+  fake_nvidia_smi "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver." 9
+  run wait_gpus
+  [ "$status" = 1 ]
+  cmd_s=1
+  fake_nvidia_smi "" hang
+  SECONDS=0
+  run wait_gpus
+  [ "$status" = 1 ]
+  [ "$SECONDS" -lt 10 ]
+}
+
+# --- the lock ----------------------------------------------------------------------------
+
+@test "lock: its folder is made root's alone, and an older version's open rights are put right" {
+  rmdir "$run"
+  run_dir
+  [ "$(stat -c %a "$run")" = 700 ]
+  chmod 0755 "$run" && touch "$run/host.lock" && chmod 0644 "$run/host.lock"
+  run_dir
+  [ "$(stat -c %a "$run")" = 700 ]
+  [ "$(stat -c %a "$run/host.lock")" = 600 ]
+}
+
+@test "lock: a holder that is not ours is named by pid, user and command; ours by its note" {
+  run_dir
+  touch "$run/host.lock"
+  flock "$run/host.lock" sleep 30 &
+  local holder=$!
+  until [ -n "$(lock_holders)" ]; do sleep 0.05; done
+  run lock_holder
+  kill "$holder"
+  [ "$status" = 1 ]
+  [[ "$output" == *"of user $(id -un) ("*"sleep 30), which is not a dflash-sglang deployment" ]]
+  # Our own holder: the note's pid holds the lock.
+  exec 7>>"$run/host.lock"
+  flock 7
+  printf '%s\npid %s\n' 'stack "t" (unit u, from tests)' "$BASHPID" > "$run/host.lock.note"
+  run lock_holder
+  exec 7>&-
+  [ "$status" = 0 ]
+  [ "$output" = 'stack "t" (unit u, from tests)' ]
+}
+
+@test "lock: another stack's rollout note keeps this stack off while its claim lasts, not after" {
+  echo "other u.service $(( $(date +%s) + 60 )) stack \"other\" (unit u, from x)" > "$run/rollout"
+  echo "$(( $(date +%s) + 60 )) other u.service" > "$run/rollout.due"
+  run rollout_holder
+  [ "$output" = 'stack "other" (unit u, from x; proving its restart)' ]
+  echo "$(( $(date +%s) - 1 )) other u.service" > "$run/rollout.due"
+  run --separate-stderr rollout_holder
+  [ -z "$output" ]
+  [[ "$stderr" == *"has had no one proving it since"* ]]
+  # This stack's own note never keeps it off.
+  echo "s u.service $(( $(date +%s) + 60 )) x" > "$run/rollout"
+  run rollout_holder
+  [ -z "$output" ]
+}
+
+# --- the rollback's choice ---------------------------------------------------------------
+
+known_good_of() { # UNIT-TEXT KEY
+  printf '%s\n' "$1" > "$state/last-good.service"
+  echo '{"stack":"s"}' > "$state/last-good.json"
+  mkdir -p "$state/last-good.secrets"
+  printf '%s\n' "$2" > "$state/last-good.secrets/u.secrets.yaml"
+}
+
+@test "rollback: goes back to the known-good unit with its own secrets; a secret it did not have goes" {
+  known_good_of "[Service] good" "api-key: good"
+  echo "api-key: rotated" > "$secrets_dir/u.secrets.yaml"
+  echo "HF_TOKEN=new" > "$secrets_dir/u.env"
+  fake_unit inactive
+  fake_nvidia_smi $'0, 0\n1, 0'
+  install_start() { echo "install_start $1" >> "$BATS_TEST_TMPDIR/fake/calls"; }
+  run restore_known_good "$(printf 'failed\n' | sha256sum | cut -c1-64)"
+  [ "$status" = 0 ]
+  grep -qx "install_start $state/last-good.service" "$BATS_TEST_TMPDIR/fake/calls"
+  [ "$(cat "$secrets_dir/u.secrets.yaml")" = "api-key: good" ]
+  [ ! -e "$secrets_dir/u.env" ]
+}
+
+@test "rollback: nothing to roll back to, the failed unit itself, or rollback off: HOST DOWN or left as it is, nothing installed" {
+  fake_unit inactive
+  install_start() { echo "install_start $1" >> "$BATS_TEST_TMPDIR/fake/calls"; }
+  run restore_known_good deadbeef
+  [ "$status" = 2 ]
+  [[ "$output" == "HOST DOWN: 127.0.0.10 has no earlier configuration of u that passed readiness"* ]]
+  known_good_of "[Service] good" "k"
+  run restore_known_good "$(hash_of "$state/last-good.service")"
+  [ "$status" = 2 ]
+  [[ "$output" == "HOST DOWN: the failed configuration is the last known-good one of u"* ]]
+  rollback_on=no
+  run restore_known_good deadbeef
+  [ "$status" = 2 ]
+  [[ "$output" == "Rollback is off (safety.rollback=false)"* ]]
+  ! grep -q install_start "$BATS_TEST_TMPDIR/fake/calls" || false
+}
+
+@test "rollback: GPUs still busy: the known-good waits for them in a recovery, nothing is started now" {
+  known_good_of "[Service] good" "k"
+  fake_unit inactive
+  fake_nvidia_smi $'0, 80000\n1, 0'
+  install_start() { echo "install_start $1" >> "$BATS_TEST_TMPDIR/fake/calls"; }
+  recover_when_free() { echo recover >> "$BATS_TEST_TMPDIR/fake/calls"; }
+  run restore_known_good deadbeef
+  [ "$status" = 3 ]
+  grep -qx recover "$BATS_TEST_TMPDIR/fake/calls"
+  ! grep -q install_start "$BATS_TEST_TMPDIR/fake/calls" || false
+}
+
+@test "rollback: a failed install of the known-good says ROLLBACK FAILED, HOST DOWN" {
+  known_good_of "[Service] good" "k"
+  fake_unit inactive
+  fake_nvidia_smi $'0, 0\n1, 0'
+  install_start() { return 1; }
+  run restore_known_good deadbeef
+  [ "$status" = 2 ]
+  [[ "$output" == *"ROLLBACK FAILED, HOST DOWN: could not install and start the previous configuration of u on 127.0.0.10"* ]]
+}
+
+# --- secrets -----------------------------------------------------------------------------
+
+@test "secrets: read from stdin beside the live ones, installed only when changed; those the stack no longer has go" {
+  printf '%s\n' "$(echo -n 'api-key: a' | base64)" "$(echo -n 'Authorization: Bearer a' | base64)" | read_secrets
+  [ "$(cat "$secrets_dir/u.secrets.yaml.dflash-new")" = "api-key: a" ]
+  [ "$(stat -c %a "$secrets_dir/u.secrets.yaml.dflash-new")" = 600 ]
+  secrets_changed
+  echo "HF_TOKEN=x" > "$secrets_dir/u.env"
+  install_secrets
+  [ "$(cat "$secrets_dir/u.curl-headers")" = "Authorization: Bearer a" ]
+  [ ! -e "$secrets_dir/u.env" ]
+  printf '%s\n' "$(echo -n 'api-key: a' | base64)" "$(echo -n 'Authorization: Bearer a' | base64)" | read_secrets
+  ! secrets_changed || false
+  drop_new_secrets
+  [ -z "$(find "$secrets_dir" -name '*.dflash-new')" ]
+}
+
+@test "secrets: a removal's check names what it could not remove, and takes every copy" {
+  touch "$secrets_dir/u.env" "$secrets_dir/u.curl-headers.dflash-new" "$secrets_dir/u.x.env"
+  mkdir -p "$state/last-good.secrets"
+  no_secrets_left u
+  [ ! -e "$secrets_dir/u.env" ]
+  [ ! -e "$state/last-good.secrets" ]
+  [ -e "$secrets_dir/u.x.env" ]
+}
