@@ -11,7 +11,7 @@ import { progress } from "../sglang-service/remote/progress";
 import { exitWithEngine } from "../sglang-service/remote/engine-watch";
 import { argMismatches } from "../sglang-service/remote/steps";
 import { publicServerArgs } from "../sglang-service/parse";
-import { shellQuote, unitPath } from "../sglang-service/render";
+import { unitPath } from "../sglang-service/render";
 import { RUN_DIR } from "../sglang-service/script";
 import { bashCommand, renderHostScript } from "../sglang-service/hostScript";
 import { BenchmarkResult, RawRecord, runBenchmark, serverInfo } from "./run";
@@ -72,18 +72,8 @@ export interface Identity {
 }
 
 async function identify(ssh: Ssh, i: BenchmarkInputs, baseUrl: string): Promise<Identity> {
-  const unit = shellQuote(`${i.unitName}.service`);
   const out = await ssh.run(
-    [
-      `systemctl show -p MainPID --value ${unit}`,
-      `systemctl show -p NeedDaemonReload --value ${unit}`,
-      `echo "$(systemctl show -p ActiveState --value ${unit})/$(systemctl show -p SubState --value ${unit})"`,
-      // The hash, or nothing when there is no unit file; the empty line after keeps the GPU
-      // names below it either way (empty lines are dropped from them).
-      `sha256sum ${shellQuote(unitPath(i.unitName))} 2>/dev/null | cut -c1-64`,
-      `echo`,
-      `nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null || true`,
-    ].join("; "),
+    bashCommand(renderHostScript({ about: [`dflash-sglang: which server of ${i.unitName} is measured.`], set: "-u", values: { service: `${i.unitName}.service`, unit_path: unitPath(i.unitName) }, files: ["identify.sh"] })),
     { timeoutMs: 60_000 },
   );
   const [pidLine = "", reloadLine = "", stateLine = "", hashLine = "", ...gpus] = out.stdout.split("\n").map((l) => l.trim());

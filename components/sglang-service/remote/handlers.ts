@@ -380,10 +380,13 @@ async function rollback(nodes: NodeStep[], i: ReadyInputs): Promise<string> {
     const back = await Promise.all(i.nodes.map((n, k) => transaction(nodes[k].ssh, n, nodes[0].t, `rollback ${n.unitHash}`)));
     const stopped = back.find((r) => r.code !== 0);
     if (stopped) return stopped.out.split("\n").filter((l) => !l.startsWith(t.label)).join("\n") || stopped.out;
-    // Where the transaction records the known-good configuration (script.ts: $state/last-good.*).
-    const state = `${STATE_DIR}/${t.unitName}`;
-    const note = JSON.parse((await nodes[0].ssh.run(`cat ${shellQuote(`${state}/last-good.json`)}`)).stdout) as { stack: string; expectedArgs: ReadyInputs["expectedArgs"]; modelName: string };
-    const good = (await nodes[0].ssh.run(`sha256sum ${shellQuote(`${state}/last-good.service`)} | cut -c1-12`)).stdout.trim();
+    // The known-good record the transaction restored from ($state/last-good.*, host/known-good.sh).
+    const read = await nodes[0].ssh.run(
+      bashCommand(renderHostScript({ about: [`dflash-sglang: the known-good configuration of ${t.unitName}.`], set: "-u", values: { state: `${STATE_DIR}/${t.unitName}`, curl_headers: secretPaths(t.unitName).curlHeaders }, files: ["known-good.sh"] })),
+    );
+    const [head, noteText = ""] = read.stdout.split("\n@@note\n");
+    const note = JSON.parse(noteText) as { stack: string; expectedArgs: ReadyInputs["expectedArgs"]; modelName: string };
+    const good = /^@@good (\S*)$/m.exec(head)?.[1] ?? "";
     const started = Date.now();
     // The previous configuration listens where it did: on its own port, which a change of
     // service.port moved the target away from.
@@ -391,8 +394,7 @@ async function rollback(nodes: NodeStep[], i: ReadyInputs): Promise<string> {
     // ...and with the secrets it ran with, which the rollback put back: its key, or none,
     // whatever the failed configuration had (a key removed, added or rotated).
     const headers = secretPaths(t.unitName).curlHeaders;
-    const keyed = (await nodes[0].ssh.run(`test -f ${shellQuote(headers)}`)).code === 0;
-    const curlAuth = keyed ? ` -H @${headers}` : "";
+    const curlAuth = /^@@keyed yes$/m.test(head) ? ` -H @${headers}` : "";
     const on = (t: Target): Target => ({ ...t, curlAuth, ...(port === undefined || port === t.port ? {} : { port, serverUrl: t.serverUrl.replace(/:\d+$/, `:${port}`) }) });
     const labelled = nodes.map((n) => ({ ...n, t: { ...on(n.t), label: `${n.t.label} rollback to stack ${note.stack}` } }));
     const ready = await waitReadyGroup(labelled, { expectedArgs: note.expectedArgs, modelName: note.modelName });
@@ -523,14 +525,18 @@ export async function removePresence(o: PresenceInputs, config?: ConfigGetter, r
   const now = configuredNodes(config, o.stack);
   const configured = now.connections[o.rank];
   const connection = currentConnection(o.connection, configured);
-  const t = shellQuote(o.transaction);
   // Only the first half of a replacement carries anything over; a destroy's teardown (whatever
   // the stack's configuration names now but never applied: campaign seed 3012) removes.
   // `replacing` undefined: the delete of a presence recorded by an older version, whose
   // provider code (kept in state) does not say; judged by the configuration, as it was then.
   const carry = replacing === false ? [] : await carryTo(o, configured, now.unitName);
-  const script = `if [ -f ${t} ]; then bash ${t} remove${carry.map((a) => ` ${shellQuote(a)}`).join("")} || exit $?; fi; ${bashCommand(o.stageRemoval)}`;
-  const r = await Ssh.once(connection, script, 30 * 60_000).catch((e) => Promise.reject(withRotationHint(e)));
+  const script = renderHostScript({
+    about: [`dflash-sglang: remove ${o.unitName} of stack ${o.stack}.`],
+    set: "-u",
+    values: { transaction: o.transaction, carry, stage_removal: { text: o.stageRemoval } },
+    files: ["remove.sh"],
+  });
+  const r = await Ssh.once(connection, bashCommand(script), 30 * 60_000).catch((e) => Promise.reject(withRotationHint(e)));
   const out = `${r.stdout}${r.stderr}`.trim();
   if (out) await progress(o.urn, out, false);
   if (r.code !== 0) throw new Error(`removing ${o.unitName} (stack ${o.stack}) from ${o.connection.host} failed (exit ${r.code}): ${out || "no output"}`);

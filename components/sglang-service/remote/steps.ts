@@ -3,9 +3,9 @@
 // watching every node of a group and naming the node that failed first. The changes to
 // the host (drain, stop, install, start, rollback) are the staged transaction script's
 // (../script.ts). Every wait polls a condition against its own deadline.
-import { shellQuote } from "../render";
 import { failureCause, listenerPids, parseCurlWithStatus, parseSystemctlShow, publicServerArgs, redactSecrets, splitSections, unitState, UnitState } from "../parse";
 import { Ssh } from "./ssh";
+import { bashCommand, renderHostScript } from "../hostScript";
 import { progress } from "./progress";
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -48,8 +48,9 @@ export interface Target {
 
 const SHOW_PROPS = ["LoadState", "ActiveState", "SubState", "MainPID", "NRestarts", "ExecMainStatus", "ExecMainStartTimestampMonotonic", "InvocationID", "Result"];
 
+/** The unit's state (host/show.sh), as a command line. */
 function showScript(unit: string): string {
-  return `systemctl show ${shellQuote(`${unit}.service`)} ${SHOW_PROPS.map((p) => `-p ${p}`).join(" ")} --no-pager`;
+  return bashCommand(renderHostScript({ about: [`dflash-sglang: the state of ${unit}.service.`], set: "-u", values: { service: `${unit}.service`, show_props: SHOW_PROPS }, files: ["show.sh", "unit-show.sh"] }));
 }
 
 type LiveUnit = UnitState & { invocationId: string; result: string };
@@ -228,7 +229,7 @@ const BAD_GENERATIONS = 3;
 
 async function unitFailure(ssh: Ssh, r: Target, state: LiveUnit, phase: string, seconds: number): Promise<Error> {
   const unit = `${r.unitName}.service`;
-  const journal = (await ssh.run(`journalctl -u ${shellQuote(unit)} --no-pager -o cat -n 40 ${state.invocationId ? `_SYSTEMD_INVOCATION_ID=${shellQuote(state.invocationId)}` : ""}`)).stdout;
+  const journal = (await ssh.run(bashCommand(renderHostScript({ about: [`dflash-sglang: the last journal lines of ${unit}.`], set: "-u", values: { service: unit, invocation: state.invocationId }, files: ["unit-journal.sh"] })))).stdout;
   // SGLang logs its arguments, API key included, at start-up: mask before showing.
   const cause = redactSecrets(failureCause(journal) ?? `exit status ${state.execMainStatus}`);
   const tail = redactSecrets(journal.trim()).split("\n").slice(-12).map((l) => `    ${l}`).join("\n");
@@ -247,19 +248,17 @@ export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessR
   // /server_info is the endpoint; /get_server_info is deprecated (and logs a warning per
   // call), so it is asked only once /server_info has answered 404.
   let infoPath = "/server_info";
+  // One look at the node (host/ready-probe.sh), sent whole each time (bashCommand).
   const script = () =>
-    [
-      "echo @@section show",
-      showScript(r.unitName),
-      "echo @@section listen",
-      `ss -ltnpH 2>/dev/null | grep -F ':${r.port} ' || true`,
-      "echo @@section info",
-      `curl -s -m 5 -w '\n@@status %{http_code}\n'${r.curlAuth} ${shellQuote(`${r.serverUrl}${infoPath}`)} || true`,
-      // The host's clock and how long the main process has run (whole seconds): a load begins
-      // when the restart starts the unit, before this step begins (handlers.ts).
-      "echo @@section age",
-      `echo "$(date +%s) $(ps -o etimes= -p "$(systemctl show -p MainPID --value ${shellQuote(`${r.unitName}.service`)})" 2>/dev/null)"`,
-    ].join("\n");
+    bashCommand(
+      renderHostScript({
+        about: [`dflash-sglang: readiness probe of ${unit}.`],
+        set: "-u",
+        // curlAuth: the extra curl arguments, words without spaces of their own (" -H @<file>").
+        values: { service: unit, show_props: SHOW_PROPS, port: r.port, curl_auth: r.curlAuth.trim(), info_url: `${r.serverUrl}${infoPath}` },
+        files: ["show.sh", "ready-probe.sh"],
+      }),
+    );
   const started = Date.now();
   let phase = "starting";
   let sawStart = false;
@@ -343,7 +342,8 @@ export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessR
       }
       // A generation may take a while on a cold server, but never past the deadline.
       const genSeconds = Math.max(1, Math.ceil(Math.min(60, leftS)));
-      const gen = await ssh.run(`curl -s -m ${genSeconds}${r.curlAuth} -H 'content-type: application/json' -d ${shellQuote(body)} ${shellQuote(`${r.serverUrl}/v1/chat/completions`)}`, { timeoutMs: (genSeconds + PROBE_GRACE_SECONDS) * 1000 }).catch((e: Error) => e);
+      const asked = renderHostScript({ about: [`dflash-sglang: one generation from ${unit}.`], set: "-u", values: { url: `${r.serverUrl}/v1/chat/completions`, body, seconds: genSeconds, curl_auth: r.curlAuth.trim() }, files: ["probe-generation.sh"] });
+      const gen = await ssh.run(bashCommand(asked), { timeoutMs: (genSeconds + PROBE_GRACE_SECONDS) * 1000 }).catch((e: Error) => e);
       if (gen instanceof Error || gen.code === 255) {
         blind = unobserved(gen);
         return undefined;
