@@ -16,6 +16,9 @@ export function hostFile(name: string): string {
   let text = cache.get(name);
   if (text === undefined) {
     text = fs.readFileSync(path.join(HOST_DIR, name), "utf8");
+    // A checkout that turned LF into CRLF (git's autocrlf; .gitattributes asks for LF) would send
+    // every line with a \r that bash reads as part of the command.
+    if (text.includes("\r")) throw new Error(`components/sglang-service/host/${name} has CRLF line ends: check it out with LF ones (git config core.autocrlf false, then git checkout -- ${name})`);
     cache.set(name, text);
   }
   return text;
@@ -34,6 +37,7 @@ const END = "DFLASH_EOF";
 /** Pure: one assignment of the header; every value quoted here and nowhere else. */
 function assignment(name: string, value: HostValue): string {
   if (!NAME.test(name)) throw new Error(`not a shell variable name: ${JSON.stringify(name)}`);
+  if (value === undefined || value === null) throw new Error(`${name}: no value to render`);
   if (typeof value === "boolean") return `${name}=${value ? "yes" : "no"}`;
   if (typeof value === "number") {
     if (!Number.isFinite(value)) throw new Error(`${name}: not a finite number: ${value}`);
@@ -66,6 +70,8 @@ export function hostValues(values: Record<string, HostValue>): string {
 }
 
 export interface HostScript {
+  /** The interpreter line: `#!/bin/bash` unless given (a helper systemd runs directly finds bash on PATH). */
+  shebang?: string;
   /** What the script is, for the reader of a host (comment lines, without "#"). */
   about: string[];
   /** `set` options of the script, before anything runs. */
@@ -79,7 +85,7 @@ export interface HostScript {
 export function renderHostScript(s: HostScript): string {
   for (const l of s.about) if (/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(l)) throw new Error(`refusing to render a comment line with a newline or control character: ${JSON.stringify(l)}`);
   const parts = [
-    "#!/bin/bash",
+    s.shebang ?? "#!/bin/bash",
     ...s.about.map((l) => `# ${l}`.trimEnd()),
     `# Rendered by components/sglang-service/script.ts: the values below, then ${s.files.map((f) => `host/${f}`).join(", ")} verbatim. Do not edit.`,
     `set ${s.set}`,

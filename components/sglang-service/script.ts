@@ -111,8 +111,8 @@ export function removedMarkPaths(unitName: string): string[] {
  */
 export function helperScripts(): Record<string, string> {
   return {
-    "wait-gpus-free": renderHostScript({ about: [], set: "-u", values: { gpu_busy_awk: { text: hostFile("gpu-busy.awk") } }, files: ["wait-gpus-free.sh"] }),
-    "wait-ready": renderHostScript({ about: [], set: "-u", values: {}, files: ["wait-ready.sh"] }),
+    "wait-gpus-free": renderHostScript({ shebang: "#!/usr/bin/env bash", about: [], set: "-u", values: { gpu_busy_awk: { text: hostFile("gpu-busy.awk") } }, files: ["wait-gpus-free.sh"] }),
+    "wait-ready": renderHostScript({ shebang: "#!/usr/bin/env bash", about: [], set: "-u", values: {}, files: ["wait-ready.sh"] }),
   };
 }
 

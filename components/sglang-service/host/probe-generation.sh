@@ -3,5 +3,4 @@
 # dflash-sglang: one real generation from the server (the readiness step's last check): a chat
 # completion of a few tokens, within `seconds`, with the stack's API key header file where it
 # has one. Its answer is the response body.
-read -ra auth <<< "$curl_auth"
-curl -s -m "$seconds" ${auth[@]+"${auth[@]}"} -H 'content-type: application/json' -d "$body" "$url"
+curl -s -m "$seconds" ${curl_auth[@]+"${curl_auth[@]}"} -H 'content-type: application/json' -d "$body" "$url"

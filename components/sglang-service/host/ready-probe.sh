@@ -5,13 +5,12 @@
 # endpoint (with the stack's API key header file, where it has one), and the host's clock
 # with how long the main process has run (whole seconds: a load begins when the restart
 # starts the unit, before this step begins). A section that cannot be read is empty.
-read -ra auth <<< "$curl_auth"
 echo @@section show
 show_unit
 echo @@section listen
 ss -ltnpH 2>/dev/null | grep -F ":$port " || true
 echo @@section info
-curl -s -m 5 -w '\n@@status %{http_code}\n' ${auth[@]+"${auth[@]}"} "$info_url" || true
+curl -s -m 5 -w '\n@@status %{http_code}\n' ${curl_auth[@]+"${curl_auth[@]}"} "$info_url" || true
 echo @@section age
 # A line, even when a read fails.
 # shellcheck disable=SC2005

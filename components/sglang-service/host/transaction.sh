@@ -221,6 +221,12 @@ stop_server() {
 # Waits until this node's GPUs each use at most gpu_free_mib MiB. Sets gpu_seconds.
 wait_gpus() {
   local t0 busy="" last="" shown=0
+  # Without its reading (a header that could not be read), nothing is free: busy, never free.
+  if [ -z "${gpu_busy_awk:-}" ]; then
+    gpus_busy=1
+    echo "FAILED: the transaction's GPU reading (gpu_busy_awk) is missing on $host, so no GPU counts as free; run pulumi up again (it stages the transaction anew)." >&2
+    return 1
+  fi
   t0=$(now)
   while :; do
     # A GPU counts as free only when nvidia-smi lists it with a number at most the limit:
@@ -657,7 +663,7 @@ prove)
   # still to be proven, from one an earlier, killed `up` left, whose unit may have died since
   # (handlers.ts parseNodeState): that one is restarted, not waited for.
   token=${2:-}
-  seen=0
+  seen=0 told=0
   echo "@@keeping"
   while :; do
     s="" u=""
@@ -673,6 +679,8 @@ prove)
     elif [ "$seen" = 1 ]; then
       break
     fi
+    # Once: the note (if any) is taken up and claimed; the readiness step looks only after this.
+    if [ "$told" = 0 ]; then echo "@@taken"; told=1; fi
     read -r -t "$keeper_beat" _
     rc=$?
     # A line, or a timeout (over 128): the session is there. The end of its input: it is gone.

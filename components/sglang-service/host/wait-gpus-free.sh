@@ -5,6 +5,8 @@
 # or fails after TIMEOUT_SECONDS. Each nvidia-smi read is bounded (READ_SECONDS, default 30):
 # a hung driver reads as busy (host/gpu-busy.awk), and the wait ends at its deadline.
 gpus=$1 max=$2 timeout=$3 read_s=${4:-30}
+# Without its reading (a header that could not be read), nothing is free: fail, never pass.
+[ -n "${gpu_busy_awk:-}" ] || { echo "wait-gpus-free: its GPU reading (gpu_busy_awk) is missing; reinstall it with pulumi up" >&2; exit 1; }
 deadline=$(( $(date +%s) + timeout ))
 while :; do
   busy=$(timeout -k 5 "$read_s" nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits 2>&1 |

@@ -104,17 +104,30 @@ export function parseRestartResult(stdout: string): RestartResult | null {
  * session (pausing 1 s, then up to 5 s between tries): the note keeps other stacks off the host
  * while someone proves it, and only then (a killed engine's note does not keep them waiting for
  * minutes). A \`prove\` that ends by itself is done; one that cannot run (an exit other than 0
- * and ssh's 255) is said once and not retried. Returns the release.
+ * and ssh's 255) is said once and not retried. Returns the release, and `taken`: resolves once
+ * every node's first \`prove\` has taken the note up (its \`@@taken\`), has ended, or after
+ * PROVE_TAKEN_MS. Readiness looks at a node only after that, so that an engine killed while it
+ * looks leaves a restart marked as taken up, which the next \`up\` restarts if it has died.
  */
-function keepProving(sshs: Ssh[], nodes: ReadyNode[], token: string, say: (line: string) => void): () => void {
+function keepProving(sshs: Ssh[], nodes: ReadyNode[], token: string, say: (line: string) => void): { release: () => void; taken: Promise<void> } {
   let stopped = false;
   const current: { stop: () => void }[] = [];
+  const taken = nodes.map(() => {
+    let done!: () => void;
+    const p = new Promise<void>((r) => (done = r));
+    return { p, done };
+  });
   nodes.forEach((n, k) => {
     void (async () => {
       for (let pause = 1000; !stopped; pause = Math.min(5000, pause * 2)) {
-        const h = sshs[k].hold(`bash ${shellQuote(n.transaction)} prove ${token}`);
+        let said = "";
+        const h = sshs[k].hold(`bash ${shellQuote(n.transaction)} prove ${token}`, (text) => {
+          said += text;
+          if (/^@@taken$/m.test(said)) taken[k].done();
+        });
         current[k] = h;
         const code = await h.ended;
+        taken[k].done();
         // 0: it ended by itself (the note ended, or prove_s ran out); 255: ssh's own failure.
         if (stopped || code === 0) return;
         if (code !== 255) {
@@ -125,11 +138,19 @@ function keepProving(sshs: Ssh[], nodes: ReadyNode[], token: string, say: (line:
       }
     })();
   });
-  return () => {
-    stopped = true;
-    for (const h of current) h?.stop();
+  const bound = new Promise<void>((r) => setTimeout(r, PROVE_TAKEN_MS).unref());
+  return {
+    release: () => {
+      stopped = true;
+      for (const h of current) h?.stop();
+      for (const t of taken) t.done();
+    },
+    taken: Promise.race([Promise.all(taken.map((t) => t.p)).then(() => undefined), bound]),
   };
 }
+
+/** How long readiness waits for its \`prove\` sessions to take the rollout note up before it looks anyway. */
+const PROVE_TAKEN_MS = 15_000;
 
 /**
  * A host step of the transaction over this step's SSH connection, bounded by the step's own
@@ -264,7 +285,9 @@ export async function applyReady(i: ReadyInputs): Promise<ReadyOutputs> {
     }
     // This step's name for the transaction's \`prove\` (parseNodeState): hex, safe in a command line.
     const token = randomBytes(8).toString("hex");
-    release = keepProving(sshs, i.nodes, token, (line) => void progress(t.urn, `${t.label}: ${line}`, false));
+    const proving = keepProving(sshs, i.nodes, token, (line) => void progress(t.urn, `${t.label}: ${line}`, false));
+    release = proving.release;
+    await proving.taken;
     const nodes: NodeStep[] = i.nodes.map((n, rank) => ({
       ssh: sshs[rank],
       t: rank === 0 ? t : { ...t, label: `${t.label} node ${rank} (${n.connection.host})` },

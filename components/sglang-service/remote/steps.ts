@@ -48,6 +48,9 @@ export interface Target {
 
 const SHOW_PROPS = ["LoadState", "ActiveState", "SubState", "MainPID", "NRestarts", "ExecMainStatus", "ExecMainStartTimestampMonotonic", "InvocationID", "Result"];
 
+/** The words of a target's curlAuth (" -H @<file>": words without spaces of their own), for a host script's values. */
+const curlArgs = (curlAuth: string): string[] => curlAuth.split(" ").filter(Boolean);
+
 /** The unit's state (host/show.sh), as a command line. */
 function showScript(unit: string): string {
   return bashCommand(renderHostScript({ about: [`dflash-sglang: the state of ${unit}.service.`], set: "-u", values: { service: `${unit}.service`, show_props: SHOW_PROPS }, files: ["show.sh", "unit-show.sh"] }));
@@ -254,8 +257,7 @@ export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessR
       renderHostScript({
         about: [`dflash-sglang: readiness probe of ${unit}.`],
         set: "-u",
-        // curlAuth: the extra curl arguments, words without spaces of their own (" -H @<file>").
-        values: { service: unit, show_props: SHOW_PROPS, port: r.port, curl_auth: r.curlAuth.trim(), info_url: `${r.serverUrl}${infoPath}` },
+        values: { service: unit, show_props: SHOW_PROPS, port: r.port, curl_auth: curlArgs(r.curlAuth), info_url: `${r.serverUrl}${infoPath}` },
         files: ["show.sh", "ready-probe.sh"],
       }),
     );
@@ -342,7 +344,7 @@ export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessR
       }
       // A generation may take a while on a cold server, but never past the deadline.
       const genSeconds = Math.max(1, Math.ceil(Math.min(60, leftS)));
-      const asked = renderHostScript({ about: [`dflash-sglang: one generation from ${unit}.`], set: "-u", values: { url: `${r.serverUrl}/v1/chat/completions`, body, seconds: genSeconds, curl_auth: r.curlAuth.trim() }, files: ["probe-generation.sh"] });
+      const asked = renderHostScript({ about: [`dflash-sglang: one generation from ${unit}.`], set: "-u", values: { url: `${r.serverUrl}/v1/chat/completions`, body, seconds: genSeconds, curl_auth: curlArgs(r.curlAuth) }, files: ["probe-generation.sh"] });
       const gen = await ssh.run(bashCommand(asked), { timeoutMs: (genSeconds + PROBE_GRACE_SECONDS) * 1000 }).catch((e: Error) => e);
       if (gen instanceof Error || gen.code === 255) {
         blind = unobserved(gen);

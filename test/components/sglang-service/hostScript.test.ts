@@ -31,6 +31,7 @@ test("a name that is not a shell name, a value with a control character, a NUL i
   assert.throws(() => hostValues({ x: "a\nb" }), /newline or control character/);
   assert.throws(() => hostValues({ x: ["ok", "a\tb"] }), /newline or control character/);
   assert.throws(() => hostValues({ x: { text: "a\0b" } }), /NUL byte/);
+  assert.throws(() => hostValues({ x: undefined as unknown as string }), /x: no value to render/);
   assert.throws(() => renderHostScript({ about: ["one\ntwo"], set: "-u", values: {}, files: [] }), /comment line with a newline/);
 });
 

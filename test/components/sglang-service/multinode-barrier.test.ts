@@ -134,30 +134,35 @@ test("node 0 reboots with no up running: node 1's rank, ended with it, is starte
 
 // Campaign seed 5011, sequence 95: a rollback reset node 1 while node 0 was away (a power cut
 // in readiness), node 0 then booted on the new unit, and the group ran two configurations. A
-// group rolls back whole or not at all: here node 0's new rank fails while node 1 cannot be
-// reached over SSH for longer than timeouts.rebootSeconds, and nothing is rolled back.
+// group rolls back whole or not at all: here node 0's new rank never finishes loading (held by
+// the simulator until the test lets it go) and readiness gives up at timeouts.readySeconds,
+// while node 1 cannot be reached over SSH for longer than timeouts.rebootSeconds (the outage
+// begins once readiness is polling, so readiness itself could reach every node): nothing is
+// rolled back.
 test("readiness fails while node 1 cannot be reached: the group is not rolled back on node 0 alone; every node keeps the new unit, and the next up proves it", async () => {
-  hosts.fault(NAMES[0], JSON.stringify({ crashDuringLoad: "oom", match: { speculative_ddtree_budget: 4 } }));
-  ws.setStackConfig("pair", "timeouts", { drainSeconds: DRAIN_SECONDS, readySeconds: 60, pollMs: 250, rebootSeconds: 10 });
+  hosts.fault(NAMES[0], JSON.stringify({ hangDuringLoad: true, match: { speculative_ddtree_budget: 4 } }));
+  ws.setStackConfig("pair", "timeouts", { drainSeconds: DRAIN_SECONDS, readySeconds: 20, pollMs: 250, rebootSeconds: 10 });
   ws.setStackConfig("pair", "speculative", spec("b4t4-w2048"));
   let outage: Promise<void> | undefined;
   let out = "";
-  const message = await failedUp(await ws.stack("pair"), "node 0's new rank crashes and readiness must fail", {
+  const message = await failedUp(await ws.stack("pair"), "node 0's new rank never loads and readiness must fail", {
     onOutput: (o) => {
       out += o;
-      // Node 1 stops answering once the group's new ranks are started, before readiness decides.
-      if (!outage && /sglang-ready updating/.test(out)) outage = hosts.sshOutage(h1, 150);
+      // Readiness polls node 0 (its progress line): node 1 stops answering from here on.
+      if (!outage && /sglang-ready updating .*deadline 20 s/.test(out)) outage = hosts.sshOutage(h1, 75);
     },
   });
-  assert.ok(outage, `readiness never started:\n${out.slice(-3000)}`);
+  assert.ok(outage, `readiness never polled:\n${out.slice(-3000)}`);
   await outage;
-  hosts.fault(NAMES[0], "{}");
+  assert.match(message, /was not serving the configuration within 20 s \(timeouts\.readySeconds\)/);
   assert.match(message, new RegExp(`NOT ROLLED BACK: .*node 1 \\(${h1.address.replace(/\./g, "\\.")}\\).* did not answer within 10 s \\(timeouts\\.rebootSeconds\\)`));
   assert.doesNotMatch(message, /Rolled back:|restoring the previous configuration/);
   assert.match(await node0.sh(`cat /etc/systemd/system/${UNIT}.service`), /--speculative-ddtree-budget 4/, "node 0 keeps the new unit");
+  // The new rank may load now.
+  hosts.fault(NAMES[0], "{}");
   await until("node 1 to answer over SSH again", async () => ((await hosts.ssh(h1, "true").catch(() => undefined))?.code === 0 ? true : undefined), 240_000);
   assert.match(await node1.sh(`cat /etc/systemd/system/${UNIT}.service`), /--speculative-ddtree-budget 4/, "node 1 keeps the new unit: one configuration on the group");
-  // Every node answers, the new rank no longer crashes: the next up proves the group on it.
+  // Every node answers, the new rank has loaded: the next up proves the group on it.
   assert.equal((await (await ws.stack("pair")).up()).summary.result, "succeeded");
   assert.equal((await serving()).speculative_ddtree_budget, 4);
 });

@@ -434,7 +434,7 @@ test("a rollout note keeps other stacks off the host while its claim lasts (rene
       `run=${run}; keeper_beat=0.2; keeper_grace=40; stack=mine; ${note("mine")}; ${due(-100, "mine")}; (main prove < <(sleep 1.5) > ${run}/out &); sleep 0.7; read -r d _ < ${run}/rollout.due; echo "$(( d - $(date +%s) ))"; sleep 1.5; cat ${run}/out; (main prove < <(sleep 30 >/dev/null 2>&1) > ${run}/out2 & echo $! > ${run}/pid); sleep 0.7; rm ${run}/rollout; sleep 1; case "$(ps -p "$(cat ${run}/pid)" -o stat= 2>/dev/null)" in ""|Z*) echo ended ;; *) echo still ;; esac`,
     );
     const lines = proved.stdout.trim().split("\n");
-    assert.deepEqual(lines.slice(1), ["@@keeping", "ended"], proved.stderr);
+    assert.deepEqual(lines.slice(1), ["@@keeping", "@@taken", "ended"], proved.stderr);
     assert.match(lines[0], /^(39|40)$/);
   } finally {
     fs.rmSync(run, { recursive: true, force: true });

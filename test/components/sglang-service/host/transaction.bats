@@ -133,6 +133,14 @@ setup() {
   [ "$SECONDS" -lt 10 ]
 }
 
+@test "GPU wait: without its GPU reading (a header that could not be read) nothing is free" {
+  fake_nvidia_smi $'0, 0\n1, 0'
+  unset gpu_busy_awk
+  run wait_gpus
+  [ "$status" = 1 ]
+  [[ "$output" == *"GPU reading (gpu_busy_awk) is missing"* ]]
+}
+
 # --- the lock ----------------------------------------------------------------------------
 
 @test "lock: its folder is made root's alone, and an older version's open rights are put right" {
