@@ -39,14 +39,15 @@ load_transaction() {
 # --- a scripted unit -------------------------------------------------------------------
 # $BATS_TEST_TMPDIR/fake/states: the ActiveState answers, one a line, taken in turn (the last
 # one stays); a `kill` or `stop` without --no-block makes it "inactive". journal: the unit's
-# journal (-o cat); journal.unix: the same with times (-o short-unix). result: its Result.
+# journal (-o cat); journal.unix: the same with times (-o short-unix). result: its Result
+# ($fake_result, or success).
 # calls: every systemctl call, one a line.
 fake_unit() { # STATE...
   mkdir -p "$BATS_TEST_TMPDIR/fake"
   printf '%s\n' "$@" > "$BATS_TEST_TMPDIR/fake/states"
   : > "$BATS_TEST_TMPDIR/fake/journal"
   : > "$BATS_TEST_TMPDIR/fake/journal.unix"
-  echo success > "$BATS_TEST_TMPDIR/fake/result"
+  echo "${fake_result:-success}" > "$BATS_TEST_TMPDIR/fake/result"
   : > "$BATS_TEST_TMPDIR/fake/calls"
 }
 fake_journal() { # LINE... (logged now)
@@ -56,6 +57,19 @@ fake_journal() { # LINE... (logged now)
     echo "$(date +%s.%N) host sglang[1]: $l" >> "$BATS_TEST_TMPDIR/fake/journal.unix"
   done
 }
+# Stops a scripted unit the transaction's way (stop_server drain): STATES (its ActiveState
+# answers, space-separated) and the journal LINES it logged. Its output is in $drained; killed,
+# cut and drain_seconds are stop_server's own.
+drain() { # "STATE..." [LINE...]
+  local states=$1
+  shift
+  # shellcheck disable=SC2086 # one word a state
+  fake_unit $states
+  [ $# = 0 ] || fake_journal "$@"
+  stop_server drain > "$BATS_TEST_TMPDIR/drained" 2>&1
+  drained=$(cat "$BATS_TEST_TMPDIR/drained")
+}
+
 fake_systemctl() {
   local f=$BATS_TEST_TMPDIR/fake
   echo "$*" >> "$f/calls"

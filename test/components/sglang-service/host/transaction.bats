@@ -12,9 +12,7 @@ setup() {
 # --- the drain's accounting (stop_server) ------------------------------------------------
 
 @test "drain: a server that drains to 0 and exits cuts nothing and is not killed" {
-  fake_unit active active active inactive
-  fake_journal "Gracefully exiting... Remaining number of requests 2." "Gracefully exiting... Remaining number of requests 0."
-  stop_server drain
+  drain "active active active inactive" "Gracefully exiting... Remaining number of requests 2." "Gracefully exiting... Remaining number of requests 0."
   [ "$killed" = 0 ]
   [ "$cut" = 0 ]
   ! grep -q '^kill' "$BATS_TEST_TMPDIR/fake/calls" || false
@@ -22,78 +20,55 @@ setup() {
 }
 
 @test "drain: past its deadline with requests in flight the server is killed and they are cut" {
-  fake_unit active
-  fake_journal "Gracefully exiting... Remaining number of requests 3."
-  run stop_server drain
-  [ "$status" = 0 ]
-  [[ "$output" == *"the drain did not end within 1 s (timeouts.drainSeconds); killing the old server, cutting 3 requests still in flight"* ]]
-  stop_server drain 2>/dev/null || true
-  fake_unit active
-  fake_journal "Gracefully exiting... Remaining number of requests 3."
-  stop_server drain >/dev/null
+  drain active "Gracefully exiting... Remaining number of requests 3."
+  [[ "$drained" == *"the drain did not end within 1 s (timeouts.drainSeconds); killing the old server, cutting 3 requests still in flight"* ]]
   [ "$killed" = 1 ]
   [ "$cut" = 3 ]
   grep -qx "kill --signal=SIGKILL u.service" "$BATS_TEST_TMPDIR/fake/calls"
 }
 
 @test "drain: a server that logged no count and outlived its deadline is cut by an unknown number (null)" {
-  fake_unit active
-  stop_server drain >/dev/null
+  drain active
   [ "$killed" = 1 ]
   [ "$cut" = null ]
 }
 
 @test "drain: SGLang's forced exit after a failed health check cuts what its last count held" {
-  fake_unit active active inactive
-  fake_journal "Gracefully exiting... Remaining number of requests 2." "Signal SIGTERM received while health check failed. Force exiting."
-  run stop_server drain
-  [[ "$output" == *"SGLang gave up its drain (its health check had failed: a stuck scheduler) and exited, cutting 2 requests still in flight"* ]]
-  fake_unit active active inactive
-  fake_journal "Gracefully exiting... Remaining number of requests 2." "Signal SIGTERM received while health check failed. Force exiting."
-  stop_server drain >/dev/null
+  drain "active active inactive" "Gracefully exiting... Remaining number of requests 2." "Signal SIGTERM received while health check failed. Force exiting."
+  [[ "$drained" == *"SGLang gave up its drain (its health check had failed: a stuck scheduler) and exited, cutting 2 requests still in flight"* ]]
   [ "$killed" = 1 ]
   [ "$cut" = 2 ]
 }
 
 @test "drain: SGL_FORCE_SHUTDOWN's exit before any count cuts an unknown number" {
-  fake_unit active inactive
-  fake_journal "Signal SIGTERM received while force shutdown flag set. Force exiting."
-  run stop_server drain
-  [[ "$output" == *"SGLang skipped its drain (SGL_FORCE_SHUTDOWN is set in its environment) and exited, cutting what was still in flight (SGLang logged no count)"* ]]
+  drain "active inactive" "Signal SIGTERM received while force shutdown flag set. Force exiting."
+  [[ "$drained" == *"SGLang skipped its drain (SGL_FORCE_SHUTDOWN is set in its environment) and exited, cutting what was still in flight (SGLang logged no count)"* ]]
+  [ "$killed" = 1 ]
+  [ "$cut" = null ]
 }
 
 @test "drain: in a group, a server ended by a peer's abort with requests in flight counts them as cut; on one host it does not" {
   group_size=2
-  fake_unit active active inactive
-  fake_journal "Gracefully exiting... Remaining number of requests 4." "NCCL communicator was aborted on rank 0"
-  stop_server drain >/dev/null
+  drain "active active inactive" "Gracefully exiting... Remaining number of requests 4." "NCCL communicator was aborted on rank 0"
   [ "$killed" = 1 ]
   [ "$cut" = 4 ]
   group_size=1
-  fake_unit active active inactive
-  fake_journal "Gracefully exiting... Remaining number of requests 4." "NCCL communicator was aborted on rank 0"
-  stop_server drain >/dev/null
+  drain "active active inactive" "Gracefully exiting... Remaining number of requests 4." "NCCL communicator was aborted on rank 0"
   [ "$killed" = 0 ]
   [ "$cut" = 0 ]
 }
 
 @test "drain: systemd's stop timeout after a drain to 0 cuts nothing; before it, it cuts the last count" {
-  fake_unit active active inactive
-  echo timeout > "$BATS_TEST_TMPDIR/fake/result"
-  fake_journal "Gracefully exiting... Remaining number of requests 0."
-  run stop_server drain
-  [[ "$output" == *"SGLang had drained every request; systemd's stop timeout (TimeoutStopSec) ended its own exit, which cut nothing"* ]]
-  fake_unit active active inactive
-  echo timeout > "$BATS_TEST_TMPDIR/fake/result"
-  fake_journal "Gracefully exiting... Remaining number of requests 5."
-  stop_server drain >/dev/null
+  fake_result=timeout drain "active active inactive" "Gracefully exiting... Remaining number of requests 0."
+  [[ "$drained" == *"SGLang had drained every request; systemd's stop timeout (TimeoutStopSec) ended its own exit, which cut nothing"* ]]
+  [ "$killed" = 0 ]
+  fake_result=timeout drain "active active inactive" "Gracefully exiting... Remaining number of requests 5."
   [ "$killed" = 1 ]
   [ "$cut" = 5 ]
 }
 
 @test "drain: a unit that is not running is not stopped" {
-  fake_unit inactive
-  stop_server drain
+  drain inactive
   [ "$killed" = 0 ]
   [ "$drain_seconds" = 0 ]
   ! grep -q '^stop' "$BATS_TEST_TMPDIR/fake/calls" || false
