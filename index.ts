@@ -17,6 +17,8 @@ export const unitHash = service.unitHash;
 export const launchCommand = service.launchCommand;
 export const serverArgs = service.serverArgs;
 export const restartTimings = service.timings;
+// The generation serving on node 0 (its configuration kept whole on the host; README, "Generations").
+export const generation = service.generation;
 // Of the benchmark's timed short-context requests (null without speculation or benchmark);
 // the server's own average at readiness, from a few probe tokens, is `readinessAcceptLength`.
 export const acceptLength = bench.acceptLength;

@@ -190,8 +190,10 @@ export class Ready extends pulumi.dynamic.Resource {
   declare readonly mainPid: pulumi.Output<number>;
   declare readonly acceptLength: pulumi.Output<number | null>;
   declare readonly serverArgs: pulumi.Output<Record<string, unknown>>;
+  /** Node 0's generation that readiness proved (host/generations.sh); null from an earlier version's state. */
+  declare readonly generation: pulumi.Output<number | null>;
   constructor(name: string, args: Inputs<Handlers.ReadyInputs>, opts?: pulumi.CustomResourceOptions) {
-    const outputs = { timings: undefined, mainPid: undefined, acceptLength: undefined, serverArgs: undefined };
+    const outputs = { timings: undefined, mainPid: undefined, acceptLength: undefined, serverArgs: undefined, generation: undefined };
     super(readyProvider, name, { ...args, ...outputs }, { ...opts, additionalSecretOutputs: ["nodes", "secretStdin"] });
   }
 }

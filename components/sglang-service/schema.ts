@@ -217,6 +217,12 @@ export const safetySchema = section("safety", {
   lockWaitSeconds: seconds("safety.lockWaitSeconds", 600),
   /** After readiness, the new server must keep running this long to count as good. Defaults to 10 s. */
   stableSeconds: z.number(must("safety.stableSeconds", "a number of seconds, 0 or more")).min(0).default(10),
+  /**
+   * How many of the newest generations (configurations installed on a host, each kept whole:
+   * unit, helpers, secret files, port, stack) a host keeps; the known-good one and the one
+   * installed are kept besides. Defaults to 3.
+   */
+  keepGenerations: wholeNumber("safety.keepGenerations", 1, 100).default(3),
 });
 
 const deploymentShape = z

@@ -281,6 +281,10 @@ export interface TransactionInput {
   groupSize: number;
   /** In a group: how long a prepared node waits for the provider's go before it gives up, having stopped nothing. */
   barrierSeconds: number;
+  /** service.port: recorded in each generation (host/generations.sh). */
+  port: number;
+  /** safety.keepGenerations: how many of the newest generations a host keeps, besides the known-good and the current. */
+  keepGenerations: number;
 }
 
 export function transactionInput(d: Deployment, stack: string, label: string, rank: number, host: string, secrets: SecretPresence): TransactionInput {
@@ -304,6 +308,8 @@ export function transactionInput(d: Deployment, stack: string, label: string, ra
     startSeconds: startTimeoutSeconds(d.timeouts),
     groupSize: 1 + d.nodes.length,
     barrierSeconds: groupPrepareSeconds(d.safety.lockWaitSeconds) + GROUP_GO_GRACE_SECONDS,
+    port: d.service.port,
+    keepGenerations: d.safety.keepGenerations,
   };
 }
 
@@ -327,8 +333,9 @@ export function transactionBoundSeconds(x: Pick<TransactionInput, "lockWaitSecon
  *   restart HASH [force]  lock, drain, stop, wait for the old process and the GPUs, install
  *                  the staged unit (its sha256 must be HASH) and this stack's secrets (stdin),
  *                  start; nothing when it already runs with these secrets, unless forced
- *   rollback HASH  put the last known-good unit back and start it (HASH failed)
- *   good HASH      record the live unit as known-good (note on stdin); end the rollout
+ *   rollback HASH  put the known-good generation back whole and start it (HASH failed)
+ *   good HASH      the live unit's generation is proven (note on stdin): it becomes the
+ *                  known-good, old ones are pruned; prints @@generation N; end the rollout
  *   release        end this stack's rollout without recording anything
  *   prove [TOKEN]  (the readiness step's own session) renew this stack's claim on its rollout
  *                  note until stdin closes: while claimed, the note keeps the others off
@@ -337,7 +344,7 @@ export function transactionBoundSeconds(x: Pick<TransactionInput, "lockWaitSecon
  *   remove [UNIT [MACHINE]]  drain, stop and remove the unit, if the host still runs this
  *                  stack's. UNIT: the stack's unit is now UNIT on this machine (renamed, or
  *                  reached by another address; MACHINE: only if /etc/machine-id is MACHINE),
- *                  and the known-good record is kept for it, under its name
+ *                  and the known-good generation is kept for it, under its name
  * Output lines are progress; the last line of a restart is `@@result {json}`.
  */
 export function renderTransaction(x: TransactionInput): string {
@@ -394,8 +401,10 @@ export function renderTransaction(x: TransactionInput): string {
       start_wait_s: groupStartWaitSeconds(t),
       hold_root: "/run/systemd/system",
       hold_drop_in: HOLD_DROP_IN,
+      port: x.port,
+      keep_gens: x.keepGenerations,
       gpu_busy_awk: { text: hostFile("gpu-busy.awk") },
     },
-    files: ["lock.sh", "transaction.sh"],
+    files: ["lock.sh", "generations.sh", "transaction.sh"],
   });
 }

@@ -109,6 +109,11 @@ export class SglangService extends pulumi.ComponentResource {
   readonly timings: pulumi.Output<{ drainSeconds: number; stopSeconds: number; gpuReleaseSeconds: number; loadToReadySeconds: number; requestsCut: number | null; drained?: boolean }>;
   /** Acceptance length the server reported when it became ready. */
   readonly acceptLength: pulumi.Output<number | null>;
+  /**
+   * The generation serving on node 0, as readiness proved it (host/generations.sh: the
+   * configuration kept whole under /var/lib/dflash-sglang/<unit>/generations/N).
+   */
+  readonly generation: pulumi.Output<number | null>;
 
   constructor(name: string, args: SglangServiceArgs, opts: pulumi.ComponentResourceOptions = {}) {
     super(COMPONENT_TYPE, name, {}, opts);
@@ -288,6 +293,7 @@ export class SglangService extends pulumi.ComponentResource {
     this.serverArgs = ready.serverArgs;
     this.acceptLength = ready.acceptLength;
     this.timings = ready.timings;
-    this.registerOutputs({ hostView, unitHash: this.unitHash, launchCommand: this.launchCommand, serverArgs: this.serverArgs, timings: this.timings, acceptLength: this.acceptLength });
+    this.generation = ready.generation.apply((g) => g ?? null);
+    this.registerOutputs({ hostView, unitHash: this.unitHash, launchCommand: this.launchCommand, serverArgs: this.serverArgs, timings: this.timings, acceptLength: this.acceptLength, generation: this.generation });
   }
 }

@@ -3,12 +3,12 @@
 # dflash-sglang: a destroy after an interrupted rename: the old unit a rename left serving
 # (its transaction kept beside the rename's marker, <state>/<new unit>/replaces) is drained,
 # stopped and removed by that transaction, if it is this stack's (its `stack=` line), with
-# the new name's copy of the known-good record: the rename never ended.
+# the new name's generations (the known-good carried there): the rename never ended.
 for m in "$state_root"/*/replaces; do
   [ -f "$m" ] || continue
   t="${m%/replaces}/replaced.transaction.sh"
   if ! { [ -f "$t" ] && grep -qxF "$stack_line" "$t"; }; then continue; fi
   bash "$t" remove || exit $?
   d=${m%/replaces}
-  rm -rf "$m" "$t" "$d/last-good.service" "$d/last-good.json" "$d/last-good.secrets"
+  rm -rf "$m" "$t" "$d/generations" "$d/current" "$d/known-good" "$d/last-good.service" "$d/last-good.json" "$d/last-good.secrets"
 done

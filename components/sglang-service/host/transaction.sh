@@ -282,12 +282,13 @@ drop_holds() {
 }
 release_holds() { drop_holds reload; }
 
-# Installs this stack's helpers (the unit's ExecStartPre/ExecStartPost) and $1 as the
-# live unit, without starting it (and without a hold on its restarts: hold_restarts).
+# Installs generation folder $1 (host/generations.sh): its helpers (the unit's ExecStartPre
+# and ExecStartPost) and its unit as the live one, and makes it current; without starting it
+# (and without a hold on its restarts: hold_restarts). Its secret files are installed apart.
 install_unit() {
   drop_holds
-  mkdir -p "$helper_dir" && for h in "$stage"/helpers/*; do install -m 0755 "$h" "$helper_dir/$(basename "$h")" || return 1; done &&
-    install -m 0644 "$1" "$live.dflash-tmp" && mv -f "$live.dflash-tmp" "$live" &&
+  mkdir -p "$helper_dir" && for h in "$1"/helpers/*; do [ ! -f "$h" ] || install -m 0755 "$h" "$helper_dir/${h##*/}" || return 1; done &&
+    install -m 0644 "$1/unit.service" "$live.dflash-tmp" && mv -f "$live.dflash-tmp" "$live" && set_link current "${1##*/}" &&
     systemctl daemon-reload && { systemctl enable "$unit" 2>/dev/null; systemctl reset-failed "$unit" 2>/dev/null; true; }
 }
 # The same, then starts it without waiting (readiness watches it).
@@ -298,7 +299,7 @@ install_start() { install_unit "$1" && systemctl start --no-block "$unit"; }
 # recover_s), so the host comes back by itself, and never with an out-of-memory start.
 recover_when_free() {
   local recover="dflash-recover-${unit%.service}"
-  install_unit "$state/last-good.service" || return 1
+  install_unit "$(gen_dir known-good)" || return 1
   systemctl reset-failed "$recover.service" 2>/dev/null
   systemd-run --unit "$recover" --collect --quiet --no-block --description "dflash-sglang: start ${unit%.service} once its GPUs are free" bash "$stage/transaction.sh" start-when-free "$(hash_of "$live")" ||
     return 1
@@ -333,7 +334,7 @@ drop_new_secrets() { local f; for f in "${every_secret[@]}"; do rm -f "$f.dflash
 # step that died without its EXIT hook left (SIGKILL, a power cut); this run wrote none yet.
 sweep_secret_copies() {
   local f
-  for f in "$secrets_dir"/*.dflash-new "$secrets_dir"/*.dflash-tmp "$state_root"/*/last-good.secrets.dflash-tmp; do
+  for f in "$secrets_dir"/*.dflash-new "$secrets_dir"/*.dflash-tmp "$state_root"/*/last-good.secrets.dflash-tmp "$state_root"/*/generations/*.dflash-tmp; do
     [ -e "$f" ] || continue
     rm -rf "$f" && say "removed $f, a copy of a secret that an interrupted step left" >&2
   done
@@ -345,6 +346,7 @@ secret_files_of() {
     for c in "$f" "$f.dflash-new" "$f.dflash-tmp"; do [ ! -e "$c" ] || echo "$c"; done
   done
   [ ! -e "$state_root/$1/last-good.secrets" ] || echo "$state_root/$1/last-good.secrets"
+  [ ! -e "$state_root/$1/generations" ] || echo "$state_root/$1/generations"
 }
 # A removal's last check: no secret file of unit NAME is left (removed now if one is), or it fails naming them.
 no_secrets_left() {
@@ -356,28 +358,6 @@ no_secrets_left() {
   [ -z "$left" ] && return 0
   echo "FAILED: could not remove the secret files of $1 on $host: $(paste -sd' ' <<< "$left"); remove them by hand." >&2
   return 1
-}
-
-# The secret files the known-good configuration ran with, kept with its unit (a 0700 folder
-# of 0600 files): a rollback brings the whole configuration back, with its own secrets, not
-# the unit with whatever secrets the failed configuration left (a key it removed or rotated).
-save_known_good_secrets() {
-  local keep="$state/last-good.secrets" f
-  rm -rf "$keep.dflash-tmp" && (umask 077; mkdir -p "$keep.dflash-tmp") || return 1
-  for f in "${every_secret[@]}"; do
-    [ ! -f "$f" ] || (umask 077; cp -f "$f" "$keep.dflash-tmp/${f##*/}") || return 1
-  done
-  rm -rf "$keep" && mv "$keep.dflash-tmp" "$keep"
-}
-restore_known_good_secrets() {
-  local keep="$state/last-good.secrets" f
-  # A record made by a version that kept no secrets with it: the live ones stay.
-  [ -d "$keep" ] || return 0
-  mkdir -p "$secrets_dir" && chmod 0700 "$secrets_dir" || return 1
-  for f in "${every_secret[@]}"; do
-    if [ -f "$keep/${f##*/}" ]; then (umask 077; cp -f "$keep/${f##*/}" "$f.dflash-tmp") && mv -f "$f.dflash-tmp" "$f" || return 1
-    else rm -f "$f"; fi
-  done
 }
 
 # Removes the secret files of unit NAME (render.ts secretPaths): named, never globbed (a
@@ -421,7 +401,8 @@ stop_old() {
     systemctl disable "$unit" 2>/dev/null
     rm -f "${live%/*}/$unit"
     rm_secret_files "$replaced"
-    rm -rf "$state_root/$replaced/last-good.service" "$state_root/$replaced/last-good.json" "$state_root/$replaced/last-good.secrets" "$state_root/$replaced/rollbacks" "$state_root/$replaced/group-failed"
+    remove_generations "$state_root/$replaced"
+    rm -rf "$state_root/$replaced/rollbacks" "$state_root/$replaced/group-failed"
     rmdir "$state_root/$replaced" 2>/dev/null
     mark_removed
     systemctl daemon-reload
@@ -452,50 +433,23 @@ other_server() {
 }
 other_stack() { local s=${1##*(stack }; echo "${s%)}"; }
 
-# "stack S, unit H" of the last configuration that passed readiness.
-known_good() { echo "stack $(sed -nE 's/.*"stack":"([^"]*)".*/\1/p' "$state/last-good.json" 2>/dev/null), unit $(hash_of "$state/last-good.service" | cut -c1-12)"; }
-
-# The unit is renamed $1 on this node (service.unitName changed): the last configuration that
-# passed readiness stays this stack's known-good under the new name (the lines that name the
-# unit: its description, journal identifier and secret files, renamed), so that a new
-# configuration that fails rolls back to it rather than leaving the host down. A name that
-# already has a known-good record keeps its own.
-carry_known_good() {
-  local to="$state_root/$1" re
-  [ -f "$state/last-good.service" ] && [ -f "$state/last-good.json" ] || return 0
-  [ -e "$to/last-good.service" ] && return 0
-  # The old name as a sed pattern: unit names hold letters, digits, '_', '@', '-' and '.'.
-  re=${unit%.service}; re=${re//./[.]}
-  mkdir -p "$to" || return 1
-  sed -e "s#^Description=SGLang $re (#Description=SGLang $1 (#" -e "s#^SyslogIdentifier=$re\$#SyslogIdentifier=$1#" -e "s#$secrets_dir/${re}[.]#$secrets_dir/$1.#g" "$state/last-good.service" > "$to/last-good.service.dflash-tmp" &&
-    sed -e "s#$secrets_dir/${re}[.]#$secrets_dir/$1.#g" "$state/last-good.json" > "$to/last-good.json.dflash-tmp" &&
-    mv -f "$to/last-good.service.dflash-tmp" "$to/last-good.service" && mv -f "$to/last-good.json.dflash-tmp" "$to/last-good.json" || return 1
-  # Its secret files too, under the new name (<unit>.secrets.yaml -> <new>.secrets.yaml, ...).
-  if [ -d "$state/last-good.secrets" ]; then
-    local f
-    rm -rf "$to/last-good.secrets" && (umask 077; mkdir -p "$to/last-good.secrets") || return 1
-    for f in "$state/last-good.secrets"/*; do
-      [ -e "$f" ] || continue
-      f=${f##*/}
-      (umask 077; cp -f "$state/last-good.secrets/$f" "$to/last-good.secrets/$1.${f#"${unit%.service}".}") || return 1
-    done
-  fi
-  echo "kept the previous configuration ($(known_good)) as the known-good of $1, the unit's new name: a new configuration that fails rolls back to it"
-}
+# "stack S, unit H" of the last configuration that passed readiness (the known-good generation).
+known_good() { local g; g=$(gen_dir known-good); echo "stack $(sed -nE 's/.*"stack":"([^"]*)".*/\1/p' "$g/proved.json" 2>/dev/null), unit $(hash_of "$g/unit.service" | cut -c1-12)"; }
 
 # Back to the last configuration that passed readiness, started without waiting.
 restore_known_good() {
   mkdir -p "$state/rollbacks" && echo "$(date -u +%FT%TZ) $1" >> "$state/rollbacks/$1"
   if [ "$rollback_on" != yes ]; then echo "Rollback is off (safety.rollback=false): $label is left as it is; check it now."; return 2; fi
-  if [ ! -f "$state/last-good.service" ]; then
+  local good
+  if ! good=$(gen_dir known-good); then
     echo "HOST DOWN: $host has no earlier configuration of ${unit%.service} that passed readiness, so there is nothing to roll back to. The failed unit is left as it is (\`systemctl status ${unit%.service}\`); fix the configuration and run \`pulumi up\` again."
     return 2
   fi
-  if [ "$(hash_of "$state/last-good.service")" = "$1" ]; then echo "HOST DOWN: the failed configuration is the last known-good one of ${unit%.service} on $host; nothing older to restore."; return 2; fi
-  say "restoring the previous configuration"
+  if [ "$(hash_of "$good/unit.service")" = "$1" ]; then echo "HOST DOWN: the failed configuration is the last known-good one of ${unit%.service} on $host; nothing older to restore."; return 2; fi
+  say "restoring the previous configuration (generation ${good##*/})"
   systemctl kill --signal=SIGKILL "$unit" 2>/dev/null
   systemctl stop "$unit" 2>/dev/null
-  restore_known_good_secrets || { echo "ROLLBACK FAILED, HOST DOWN: could not put back the secret files of the previous configuration of ${unit%.service} on $host (in $state/last-good.secrets)."; return 2; }
+  install_gen_secrets "$good" || { echo "ROLLBACK FAILED, HOST DOWN: could not put back the secret files of the previous configuration of ${unit%.service} on $host (in $good/secrets)."; return 2; }
   # GPUs found busy past their deadline already: do not wait for them a second time.
   if [ "$gpus_busy" = 1 ] || ! wait_gpus; then
     recover_when_free || echo "ROLLBACK FAILED, HOST DOWN: the GPUs of $host stayed busy and the previous configuration of ${unit%.service} could not be installed for a start once they are free (disk full? systemd?); nothing serves. Check \`df\` and \`systemctl status\` there, then run \`pulumi up\` again."
@@ -503,7 +457,7 @@ restore_known_good() {
   fi
   # The old server is stopped by now: a failure to put the previous configuration back (a
   # full disk, a wedged systemd) leaves nothing serving, and says so.
-  install_start "$state/last-good.service" || {
+  install_start "$good" || {
     echo "ROLLBACK FAILED, HOST DOWN: could not install and start the previous configuration of ${unit%.service} on $host (disk full? systemd?); nothing serves. Check \`df\` and \`systemctl status ${unit%.service}\` there, then run \`pulumi up\` again."
     return 2
   }
@@ -583,6 +537,7 @@ restart)
   fi
   group_phase "reading the secrets from stdin"
   read_secrets || { echo "FAILED: could not read the secret files of $unit from stdin; nothing was stopped." >&2; exit 1; }
+  adopt_last_good || { echo "FAILED: could not keep the known-good record of an earlier version of this tool as a generation in $state on $host (disk full?); nothing was stopped." >&2; exit 1; }
   if [ "${3:-}" != force ] && [ "$(hash_of "$live")" = "$want" ] && running && ! secrets_changed; then
     # Already live with these secrets (e.g. a retry, or an upgrade of this tool): nothing to
     # restart; readiness proves it again. (Installing identical secret files changes nothing.)
@@ -592,6 +547,10 @@ restart)
     echo "@@result {\"applied\":false,\"drainSeconds\":0,\"stopSeconds\":0,\"requestsCut\":0,\"gpuReleaseSeconds\":0,\"previousMainPid\":$before_pid,\"at\":$(date +%s)}"
     exit 0
   fi
+  # The new generation, made whole before anything stops (a full disk fails here, not half-way).
+  make_generation "$stage/unit.service" "$stage/helpers" ".dflash-new" || { rm -rf "$state/generations/"*.dflash-tmp; echo "FAILED: could not make the new configuration's generation in $state/generations on $host (disk full?); nothing was stopped." >&2; exit 1; }
+  new_gen=$made_gen
+  at_exit drop_unused_generation
   if [ "$group_size" -gt 1 ]; then
     hold_restarts "$unit" "${replaced:+$replaced.service}" || { echo "FAILED: could not hold off systemd's restarts of $unit on $host (a runtime drop-in under /run/systemd/system); nothing was stopped." >&2; exit 1; }
     await_go || exit 1
@@ -603,7 +562,7 @@ restart)
     else
       [ "$killed" = 1 ] && say "the drain deadline (timeouts.drainSeconds = $drain_s s) ended the old server, cutting $(in_flight "$cut"); timeouts.drainPolicy is \"proceed\": starting the new configuration"
       if [ "$group_size" -gt 1 ]; then await_start; fi
-      wait_gpus && install_secrets && install_start "$stage/unit.service" && failed=0 || failed=1
+      wait_gpus && install_secrets && install_start "$state/generations/$new_gen" && failed=0 || failed=1
     fi
   else
     failed=1
@@ -620,12 +579,14 @@ restart)
   if [ "$failed" = 1 ]; then
     if [ "$rollback_on" = yes ]; then say "FAILED; rolling back"; else say "FAILED"; fi
     if restore_known_good "$want"; then
+      prune_generations
       # "active" is serving: the unit's ExecStartPost waits for a generation (render.ts).
-      if timeout -k 5 "$start_s" systemctl start "$unit"; then echo "Rolled back: the previous configuration ($(known_good)) is back and serving on $host (\`systemctl status ${unit%.service}\`)." >&2
+      if timeout -k 5 "$start_s" systemctl start "$unit"; then echo "Rolled back: the previous configuration ($(known_good)) is back and serving on $host as generation $(gen_of known-good) (\`systemctl status ${unit%.service}\`)." >&2
       else echo "ROLLBACK FAILED, HOST DOWN: the previous configuration of ${unit%.service} on $host did not start again: $(systemctl show "$unit" -p Result --value)." >&2; fi
     fi
     exit 1
   fi
+  prune_generations
   # Other stacks stay off this host until readiness has proven (or rolled back) this restart.
   begin_rollout
   if [ "$before_pid" = 0 ] && [ -n "$had_unit" ]; then say "no server ran before (${unit%.service} was installed but stopped); GPUs free in $gpu_seconds s; started the new unit"
@@ -636,14 +597,26 @@ restart)
 rollback)
   lock
   rm -f "$state/group-failed"
+  adopt_last_good || echo "$label: could not keep the known-good record of an earlier version of this tool as a generation in $state (disk full?)" >&2
   hold_restarts "$unit" || echo "$label: could not hold off systemd's restarts of $unit (a runtime drop-in under /run/systemd/system); rolling back anyway" >&2
   restore_known_good "${2:?usage: rollback HASH}"
+  r=$?
+  [ "$r" != 0 ] || prune_generations
+  exit "$r"
   ;;
 good)
+  # The live unit is proven: its generation (the current one, or one made now from what is
+  # installed, when an earlier version or a hand installed it) gets its proof record (the
+  # note on stdin) and becomes the known-good; old generations are pruned.
   lock
-  cp "$live" "$state/last-good.service.dflash-tmp" && mv -f "$state/last-good.service.dflash-tmp" "$state/last-good.service" &&
-    cat > "$state/last-good.json.dflash-tmp" && mv -f "$state/last-good.json.dflash-tmp" "$state/last-good.json" &&
-    save_known_good_secrets || exit 1
+  adopt_last_good || exit 1
+  if ! g=$(gen_dir current) || ! gen_is_live "$g"; then
+    make_generation "$live" "$helper_dir" "" '"madeFrom":"live"' && g="$state/generations/$made_gen" && set_link current "$made_gen" || exit 1
+  fi
+  (umask 077; cat > "$g/proved.json.dflash-tmp") && mv -f "$g/proved.json.dflash-tmp" "$g/proved.json" &&
+    set_link known-good "${g##*/}" || exit 1
+  prune_generations
+  echo "@@generation ${g##*/}"
   end_rollout
   ;;
 release)
@@ -726,7 +699,7 @@ remove)
   # finds it already running, and a failure rolls back to its known-good; an engine killed
   # between the two leaves it serving, never stopped with nothing started.
   if [ "$carry" = "${unit%.service}" ]; then
-    if [ -f "$state/last-good.service" ]; then echo "kept the previous configuration ($(known_good)) as the known-good of ${unit%.service}, now reached by another address or port, and left it running: the restart that follows replaces it"
+    if gen_of known-good >/dev/null; then echo "kept the previous configuration ($(known_good)) as the known-good of ${unit%.service}, now reached by another address or port, and left it running: the restart that follows replaces it"
     else echo "${unit%.service} on $host is now reached by another address or port: left running; the restart that follows replaces it"; fi
     exit 0
   fi
@@ -735,7 +708,7 @@ remove)
   # drains, stops and removes it, in the same host step that starts the new one. An engine
   # killed between the two leaves it serving, never nothing.
   if [ -n "$carry" ]; then
-    carry_known_good "$carry" || { echo "FAILED: could not keep the known-good record of ${unit%.service} for $carry on $host; nothing was stopped." >&2; exit 1; }
+    if ! adopt_last_good || ! carry_generation "$carry"; then echo "FAILED: could not keep the known-good generation of ${unit%.service} for $carry on $host; nothing was stopped." >&2; exit 1; fi
     # This script, kept beside the marker: the stage folder it lives in goes with the old
     # presence, and a destroy before the new restart runs it (`remove`) from there.
     mkdir -p "$state_root/$carry" && cp -f "$0" "$state_root/$carry/replaced.transaction.sh" && echo "${unit%.service}" > "$state_root/$carry/replaces" || exit 1
@@ -749,17 +722,18 @@ remove)
   rm -f "$live" "${every_secret[@]}"
   rm_secret_files "${unit%.service}"
   # After an interrupted rename: the new name's copy of the known-good record (its secrets too).
-  [ -n "$marker" ] && rm -rf "$marker" "${marker%/*}/replaced.transaction.sh" "$new_state/last-good.service" "$new_state/last-good.json" "$new_state/last-good.secrets"
+  [ -n "$marker" ] && rm -rf "$marker" "${marker%/*}/replaced.transaction.sh" && remove_generations "$new_state"
   drop_new_secrets
   rm -f "$state/group-failed"
-  rm -rf "$state/last-good.service" "$state/last-good.json" "$state/last-good.secrets" "$state/rollbacks"
+  remove_generations "$state"
+  rm -rf "$state/rollbacks"
   no_secrets_left "${unit%.service}" || exit 1
   mark_removed
   rmdir "$secrets_dir" 2>/dev/null
   systemctl daemon-reload
   systemctl reset-failed "$unit" 2>/dev/null
   end_rollout
-  echo "${unit%.service} drained, stopped and removed from $host, with its secret files and known-good record"
+  echo "${unit%.service} drained, stopped and removed from $host, with its secret files and generations"
   ;;
 *)
   echo "usage: $0 restart HASH | rollback HASH | good HASH | release | prove | remove [UNIT [MACHINE-ID]]" >&2

@@ -52,7 +52,11 @@ export interface Timings {
   drained: boolean;
 }
 
-export type ReadyOutputs = ReadyInputs & Omit<ReadinessResult, "loadToReadySeconds" | "mainStartedAt" | "mainAgeSeconds"> & { timings: Timings };
+/**
+ * generation: the number of node 0's generation that readiness proved (host/generations.sh:
+ * the configuration installed whole, now its known-good); null from a version that kept none.
+ */
+export type ReadyOutputs = ReadyInputs & Omit<ReadinessResult, "loadToReadySeconds" | "mainStartedAt" | "mainAgeSeconds"> & { timings: Timings; generation: number | null };
 
 interface RestartResult {
   drainSeconds: number;
@@ -343,10 +347,14 @@ export async function applyReady(i: ReadyInputs): Promise<ReadyOutputs> {
       throw new Error(`${(e as Error).message}\n${await rollback(nodes, i)}`);
     }
     const note = JSON.stringify({ stack: t.stack, expectedArgs: i.expectedArgs, modelName: i.modelName, recordedAt: new Date().toISOString() });
+    let generation: number | null = null;
     for (const [k, n] of i.nodes.entries()) {
       const r = await transaction(sshs[k], n, t, `good ${n.unitHash}`, note);
       if (r.code !== 0) throw new Error(`${nodes[k].t.label}: recording the known-good unit failed: ${r.out}`);
+      const g = /^@@generation (\d+)$/m.exec(r.out);
+      if (k === 0 && g) generation = Number(g[1]);
     }
+    if (generation !== null) await progress(t.urn, `${t.label}: proven: generation ${generation} on ${i.nodes[0].connection.host} is the known-good configuration now`, false);
     const first = results[0];
     const timings: Timings = {
       drainSeconds: first?.drainSeconds ?? 0,
@@ -356,7 +364,7 @@ export async function applyReady(i: ReadyInputs): Promise<ReadyOutputs> {
       requestsCut: first ? first.requestsCut : 0,
       drained: first?.applied !== false && (first?.previousMainPid ?? 0) > 0,
     };
-    return { ...i, mainPid: ready.mainPid, acceptLength: ready.acceptLength, serverArgs: ready.serverArgs, timings };
+    return { ...i, mainPid: ready.mainPid, acceptLength: ready.acceptLength, serverArgs: ready.serverArgs, timings, generation };
   } finally {
     release();
     for (const ssh of sshs) ssh.close();
@@ -403,13 +411,14 @@ async function rollback(nodes: NodeStep[], i: ReadyInputs): Promise<string> {
     const back = await Promise.all(i.nodes.map((n, k) => transaction(nodes[k].ssh, n, nodes[0].t, `rollback ${n.unitHash}`)));
     const stopped = back.find((r) => r.code !== 0);
     if (stopped) return stopped.out.split("\n").filter((l) => !l.startsWith(t.label)).join("\n") || stopped.out;
-    // The known-good record the transaction restored from ($state/last-good.*, host/known-good.sh).
+    // The known-good generation the transaction restored ($state/known-good, host/known-good.sh).
     const read = await nodes[0].ssh.run(
       bashCommand(renderHostScript({ about: [`dflash-sglang: the known-good configuration of ${t.unitName}.`], set: "-u", values: { state: `${STATE_DIR}/${t.unitName}`, curl_headers: secretPaths(t.unitName).curlHeaders }, files: ["known-good.sh"] })),
     );
     const [head, noteText = ""] = read.stdout.split("\n@@note\n");
     const note = JSON.parse(noteText) as { stack: string; expectedArgs: ReadyInputs["expectedArgs"]; modelName: string };
     const good = /^@@good (\S*)$/m.exec(head)?.[1] ?? "";
+    const generation = /^@@generation (\d+)$/m.exec(head)?.[1];
     const started = Date.now();
     // The previous configuration listens where it did: on its own port, which a change of
     // service.port moved the target away from.
@@ -421,7 +430,7 @@ async function rollback(nodes: NodeStep[], i: ReadyInputs): Promise<string> {
     const on = (t: Target): Target => ({ ...t, curlAuth, ...(port === undefined || port === t.port ? {} : { port, serverUrl: t.serverUrl.replace(/:\d+$/, `:${port}`) }) });
     const labelled = nodes.map((n) => ({ ...n, t: { ...on(n.t), label: `${n.t.label} rollback to stack ${note.stack}` } }));
     const ready = await waitReadyGroup(labelled, { expectedArgs: note.expectedArgs, modelName: note.modelName });
-    return `Rolled back: the previous configuration (stack ${note.stack}, unit ${good}) is back and serving on ${where} (pid ${ready.mainPid}, ${Math.round((Date.now() - started) / 100) / 10} s to restore).`;
+    return `Rolled back: the previous configuration (stack ${note.stack}, unit ${good}) is back and serving on ${where}${generation ? ` as generation ${generation}` : ""} (pid ${ready.mainPid}, ${Math.round((Date.now() - started) / 100) / 10} s to restore).`;
   } catch (e) {
     return `ROLLBACK FAILED, HOST DOWN: restoring the previous configuration of ${t.unitName} on ${where} failed: ${(e as Error).message}`;
   } finally {

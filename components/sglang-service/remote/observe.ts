@@ -2,7 +2,7 @@
 // reviewer sees what `up` will change on the host, whichever stack put the live unit
 // there, even for a stack that has never been deployed. Reads only.
 import { Connection, NoRootAccess, Ssh } from "./ssh";
-import { sha256, unitLineChanges, unitPath, unitStack } from "../render";
+import { sha256, STATE_DIR, unitLineChanges, unitPath, unitStack } from "../render";
 import { bashCommand, renderHostScript } from "../hostScript";
 import { removedMarkPaths } from "../script";
 import { redactSecrets } from "../parse";
@@ -22,6 +22,12 @@ export interface NodeView {
    */
   state?: string;
   stoppedSince?: string;
+  /**
+   * The generation installed (\`current\`) and the one readiness last proved (\`known-good\`),
+   * host/generations.sh; absent where the host keeps none (an earlier version's host).
+   */
+  generation?: number;
+  knownGood?: number;
 }
 
 /** How the host view ends for an installed unit that is stopped (review.ts reads it). */
@@ -41,7 +47,7 @@ export async function readLiveUnit(conn: Connection, unitName: string): Promise<
   const script = renderHostScript({
     about: [`dflash-sglang: read ${unitName} (reads only).`],
     set: "-u",
-    values: { unit_path: unitPath(unitName), service: `${unitName}.service`, removed_marks: removedMarkPaths(unitName) },
+    values: { unit_path: unitPath(unitName), service: `${unitName}.service`, state: `${STATE_DIR}/${unitName}`, removed_marks: removedMarkPaths(unitName) },
     files: ["read-unit.sh"],
   });
   const r = await Ssh.once(conn, bashCommand(script));
@@ -58,11 +64,25 @@ export async function readLiveUnit(conn: Connection, unitName: string): Promise<
   return { host: conn.host, ...parseLiveUnit(r.stdout) };
 }
 
-/** Pure: readLiveUnit's answer for an installed unit: its time, its state, since when stopped, then its text. */
+/** Pure: readLiveUnit's answer for an installed unit: its time, its state, since when stopped, its generations, then its text. */
 export function parseLiveUnit(stdout: string): Omit<NodeView, "host"> {
-  const [at, state, since] = stdout.split("\n", 3);
-  const text = stdout.split("\n").slice(3).join("\n");
-  return { live: text, installedAt: Number(at), ...(state ? { state } : {}), ...(since && since !== "n/a" ? { stoppedSince: since } : {}) };
+  const [at, state, since, gens = ""] = stdout.split("\n", 4);
+  const text = stdout.split("\n").slice(4).join("\n");
+  const [current, good] = gens.split(" ").map((g) => (/^\d+$/.test(g) ? Number(g) : undefined));
+  return {
+    live: text,
+    installedAt: Number(at),
+    ...(state ? { state } : {}),
+    ...(since && since !== "n/a" ? { stoppedSince: since } : {}),
+    ...(current !== undefined ? { generation: current } : {}),
+    ...(good !== undefined ? { knownGood: good } : {}),
+  };
+}
+
+/** Pure: " as generation 13" (" as generation 14 (known-good: 13)" when they differ) of a view, or "" where the host keeps none. */
+function generationWords(view: NodeView): string {
+  if (view.generation === undefined) return view.knownGood === undefined ? "" : ` (known-good: generation ${view.knownGood})`;
+  return ` as generation ${view.generation}${view.knownGood !== undefined && view.knownGood !== view.generation ? ` (known-good: ${view.knownGood})` : ""}`;
 }
 
 /** What hostRuns says of a node that runs this stack's unit (the one `up` installs). */
@@ -92,7 +112,7 @@ export function describeHostChange(unitName: string, stack: string, view: NodeVi
   // A first install: the whole unit, as a reviewer would read it (secrets never are in it).
   if (view.live === null) return `${where}: ${view.removedAt === undefined ? "not installed yet" : `not installed (removed at ${new Date(view.removedAt * 1000).toISOString()})`}; \`up\` installs this stack's unit (${sha256(want).slice(0, 12)}):\n${redactSecrets(want).trimEnd().split("\n").map((l) => `    + ${l}`).join("\n")}`;
   const owner = unitStack(view.live);
-  const runs = `runs the unit of ${owner === stack ? "this stack" : owner ? `stack ${owner}` : "no dflash-sglang stack (written by hand?)"} (${sha256(view.live).slice(0, 12)})${isStopped(view) ? `, ${stoppedWords(view)}: it serves nothing now` : ""}`;
+  const runs = `runs the unit of ${owner === stack ? "this stack" : owner ? `stack ${owner}` : "no dflash-sglang stack (written by hand?)"} (${sha256(view.live).slice(0, 12)})${generationWords(view)}${isStopped(view) ? `, ${stoppedWords(view)}: it serves nothing now` : ""}`;
   if (view.live === want) return isStopped(view) ? `${where} ${runs.replace(/: it serves nothing now$/, `: ${STARTS_IT}`)}` : `${where} ${runs}; \`up\` changes nothing there.`;
   // A unit written by hand may carry a secret (--api-key sk-..., or its value on the next
   // line after `--api-key \`): masked on the whole unit as it came, before anything else reads

@@ -36,9 +36,9 @@ test("a node running anything but this stack's unit is a change, unless it is th
 // Issue 36: the host as it serves. A unit that is installed but stopped (by hand, or failed)
 // used to read as this stack's unit, "no change", while the model was offline.
 test("a node whose unit is this stack's but stopped: preview says so and up starts it (a new reading each stop)", () => {
-  const read = parseLiveUnit(`1764600000\ninactive\nFri 2026-12-04 10:00:00 UTC\n${UNIT_A}`);
+  const read = parseLiveUnit(`1764600000\ninactive\nFri 2026-12-04 10:00:00 UTC\n \n${UNIT_A}`);
   assert.deepEqual(read, { live: UNIT_A, installedAt: 1764600000, state: "inactive", stoppedSince: "Fri 2026-12-04 10:00:00 UTC" });
-  assert.deepEqual(parseLiveUnit(`1764600000\nactive\nn/a\n${UNIT_A}`), { live: UNIT_A, installedAt: 1764600000, state: "active" });
+  assert.deepEqual(parseLiveUnit(`1764600000\nactive\nn/a\n \n${UNIT_A}`), { live: UNIT_A, installedAt: 1764600000, state: "active" });
   const stopped = hostRunsOf({ host: "h", ...read }, UNIT_A);
   assert.equal(stopped, `${RUNS_THIS_UNIT}, stopped since Fri 2026-12-04 10:00:00 UTC`);
   assert.equal(hostTakenOver({ hostRuns: [RUNS_THIS_UNIT] }, { hostRuns: [stopped] }), true, "up proves (and so starts) it");
@@ -50,4 +50,15 @@ test("a node whose unit is this stack's but stopped: preview says so and up star
   assert.equal(effectOf([{ resource: "sglang-ready", op: "update", keys: ["hostRuns"] }], words), "restart");
   // Another stack's unit, stopped: said too, and still replaced.
   assert.match(describeHostChange("u", "a", { host: "h", live: UNIT_B, state: "failed" }, UNIT_A, ""), /runs the unit of stack b \([0-9a-f]{12}\), failed: it serves nothing now; `up` replaces it/);
+});
+
+// Issue 38, item 2: the preview names the generation serving (host/read-unit.sh reads the
+// `current` and `known-good` links), and the one readiness proved last when they differ.
+test("the host view names the generation installed, and the known-good one when it differs", () => {
+  const same = parseLiveUnit(`1764600000\nactive\nn/a\n13 13\n${UNIT_A}`);
+  assert.deepEqual(same, { live: UNIT_A, installedAt: 1764600000, state: "active", generation: 13, knownGood: 13 });
+  assert.match(describeHostChange("u", "a", { host: "h", ...same }, UNIT_A, ""), /^u on h runs the unit of this stack \([0-9a-f]{12}\) as generation 13; `up` changes nothing there\.$/);
+  const apart = parseLiveUnit(`1764600000\nfailed\nFri 2026-12-04 10:00:00 UTC\n14 13\n${UNIT_B}`);
+  assert.match(describeHostChange("u", "a", { host: "h", ...apart }, UNIT_A, ""), /^u on h runs the unit of stack b \([0-9a-f]{12}\) as generation 14 \(known-good: 13\), failed since Fri 2026-12-04 10:00:00 UTC: it serves nothing now; `up` replaces it/);
+  assert.deepEqual(parseLiveUnit(`1764600000\nactive\nn/a\n 2\n${UNIT_A}`), { live: UNIT_A, installedAt: 1764600000, state: "active", knownGood: 2 });
 });

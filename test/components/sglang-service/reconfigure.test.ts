@@ -105,7 +105,7 @@ test("preview of a stack never deployed shows what `up` changes on the host, aga
     assert.deepEqual(Object.keys(preview.changeSummary).filter((k) => k !== "create"), [], "a stack never deployed only creates");
     // The CLI prints the program's info diagnostics on stderr in --diff mode.
     const said = preview.stdout + preview.stderr;
-    assert.match(said, /sglang-k26 on 127\.0\.0\.\d+ runs the unit of stack b8t4-w2048 \([0-9a-f]{12}\); `up` replaces it with stack b16t4-w2048's unit \([0-9a-f]{12}\), changing \d+ lines:/);
+    assert.match(said, /sglang-k26 on 127\.0\.0\.\d+ runs the unit of stack b8t4-w2048 \([0-9a-f]{12}\) as generation \d+; `up` replaces it with stack b16t4-w2048's unit \([0-9a-f]{12}\), changing \d+ lines:/);
     assert.match(said, /^\s*- +--speculative-ddtree-budget 8 \\$/m);
     assert.match(said, /^\s*\+ +--speculative-ddtree-budget 16 \\$/m);
     assert.match(said, /^\s*- X-DFlash-Stack=b8t4-w2048$/m);

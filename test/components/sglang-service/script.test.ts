@@ -560,8 +560,10 @@ test("a rollback that cannot install the previous configuration says HOST DOWN",
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-restore-"));
   try {
     const state = path.join(dir, "state");
-    fs.mkdirSync(state);
-    fs.writeFileSync(path.join(state, "last-good.service"), "[Unit]\n");
+    // Its known-good generation (host/generations.sh).
+    fs.mkdirSync(path.join(state, "generations", "1", "secrets"), { recursive: true });
+    fs.writeFileSync(path.join(state, "generations", "1", "unit.service"), "[Unit]\n");
+    fs.symlinkSync("generations/1", path.join(state, "known-good"));
     fs.writeFileSync(path.join(dir, "t.sh"), transaction);
     for (const cmd of ["systemctl", "nvidia-smi"]) fs.writeFileSync(path.join(dir, cmd), cmd === "nvidia-smi" ? "#!/bin/bash\nprintf '0, 0\\n1, 0\\n2, 0\\n3, 0\\n4, 0\\n5, 0\\n6, 0\\n7, 0\\n'\n" : "#!/bin/bash\nexit 0\n", { mode: 0o755 });
     const body = `source ${dir}/t.sh; state=${state}; secrets_dir=${dir}/secrets; install_unit() { echo "No space left on device" >&2; return 1; }; restore_known_good 0000; echo "rc=$?"`;

@@ -107,7 +107,7 @@ test("a unit stopped by hand, through sudo: preview says it is stopped and up st
   const stack = await ws.stack("main");
   await sh(`systemctl stop ${UNIT}.service`);
   const preview = await stack.preview();
-  assert.match(preview.stdout, new RegExp(`${UNIT} on \\S+ runs the unit of this stack \\([0-9a-f]{12}\\), stopped since [^;]+?: it serves nothing now; \`up\` starts it\\.`));
+  assert.match(preview.stdout, new RegExp(`${UNIT} on \\S+ runs the unit of this stack \\([0-9a-f]{12}\\) as generation \\d+, stopped since [^;]+?: it serves nothing now; \`up\` starts it\\.`));
   assert.ok((preview.changeSummary.update ?? 0) >= 1, `preview plans the start: ${JSON.stringify(preview.changeSummary)}`);
   const up = await stack.up();
   assert.equal(up.summary.result, "succeeded");

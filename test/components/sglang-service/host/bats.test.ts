@@ -29,13 +29,13 @@ test("the host scripts' bash tests pass", () => {
   assert.doesNotMatch(r.tap, /^not ok/m, r.tap);
 });
 
-/** The host scripts with `from` replaced by `to` in transaction.sh (once; it must be there). */
-function mutated(from: string, to: string): string {
+/** The host scripts with `from` replaced by `to` in `name` (once; it must be there). */
+function mutated(name: string, from: string, to: string): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-mutant-"));
   fs.cpSync(HOST_DIR, dir, { recursive: true });
-  const file = path.join(dir, "transaction.sh");
+  const file = path.join(dir, name);
   const text = fs.readFileSync(file, "utf8");
-  assert.ok(text.includes(from), `transaction.sh no longer holds ${JSON.stringify(from)}: update this mutation`);
+  assert.ok(text.includes(from), `${name} no longer holds ${JSON.stringify(from)}: update this mutation`);
   fs.writeFileSync(file, text.replace(from, to));
   return dir;
 }
@@ -45,16 +45,37 @@ const MUTANTS: [string, string, string][] = [
   ["a kill at the drain deadline cuts nothing", 'killed=1 cut=${remaining:-null}\n      say "the drain did not end', 'killed=1 cut=0\n      say "the drain did not end'],
   ["a peer's abort is not counted", '[ "$killed" = 0 ] && [ "$group_size" -gt 1 ]', '[ "$killed" = 0 ] && [ "$group_size" -gt 9 ]'],
   ["a forced exit is not counted", 'forced=$(journalctl', 'forced=$(true'],
-  ["the rollback installs the failed unit", 'install_start "$state/last-good.service" || {', 'install_start "$stage/unit.service" || {'],
-  ["the rollback keeps the failed configuration's secrets", "restore_known_good_secrets || {", "true || {"],
+  ["the rollback installs the failed unit", 'install_start "$good" || {', 'install_start "$stage/unit.service" || {'],
+  ["the rollback chooses the newest generation, not the known-good", "if ! good=$(gen_dir known-good); then", "if ! good=$(gen_dir current); then"],
+  ["the rollback keeps the failed configuration's secrets", 'install_gen_secrets "$good" || {', "true || {"],
   ["a rollback to the failed unit itself is not refused", '= "$1" ]; then echo "HOST DOWN: the failed configuration', '= "no such hash" ]; then echo "HOST DOWN: the failed configuration'],
+];
+
+/** The same for generations.sh, facing the generations' tests. */
+const GENERATION_MUTANTS: [string, string, string][] = [
+  ["pruning removes the known-good", '[ "$n" != "${good:-}" ]', '[ "$n" != "none" ]'],
+  ["a generation is made without its secrets", '(umask 077; cp -f "$src" "$d.dflash-tmp/secrets/${f##*/}") || return 1', "true"],
+  ["a rollback's secrets keep what the failed configuration added", "    else rm -f \"$f\"; fi", "    else true; fi"],
 ];
 
 for (const [what, from, to] of MUTANTS) {
   test(`a mutant of the transaction fails the bash tests: ${what}`, () => {
-    const dir = mutated(from, to);
+    const dir = mutated("transaction.sh", from, to);
     try {
       const r = bats([path.join(__dirname, "transaction.bats")], dir, /rollback/.test(what) ? "^rollback" : "^drain");
+      assert.notEqual(r.code, 0, `the mutant (${what}) passed every bash test:\n${r.tap}`);
+      assert.match(r.tap, /^not ok/m);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+}
+
+for (const [what, from, to] of GENERATION_MUTANTS) {
+  test(`a mutant of the generations fails the bash tests: ${what}`, () => {
+    const dir = mutated("generations.sh", from, to);
+    try {
+      const r = bats([path.join(__dirname, "generations.bats")], dir);
       assert.notEqual(r.code, 0, `the mutant (${what}) passed every bash test:\n${r.tap}`);
       assert.match(r.tap, /^not ok/m);
     } finally {

@@ -20,6 +20,7 @@ transaction_values() {
   drain_deadline=1 drain_s=1 drain_policy=fail stop_s=5 gpu_s=1 gpu_free_mib=1024 gpus=0,1
   cmd_s=2 start_s=10 step_max_s=60 poll=0.01 lock_wait=1 prove_s=30 rollback_on=yes
   recover_s=60 keeper_beat=1 keeper_grace=5 handover_s=5 barrier_s=1 start_wait_s=5
+  port=30000 keep_gens=3
   gpu_busy_awk=$(cat "$HOST_DIR/gpu-busy.awk")
   mkdir -p "$state" "$stage" "$secrets_dir" "${live%/*}" "$run" "$BATS_TEST_TMPDIR/bin"
   PATH=$BATS_TEST_TMPDIR/bin:$PATH
@@ -29,6 +30,8 @@ load_transaction() {
   transaction_values
   # shellcheck source=../../../../components/sglang-service/host/lock.sh
   source "$HOST_DIR/lock.sh"
+  # shellcheck source=../../../../components/sglang-service/host/generations.sh
+  source "$HOST_DIR/generations.sh"
   # shellcheck source=../../../../components/sglang-service/host/transaction.sh
   source "$HOST_DIR/transaction.sh"
   # The fakes replace the bounded wrappers the transaction defines.

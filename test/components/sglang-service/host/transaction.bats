@@ -167,11 +167,18 @@ setup() {
 
 # --- the rollback's choice ---------------------------------------------------------------
 
+# A known-good generation (host/generations.sh), number 1, and a newer one (2) that failed,
+# current: a rollback must choose the known-good, not the newest.
 known_good_of() { # UNIT-TEXT KEY
-  printf '%s\n' "$1" > "$state/last-good.service"
-  echo '{"stack":"s"}' > "$state/last-good.json"
-  mkdir -p "$state/last-good.secrets"
-  printf '%s\n' "$2" > "$state/last-good.secrets/u.secrets.yaml"
+  local g=$state/generations/1 f=$state/generations/2
+  mkdir -p "$g/secrets" "$g/helpers" "$f/secrets" "$f/helpers"
+  printf '%s\n' "$1" > "$g/unit.service"
+  echo '{"stack":"s"}' > "$g/proved.json"
+  printf '%s\n' "$2" > "$g/secrets/u.secrets.yaml"
+  printf '[Service] failed\n' > "$f/unit.service"
+  printf 'api-key: failed\n' > "$f/secrets/u.secrets.yaml"
+  ln -sfn generations/1 "$state/known-good"
+  ln -sfn generations/2 "$state/current"
 }
 
 @test "rollback: goes back to the known-good unit with its own secrets; a secret it did not have goes" {
@@ -183,7 +190,7 @@ known_good_of() { # UNIT-TEXT KEY
   install_start() { echo "install_start $1" >> "$BATS_TEST_TMPDIR/fake/calls"; }
   run restore_known_good "$(printf 'failed\n' | sha256sum | cut -c1-64)"
   [ "$status" = 0 ]
-  grep -qx "install_start $state/last-good.service" "$BATS_TEST_TMPDIR/fake/calls"
+  grep -qx "install_start $state/generations/1" "$BATS_TEST_TMPDIR/fake/calls"
   [ "$(cat "$secrets_dir/u.secrets.yaml")" = "api-key: good" ]
   [ ! -e "$secrets_dir/u.env" ]
 }
@@ -195,7 +202,7 @@ known_good_of() { # UNIT-TEXT KEY
   [ "$status" = 2 ]
   [[ "$output" == "HOST DOWN: 127.0.0.10 has no earlier configuration of u that passed readiness"* ]]
   known_good_of "[Service] good" "k"
-  run restore_known_good "$(hash_of "$state/last-good.service")"
+  run restore_known_good "$(hash_of "$state/generations/1/unit.service")"
   [ "$status" = 2 ]
   [[ "$output" == "HOST DOWN: the failed configuration is the last known-good one of u"* ]]
   rollback_on=no
@@ -246,9 +253,11 @@ known_good_of() { # UNIT-TEXT KEY
 
 @test "secrets: a removal's check names what it could not remove, and takes every copy" {
   touch "$secrets_dir/u.env" "$secrets_dir/u.curl-headers.dflash-new" "$secrets_dir/u.x.env"
-  mkdir -p "$state/last-good.secrets"
+  mkdir -p "$state/last-good.secrets" "$state/generations/1/secrets"
+  touch "$state/generations/1/secrets/u.env"
   no_secrets_left u
   [ ! -e "$secrets_dir/u.env" ]
   [ ! -e "$state/last-good.secrets" ]
+  [ ! -e "$state/generations" ]
   [ -e "$secrets_dir/u.x.env" ]
 }
