@@ -66,8 +66,20 @@ make_generation() {
   done
   printf '{"generation":%s,"stack":"%s","unit":"%s","port":%s,"unitHash":"%s","createdAt":"%s"%s}\n' \
     "$n" "$stack" "${unit%.service}" "$port" "$(hash_of "$1")" "$(date -u +%FT%TZ)" "${4:+,$4}" > "$d.dflash-tmp/generation.json" || return 1
-  mv "$d.dflash-tmp" "$d" || return 1
+  # On disk before it counts (a power cut after the rename must not leave empty files behind
+  # a name that says "whole"), and its name with it.
+  sync -f "$d.dflash-tmp" && mv "$d.dflash-tmp" "$d" && sync -f "$d" || return 1
   made_gen=$n
+}
+
+# Whether generation folders $1 and $2 hold the same configuration: unit and secret files.
+gen_same() {
+  local f
+  [ "$(hash_of "$1/unit.service")" = "$(hash_of "$2/unit.service")" ] || return 1
+  for f in "$1"/secrets/* "$2"/secrets/*; do
+    [ -e "$f" ] || continue
+    cmp -s "$1/secrets/${f##*/}" "$2/secrets/${f##*/}" || return 1
+  done
 }
 
 # Whether generation folder $1 holds exactly the live unit and secret files.
@@ -112,7 +124,11 @@ adopt_last_good() {
     # Its port is its record's (the configuration it proved), not this restart's.
     local port=$port p
     p=$(sed -nE 's/.*"port":([0-9]+).*/\1/p' "$state/last-good.json" 2>/dev/null) && [ -n "$p" ] && port=$p
-    make_generation "$state/last-good.service" "$helper_dir" "$state/last-good.secrets" '"adoptedFrom":"last-good"' || return 1
+    # Its secret files: those kept with it, or, by a version that kept none, the live ones
+    # (what it ran with: this runs before a restart installs anything).
+    local from=""
+    [ ! -d "$state/last-good.secrets" ] || from="$state/last-good.secrets"
+    make_generation "$state/last-good.service" "$helper_dir" "$from" '"adoptedFrom":"last-good"' || return 1
     [ ! -f "$state/last-good.json" ] || cp -f "$state/last-good.json" "$state/generations/$made_gen/proved.json" || return 1
     set_link known-good "$made_gen" || return 1
   fi
@@ -146,7 +162,7 @@ carry_generation() {
   # Its record: the new name, the number it had under the old one.
   sed -e "s#^{\"generation\":[0-9]*,#{\"generation\":$n,#" -e "s#\"unit\":\"[^\"]*\"#\"unit\":\"$1\"#" -e "s#}\$#,\"renamedFrom\":\"${unit%.service}\",\"renamedFromGeneration\":$(gen_of known-good)}#" "$from/generation.json" > "$d.dflash-tmp/generation.json" &&
     sed -i "s#\"unitHash\":\"[0-9a-f]*\"#\"unitHash\":\"$(hash_of "$d.dflash-tmp/unit.service")\"#" "$d.dflash-tmp/generation.json" &&
-    mv "$d.dflash-tmp" "$d" && set_link known-good "$n" "$to" || return 1
+    sync -f "$d.dflash-tmp" && mv "$d.dflash-tmp" "$d" && set_link known-good "$n" "$to" && sync -f "$d" || return 1
   echo "kept the previous configuration ($(known_good)) as the known-good of $1, the unit's new name (its generation $n there): a new configuration that fails rolls back to it"
 }
 
@@ -157,5 +173,17 @@ remove_generations() { rm -rf "$1/generations" "$1/current" "$1/known-good" "$1/
 # goes when the step ends: every generation on a host is one that was installed.
 drop_unused_generation() {
   [ -n "${new_gen:-}" ] && [ "$(gen_of current)" != "$new_gen" ] && rm -rf "${state:?}/generations/$new_gen"
+  true
+}
+
+# A destroy that finds the unit now another stack's: this stack's generations (by their
+# record's stack), secrets included, go, except what runs (current) and the known-good.
+drop_stack_generations() {
+  local n good cur
+  good=$(gen_of known-good) cur=$(gen_of current)
+  for n in $(gen_list); do
+    if [ "$n" = "${good:-}" ] || [ "$n" = "${cur:-}" ]; then continue; fi
+    grep -q "^{\"generation\":$n,\"stack\":\"$stack\"," "$state/generations/$n/generation.json" 2>/dev/null && rm -rf "${state:?}/generations/$n"
+  done
   true
 }

@@ -10,5 +10,8 @@ for m in "$state_root"/*/replaces; do
   if ! { [ -f "$t" ] && grep -qxF "$stack_line" "$t"; }; then continue; fi
   bash "$t" remove || exit $?
   d=${m%/replaces}
-  rm -rf "$m" "$t" "$d/generations" "$d/current" "$d/known-good" "$d/last-good.service" "$d/last-good.json" "$d/last-good.secrets"
+  rm -rf "$m" "$t"
+  # The generation carried there, unless the new name has been installed since (by another
+  # stack: its own `current` then; its generations are its own).
+  [ -e "$d/current" ] || rm -rf "$d/generations" "$d/known-good" "$d/last-good.service" "$d/last-good.json" "$d/last-good.secrets"
 done

@@ -288,7 +288,8 @@ release_holds() { drop_holds reload; }
 install_unit() {
   drop_holds
   mkdir -p "$helper_dir" && for h in "$1"/helpers/*; do [ ! -f "$h" ] || install -m 0755 "$h" "$helper_dir/${h##*/}" || return 1; done &&
-    install -m 0644 "$1/unit.service" "$live.dflash-tmp" && mv -f "$live.dflash-tmp" "$live" && set_link current "${1##*/}" &&
+    install -m 0644 "$1/unit.service" "$live.dflash-tmp" && mv -f "$live.dflash-tmp" "$live" &&
+    { if ! set_link current "${1##*/}"; then say "could not point $state/current at generation ${1##*/} (the unit is installed; the next proof records what runs)" >&2; fi; } &&
     systemctl daemon-reload && { systemctl enable "$unit" 2>/dev/null; systemctl reset-failed "$unit" 2>/dev/null; true; }
 }
 # The same, then starts it without waiting (readiness watches it).
@@ -354,6 +355,8 @@ no_secrets_left() {
   left=$(secret_files_of "$1")
   [ -z "$left" ] && return 0
   while IFS= read -r f; do rm -rf "$f"; done <<< "$left"
+  # Links to generations that are gone go with them.
+  [ -e "$state_root/$1/generations" ] || rm -f "$state_root/$1/current" "$state_root/$1/known-good"
   left=$(secret_files_of "$1")
   [ -z "$left" ] && return 0
   echo "FAILED: could not remove the secret files of $1 on $host: $(paste -sd' ' <<< "$left"); remove them by hand." >&2
@@ -399,10 +402,12 @@ stop_old() {
   [ "$k" = 1 ] && [ "$killed" = 0 ] && killed=1 cut=$c
   if ! running; then
     systemctl disable "$unit" 2>/dev/null
-    rm -f "${live%/*}/$unit"
+    # Its secrets and generations before its unit file: a cut in between leaves the unit file,
+    # by which the next restart still finds this one to remove (replaced_unit).
     rm_secret_files "$replaced"
     remove_generations "$state_root/$replaced"
     rm -rf "$state_root/$replaced/rollbacks" "$state_root/$replaced/group-failed"
+    rm -f "${live%/*}/$unit"
     rmdir "$state_root/$replaced" 2>/dev/null
     mark_removed
     systemctl daemon-reload
@@ -445,7 +450,14 @@ restore_known_good() {
     echo "HOST DOWN: $host has no earlier configuration of ${unit%.service} that passed readiness, so there is nothing to roll back to. The failed unit is left as it is (\`systemctl status ${unit%.service}\`); fix the configuration and run \`pulumi up\` again."
     return 2
   fi
-  if [ "$(hash_of "$good/unit.service")" = "$1" ]; then echo "HOST DOWN: the failed configuration is the last known-good one of ${unit%.service} on $host; nothing older to restore."; return 2; fi
+  # The configuration that failed: the restart's new generation if it was installed (one that
+  # failed before its install never ran: the known-good is started again), or what is current
+  # (readiness's rollback). Refused only when it is the known-good whole, unit and secrets: a
+  # change of a secret alone rolls back to the known-good's.
+  local failed=""
+  if [ -n "${new_gen:-}" ]; then [ "$(gen_of current)" != "$new_gen" ] || failed="$state/generations/$new_gen"
+  else failed=$(gen_dir current) || failed=""; fi
+  if [ -n "$failed" ] && gen_same "$failed" "$good"; then echo "HOST DOWN: the failed configuration is the last known-good one of ${unit%.service} on $host (generation ${good##*/}); nothing older to restore."; return 2; fi
   say "restoring the previous configuration (generation ${good##*/})"
   systemctl kill --signal=SIGKILL "$unit" 2>/dev/null
   systemctl stop "$unit" 2>/dev/null
@@ -611,7 +623,10 @@ good)
   lock
   adopt_last_good || exit 1
   if ! g=$(gen_dir current) || ! gen_is_live "$g"; then
-    make_generation "$live" "$helper_dir" "" '"madeFrom":"live"' && g="$state/generations/$made_gen" && set_link current "$made_gen" || exit 1
+    # No current one that is live (an earlier version installed it, or a hand): the known-good
+    # if it is what runs (an adopted record), else one made now from what is installed.
+    if g=$(gen_dir known-good) && gen_is_live "$g"; then set_link current "${g##*/}" || exit 1
+    else make_generation "$live" "$helper_dir" "" '"madeFrom":"live"' && g="$state/generations/$made_gen" && set_link current "$made_gen" || exit 1; fi
   fi
   (umask 077; cat > "$g/proved.json.dflash-tmp") && mv -f "$g/proved.json.dflash-tmp" "$g/proved.json" &&
     set_link known-good "${g##*/}" || exit 1
@@ -693,7 +708,12 @@ remove)
   fi
   # Owned by the stack its unit names (after a rollback that may be another stack's).
   owner=$(sed -n 's/^X-DFlash-Stack=//p' "$live")
-  if [ "$owner" != "$stack" ]; then echo "${unit%.service} on $host now runs another configuration (stack ${owner:-none}, unit ${installed:0:12}), not this stack's; left the host alone"; exit 0; fi
+  if [ "$owner" != "$stack" ]; then
+    # This stack's own generations (its secrets with them) go, unless one is what runs or the known-good.
+    drop_stack_generations
+    echo "${unit%.service} on $host now runs another configuration (stack ${owner:-none}, unit ${installed:0:12}), not this stack's; left the host alone, and removed this stack's other generations"
+    exit 0
+  fi
   # The same unit on this same machine, now reached by another address or port: nothing
   # moves, so nothing stops here. The restart that follows (under this lock) replaces it, or
   # finds it already running, and a failure rolls back to its known-good; an engine killed
@@ -708,10 +728,12 @@ remove)
   # drains, stops and removes it, in the same host step that starts the new one. An engine
   # killed between the two leaves it serving, never nothing.
   if [ -n "$carry" ]; then
-    if ! adopt_last_good || ! carry_generation "$carry"; then echo "FAILED: could not keep the known-good generation of ${unit%.service} for $carry on $host; nothing was stopped." >&2; exit 1; fi
     # This script, kept beside the marker: the stage folder it lives in goes with the old
-    # presence, and a destroy before the new restart runs it (`remove`) from there.
+    # presence, and a destroy before the new restart runs it (`remove`) from there. Written
+    # before the carried generation, so that whatever a cut leaves there has a marker that
+    # leads a destroy to it (host/remove-renames.sh).
     mkdir -p "$state_root/$carry" && cp -f "$0" "$state_root/$carry/replaced.transaction.sh" && echo "${unit%.service}" > "$state_root/$carry/replaces" || exit 1
+    if ! adopt_last_good || ! carry_generation "$carry"; then echo "FAILED: could not keep the known-good generation of ${unit%.service} for $carry on $host; nothing was stopped." >&2; exit 1; fi
     end_rollout
     echo "left ${unit%.service} serving on $host: the restart of $carry that follows drains, stops and removes it, in the host step that starts $carry"
     exit 0

@@ -50,6 +50,13 @@ for (const PREVIOUS of ["f93069e", "91f319b"]) describe(`upgrading from ${PREVIO
     assert.equal(await mainPid(), pid, "upgrading the tool did not restart the server");
     assert.equal(await sh(`cat /etc/systemd/system/${UNIT}.service`), unit, "the unit is still installed, unchanged");
     assert.equal(await sh(`systemctl is-active ${UNIT}.service`), "active");
+    // The previous version's known-good record (last-good.*), which is what serves, became
+    // generation 1 (adopted), proven again now: known-good and current (host/generations.sh).
+    const state = `/var/lib/dflash-sglang/${UNIT}`;
+    assert.match(await sh(`cat ${state}/generations/1/generation.json`), /"adoptedFrom":"last-good"/);
+    assert.equal(await sh(`readlink ${state}/known-good; readlink ${state}/current; ls ${state}/generations`), "generations/1\ngenerations/1\n1");
+    assert.equal(await sh(`cmp ${state}/known-good/unit.service /etc/systemd/system/${UNIT}.service && echo same`), "same");
+    assert.equal(await sh(`ls ${state} | grep -c '^last-good' || true`), "0", "the old record's files are gone");
     const names: string[] = (await (await now.stack("main")).exportStack()).deployment.resources.map((r: { urn: string }) => r.urn.split("::").slice(-2).join("::"));
     assert.ok(names.includes("dflash:sglang:Service$command:remote:Command::sglang-restart"), names.join(", "));
     assert.ok(names.includes("dflash:sglang:Service$pulumi-nodejs:dynamic:Resource::sglang-ready"), names.join(", "));

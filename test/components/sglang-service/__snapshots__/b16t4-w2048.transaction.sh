@@ -174,8 +174,20 @@ make_generation() {
   done
   printf '{"generation":%s,"stack":"%s","unit":"%s","port":%s,"unitHash":"%s","createdAt":"%s"%s}\n' \
     "$n" "$stack" "${unit%.service}" "$port" "$(hash_of "$1")" "$(date -u +%FT%TZ)" "${4:+,$4}" > "$d.dflash-tmp/generation.json" || return 1
-  mv "$d.dflash-tmp" "$d" || return 1
+  # On disk before it counts (a power cut after the rename must not leave empty files behind
+  # a name that says "whole"), and its name with it.
+  sync -f "$d.dflash-tmp" && mv "$d.dflash-tmp" "$d" && sync -f "$d" || return 1
   made_gen=$n
+}
+
+# Whether generation folders $1 and $2 hold the same configuration: unit and secret files.
+gen_same() {
+  local f
+  [ "$(hash_of "$1/unit.service")" = "$(hash_of "$2/unit.service")" ] || return 1
+  for f in "$1"/secrets/* "$2"/secrets/*; do
+    [ -e "$f" ] || continue
+    cmp -s "$1/secrets/${f##*/}" "$2/secrets/${f##*/}" || return 1
+  done
 }
 
 # Whether generation folder $1 holds exactly the live unit and secret files.
@@ -220,7 +232,11 @@ adopt_last_good() {
     # Its port is its record's (the configuration it proved), not this restart's.
     local port=$port p
     p=$(sed -nE 's/.*"port":([0-9]+).*/\1/p' "$state/last-good.json" 2>/dev/null) && [ -n "$p" ] && port=$p
-    make_generation "$state/last-good.service" "$helper_dir" "$state/last-good.secrets" '"adoptedFrom":"last-good"' || return 1
+    # Its secret files: those kept with it, or, by a version that kept none, the live ones
+    # (what it ran with: this runs before a restart installs anything).
+    local from=""
+    [ ! -d "$state/last-good.secrets" ] || from="$state/last-good.secrets"
+    make_generation "$state/last-good.service" "$helper_dir" "$from" '"adoptedFrom":"last-good"' || return 1
     [ ! -f "$state/last-good.json" ] || cp -f "$state/last-good.json" "$state/generations/$made_gen/proved.json" || return 1
     set_link known-good "$made_gen" || return 1
   fi
@@ -254,7 +270,7 @@ carry_generation() {
   # Its record: the new name, the number it had under the old one.
   sed -e "s#^{\"generation\":[0-9]*,#{\"generation\":$n,#" -e "s#\"unit\":\"[^\"]*\"#\"unit\":\"$1\"#" -e "s#}\$#,\"renamedFrom\":\"${unit%.service}\",\"renamedFromGeneration\":$(gen_of known-good)}#" "$from/generation.json" > "$d.dflash-tmp/generation.json" &&
     sed -i "s#\"unitHash\":\"[0-9a-f]*\"#\"unitHash\":\"$(hash_of "$d.dflash-tmp/unit.service")\"#" "$d.dflash-tmp/generation.json" &&
-    mv "$d.dflash-tmp" "$d" && set_link known-good "$n" "$to" || return 1
+    sync -f "$d.dflash-tmp" && mv "$d.dflash-tmp" "$d" && set_link known-good "$n" "$to" && sync -f "$d" || return 1
   echo "kept the previous configuration ($(known_good)) as the known-good of $1, the unit's new name (its generation $n there): a new configuration that fails rolls back to it"
 }
 
@@ -265,6 +281,18 @@ remove_generations() { rm -rf "$1/generations" "$1/current" "$1/known-good" "$1/
 # goes when the step ends: every generation on a host is one that was installed.
 drop_unused_generation() {
   [ -n "${new_gen:-}" ] && [ "$(gen_of current)" != "$new_gen" ] && rm -rf "${state:?}/generations/$new_gen"
+  true
+}
+
+# A destroy that finds the unit now another stack's: this stack's generations (by their
+# record's stack), secrets included, go, except what runs (current) and the known-good.
+drop_stack_generations() {
+  local n good cur
+  good=$(gen_of known-good) cur=$(gen_of current)
+  for n in $(gen_list); do
+    if [ "$n" = "${good:-}" ] || [ "$n" = "${cur:-}" ]; then continue; fi
+    grep -q "^{\"generation\":$n,\"stack\":\"$stack\"," "$state/generations/$n/generation.json" 2>/dev/null && rm -rf "${state:?}/generations/$n"
+  done
   true
 }
 
@@ -559,7 +587,8 @@ release_holds() { drop_holds reload; }
 install_unit() {
   drop_holds
   mkdir -p "$helper_dir" && for h in "$1"/helpers/*; do [ ! -f "$h" ] || install -m 0755 "$h" "$helper_dir/${h##*/}" || return 1; done &&
-    install -m 0644 "$1/unit.service" "$live.dflash-tmp" && mv -f "$live.dflash-tmp" "$live" && set_link current "${1##*/}" &&
+    install -m 0644 "$1/unit.service" "$live.dflash-tmp" && mv -f "$live.dflash-tmp" "$live" &&
+    { if ! set_link current "${1##*/}"; then say "could not point $state/current at generation ${1##*/} (the unit is installed; the next proof records what runs)" >&2; fi; } &&
     systemctl daemon-reload && { systemctl enable "$unit" 2>/dev/null; systemctl reset-failed "$unit" 2>/dev/null; true; }
 }
 # The same, then starts it without waiting (readiness watches it).
@@ -625,6 +654,8 @@ no_secrets_left() {
   left=$(secret_files_of "$1")
   [ -z "$left" ] && return 0
   while IFS= read -r f; do rm -rf "$f"; done <<< "$left"
+  # Links to generations that are gone go with them.
+  [ -e "$state_root/$1/generations" ] || rm -f "$state_root/$1/current" "$state_root/$1/known-good"
   left=$(secret_files_of "$1")
   [ -z "$left" ] && return 0
   echo "FAILED: could not remove the secret files of $1 on $host: $(paste -sd' ' <<< "$left"); remove them by hand." >&2
@@ -670,10 +701,12 @@ stop_old() {
   [ "$k" = 1 ] && [ "$killed" = 0 ] && killed=1 cut=$c
   if ! running; then
     systemctl disable "$unit" 2>/dev/null
-    rm -f "${live%/*}/$unit"
+    # Its secrets and generations before its unit file: a cut in between leaves the unit file,
+    # by which the next restart still finds this one to remove (replaced_unit).
     rm_secret_files "$replaced"
     remove_generations "$state_root/$replaced"
     rm -rf "$state_root/$replaced/rollbacks" "$state_root/$replaced/group-failed"
+    rm -f "${live%/*}/$unit"
     rmdir "$state_root/$replaced" 2>/dev/null
     mark_removed
     systemctl daemon-reload
@@ -716,7 +749,14 @@ restore_known_good() {
     echo "HOST DOWN: $host has no earlier configuration of ${unit%.service} that passed readiness, so there is nothing to roll back to. The failed unit is left as it is (\`systemctl status ${unit%.service}\`); fix the configuration and run \`pulumi up\` again."
     return 2
   fi
-  if [ "$(hash_of "$good/unit.service")" = "$1" ]; then echo "HOST DOWN: the failed configuration is the last known-good one of ${unit%.service} on $host; nothing older to restore."; return 2; fi
+  # The configuration that failed: the restart's new generation if it was installed (one that
+  # failed before its install never ran: the known-good is started again), or what is current
+  # (readiness's rollback). Refused only when it is the known-good whole, unit and secrets: a
+  # change of a secret alone rolls back to the known-good's.
+  local failed=""
+  if [ -n "${new_gen:-}" ]; then [ "$(gen_of current)" != "$new_gen" ] || failed="$state/generations/$new_gen"
+  else failed=$(gen_dir current) || failed=""; fi
+  if [ -n "$failed" ] && gen_same "$failed" "$good"; then echo "HOST DOWN: the failed configuration is the last known-good one of ${unit%.service} on $host (generation ${good##*/}); nothing older to restore."; return 2; fi
   say "restoring the previous configuration (generation ${good##*/})"
   systemctl kill --signal=SIGKILL "$unit" 2>/dev/null
   systemctl stop "$unit" 2>/dev/null
@@ -882,7 +922,10 @@ good)
   lock
   adopt_last_good || exit 1
   if ! g=$(gen_dir current) || ! gen_is_live "$g"; then
-    make_generation "$live" "$helper_dir" "" '"madeFrom":"live"' && g="$state/generations/$made_gen" && set_link current "$made_gen" || exit 1
+    # No current one that is live (an earlier version installed it, or a hand): the known-good
+    # if it is what runs (an adopted record), else one made now from what is installed.
+    if g=$(gen_dir known-good) && gen_is_live "$g"; then set_link current "${g##*/}" || exit 1
+    else make_generation "$live" "$helper_dir" "" '"madeFrom":"live"' && g="$state/generations/$made_gen" && set_link current "$made_gen" || exit 1; fi
   fi
   (umask 077; cat > "$g/proved.json.dflash-tmp") && mv -f "$g/proved.json.dflash-tmp" "$g/proved.json" &&
     set_link known-good "${g##*/}" || exit 1
@@ -964,7 +1007,12 @@ remove)
   fi
   # Owned by the stack its unit names (after a rollback that may be another stack's).
   owner=$(sed -n 's/^X-DFlash-Stack=//p' "$live")
-  if [ "$owner" != "$stack" ]; then echo "${unit%.service} on $host now runs another configuration (stack ${owner:-none}, unit ${installed:0:12}), not this stack's; left the host alone"; exit 0; fi
+  if [ "$owner" != "$stack" ]; then
+    # This stack's own generations (its secrets with them) go, unless one is what runs or the known-good.
+    drop_stack_generations
+    echo "${unit%.service} on $host now runs another configuration (stack ${owner:-none}, unit ${installed:0:12}), not this stack's; left the host alone, and removed this stack's other generations"
+    exit 0
+  fi
   # The same unit on this same machine, now reached by another address or port: nothing
   # moves, so nothing stops here. The restart that follows (under this lock) replaces it, or
   # finds it already running, and a failure rolls back to its known-good; an engine killed
@@ -979,10 +1027,12 @@ remove)
   # drains, stops and removes it, in the same host step that starts the new one. An engine
   # killed between the two leaves it serving, never nothing.
   if [ -n "$carry" ]; then
-    if ! adopt_last_good || ! carry_generation "$carry"; then echo "FAILED: could not keep the known-good generation of ${unit%.service} for $carry on $host; nothing was stopped." >&2; exit 1; fi
     # This script, kept beside the marker: the stage folder it lives in goes with the old
-    # presence, and a destroy before the new restart runs it (`remove`) from there.
+    # presence, and a destroy before the new restart runs it (`remove`) from there. Written
+    # before the carried generation, so that whatever a cut leaves there has a marker that
+    # leads a destroy to it (host/remove-renames.sh).
     mkdir -p "$state_root/$carry" && cp -f "$0" "$state_root/$carry/replaced.transaction.sh" && echo "${unit%.service}" > "$state_root/$carry/replaces" || exit 1
+    if ! adopt_last_good || ! carry_generation "$carry"; then echo "FAILED: could not keep the known-good generation of ${unit%.service} for $carry on $host; nothing was stopped." >&2; exit 1; fi
     end_rollout
     echo "left ${unit%.service} serving on $host: the restart of $carry that follows drains, stops and removes it, in the host step that starts $carry"
     exit 0

@@ -48,7 +48,8 @@ const MUTANTS: [string, string, string][] = [
   ["the rollback installs the failed unit", 'install_start "$good" || {', 'install_start "$stage/unit.service" || {'],
   ["the rollback chooses the newest generation, not the known-good", "if ! good=$(gen_dir known-good); then", "if ! good=$(gen_dir current); then"],
   ["the rollback keeps the failed configuration's secrets", 'install_gen_secrets "$good" || {', "true || {"],
-  ["a rollback to the failed unit itself is not refused", '= "$1" ]; then echo "HOST DOWN: the failed configuration', '= "no such hash" ]; then echo "HOST DOWN: the failed configuration'],
+  ["a rollback to the failed configuration itself is not refused", 'if [ -n "$failed" ] && gen_same "$failed" "$good"; then', "if false; then"],
+  ["the rollback refuses a change of a secret alone", 'if [ -n "$failed" ] && gen_same "$failed" "$good"; then', 'if [ -n "$failed" ] && [ "$(hash_of "$failed/unit.service")" = "$(hash_of "$good/unit.service")" ]; then'],
 ];
 
 /** The same for generations.sh, facing the generations' tests. */

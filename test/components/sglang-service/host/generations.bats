@@ -163,3 +163,54 @@ staged() {
   drop_new_secrets
   [ -z "$(secret_files_of u)" ]
 }
+
+@test "generations: good makes the current generation the known-good, with its proof, and prints its number" {
+  fake_unit active
+  staged one k1
+  make_generation "$stage/unit.service" "$stage/helpers" ".dflash-new"
+  install_unit "$state/generations/1"
+  install_secrets
+  run main good deadbeef <<< '{"stack":"s"}'
+  [ "$status" = 0 ]
+  [[ "$output" == *"@@generation 1"* ]]
+  [ "$(gen_of known-good)" = 1 ]
+  [ "$(cat "$state/generations/1/proved.json")" = '{"stack":"s"}' ]
+}
+
+@test "generations: good after an upgrade: the adopted record that serves becomes current; a hand-installed unit gets a generation of its own" {
+  fake_unit active
+  mkdir -p "$helper_dir"
+  printf '[Service]\n# old\n' > "$state/last-good.service"
+  cp "$state/last-good.service" "$live"
+  echo '{"stack":"s"}' > "$state/last-good.json"
+  run main good deadbeef <<< '{"stack":"s"}'
+  [ "$status" = 0 ]
+  [[ "$output" == *"@@generation 1"* ]]
+  [ "$(gen_of current)" = 1 ] && [ "$(gen_of known-good)" = 1 ]
+  printf '[Service]\n# by hand\n' > "$live"
+  run main good deadbeef <<< '{"stack":"s"}'
+  [[ "$output" == *"@@generation 2"* ]]
+  grep -q '"madeFrom":"live"' "$state/generations/2/generation.json"
+  [ "$(gen_of current)" = 2 ] && [ "$(gen_of known-good)" = 2 ]
+}
+
+@test "generations: a destroy that finds the unit another stack's removes this stack's generations, not what runs or the known-good" {
+  local n
+  for n in 1 2 3; do staged "c$n" "k$n"; make_generation "$stage/unit.service" "$stage/helpers" ".dflash-new"; done
+  stack=other
+  staged c4 k4
+  make_generation "$stage/unit.service" "$stage/helpers" ".dflash-new"
+  set_link known-good 2
+  set_link current 4
+  stack=s
+  drop_stack_generations
+  [ "$(gen_list | paste -sd' ')" = "4 2" ]
+}
+
+@test "generations: an earlier version's record without secrets is adopted with the live ones (what it ran with)" {
+  printf '[Service]\n# old\n' > "$state/last-good.service"
+  echo "api-key: live" > "$secrets_dir/u.secrets.yaml"
+  mkdir -p "$helper_dir"
+  adopt_last_good
+  [ "$(cat "$state/known-good/secrets/u.secrets.yaml")" = "api-key: live" ]
+}

@@ -202,14 +202,37 @@ known_good_of() { # UNIT-TEXT KEY
   [ "$status" = 2 ]
   [[ "$output" == "HOST DOWN: 127.0.0.10 has no earlier configuration of u that passed readiness"* ]]
   known_good_of "[Service] good" "k"
+  # What failed is the known-good itself (current), unit and secrets.
+  ln -sfn generations/1 "$state/current"
   run restore_known_good "$(hash_of "$state/generations/1/unit.service")"
   [ "$status" = 2 ]
-  [[ "$output" == "HOST DOWN: the failed configuration is the last known-good one of u"* ]]
+  [[ "$output" == "HOST DOWN: the failed configuration is the last known-good one of u on 127.0.0.10 (generation 1)"* ]]
   rollback_on=no
   run restore_known_good deadbeef
   [ "$status" = 2 ]
   [[ "$output" == "Rollback is off (safety.rollback=false)"* ]]
   ! grep -q install_start "$BATS_TEST_TMPDIR/fake/calls" || false
+}
+
+@test "rollback: a change of a secret alone, or a restart that failed before its install, rolls back to the known-good" {
+  known_good_of "[Service] good" "k"
+  # Generation 2 differs from the known-good by its key only.
+  cp "$state/generations/1/unit.service" "$state/generations/2/unit.service"
+  fake_unit inactive
+  fake_nvidia_smi $'0, 0\n1, 0'
+  install_start() { echo "install_start $1" >> "$BATS_TEST_TMPDIR/fake/calls"; }
+  run restore_known_good "$(hash_of "$state/generations/1/unit.service")"
+  [ "$status" = 0 ]
+  grep -qx "install_start $state/generations/1" "$BATS_TEST_TMPDIR/fake/calls"
+  [ "$(cat "$secrets_dir/u.secrets.yaml")" = "k" ]
+  # A restart whose new generation (3) was never installed: the known-good, current, is started again.
+  : > "$BATS_TEST_TMPDIR/fake/calls"
+  ln -sfn generations/1 "$state/current"
+  mkdir -p "$state/generations/3"
+  new_gen=3
+  run restore_known_good "$(hash_of "$state/generations/1/unit.service")"
+  [ "$status" = 0 ]
+  grep -qx "install_start $state/generations/1" "$BATS_TEST_TMPDIR/fake/calls"
 }
 
 @test "rollback: GPUs still busy: the known-good waits for them in a recovery, nothing is started now" {
