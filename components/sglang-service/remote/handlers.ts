@@ -306,8 +306,8 @@ export async function applyReady(i: ReadyInputs): Promise<ReadyOutputs> {
       i.nodes.map(async (n, k) => {
         if (i.nodes.length < 2 || !droppedOut(n.restartOutput)) return;
         const finish = groupFinishSeconds(t.timeouts);
-        const lock = shellQuote(`${RUN_DIR}/host.lock`);
-        const r = await sshs[k].run(`[ -e ${lock} ] || exit 0; timeout -k 5 ${finish} flock -s ${lock} true`, { timeoutMs: (finish + 30) * 1000 }).catch((e: Error) => ({ code: -1, stdout: "", stderr: e.message }));
+        const wait = renderHostScript({ about: [`dflash-sglang: wait until no host step holds the lock of ${n.connection.host}.`], set: "-u", values: { lock: `${RUN_DIR}/host.lock`, finish_s: Math.ceil(finish) }, files: ["wait-lock.sh"] });
+        const r = await sshs[k].run(bashCommand(wait), { timeoutMs: (finish + 30) * 1000 }).catch((e: Error) => ({ code: -1, stdout: "", stderr: e.message }));
         if (r.code !== 0) await progress(t.urn, `${nodes[k].t.label}: its restart's host step still holds the host lock after ${finish} s (or the wait failed: ${r.stderr.trim().split("\n").pop() ?? `exit ${r.code}`}); reading the node as it is`, false);
       }),
     );
