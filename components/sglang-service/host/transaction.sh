@@ -451,12 +451,15 @@ restore_known_good() {
     return 2
   fi
   # The configuration that failed: the restart's new generation if it was installed (one that
-  # failed before its install never ran: the known-good is started again), or what is current
-  # (readiness's rollback). Refused only when it is the known-good whole, unit and secrets: a
-  # change of a secret alone rolls back to the known-good's.
+  # failed before its install never ran: the known-good is started again), or, for readiness's
+  # rollback, what is current if it is the unit that failed ($1) and the group's restart did
+  # not fail on this node before its install (failed_before_install, from its mark). Refused
+  # only when it is the known-good whole, unit and secrets: a change of a secret alone rolls
+  # back to the known-good's.
   local failed=""
   if [ -n "${new_gen:-}" ]; then [ "$(gen_of current)" != "$new_gen" ] || failed="$state/generations/$new_gen"
-  else failed=$(gen_dir current) || failed=""; fi
+  elif [ "${failed_before_install:-}" != yes ] && failed=$(gen_dir current) && [ "$(hash_of "$failed/unit.service")" = "$1" ]; then :
+  else failed=""; fi
   if [ -n "$failed" ] && gen_same "$failed" "$good"; then echo "HOST DOWN: the failed configuration is the last known-good one of ${unit%.service} on $host (generation ${good##*/}); nothing older to restore."; return 2; fi
   say "restoring the previous configuration (generation ${good##*/})"
   systemctl kill --signal=SIGKILL "$unit" 2>/dev/null
@@ -583,7 +586,11 @@ restart)
     # A group restarts as one: this node does not roll back alone (its old rank could not
     # join the others' new ones). It leaves a mark and says @@failed; the readiness step,
     # which runs after every node's restart, puts the whole group back (rollback clears it).
-    echo "$want $(date +%s)" > "$state/group-failed"
+    # Its third word: whether this node installed the new configuration before it failed (the
+    # group's rollback then refuses a known-good that is the same configuration, and starts it
+    # again otherwise).
+    if [ "$(gen_of current)" = "$new_gen" ]; then echo "$want $(date +%s) installed" > "$state/group-failed"
+    else echo "$want $(date +%s) before-install" > "$state/group-failed"; fi
     say "FAILED; the group rolls back as one"
     echo "@@failed"
     exit 0
@@ -608,6 +615,8 @@ restart)
   ;;
 rollback)
   lock
+  failed_before_install=no
+  if read -r _ _ how < "$state/group-failed" 2>/dev/null && [ "$how" = before-install ]; then failed_before_install=yes; fi
   rm -f "$state/group-failed"
   adopt_last_good || echo "$label: could not keep the known-good record of an earlier version of this tool as a generation in $state (disk full?)" >&2
   hold_restarts "$unit" || echo "$label: could not hold off systemd's restarts of $unit (a runtime drop-in under /run/systemd/system); rolling back anyway" >&2

@@ -225,6 +225,18 @@ known_good_of() { # UNIT-TEXT KEY
   [ "$status" = 0 ]
   grep -qx "install_start $state/generations/1" "$BATS_TEST_TMPDIR/fake/calls"
   [ "$(cat "$secrets_dir/u.secrets.yaml")" = "k" ]
+  # Readiness's rollback of a unit this node never installed (a group's node whose GPUs stayed
+  # busy): the known-good, current, is started again; so too when its mark says the group's
+  # restart failed here before its install, even for the known-good's own unit (a secret changed).
+  : > "$BATS_TEST_TMPDIR/fake/calls"
+  ln -sfn generations/1 "$state/current"
+  run restore_known_good deadbeef
+  [ "$status" = 0 ]
+  grep -qx "install_start $state/generations/1" "$BATS_TEST_TMPDIR/fake/calls"
+  failed_before_install=yes
+  run restore_known_good "$(hash_of "$state/generations/1/unit.service")"
+  [ "$status" = 0 ]
+  failed_before_install=no
   # A restart whose new generation (3) was never installed: the known-good, current, is started again.
   : > "$BATS_TEST_TMPDIR/fake/calls"
   ln -sfn generations/1 "$state/current"
