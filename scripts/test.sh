@@ -15,10 +15,13 @@ npx tsc --noEmit -p tsconfig.json
 mapfile -t all < <(find test -name '*.test.ts' -not -path '*/fixtures/*' | sort)
 # The longest files first (a scheduling hint, measured in bench/results/test-time.md), so that
 # the two slots run out of work together rather than one long file running alone at the end.
-longest=(test/components/sglang-service/safety.test.ts test/campaign/cases.test.ts test/components/sglang-service/real-sglang.test.ts
-  test/components/benchmark/stack.test.ts test/readme-walkthrough.test.ts test/components/sglang-service/multinode.test.ts test/components/sglang-service/replace.test.ts)
+longest=(test/campaign/cases.test.ts test/components/sglang-service/safety.test.ts test/components/sglang-service/real-sglang.test.ts
+  test/components/review/review.test.ts test/components/sglang-service/multinode-barrier.test.ts test/components/sglang-service/generations.test.ts
+  test/components/sglang-service/multinode.test.ts test/components/benchmark/stack.test.ts test/components/sglang-service/reboot-state.test.ts
+  test/readme-walkthrough.test.ts test/components/sglang-service/replace.test.ts)
 files=("${longest[@]}")
 for f in "${all[@]}"; do [[ " ${longest[*]} " == *" $f "* ]] || files+=("$f"); done
-# Two files at a time: the integration tests wait on simulated loads, drains and SSH far more
-# than on the 2 cores, and every timing-sensitive test waits on a condition, not a timer.
-exec node --import tsx --test "--test-concurrency=${DFLASH_TEST_CONCURRENCY:-2}" "${files[@]}"
+# Three files at a time: the integration tests wait on simulated loads, drains and SSH far more
+# than on the 2 cores (one file alone leaves them 70 % idle, bench/results/test-time.md), and
+# every timing-sensitive test waits on a condition, not a timer.
+exec node --import tsx --test "--test-concurrency=${DFLASH_TEST_CONCURRENCY:-3}" "${files[@]}"
