@@ -12,11 +12,16 @@ import { renderMarkdown, renderSvg } from "../../../components/benchmark/report"
 import { choose } from "../../../components/verdict/choose";
 
 const HOST = `bench-${process.pid}`;
+// Stack names of this file's own: a stack's kept raw records are bench/out/<stack>.jsonl in the
+// project folder, which other test files running at the same time (sweep, review, the README
+// walkthrough) write for the repository's stack names.
+const S8 = "bm-b8t4-w2048";
+const S16 = "bm-b16t4-w2048";
 let host: hosts.HostInfo;
 let ws: SimWorkspace;
 const SETTINGS = { runs: 2, warmupRuns: 1, maxTokens: 96, longContextTokens: [4096], concurrency: [1, 4], codingMaxTokens: 400 };
 const config = (stack: string) => ({
-  ...readRepoStackConfig(stack),
+  ...readRepoStackConfig(stack.replace(/^bm-/, "")),
   ...simHostConfig(host),
   "dflash-sglang:safety": { stableSeconds: 1 },
   "dflash-sglang:benchmark": SETTINGS,
@@ -25,7 +30,7 @@ const mainPid = async () => Number((await hosts.ssh(host, "systemctl show -p Mai
 
 before(async () => {
   host = await hosts.start(HOST, { sglang: { profile: "ddtree-fork", loadSeconds: 2, warmupSeconds: 0.3 } });
-  ws = simWorkspace({ "b8t4-w2048": config("b8t4-w2048"), "b16t4-w2048": config("b16t4-w2048") });
+  ws = simWorkspace({ [S8]: config(S8), [S16]: config(S16) });
 });
 
 after(async () => {
@@ -34,7 +39,7 @@ after(async () => {
 });
 
 test("after up, the stack's outputs hold the numbers, when and for which config they were taken", async () => {
-  const up = await (await ws.stack("b8t4-w2048")).up();
+  const up = await (await ws.stack(S8)).up();
   const b = up.outputs.benchmark.value;
   assert.equal(b.format, 2);
   assert.ok(b.short.decode_tokens_per_s > 100, JSON.stringify(b.short));
@@ -51,7 +56,7 @@ test("after up, the stack's outputs hold the numbers, when and for which config 
   assert.match(up.outputs.benchmarkTakenAt.value, /^\d{4}-\d\d-\d\dT/);
   assert.equal(up.outputs.configuration.value.budget, 8);
   // Relative to the project folder: state names nobody's checkout.
-  assert.equal(up.outputs.benchmarkResultsPath.value, "bench/out/b8t4-w2048.jsonl");
+  assert.equal(up.outputs.benchmarkResultsPath.value, `bench/out/${S8}.jsonl`);
   const raw = fs.readFileSync(path.join(REPO_ROOT, up.outputs.benchmarkResultsPath.value), "utf8").trim().split("\n").map((l) => JSON.parse(l));
   assert.equal(raw.filter((r: { ok: boolean }) => r.ok).length, b.completed);
   assert.ok(raw.every((r: { unit_hash: string }) => r.unit_hash === up.outputs.unitHash.value));
@@ -76,13 +81,13 @@ async function watchWhile<T>(work: Promise<unknown>, probe: () => Promise<T | un
 }
 
 test("a no-op up does not re-run it; a new runId does, without restarting the server, holding the host while it measures", async () => {
-  const stack = await ws.stack("b8t4-w2048");
+  const stack = await ws.stack(S8);
   const before = (await stack.outputs()).benchmarkTakenAt.value;
   const pid = await mainPid();
   const noop = await stack.up();
   assert.equal(noop.outputs.benchmarkTakenAt.value, before);
   assert.deepEqual(noop.summary.resourceChanges, { same: 9 }, "every resource unchanged");
-  ws.setStackConfig("b8t4-w2048", "benchmark", { ...SETTINGS, runId: "again" });
+  ws.setStackConfig(S8, "benchmark", { ...SETTINGS, runId: "again" });
   const up = stack.up();
   // While it measures, the host's deployment lock is held and its note names the benchmark:
   // another stack's restart waits (script.ts lock()) rather than replacing the server under it.
@@ -90,22 +95,22 @@ test("a no-op up does not re-run it; a new runId does, without restarting the se
   const rerun = await up;
   assert.notEqual(rerun.outputs.benchmarkTakenAt.value, before);
   assert.equal(await mainPid(), pid, "measuring again does not restart anything");
-  assert.ok(notes.some((n) => /^benchmark of stack b8t4-w2048 \(since \d{4}-/.test(n)), `lock notes seen: ${JSON.stringify([...new Set(notes)])}`);
+  assert.ok(notes.some((n) => /^benchmark of stack bm-b8t4-w2048 \(since \d{4}-/.test(n)), `lock notes seen: ${JSON.stringify([...new Set(notes)])}`);
 });
 
 test("a server restarted while it is measured: its numbers are not stored, and its raw records are kept apart", async () => {
-  const stack = await ws.stack("b8t4-w2048");
+  const stack = await ws.stack(S8);
   const before = (await stack.outputs()).benchmarkTakenAt.value;
-  const kept = path.join(REPO_ROOT, "bench/out/b8t4-w2048.jsonl");
+  const kept = path.join(REPO_ROOT, `bench/out/${S8}.jsonl`);
   const good = fs.readFileSync(kept, "utf8");
   // This run's raw records: a file of its own beside the kept ones (bench/out/<stack>.jsonl.<time>-<pid>.partial).
-  const partials = () => fs.readdirSync(path.dirname(kept)).filter((f) => f.startsWith("b8t4-w2048.jsonl.") && f.endsWith(".partial"));
+  const partials = () => fs.readdirSync(path.dirname(kept)).filter((f) => f.startsWith(`${S8}.jsonl.`) && f.endsWith(".partial"));
   for (const f of partials()) fs.rmSync(path.join(path.dirname(kept), f), { force: true });
   const rawNow = () => {
     const found = partials();
     return found.length === 1 ? path.join(path.dirname(kept), found[0]) : undefined;
   };
-  ws.setStackConfig("b8t4-w2048", "benchmark", { ...SETTINGS, runId: "restarted" });
+  ws.setStackConfig(S8, "benchmark", { ...SETTINGS, runId: "restarted" });
   const up = stack.up();
   // Once this run's first records are written (past calibration), the server restarts under it.
   let restarted = false;
@@ -135,7 +140,7 @@ test("a server restarted while it is measured: its numbers are not stored, and i
     assert.ok(Date.now() < deadline, "the restarted server serves within a minute");
     await new Promise((r) => setTimeout(r, 250));
   }
-  ws.setStackConfig("b8t4-w2048", "benchmark", { ...SETTINGS, runId: "after-restart" });
+  ws.setStackConfig(S8, "benchmark", { ...SETTINGS, runId: "after-restart" });
   assert.equal((await stack.up()).summary.result, "succeeded");
 });
 
@@ -144,40 +149,40 @@ test("the report compares two stacks in a table and a chart", async () => {
   // late: readiness waits for "active" (a benchmark started before it found the unit
   // "activating" and refused to measure).
   hosts.fault(HOST, JSON.stringify({ healthGenerateLagSeconds: 5, match: { speculative_ddtree_budget: 16 } }));
-  const up = await (await ws.stack("b16t4-w2048")).up();
+  const up = await (await ws.stack(S16)).up();
   hosts.fault(HOST, "{}");
   assert.equal(up.summary.result, "succeeded");
   assert.match(up.stdout, /serving; waiting for systemd to mark sglang-k26\.service active \(activating\/start-post/);
-  const rows = await collectRows(ws.dir, ws.env, "b*");
-  assert.deepEqual(rows.map((r) => r.stack), ["b16t4-w2048", "b8t4-w2048"]);
+  const rows = await collectRows(ws.dir, ws.env, "bm-*");
+  assert.deepEqual(rows.map((r) => r.stack), [S16, S8]);
   const md = renderMarkdown(rows);
   // They tie (their speeds are close), or neither is best: without a baseline none is (the rule's tests pin which).
   const name = (stack: string) => String.raw`(\*\*)?${stack}(\*\* \(best\)| \(tie\))?`;
-  assert.match(md, new RegExp(String.raw`\| ${name("b8t4-w2048")} \| DDTREE, budget 8, topk 4, window 2048, compact cache \| [\d.]+ \([\d.]+-[\d.]+\) \|.* \| ${host.address} \| `));
-  assert.match(md, new RegExp(String.raw`\| ${name("b16t4-w2048")} \| DDTREE, budget 16, topk 4, window 2048, compact cache \| [\d.]+ \([\d.]+-[\d.]+\) \|`));
+  assert.match(md, new RegExp(String.raw`\| ${name(S8)} \| DDTREE, budget 8, topk 4, window 2048, compact cache \| [\d.]+ \([\d.]+-[\d.]+\) \|.* \| ${host.address} \| `));
+  assert.match(md, new RegExp(String.raw`\| ${name(S16)} \| DDTREE, budget 16, topk 4, window 2048, compact cache \| [\d.]+ \([\d.]+-[\d.]+\) \|`));
   const choice = choose(rows);
   assert.notEqual(choice.kind, "winner", "no baseline was measured: nothing shows either beats no speculation");
   assert.equal((md.match(/\(best\)/g) ?? []).length, 0, md);
   assert.equal((md.match(/\(tie\)/g) ?? []).length, choice.kind === "tie" ? 2 : 0, md);
   const svg = renderSvg(rows);
   assert.equal((svg.match(/<\/title><\/rect>/g) ?? []).length, 2 * 4, "a bar per stack for short and long context, acceptance length and coding");
-  assert.deepEqual((await collectRows(ws.dir, ws.env, "b16*")).map((r) => r.stack), ["b16t4-w2048"], "a subset");
+  assert.deepEqual((await collectRows(ws.dir, ws.env, "bm-b16*")).map((r) => r.stack), [S16], "a subset");
 });
 
 test("after a destroy, the report still shows the stack's last numbers, marked destroyed, and every run of a stack measured more than once", async () => {
-  const measured = (await (await ws.stack("b16t4-w2048")).outputs()).benchmark.value.short.decode_tokens_per_s;
-  const destroy = await (await ws.stack("b16t4-w2048")).destroy();
+  const measured = (await (await ws.stack(S16)).outputs()).benchmark.value.short.decode_tokens_per_s;
+  const destroy = await (await ws.stack(S16)).destroy();
   assert.equal(destroy.summary.result, "succeeded");
-  const rows = await collectRows(ws.dir, ws.env, "b*");
-  const b16 = rows.find((r) => r.stack === "b16t4-w2048")!;
+  const rows = await collectRows(ws.dir, ws.env, "bm-*");
+  const b16 = rows.find((r) => r.stack === S16)!;
   assert.equal(b16.status, "destroyed");
   assert.equal((b16.result?.short as { decode_tokens_per_s?: number }).decode_tokens_per_s, measured, "its last numbers, kept in bench/history");
   assert.equal(b16.configuration.budget, 16);
-  const b8 = rows.find((r) => r.stack === "b8t4-w2048")!;
+  const b8 = rows.find((r) => r.stack === S8)!;
   assert.equal(b8.status, "deployed");
   assert.equal(b8.runs?.length, 3, "measured three times (the runId tests; the run cut by a restart is not kept)");
   const md = renderMarkdown(rows);
-  assert.match(md, /\| (\*\*)?b16t4-w2048(\*\* \(best\)| \(tie\))? \(destroyed\) \|.* \| \d{4}-\d\d-\d\d \d\d:\d\d \|\n/);
+  assert.match(md, /\| (\*\*)?bm-b16t4-w2048(\*\* \(best\)| \(tie\))? \(destroyed\) \|.* \| \d{4}-\d\d-\d\d \d\d:\d\d \|\n/);
   assert.match(md, /### Every run of the stacks measured more than once/);
 });
 

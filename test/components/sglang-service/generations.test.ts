@@ -2,7 +2,7 @@
 // /var/lib/dflash-sglang/<unit>/generations/N (host/generations.sh), with `current` and
 // `known-good` links. A rollback after a change of unit name, port and API key at once puts
 // the previous generation back whole (its port, its key, its helpers), under the new name;
-// after 10 changes the host keeps the known-good and the newest 3 (safety.keepGenerations);
+// after 4 more changes the host keeps the known-good and the newest 3 (safety.keepGenerations);
 // the stack output `generation` and the readiness step name the generation serving; destroy
 // removes them all. The branches (pruning, the rollback's choice, adoption of an earlier
 // version's record) are bash tests: host/generations.bats.
@@ -98,26 +98,26 @@ test("a change of unit name, port and API key whose server dies at load: the pre
   assert.equal(await budget(port + 1, KEY_B), 16);
 });
 
-test("after 10 changes the host keeps the known-good and the newest 3 (safety.keepGenerations); preview names the generation serving", async () => {
+test("after 4 more changes the host keeps the known-good and the newest 3 (safety.keepGenerations); preview names the generation serving", async () => {
   const stack = await ws.stack("main");
   const budgets = ["b8t4-w2048", "b16t4-w2048"];
   let last = 0;
-  for (let i = 0; i < 10; i++) {
+  for (let i = 0; i < 4; i++) {
     ws.setStackConfig("main", "speculative", readRepoStackConfig(budgets[i % 2])["dflash-sglang:speculative"]);
     const up = await stack.up();
     assert.equal(up.summary.result, "succeeded");
     last = up.outputs.generation.value as number;
   }
-  assert.equal(last, 13);
-  assert.deepEqual(await generations(SECOND), { kept: [13, 12, 11], current: 13, knownGood: 13 });
+  assert.equal(last, 7);
+  assert.deepEqual(await generations(SECOND), { kept: [7, 6, 5], current: 7, knownGood: 7 });
   // A change's preview names the generation that serves now, the one `up` replaces.
   ws.setStackConfig("main", "speculative", readRepoStackConfig("b8t4-w2048")["dflash-sglang:speculative"]);
   const preview = await stack.preview();
-  assert.match(preview.stdout, new RegExp(`${SECOND} on 127\\.0\\.0\\.\\d+ runs the unit of this stack \\([0-9a-f]{12}\\) as generation 13; \`up\` replaces it`));
+  assert.match(preview.stdout, new RegExp(`${SECOND} on 127\\.0\\.0\\.\\d+ runs the unit of this stack \\([0-9a-f]{12}\\) as generation 7; \`up\` replaces it`));
   // Fewer kept: the setting prunes at the next change.
   ws.setStackConfig("main", "safety", { stableSeconds: 0.5, keepGenerations: 1 });
   assert.equal((await stack.up()).summary.result, "succeeded");
-  assert.deepEqual(await generations(SECOND), { kept: [14], current: 14, knownGood: 14 });
+  assert.deepEqual(await generations(SECOND), { kept: [8], current: 8, knownGood: 8 });
 });
 
 test("destroy removes every generation with the unit", async () => {
