@@ -1,0 +1,84 @@
+// Benchmark: the engine's fixed cost of one operation (a no-op `pulumi up`, a `pulumi preview`
+// with nothing to change), with Node.js's compile cache (scripts/node-env.sh sets
+// NODE_COMPILE_CACHE for every process) and without it (NODE_DISABLE_COMPILE_CACHE=1), side by
+// side in one run: two simulated hosts, one workspace each, taking turns operation by operation.
+// Writes bench/results/engine-cost.{json,md}.
+// Run: npx tsx bench/engine-cost.ts [--runs 7]
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { runWithHosts, type OwnedHosts } from "../simhost/owned-hosts";
+import { REPO_ROOT } from "../lib/pulumi-env";
+import { readRepoStackConfig, simHostConfig, simWorkspace } from "../lib/workspace";
+import { summarize, Summary } from "./stats";
+import { option, parseCommandOrExit, positiveInteger } from "../lib/cli";
+
+const { options } = parseCommandOrExit("npx tsx bench/engine-cost.ts", {
+  summary: "Measures a no-op `pulumi up` and `pulumi preview` of one stack on a simulated host, with and without\nNode.js's compile cache, taking turns. Writes bench/results/engine-cost.{json,md}.",
+  options: {
+    runs: option({ type: positiveInteger, placeholder: "N", description: "operations of each kind measured per variant", default: "7" }),
+  },
+});
+
+const VARIANTS = [
+  { name: "compile cache (as shipped)", env: {} as Record<string, string> },
+  { name: "no compile cache", env: { NODE_DISABLE_COMPILE_CACHE: "1" } as Record<string, string> },
+];
+
+async function seconds(fn: () => Promise<unknown>): Promise<number> {
+  const t = Date.now();
+  await fn();
+  return (Date.now() - t) / 1000;
+}
+
+const fmt = (s: Summary) => `${s.median.toFixed(2)} (${s.min.toFixed(2)}-${s.max.toFixed(2)})`;
+
+async function main(owned: OwnedHosts): Promise<void> {
+  const started = new Date().toISOString();
+  const setups = [];
+  for (const [i, v] of VARIANTS.entries()) {
+    const host = await owned.start(`cost-${i}-${process.pid}`, { sglang: { profile: "ddtree-fork", loadSeconds: 2, warmupSeconds: 0.5 } });
+    const ws = simWorkspace({ bench: { ...readRepoStackConfig("b8t4-w2048"), ...simHostConfig(host), "dflash-sglang:safety": { stableSeconds: 0 }, "dflash-sglang:benchmark": { enabled: false } } });
+    Object.assign(ws.env, v.env);
+    const stack = await ws.stack("bench");
+    await stack.up(); // the first deploy, not measured
+    await stack.up(); // one no-op to fill the cache, not measured
+    setups.push({ ...v, ws, stack, up: [] as number[], preview: [] as number[] });
+  }
+  try {
+    for (let r = 0; r < options.runs; r++) {
+      // Turns alternate which variant goes first.
+      for (const s of r % 2 ? [...setups].reverse() : setups) {
+        s.up.push(await seconds(() => s.stack.up()));
+        s.preview.push(await seconds(() => s.stack.preview()));
+        process.stderr.write(`${s.name}: run ${r + 1}/${options.runs}: no-op up ${s.up.at(-1)!.toFixed(2)} s, preview ${s.preview.at(-1)!.toFixed(2)} s\n`);
+      }
+    }
+  } finally {
+    for (const s of setups) s.ws.cleanup();
+  }
+  const rows = setups.map((s) => ({ variant: s.name, noopUp: summarize(s.up), preview: summarize(s.preview) }));
+  const out = path.join(REPO_ROOT, "bench", "results");
+  fs.writeFileSync(path.join(out, "engine-cost.json"), JSON.stringify({ started, runs: options.runs, rows }, null, 2) + "\n");
+  const [on, off] = rows;
+  fs.writeFileSync(
+    path.join(out, "engine-cost.md"),
+    [
+      "# The engine's fixed cost of one operation",
+      "",
+      `Command: \`npx tsx bench/engine-cost.ts --runs ${options.runs}\` (${started}).`,
+      "",
+      "One stack (b8t4-w2048, benchmark off) on a simulated host, nothing to change; two hosts and two workspaces, one per variant, taking turns operation by operation.",
+      `Median (min-max) of ${options.runs} operations, in seconds of wall time as the Automation API's caller sees them.`,
+      "",
+      "| variant | no-op `pulumi up` s | `pulumi preview` s |",
+      "|---|---:|---:|",
+      ...rows.map((r) => `| ${r.variant} | ${fmt(r.noopUp)} | ${fmt(r.preview)} |`),
+      "",
+      `With the cache / without, on the medians: no-op up ${(on.noopUp.median / off.noopUp.median).toFixed(3)}, preview ${(on.preview.median / off.preview.median).toFixed(3)}.`,
+      "",
+    ].join("\n"),
+  );
+  process.stdout.write(fs.readFileSync(path.join(out, "engine-cost.md"), "utf8"));
+}
+
+void runWithHosts(main, { name: "benchmark" });
