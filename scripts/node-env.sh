@@ -16,9 +16,12 @@ dflash_node_env() {
   local have major arch integrity cache dir tmp tgz got
   # V8's compiled code of every module a Node.js process loads (the Pulumi program, the dynamic
   # provider, the language host's probes, the tests) is kept on disk and reused by the next
-  # process: about 0.13 s less per process start, 0.3 s per `pulumi up` (bench/results/test-time.md).
-  # Node keys the cache by its version and checks each entry against the source it compiled.
-  export NODE_COMPILE_CACHE="${NODE_COMPILE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dflash-pulumi/node-compile-cache}"
+  # process: a no-op `pulumi up` takes 0.91x the time without it (bench/results/engine-cost.md).
+  # Node keys the cache by its version and checks each entry against the source it compiled;
+  # Node.js before 22.1 ignores the variable. scripts/setup.sh bounds the folder's size.
+  if [ -z "${NODE_COMPILE_CACHE:-}" ] && [ -n "${XDG_CACHE_HOME:-${HOME:-}}" ]; then
+    export NODE_COMPILE_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/dflash-pulumi/node-compile-cache"
+  fi
   have=$(node -p 'process.versions.node' 2>/dev/null) || have=none
   major=${have%%.*}
   if [[ "$major" =~ ^[0-9]+$ ]] && [ "$major" -ge 22 ]; then return 0; fi

@@ -26,6 +26,14 @@ cd "$root"
 # shellcheck source=node-env.sh
 . ./scripts/node-env.sh
 dflash_node_env
+# Node's compile cache (node-env.sh) keeps an entry per file path, and every temporary clone
+# (the README walkthrough's, a benchmark's baseline) adds its own: past 256 MB it starts again.
+# Only the project's own folder; one the user chose is theirs.
+compile_cache="${XDG_CACHE_HOME:-${HOME:-/nonexistent}/.cache}/dflash-pulumi/node-compile-cache"
+if [ "${NODE_COMPILE_CACHE:-}" = "$compile_cache" ] && [ -d "$compile_cache" ] &&
+  [ "$(du -sm "$compile_cache" 2>/dev/null | cut -f1)" -gt 256 ]; then
+  rm -rf "$compile_cache"
+fi
 # npm dependencies, and `npx pulumi` in this folder linked to the pinned CLI with the
 # project's defaults (scripts/pulumi.sh).
 ./scripts/npm-deps.sh

@@ -14,7 +14,7 @@ echo "test: type check" >&2
 npx tsc --noEmit -p tsconfig.json
 mapfile -t all < <(find test -name '*.test.ts' -not -path '*/fixtures/*' | sort)
 # The longest files first (a scheduling hint, measured in bench/results/test-time.md), so that
-# the two slots run out of work together rather than one long file running alone at the end.
+# the slots run out of work together rather than one long file running alone at the end.
 longest=(test/campaign/cases.test.ts test/components/sglang-service/safety.test.ts test/components/sglang-service/real-sglang.test.ts
   test/components/review/review.test.ts test/components/sglang-service/multinode-barrier.test.ts test/components/sglang-service/generations.test.ts
   test/components/sglang-service/multinode.test.ts test/components/benchmark/stack.test.ts test/components/sglang-service/reboot-state.test.ts
@@ -22,6 +22,7 @@ longest=(test/campaign/cases.test.ts test/components/sglang-service/safety.test.
 files=("${longest[@]}")
 for f in "${all[@]}"; do [[ " ${longest[*]} " == *" $f "* ]] || files+=("$f"); done
 # Three files at a time: the integration tests wait on simulated loads, drains and SSH far more
-# than on the 2 cores (one file alone leaves them 70 % idle, bench/results/test-time.md), and
-# every timing-sensitive test waits on a condition, not a timer.
+# than on the 2 cores (one file alone leaves them 70 % idle, bench/results/test-time.md). A
+# timing-sensitive test waits on a condition, not a timer; a bound on wall time leaves room for
+# the suite's own load.
 exec node --import tsx --test "--test-concurrency=${DFLASH_TEST_CONCURRENCY:-3}" "${files[@]}"

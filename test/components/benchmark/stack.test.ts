@@ -13,8 +13,8 @@ import { choose } from "../../../components/verdict/choose";
 
 const HOST = `bench-${process.pid}`;
 // Stack names of this file's own: a stack's kept raw records are bench/out/<stack>.jsonl in the
-// project folder, which other test files running at the same time (sweep, review, the README
-// walkthrough) write for the repository's stack names.
+// project folder, which other test files running at the same time (the sweep's, the review's)
+// write for the repository's stack names.
 const S8 = "bm-b8t4-w2048";
 const S16 = "bm-b16t4-w2048";
 let host: hosts.HostInfo;
