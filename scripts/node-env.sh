@@ -12,6 +12,11 @@
 # or newer uses its own and fetches nothing.
 dflash_node_version=22.23.5
 
+# The project's own folder for Node's compile cache; nothing where there is no home or cache folder.
+dflash_compile_cache() {
+  if [ -n "${XDG_CACHE_HOME:-${HOME:-}}" ]; then echo "${XDG_CACHE_HOME:-$HOME/.cache}/dflash-pulumi/node-compile-cache"; fi
+}
+
 dflash_node_env() {
   local have major arch integrity cache dir tmp tgz got
   # V8's compiled code of every module a Node.js process loads (the Pulumi program, the dynamic
@@ -19,8 +24,9 @@ dflash_node_env() {
   # process: a no-op `pulumi up` takes 0.91x the time without it (bench/results/engine-cost.md).
   # Node keys the cache by its version and checks each entry against the source it compiled;
   # Node.js before 22.1 ignores the variable. scripts/setup.sh bounds the folder's size.
-  if [ -z "${NODE_COMPILE_CACHE:-}" ] && [ -n "${XDG_CACHE_HOME:-${HOME:-}}" ]; then
-    export NODE_COMPILE_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/dflash-pulumi/node-compile-cache"
+  if [ -z "${NODE_COMPILE_CACHE:-}" ] && [ -n "$(dflash_compile_cache)" ]; then
+    NODE_COMPILE_CACHE=$(dflash_compile_cache)
+    export NODE_COMPILE_CACHE
   fi
   have=$(node -p 'process.versions.node' 2>/dev/null) || have=none
   major=${have%%.*}

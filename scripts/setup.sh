@@ -29,8 +29,8 @@ dflash_node_env
 # Node's compile cache (node-env.sh) keeps an entry per file path, and every temporary clone
 # (the README walkthrough's, a benchmark's baseline) adds its own: past 256 MB it starts again.
 # Only the project's own folder; one the user chose is theirs.
-compile_cache="${XDG_CACHE_HOME:-${HOME:-/nonexistent}/.cache}/dflash-pulumi/node-compile-cache"
-if [ "${NODE_COMPILE_CACHE:-}" = "$compile_cache" ] && [ -d "$compile_cache" ] &&
+compile_cache=$(dflash_compile_cache)
+if [ -n "$compile_cache" ] && [ "${NODE_COMPILE_CACHE:-}" = "$compile_cache" ] && [ -d "$compile_cache" ] &&
   [ "$(du -sm "$compile_cache" 2>/dev/null | cut -f1)" -gt 256 ]; then
   rm -rf "$compile_cache"
 fi
