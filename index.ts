@@ -1,15 +1,22 @@
-// One stack = one SGLang configuration on one GPU host. Reads and validates the stack's
-// config, builds the component, exports what reviewers and benchmarks read.
+// One stack = one SGLang configuration on one GPU host (or, with `fleet:`, on several
+// replicas behind HAProxy). Reads and validates the stack's config, builds the components,
+// exports what reviewers and benchmarks read.
 import { readStackDeployment, SglangService } from "./components/sglang-service";
 import { SglangBenchmark } from "./components/benchmark";
+import { SglangFleet } from "./components/fleet";
 
-const { deployment, privateKey, nodeKeys, secrets } = readStackDeployment();
-const service = new SglangService("sglang", { deployment, privateKey, nodeKeys, secrets });
-const bench = new SglangBenchmark(
-  "benchmark",
-  { deployment, privateKey, apiKey: secrets.apiKey, unitHash: service.unitHash, serverArgs: service.serverArgs, resultsDir: "bench/out" },
-  { dependsOn: [service] },
-);
+const { deployment, privateKey, nodeKeys, fleetKeys, secrets } = readStackDeployment();
+// A fleet rolls its replicas (replica 1 is `host`, as the single stack's component); the
+// benchmark measures one host and is not run for a fleet (README, "A fleet behind HAProxy").
+const fleet = deployment.fleet && fleetKeys ? new SglangFleet("fleet", { deployment, privateKey, fleetKeys, secrets }) : undefined;
+const service = fleet ? fleet.replicas[0] : new SglangService("sglang", { deployment, privateKey, nodeKeys, secrets });
+const bench = fleet
+  ? undefined
+  : new SglangBenchmark(
+      "benchmark",
+      { deployment, privateKey, apiKey: secrets.apiKey, unitHash: service.unitHash, serverArgs: service.serverArgs, resultsDir: "bench/out" },
+      { dependsOn: [service] },
+    );
 
 export const host = deployment.host.address;
 export const unitName = deployment.service.unitName;
@@ -21,9 +28,12 @@ export const restartTimings = service.timings;
 export const generation = service.generation;
 // Of the benchmark's timed short-context requests (null without speculation or benchmark);
 // the server's own average at readiness, from a few probe tokens, is `readinessAcceptLength`.
-export const acceptLength = bench.acceptLength;
+export const acceptLength = bench?.acceptLength ?? null;
 export const readinessAcceptLength = service.acceptLength;
-export const benchmark = bench.result;
-export const benchmarkTakenAt = bench.takenAt;
-export const benchmarkResultsPath = bench.resultsPath;
-export const configuration = bench.configuration;
+export const benchmark = bench?.result ?? null;
+export const benchmarkTakenAt = bench?.takenAt ?? null;
+export const benchmarkResultsPath = bench?.resultsPath ?? null;
+export const configuration = bench?.configuration ?? null;
+// A fleet only (absent otherwise): where clients reach it, and each replica's unit and generation.
+export const fleetEndpoint = fleet?.endpoint;
+export const fleetReplicas = fleet?.summary;

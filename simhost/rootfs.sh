@@ -5,7 +5,9 @@
 # in a temporary folder and renamed into place.
 set -euo pipefail
 suite=bookworm
-packages=systemd,systemd-sysv,dbus,openssh-server,iproute2,python3,curl,procps,sudo
+# haproxy and socat (its runtime API's client) for the fleet's load-balancer host
+# (components/fleet); disabled below, so GPU hosts do not run it.
+packages=systemd,systemd-sysv,dbus,openssh-server,iproute2,python3,curl,procps,sudo,haproxy,socat
 recipe_hash=$( (echo "$suite $packages"; cat "${BASH_SOURCE[0]}") | sha256sum | cut -c1-16)
 cache_root=${DFLASH_SIMHOST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dflash-pulumi/simhost}
 dest="$cache_root/rootfs-$suite-$recipe_hash"
@@ -40,6 +42,9 @@ debootstrap --variant=minbase --include="$packages" "$suite" "$tmp" "$mirror" >"
 # A plain user for hosts where root may not log in over SSH (simhost start's sudoers option
 # gives it its key and its sudo rights); "*": no password, and not a locked account.
 chroot "$tmp" useradd --create-home --shell /bin/bash --password '*' deploy
+# Installed, not running: only a fleet's balancer host runs HAProxy, once the program
+# has written its configuration and enabled it (components/fleet/host/balancer.sh).
+rm -f "$tmp"/etc/systemd/system/multi-user.target.wants/haproxy.service
 # Per-host identity (machine-id, host keys) is made at host start, never shared.
 rm -f "$tmp"/etc/ssh/ssh_host_* "$tmp/etc/machine-id"
 : >"$tmp/etc/machine-id"

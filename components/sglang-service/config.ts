@@ -8,7 +8,7 @@ import { CONFIG_NAMESPACE, ConfigError, Deployment, failConfig, parseDeployment 
 import { mergeSettings, OVERLAY_FILE, overlayFor, overlayKeys, readOverlay } from "./overlay";
 import { closest } from "../../simhost/command-line";
 
-const KEYS = ["host", "nodes", "service", "model", "speculative", "sglangBuild", "timeouts", "safety", "benchmark"] as const;
+const KEYS = ["host", "nodes", "service", "model", "speculative", "sglangBuild", "timeouts", "safety", "benchmark", "fleet"] as const;
 /** The secret settings, read apart from the deployment (config.getSecret). */
 const SECRET_KEYS = ["apiKey", "hfToken", "sshPrivateKey"] as const;
 
@@ -61,6 +61,8 @@ export interface StackDeployment {
   privateKey: pulumi.Output<string>;
   /** SSH keys of deployment.nodes: their own privateKeyPath, else the stack's key. */
   nodeKeys: pulumi.Output<string>[];
+  /** SSH keys of fleet.replicas (same order) and of fleet.loadBalancer.host: their own privateKeyPath, else the stack's key. */
+  fleetKeys: { replicas: pulumi.Output<string>[]; loadBalancer: pulumi.Output<string> } | undefined;
   secrets: StackSecrets;
 }
 
@@ -84,6 +86,10 @@ export function readStackDeployment(): StackDeployment {
     deployment,
     privateKey,
     nodeKeys: deployment.nodes.map((n, i) => (n.privateKeyPath ? readKeyFile(n.privateKeyPath, `nodes[${i}].privateKeyPath`, stack) : privateKey)),
+    fleetKeys: deployment.fleet && {
+      replicas: deployment.fleet.replicas.map((r, i) => (r.privateKeyPath ? readKeyFile(r.privateKeyPath, `fleet.replicas[${i}].privateKeyPath`, stack) : privateKey)),
+      loadBalancer: deployment.fleet.loadBalancer.host.privateKeyPath ? readKeyFile(deployment.fleet.loadBalancer.host.privateKeyPath, "fleet.loadBalancer.host.privateKeyPath", stack) : privateKey,
+    },
     secrets: { apiKey: config.getSecret("apiKey"), hfToken: config.getSecret("hfToken") },
   };
 }

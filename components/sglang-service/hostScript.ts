@@ -9,17 +9,21 @@ import { shellQuote } from "./render";
 /** The folder of the host scripts' bodies. */
 export const HOST_DIR = path.join(__dirname, "host");
 
+/** The components whose host files this renders: each keeps them in its own host/ folder. */
+const COMPONENTS_DIR = path.join(__dirname, "..");
+
 const cache = new Map<string, string>();
 
-/** The text of a file under host/, as committed (read once). */
-export function hostFile(name: string): string {
-  let text = cache.get(name);
+/** The text of a file under `<component>/host/` (this component's by default), as committed (read once). */
+export function hostFile(name: string, component = "sglang-service"): string {
+  const key = `${component}/${name}`;
+  let text = cache.get(key);
   if (text === undefined) {
-    text = fs.readFileSync(path.join(HOST_DIR, name), "utf8");
+    text = fs.readFileSync(path.join(COMPONENTS_DIR, component, "host", name), "utf8");
     // A checkout that turned LF into CRLF (git's autocrlf; .gitattributes asks for LF) would send
     // every line with a \r that bash reads as part of the command.
-    if (text.includes("\r")) throw new Error(`components/sglang-service/host/${name} has CRLF line ends: check it out with LF ones (git config core.autocrlf false, then git checkout -- ${name})`);
-    cache.set(name, text);
+    if (text.includes("\r")) throw new Error(`components/${component}/host/${name} has CRLF line ends: check it out with LF ones (git config core.autocrlf false, then git checkout -- ${name})`);
+    cache.set(key, text);
   }
   return text;
 }
@@ -79,20 +83,23 @@ export interface HostScript {
   values: Record<string, HostValue>;
   /** Files under host/ copied verbatim after the values, in order. */
   files: string[];
+  /** The component whose host/ folder holds `files`, and whose renderer this is. Defaults to sglang-service. */
+  component?: { folder: string; renderer: string };
 }
 
 /** Pure: a host script: shebang, what it is, its values, then its files verbatim. */
 export function renderHostScript(s: HostScript): string {
   for (const l of s.about) if (/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(l)) throw new Error(`refusing to render a comment line with a newline or control character: ${JSON.stringify(l)}`);
+  const { folder, renderer } = s.component ?? { folder: "sglang-service", renderer: "script.ts" };
   const parts = [
     s.shebang ?? "#!/bin/bash",
     ...s.about.map((l) => `# ${l}`.trimEnd()),
-    `# Rendered by components/sglang-service/script.ts: the values below, then ${s.files.map((f) => `host/${f}`).join(", ")} verbatim. Do not edit.`,
+    `# Rendered by components/${folder}/${renderer}: the values below, then ${s.files.map((f) => `host/${f}`).join(", ")} verbatim. Do not edit.`,
     `set ${s.set}`,
     "",
     "# --- values ---",
     hostValues(s.values),
-    ...s.files.flatMap((f) => ["", `# --- components/sglang-service/host/${f} ---`, hostFile(f).replace(/\n*$/, "")]),
+    ...s.files.flatMap((f) => ["", `# --- components/${folder}/host/${f} ---`, hostFile(f, folder).replace(/\n*$/, "")]),
     "",
   ];
   return parts.join("\n");

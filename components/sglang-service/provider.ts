@@ -194,7 +194,7 @@ export class Ready extends pulumi.dynamic.Resource {
   declare readonly generation: pulumi.Output<number | null>;
   constructor(name: string, args: Inputs<Handlers.ReadyInputs>, opts?: pulumi.CustomResourceOptions) {
     const outputs = { timings: undefined, mainPid: undefined, acceptLength: undefined, serverArgs: undefined, generation: undefined };
-    super(readyProvider, name, { ...args, ...outputs }, { ...opts, additionalSecretOutputs: ["nodes", "secretStdin"] });
+    super(readyProvider, name, { ...args, ...outputs }, { ...opts, additionalSecretOutputs: ["nodes", "secretStdin", "balancer"] });
   }
 }
 

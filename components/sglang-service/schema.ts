@@ -225,6 +225,39 @@ export const safetySchema = section("safety", {
   keepGenerations: wholeNumber("safety.keepGenerations", 1, 100).default(3),
 });
 
+/**
+ * Several replicas of this configuration behind one HAProxy (components/fleet): `host` (with
+ * `nodes`, none for now) is replica 1, `replicas` the further ones. `up` rolls a new
+ * configuration through them one at a time (maxUnavailable), never below minHealthy serving.
+ */
+export const fleetSchema = section("fleet", {
+  /** The further replicas (replica 2, 3, ...), each a host with the keys of `host`. */
+  replicas: listOf("fleet.replicas", hostSchemaAt("fleet.replicas[N]"), "hosts, each with the keys of host (host itself is replica 1)").min(1, {
+    error: "fleet.replicas must list at least one further replica (host is replica 1); without any, leave fleet out",
+  }),
+  /**
+   * The fewest replicas that must serve (as HAProxy sees them, and each answering a
+   * generation) before one may leave the balancer. Defaults to all replicas but maxUnavailable.
+   */
+  minHealthy: wholeNumber("fleet.minHealthy", 0).optional(),
+  /** How many replicas may be out of the balancer at once. Defaults to 1. */
+  maxUnavailable: wholeNumber("fleet.maxUnavailable", 1).default(1),
+  loadBalancer: section("fleet.loadBalancer", {
+    /** The host HAProxy (2.6 or later, with socat) runs on: the program writes its configuration and drives its runtime API. */
+    host: hostSchemaAt("fleet.loadBalancer.host"),
+    /** Address clients reach the fleet on (HAProxy's bind). Defaults to the balancer host's address. */
+    listenAddress: address("fleet.loadBalancer.listenAddress").optional(),
+    /** Port clients reach the fleet on. Defaults to 8080. */
+    port: port("fleet.loadBalancer.port").default(8080),
+    /** Seconds between HAProxy's health checks of a replica (each a one-token generation, GET /health_generate). Defaults to 2. */
+    checkSeconds: positiveNumber("fleet.loadBalancer.checkSeconds", "seconds").default(2),
+    /** Longest a request may wait for a byte from its replica (HAProxy's timeout server; a non-streaming generation sends nothing until done). Defaults to 600 s. */
+    requestSeconds: seconds("fleet.loadBalancer.requestSeconds", 600),
+    /** Longest wait, after a replica rejoins, for its health check to pass before `up` fails naming it. Defaults to 120 s. */
+    joinSeconds: seconds("fleet.loadBalancer.joinSeconds", 120),
+  }),
+});
+
 const deploymentShape = z
   .object({
     host: hostSchema,
@@ -240,6 +273,7 @@ const deploymentShape = z
     timeouts: timeoutsSchema.default(timeoutsSchema.parse({})),
     safety: safetySchema.default(safetySchema.parse({})),
     benchmark: benchmarkSchema.default(benchmarkSchema.parse({})),
+    fleet: fleetSchema.optional(),
   })
   .strict();
 
@@ -317,10 +351,35 @@ function gpuSelection(c: Partial<z.output<typeof deploymentShape>>, issue: Issue
   }
 }
 
+/** A fleet's replicas are single hosts, distinct from each other and from the balancer; its minHealthy must leave room to roll. */
+function fleetRules(c: Partial<z.output<typeof deploymentShape>>, issue: Issue): void {
+  const fleet = fleetSchema.safeParse(c.fleet);
+  if (c.fleet === undefined || !fleet.success) return;
+  const f = fleet.data;
+  if (Array.isArray(c.nodes) && c.nodes.length > 0) issue(["fleet"], "fleet: a fleet's replicas are single hosts for now; a stack with nodes (a group) cannot have a fleet: remove nodes or fleet");
+  const host = hostSchema.safeParse(c.host);
+  const replicas = [...(host.success ? [host.data] : []), ...f.replicas];
+  const total = f.replicas.length + 1;
+  const seen = new Map<string, string>();
+  replicas.forEach((r, i) => {
+    const where = `${r.address}:${r.port}`;
+    const key = i === 0 && host.success ? "host" : `fleet.replicas[${host.success ? i - 1 : i}]`;
+    if (seen.has(where)) issue(key === "host" ? ["host"] : ["fleet", "replicas", host.success ? i - 1 : i], `${key} (${where}) is the same host as ${seen.get(where)}: each replica is its own host`);
+    else seen.set(where, key);
+  });
+  const lb = `${f.loadBalancer.host.address}:${f.loadBalancer.host.port}`;
+  if (seen.has(lb)) issue(["fleet", "loadBalancer", "host"], `fleet.loadBalancer.host (${lb}) is ${seen.get(lb)}: HAProxy runs on a host of its own, not on a replica`);
+  if (f.maxUnavailable > total) issue(["fleet", "maxUnavailable"], `fleet.maxUnavailable (${f.maxUnavailable}) is more than the fleet's ${total} replicas`);
+  if (f.minHealthy !== undefined && f.minHealthy > total - f.maxUnavailable) {
+    issue(["fleet", "minHealthy"], `fleet.minHealthy (${f.minHealthy}) leaves no replica free to roll: with ${total} replicas and maxUnavailable ${f.maxUnavailable} it can be at most ${total - f.maxUnavailable}`);
+  }
+}
+
 function crossFieldRules(c: Partial<z.output<typeof deploymentShape>>, ctx: z.RefinementCtx): void {
   const issue: Issue = (path, message) => ctx.addIssue({ code: "custom", path, message });
   plainSecrets(c, issue);
   gpuSelection(c, issue);
+  fleetRules(c, issue);
   if (Array.isArray(c.nodes) && c.nodes.length > 0 && typeof c.model === "object" && c.model !== null && typeof c.model.tpSize === "number" && c.model.tpSize % (c.nodes.length + 1) !== 0) {
     issue(["model", "tpSize"], `model.tpSize (${c.model.tpSize}) must be divisible by the number of nodes (${c.nodes.length + 1}: host plus nodes)`);
   }
@@ -373,6 +432,12 @@ function crossFieldRules(c: Partial<z.output<typeof deploymentShape>>, ctx: z.Re
 export type DeploymentInput = z.input<typeof deploymentSchema>;
 export type Deployment = z.output<typeof deploymentSchema>;
 export type FlagMap = z.output<typeof flagMapSchema>;
+export type Fleet = z.output<typeof fleetSchema>;
+
+/** The fleet's minHealthy, its default resolved: all replicas but maxUnavailable. */
+export function minHealthyOf(f: Fleet): number {
+  return f.minHealthy ?? f.replicas.length + 1 - f.maxUnavailable;
+}
 
 export function flagMapOf(d: Deployment): FlagMap {
   return typeof d.sglangBuild === "string" ? BUILD_PRESETS[d.sglangBuild] : d.sglangBuild.flags;

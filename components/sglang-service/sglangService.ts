@@ -22,6 +22,8 @@ import { GroupRestart, PROVIDER_VERSION, Presence, Ready } from "./provider";
 import { describeHostChange, hostRunsOf, readLiveUnit } from "./remote/observe";
 import { asSshUser } from "./become";
 import { NoRootAccess } from "./remote/ssh";
+import type { BalancerSteps } from "../fleet/remote/balancer";
+import { ReplicaRestart, FLEET_PROVIDER_VERSION } from "../fleet/provider";
 
 export interface SglangServiceArgs {
   /** The validated configuration (see schema.ts: parseDeployment). */
@@ -32,6 +34,16 @@ export interface SglangServiceArgs {
   nodeKeys?: pulumi.Input<string>[];
   /** Secrets for the server; written to 0600 files on the host, never into the unit. */
   secrets?: StackSecrets;
+  /**
+   * A replica of a fleet (components/fleet): its restart leaves the balancer first and is
+   * ordered `after` the replicas before it; readiness puts it back, on success or failure.
+   */
+  replicaOf?: {
+    balancer: pulumi.Input<BalancerSteps>;
+    /** How it stood in the balancer when the program read it (fleet/render.ts standing). */
+    standing: pulumi.Input<string>;
+    after: pulumi.Resource[];
+  };
 }
 
 /** The secret files' contents, one base64 line each in secretFileOrder: the restart's stdin. */
@@ -65,13 +77,13 @@ export function connectionOf(d: Deployment, privateKey: pulumi.Input<string>, ho
  * the SSH user runs it (become.ts: itself as root, or `sudo -n -- bash -s` with the command in
  * front of its stdin). The stdin stays secret where it was; as root, both are as given.
  */
-function hostStep(host: Deployment["host"], command: string, stdin: pulumi.Input<string>): { create: string; stdin: pulumi.Input<string> } {
+export function hostStep(host: Deployment["host"], command: string, stdin: pulumi.Input<string>): { create: string; stdin: pulumi.Input<string> } {
   if (host.become === undefined) return { create: command, stdin };
   return { create: asSshUser(host.become, command).command, stdin: pulumi.output(stdin).apply((text) => asSshUser(host.become, command, text).stdin) };
 }
 
 /** The same connection for @pulumi/command: host key pinned, a bounded number of dial attempts. */
-function commandConnection(privateKey: pulumi.Input<string>, host: Deployment["host"]): pulumi.Output<command.types.input.remote.ConnectionArgs> {
+export function commandConnection(privateKey: pulumi.Input<string>, host: Deployment["host"]): pulumi.Output<command.types.input.remote.ConnectionArgs> {
   return pulumi.secret(pulumi.output(privateKey).apply((key) => ({ host: host.address, port: host.port, user: host.user, hostKey: host.hostKey, privateKey: key, dialErrorLimit: 3, perDialTimeout: 15 })));
 }
 
@@ -82,7 +94,7 @@ function commandConnection(privateKey: pulumi.Input<string>, host: Deployment["h
  * util.inspect for its trace events, once per input: rendering the promise graph took ~40 s
  * of CPU (garbage collection) on a wrong host key. It renders as its message instead.
  */
-class ProgramError extends pulumi.RunError {
+export class ProgramError extends pulumi.RunError {
   [inspect.custom](): string {
     return `RunError: ${this.message}`;
   }
@@ -114,6 +126,8 @@ export class SglangService extends pulumi.ComponentResource {
    * configuration kept whole under /var/lib/dflash-sglang/<unit>/generations/N).
    */
   readonly generation: pulumi.Output<number | null>;
+  /** The readiness step: done once this configuration serves (and, in a fleet, is back in the balancer). */
+  readonly ready: pulumi.Resource;
 
   constructor(name: string, args: SglangServiceArgs, opts: pulumi.ComponentResourceOptions = {}) {
     super(COMPONENT_TYPE, name, {}, opts);
@@ -246,7 +260,27 @@ export class SglangService extends pulumi.ComponentResource {
       );
       return nodes.map((_, k) => ({ resource: restart as pulumi.Resource, output: restart.outputs.apply((o) => o[k]) }));
     };
-    const restarts = planned.length === 1 ? [singleRestart(nodes[0])] : groupRestart();
+    // restart of a fleet's replica: out of the balancer first (fleet/remote/balancer.ts).
+    const replicaRestart = (n: (typeof nodes)[number], fleet: NonNullable<SglangServiceArgs["replicaOf"]>) => {
+      const restart = new ReplicaRestart(
+        `${name}-restart`,
+        {
+          connection: n.conn,
+          unitHash: n.unitHash,
+          transaction: transactionPath(d.service.unitName, stack),
+          secretStdin: restartStdin,
+          balancer: pulumi.secret(fleet.balancer),
+          standing: fleet.standing,
+          finishSeconds: groupFinishSeconds(d.timeouts),
+          label,
+          urn: childUrn(COMPONENT_TYPE, `${name}-restart`),
+          providerVersion: FLEET_PROVIDER_VERSION,
+        },
+        { parent: this, dependsOn: [n.staged, ...fleet.after] },
+      );
+      return { resource: restart as pulumi.Resource, output: restart.stdout };
+    };
+    const restarts = args.replicaOf ? [replicaRestart(nodes[0], args.replicaOf)] : planned.length === 1 ? [singleRestart(nodes[0])] : groupRestart();
 
     const target = {
       unitName: d.service.unitName,
@@ -279,6 +313,7 @@ export class SglangService extends pulumi.ComponentResource {
         secretStdin: stdin,
         hostRuns,
         providerVersion: PROVIDER_VERSION,
+        ...(args.replicaOf ? { balancer: pulumi.secret(args.replicaOf.balancer) } : {}),
       },
       // Earlier versions of this tool named this resource `<name>-rollout` (and did the
       // restart in it): the alias adopts it, so upgrading updates it in place instead of
@@ -287,6 +322,7 @@ export class SglangService extends pulumi.ComponentResource {
     );
 
     const unitText = nodes[0].unitText;
+    this.ready = ready;
     this.unitHash = pulumi.output(sha256(unitText));
     this.unitText = pulumi.output(unitText);
     this.launchCommand = pulumi.output([d.service.python, ...launchArgs(d, presence)]);

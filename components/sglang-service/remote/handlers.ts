@@ -13,6 +13,7 @@ export { applyGroupRestart } from "./group-restart";
 export type { GroupRestartInputs } from "./group-restart";
 import { exitWithEngine } from "./engine-watch";
 import { ConfiguredNodes, NodeConnection, nodesFromConfig } from "../config";
+import { BalancerSteps, rejoinAfter } from "../../fleet/remote/balancer";
 
 exitWithEngine();
 
@@ -40,6 +41,8 @@ export interface ReadyInputs {
    */
   hostRuns?: string[];
   providerVersion: string;
+  /** A fleet's replica: put back into the balancer once proven, or after a failure (fleet/remote/balancer.ts). */
+  balancer?: BalancerSteps;
 }
 
 export interface Timings {
@@ -261,7 +264,17 @@ const liveHash = (n: NodeState) => (n.hash === null ? "not-installed" : running(
 /** How long the readiness step tries again to reach nodes that refuse its connection as it starts. */
 export const SSH_HICCUP_SECONDS = 15;
 
+/**
+ * Readiness; for a fleet's replica (`balancer`), the replica is put back into the balancer
+ * afterwards, whether its new configuration was proven or it rolled back (fleet/remote/balancer.ts).
+ */
 export async function applyReady(i: ReadyInputs): Promise<ReadyOutputs> {
+  if (!i.balancer) return proveReady(i);
+  const b = i.balancer;
+  return rejoinAfter(b, i.target.label, i.target.urn, () => proveReady(i));
+}
+
+async function proveReady(i: ReadyInputs): Promise<ReadyOutputs> {
   const t = i.target;
   const sshs: Ssh[] = [];
   let release = () => undefined as void;

@@ -1,0 +1,114 @@
+// The fleet: one configuration on several replicas behind one HAProxy. Each replica is the
+// single-host component (sglang-service) with its restart taken out of the balancer first
+// (provider.ts ReplicaRestart) and its readiness putting it back; the replicas roll in order,
+// maxUnavailable at a time (each waits for the readiness of the one maxUnavailable before it),
+// and a replica leaves only while minHealthy others serve (host/balancer-step.sh). HAProxy's
+// configuration is rendered here (render.ts) and applied with @pulumi/command, like the unit.
+import * as pulumi from "@pulumi/pulumi";
+import * as command from "@pulumi/command";
+import { Deployment, minHealthyOf } from "../sglang-service/schema";
+import type { StackSecrets } from "../sglang-service/config";
+import { commandConnection, connectionOf, hostStep, ProgramError, SglangService } from "../sglang-service/sglangService";
+import { Ssh } from "../sglang-service/remote/ssh";
+import { bashCommand } from "../sglang-service/hostScript";
+import { renderUnit, sha256 } from "../sglang-service/render";
+import { frontendOf, parseServers, renderBalancerScript, renderBalancerStep, replicaDeployment, replicasOf, ServerState, standing } from "./render";
+
+export interface SglangFleetArgs {
+  deployment: Deployment;
+  privateKey: pulumi.Input<string>;
+  fleetKeys: { replicas: pulumi.Input<string>[]; loadBalancer: pulumi.Input<string> };
+  secrets?: StackSecrets;
+}
+
+export const FLEET_TYPE = "dflash:fleet:Balancer";
+
+/** Seconds a balancer step may take beyond its own wait: its host commands and the SSH login. */
+const STEP_MARGIN_SECONDS = 60;
+
+export class SglangFleet extends pulumi.ComponentResource {
+  /** Where clients reach the fleet. */
+  readonly endpoint: pulumi.Output<string>;
+  /** The replicas, in rollout order. */
+  readonly replicas: SglangService[];
+  /** Each replica: its server name, host, unit hash and generation. */
+  readonly summary: pulumi.Output<{ replica: string; host: string; unitHash: string; generation: number | null }[]>;
+
+  constructor(name: string, args: SglangFleetArgs, opts: pulumi.ComponentResourceOptions = {}) {
+    super(FLEET_TYPE, name, {}, opts);
+    const d = args.deployment;
+    const f = d.fleet;
+    if (!f) throw new Error("SglangFleet: the deployment has no fleet");
+    const stack = pulumi.getStack();
+    const lbHost = f.loadBalancer.host;
+    const lbConn = connectionOf(d, args.fleetKeys.loadBalancer, lbHost);
+    const replicas = replicasOf(d);
+    const keys = [args.privateKey, ...args.fleetKeys.replicas];
+
+    // The balancer as it stands now, for preview and for `up` (a replica a cut-short rollout
+    // left drained is put back). A balancer host that cannot be read stops the run here.
+    const shown = lbConn.apply(async (c) => {
+      const r = await Ssh.once(c, bashCommand(renderBalancerStep(d, "show"))).catch((e: Error) => {
+        throw new ProgramError(`stack ${stack}: the fleet's balancer host: ${e.message}`);
+      });
+      return parseServers(r.stdout);
+    });
+    const standings = shown.apply((servers) => replicas.map((r) => standing(servers?.find((s: ServerState) => s.server === r.server))));
+    shown.apply(async (servers) => {
+      const front = frontendOf(f);
+      const lines = replicas.map((r, k) => `  ${k + 1}. ${r.server} (${r.address}:${r.port}): ${standing(servers?.find((s) => s.server === r.server))} in the balancer`);
+      await pulumi.log.info(
+        `fleet of stack ${stack}: ${replicas.length} replicas behind HAProxy on ${lbHost.address} (clients: http://${front.address}:${front.port}); ` +
+          `${servers === null ? "HAProxy is not configured there yet; " : ""}` +
+          `up rolls them in this order, ${f.maxUnavailable} at a time, never fewer than ${minHealthyOf(f)} serving:\n${lines.join("\n")}`,
+        this,
+      );
+    });
+
+    // HAProxy's configuration on the balancer host, checked there before it replaces the old one.
+    const balancer = new command.remote.Command(
+      `${name}-haproxy`,
+      {
+        connection: pulumi.all([shown, commandConnection(args.fleetKeys.loadBalancer, lbHost)]).apply(([, c]) => c),
+        ...hostStep(lbHost, `bash -s # HAProxy for the fleet of stack ${stack}`, renderBalancerScript(d, stack)),
+        addPreviousOutputInEnv: false,
+      },
+      { parent: this, additionalSecretOutputs: ["connection"] },
+    );
+
+    // What each replica should run once rolled (the hash its component computes the same way).
+    const presence = { apiKey: args.secrets?.apiKey !== undefined, hfToken: args.secrets?.hfToken !== undefined };
+    const unitHashes = replicas.map((_, k) => sha256(renderUnit(replicaDeployment(d, k), { stack, secrets: presence, rank: 0 })));
+    const peers = pulumi.all(keys.map((k, i) => connectionOf(d, k, i === 0 ? d.host : f.replicas[i - 1]))).apply((conns) =>
+      conns.map((connection, i) => ({ server: replicas[i].server, connection, unitName: d.service.unitName, unitHash: unitHashes[i] })),
+    );
+    const services: SglangService[] = [];
+    replicas.forEach((r, k) => {
+      const rd = replicaDeployment(d, k);
+      const after = k >= f.maxUnavailable ? [services[k - f.maxUnavailable].ready] : [balancer];
+      const steps = pulumi.all([lbConn, peers]).apply(([connection, ps]) => ({
+        connection,
+        server: r.server,
+        leave: bashCommand(renderBalancerStep(d, "leave", r.server, d.timeouts.drainSeconds)),
+        join: bashCommand(renderBalancerStep(d, "join", r.server, f.loadBalancer.joinSeconds)),
+        show: bashCommand(renderBalancerStep(d, "show")),
+        leaveSeconds: d.timeouts.drainSeconds + STEP_MARGIN_SECONDS,
+        joinSeconds: f.loadBalancer.joinSeconds + STEP_MARGIN_SECONDS,
+        peers: ps,
+      }));
+      const service = new SglangService(k === 0 ? "sglang" : `sglang-${r.server}`, {
+        deployment: rd,
+        privateKey: keys[k],
+        secrets: args.secrets,
+        replicaOf: { balancer: steps, standing: standings.apply((s) => s[k]), after },
+      });
+      services.push(service);
+    });
+    this.replicas = services;
+    this.endpoint = pulumi.output(`http://${frontendOf(f).address}:${frontendOf(f).port}`);
+    this.summary = pulumi.all(services.map((s) => pulumi.all([s.unitHash, s.generation]))).apply((rows) =>
+      rows.map(([unitHash, generation], k) => ({ replica: replicas[k].server, host: replicas[k].address, unitHash, generation })),
+    );
+    this.registerOutputs({ endpoint: this.endpoint, summary: this.summary });
+  }
+}

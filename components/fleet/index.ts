@@ -1,0 +1,1 @@
+export { SglangFleet, SglangFleetArgs } from "./fleet";

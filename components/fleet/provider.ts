@@ -1,0 +1,55 @@
+// A replica's restart in a fleet: a dynamic resource in place of the single host's restart
+// command, because the replica must leave the balancer before its transaction runs, and be put
+// back when that transaction fails (a command cannot run a step after its own failure).
+// Pulumi serializes this object into state: it captures only strings and loads the real code
+// (remote/balancer.ts) at run time, from the checkout that runs `pulumi` (as
+// sglang-service/provider.ts does, for the same reasons).
+import * as path from "node:path";
+import * as pulumi from "@pulumi/pulumi";
+import { REPO_ROOT } from "../../lib/pulumi-env";
+import type * as Balancer from "./remote/balancer";
+
+/** Bump to make every replica restart update with new provider code. */
+export const FLEET_PROVIDER_VERSION = "1";
+
+const BALANCER_MODULE = path.relative(REPO_ROOT, require.resolve("./remote/balancer"));
+
+function makeReplicaRestartProvider(): pulumi.dynamic.ResourceProvider {
+  const module = BALANCER_MODULE;
+  const load = (): typeof Balancer => {
+    const file = require("node:path").resolve(module);
+    if (!require("node:fs").existsSync(file)) {
+      throw new Error(`dflash-sglang's provider code ${module} is not in ${process.cwd()}, where Pulumi started this provider: run pulumi in the folder of a checkout of this project, with its npm dependencies installed`);
+    }
+    return require("tsx/cjs/api").require(file, file);
+  };
+  // What the restart command it replaces re-ran on (its unit, its transaction, the secrets),
+  // plus a replica the program found drained or in maintenance in the balancer: a rollout cut
+  // short (a killed `pulumi`) left it out, and only this step (followed by readiness) puts it back.
+  const KEYS = ["unitHash", "transaction", "secretStdin", "connection", "providerVersion"];
+  return {
+    async diff(_id: string, olds: any, news: any) {
+      const changed = KEYS.filter((k) => JSON.stringify(olds[k]) !== JSON.stringify(news[k]));
+      const leftOut = news.standing === "draining" || news.standing === "in maintenance";
+      return { changes: changed.length > 0 || leftOut, replaces: [], deleteBeforeReplace: false };
+    },
+    async create(inputs: any) {
+      return { id: `${inputs.label}:replica-restart`, outs: await load().applyReplicaRestart(inputs) };
+    },
+    async update(_id: string, _olds: any, news: any) {
+      return { outs: await load().applyReplicaRestart(news) };
+    },
+  };
+}
+
+const replicaRestartProvider = makeReplicaRestartProvider();
+
+type Inputs<T> = { [K in keyof T]: pulumi.Input<T[K]> };
+
+/** Takes the replica out of the balancer, restarts it there, and puts it back if that fails; `stdout` is the transaction's. */
+export class ReplicaRestart extends pulumi.dynamic.Resource {
+  declare readonly stdout: pulumi.Output<string>;
+  constructor(name: string, args: Inputs<Balancer.ReplicaRestartInputs>, opts?: pulumi.CustomResourceOptions) {
+    super(replicaRestartProvider, name, { ...args, stdout: undefined }, { ...opts, additionalSecretOutputs: ["connection", "secretStdin", "balancer"] });
+  }
+}

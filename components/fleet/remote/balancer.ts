@@ -1,0 +1,153 @@
+// The fleet's steps on its balancer and its replicas, as the dynamic providers run them
+// (components/fleet/provider.ts; the readiness step's rejoin, sglang-service/remote/handlers.ts).
+// A replica leaves the balancer (minHealthy checked there, then drained until HAProxy holds no
+// request for it), restarts through its own staged transaction, and rejoins once proven; a
+// failure rejoins it on what it serves then (its rollback's known-good configuration) before
+// `up` fails, so that no replica is left out of the balancer by a failed step.
+import { Connection, RunResult, Ssh, withSsh } from "../../sglang-service/remote/ssh";
+import { progress } from "../../sglang-service/remote/progress";
+import { sha256, shellQuote } from "../../sglang-service/render";
+import { readLiveUnit } from "../../sglang-service/remote/observe";
+import { parseServers, standing } from "../render";
+
+/** The balancer as a replica's steps need it: where it is, and the rendered step scripts. */
+export interface BalancerSteps {
+  connection: Connection;
+  /** HAProxy's name for this replica. */
+  server: string;
+  /** host/balancer-step.sh rendered for `leave` and `join` of this replica (components/fleet/render.ts). */
+  leave: string;
+  join: string;
+  /** The longest each may take, seconds (its own wait plus the host commands' bounds). */
+  leaveSeconds: number;
+  joinSeconds: number;
+  /** host/balancer-step.sh rendered for `show` (reads only). */
+  show: string;
+  /** Every replica of the fleet, in rollout order, with what it should run: for the account a failure gives. */
+  peers: { server: string; connection: Connection; unitName: string; unitHash: string }[];
+}
+
+/**
+ * What each replica runs now and how it stands in the balancer, a line each: read after a
+ * failure, so that `up` says which replicas run the new configuration, which one rolled back,
+ * and which were not touched. A replica that cannot be read says so; this never throws.
+ */
+export async function fleetAccount(b: BalancerSteps): Promise<string> {
+  const shown = await step(b, b.show, 60).catch(() => undefined);
+  const servers = shown ? parseServers(shown.stdout) : undefined;
+  const lines = await Promise.all(
+    b.peers.map(async (p) => {
+      const where = `${p.server} (${p.connection.host})`;
+      const inLb = servers === undefined ? "its place in the balancer unknown" : `${standing(servers?.find((s) => s.server === p.server))} in the balancer`;
+      try {
+        const v = await readLiveUnit(p.connection, p.unitName);
+        const gen = v.generation !== undefined ? `generation ${v.generation}` : "a configuration of an earlier version";
+        const runs = v.live === null ? "no unit installed" : sha256(v.live) === p.unitHash ? `the new configuration (${gen})` : `its previous configuration (${gen}; known-good ${v.knownGood ?? "none"})`;
+        return `  - ${where}: ${runs}, ${v.state ?? "state unknown"}, ${inLb}`;
+      } catch (e) {
+        return `  - ${where}: cannot be read (${(e as Error).message.split("\n")[0]}), ${inLb}`;
+      }
+    }),
+  );
+  return `The fleet now:\n${lines.join("\n")}`;
+}
+
+const failureLines = (r: RunResult) =>
+  `${r.stdout}${r.stderr}`
+    .split("\n")
+    .filter((l) => l.trim() && !l.startsWith("@@"))
+    .join("\n");
+
+/** Runs one step script on the balancer, bounded; its result. */
+async function step(b: BalancerSteps, script: string, seconds: number): Promise<RunResult> {
+  return Ssh.once(b.connection, script, Math.ceil(seconds * 1000));
+}
+
+/** Takes the replica out of the balancer and waits until HAProxy holds nothing for it; throws (nothing changed) where minHealthy forbids it. */
+export async function leaveBalancer(b: BalancerSteps, label: string, urn?: string): Promise<string> {
+  await progress(urn, `${label}: taking ${b.server} out of the balancer (HAProxy on ${b.connection.host}), then waiting for its requests there to end`);
+  const r = await step(b, b.leave, b.leaveSeconds);
+  if (r.code !== 0) throw new Error(`${label}: ${failureLines(r) || `the balancer step ended with exit ${r.code}`}`);
+  const left = /^@@left (\S+) (\d+)(?: open=(\S+))?$/m.exec(r.stdout);
+  const line = left?.[3]
+    ? `${b.server} left the balancer; ${left[3]} request(s) through HAProxy were still open after ${left[2]} s: the server's own drain decides now (timeouts.drainPolicy)`
+    : `${b.server} left the balancer; HAProxy holds no request for it (${left?.[2] ?? "?"} s)`;
+  await progress(urn, `${label}: ${line}`, false);
+  return line;
+}
+
+/** Puts the replica back and waits until its health check passes; the line to report, or throws with what HAProxy sees. */
+export async function joinBalancer(b: BalancerSteps, label: string, urn?: string): Promise<string> {
+  await progress(urn, `${label}: putting ${b.server} back into the balancer, waiting for its health check (a generation) to pass`);
+  const r = await step(b, b.join, b.joinSeconds);
+  if (r.code !== 0) throw new Error(`${label}: ${failureLines(r) || `the balancer step ended with exit ${r.code}`}`);
+  const joined = /^@@joined (\S+) (\d+)$/m.exec(r.stdout);
+  const line = `${b.server} is back in the balancer and serving (its health check passed after ${joined?.[2] ?? "?"} s)`;
+  await progress(urn, `${label}: ${line}`, false);
+  return line;
+}
+
+/**
+ * Runs `work` (the replica's restart, or its readiness proof); whether it succeeds or fails,
+ * the replica is put back into the balancer afterwards, and a failure to rejoin is part of
+ * what `up` says. `rejoinOnSuccess` false: only a failure rejoins (the restart's success is
+ * followed by readiness, which rejoins).
+ */
+export async function rejoinAfter<T>(b: BalancerSteps, label: string, urn: string | undefined, work: () => Promise<T>, rejoinOnSuccess = true): Promise<T> {
+  let result: T;
+  try {
+    result = await work();
+  } catch (e) {
+    const why = (e as Error).message;
+    const back = await joinBalancer(b, label, urn).then(
+      (line) => `${line}, on what it runs after the failure above (its known-good configuration where it rolled back)`,
+      (j: Error) => `${b.server} could not rejoin: ${j.message}`,
+    );
+    throw new Error(`${why}\n${label}: ${back}. The rollout stopped here: the replicas after it were not touched.\n${await fleetAccount(b)}\nFix the configuration and run \`pulumi up\` again: it resumes from the replicas that do not run it.`);
+  }
+  if (rejoinOnSuccess) await joinBalancer(b, label, urn);
+  return result;
+}
+
+/** Inputs of a replica's restart in a fleet (provider.ts ReplicaRestart). */
+export interface ReplicaRestartInputs {
+  connection: Connection;
+  unitHash: string;
+  /** The staged transaction script on the replica. */
+  transaction: string;
+  /** The restart's stdin (the secret files, script.ts secretFileOrder). */
+  secretStdin: string;
+  balancer: BalancerSteps;
+  /** How the replica stood in the balancer when the program read it (render.ts standing). */
+  standing: string;
+  /** Longest the transaction may take, seconds (script.ts groupFinishSeconds). */
+  finishSeconds: number;
+  label: string;
+  urn?: string;
+  providerVersion: string;
+}
+
+export type ReplicaRestartOutputs = ReplicaRestartInputs & { stdout: string };
+
+/**
+ * Leaves the balancer, then runs the replica's transaction (`restart UNITHASH`, the secrets on
+ * its stdin) as the single-host restart command does. Its stdout is what readiness reads; it
+ * starts with a line naming this leave, so that readiness runs (and rejoins) after every leave,
+ * even when the transaction had nothing to restart.
+ */
+export async function applyReplicaRestart(i: ReplicaRestartInputs): Promise<ReplicaRestartOutputs> {
+  const left = await leaveBalancer(i.balancer, i.label, i.urn);
+  const r = await rejoinAfter(
+    i.balancer,
+    i.label,
+    i.urn,
+    async () => {
+      await progress(i.urn, `${i.label}: restarting (drain, stop, GPU release, start) out of the balancer`);
+      const run = await withSsh(i.connection, (ssh) => ssh.run(`bash ${shellQuote(i.transaction)} restart ${shellQuote(i.unitHash)}`, { input: i.secretStdin, timeoutMs: Math.ceil(i.finishSeconds * 1000) }));
+      if (run.code !== 0) throw new Error(`${i.label}: the restart failed (exit ${run.code}):\n${`${run.stdout}${run.stderr}`.trim()}`);
+      return run;
+    },
+    false,
+  );
+  return { ...i, stdout: `@@balancer ${new Date().toISOString()} ${left}\n${r.stdout}` };
+}

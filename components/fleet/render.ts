@@ -1,0 +1,174 @@
+// Pure: what the fleet's balancer host receives. HAProxy's configuration (one frontend, one
+// backend of the replicas, health checks that ask each replica to generate) and the host
+// scripts that put it in place and drive HAProxy's runtime API (host/balancer*.sh).
+import { Deployment, Fleet, minHealthyOf } from "../sglang-service/schema";
+import { renderHostScript } from "../sglang-service/hostScript";
+
+/** Where HAProxy keeps what the fleet's steps need on the balancer host (Debian's layout). */
+export const BALANCER_PATHS = {
+  config: "/etc/haproxy/haproxy.cfg",
+  socket: "/run/haproxy/admin.sock",
+  stateFile: "/var/lib/haproxy/dflash-server-state",
+} as const;
+
+/** The backend (and frontend) name in HAProxy's configuration. */
+export const BACKEND = "sglang";
+
+/** A replica as the balancer knows it: its server name and where it serves. */
+export interface Replica {
+  /** 1-based: replica 1 is the stack's `host`. */
+  index: number;
+  /** HAProxy's server name: replica1, replica2, ... */
+  server: string;
+  address: string;
+  /** The SGLang server's port (service.port). */
+  port: number;
+}
+
+/** Pure: the fleet's replicas, `host` first, each serving on service.port. */
+export function replicasOf(d: Deployment): Replica[] {
+  if (!d.fleet) return [];
+  return [d.host, ...d.fleet.replicas].map((h, k) => ({ index: k + 1, server: `replica${k + 1}`, address: h.address, port: d.service.port }));
+}
+
+/**
+ * Pure: replica k's deployment (0: the stack's own `host`): its host, and SGLang listening where
+ * HAProxy reaches it: a wildcard listen address stays one; a specific one (127.0.0.1 by default)
+ * becomes the replica's own address, as for a group's nodes.
+ */
+export function replicaDeployment(d: Deployment, k: number): Deployment {
+  if (!d.fleet) throw new Error("replicaDeployment: the deployment has no fleet");
+  const host = k === 0 ? d.host : d.fleet.replicas[k - 1];
+  const a = d.service.listenAddress;
+  const listenAddress = a === "0.0.0.0" || a === "::" ? a : host.address;
+  return { ...d, host, service: { ...d.service, listenAddress }, fleet: undefined };
+}
+
+/** Pure: the address and port clients reach the fleet on. */
+export function frontendOf(f: Fleet): { address: string; port: number } {
+  return { address: f.loadBalancer.listenAddress ?? f.loadBalancer.host.address, port: f.loadBalancer.port };
+}
+
+/** An address as HAProxy's `bind` and `server` lines take it (IPv6 in brackets is not HAProxy's form). */
+function hostPort(address: string, port: number): string {
+  return `${address.replace(/^\[(.*)\]$/, "$1")}:${port}`;
+}
+
+/**
+ * Pure: HAProxy's configuration for the fleet. Deterministic (a preview shows only real
+ * changes). Requests are balanced per request to the replica with the fewest (`leastconn`:
+ * generations differ in length by orders of magnitude); a replica receives requests only while
+ * its health check, a one-token generation (`/health_generate`, which SGLang answers 503 while
+ * loading and draining), passes. A connection refused (a replica that just went down) is tried
+ * on another one (`option redispatch`, `retries`: HAProxy retries only where nothing was sent).
+ * Responses, streamed ones included, pass through as they come (HAProxy buffers no body).
+ */
+export function renderHaproxyConfig(d: Deployment, stack: string): string {
+  const f = d.fleet;
+  if (!f) throw new Error("renderHaproxyConfig: the deployment has no fleet");
+  const front = frontendOf(f);
+  const inter = `${Math.round(f.loadBalancer.checkSeconds * 1000)}ms`;
+  const lines = [
+    `# HAProxy for the SGLang fleet of stack ${stack} (${d.service.unitName} on ${f.replicas.length + 1} replicas).`,
+    "# Rendered by dflash-sglang (components/fleet/render.ts); `pulumi up` replaces it: do not edit.",
+    "global",
+    "    log /dev/log local0",
+    "    chroot /var/lib/haproxy",
+    `    stats socket ${BALANCER_PATHS.socket} mode 660 level admin`,
+    "    stats timeout 30s",
+    "    user haproxy",
+    "    group haproxy",
+    // The servers' runtime states (drained, ready) survive a reload and a restart: host/balancer-api.sh saves them.
+    `    server-state-file ${BALANCER_PATHS.stateFile}`,
+    "",
+    "defaults",
+    "    log global",
+    "    mode http",
+    "    option httplog",
+    "    option dontlognull",
+    "    option redispatch",
+    "    retries 3",
+    "    timeout connect 5s",
+    `    timeout client ${Math.round(f.loadBalancer.requestSeconds)}s`,
+    `    timeout server ${Math.round(f.loadBalancer.requestSeconds)}s`,
+    "    timeout queue 60s",
+    // A check is a generation: as long as SGLang's own health check waits for one (SGLANG_HEALTH_CHECK_TIMEOUT, 20 s).
+    "    timeout check 20s",
+    "    load-server-state-from-file global",
+    "",
+    `frontend ${BACKEND}`,
+    `    bind ${hostPort(front.address, front.port)}`,
+    `    default_backend ${BACKEND}`,
+    "",
+    `backend ${BACKEND}`,
+    "    balance leastconn",
+    "    option httpchk",
+    "    http-check send meth GET uri /health_generate",
+    "    http-check expect status 200",
+    `    default-server check inter ${inter} fall 2 rise 2`,
+    ...replicasOf(d).map((r) => `    server ${r.server} ${hostPort(r.address, r.port)}`),
+    "",
+  ];
+  return lines.join("\n");
+}
+
+/** Pure: the values every balancer script starts with. */
+function common(d: Deployment) {
+  const f = d.fleet!;
+  return { balancer: `${f.loadBalancer.host.address}:${f.loadBalancer.host.port}`, socket: BALANCER_PATHS.socket, state_file: BALANCER_PATHS.stateFile, command_seconds: Math.ceil(d.timeouts.commandSeconds) };
+}
+
+/** Pure: the script that puts the configuration in place and (re)loads HAProxy (host/balancer.sh). */
+export function renderBalancerScript(d: Deployment, stack: string): string {
+  return renderHostScript({
+    about: [`dflash-sglang: HAProxy for the fleet of stack ${stack}.`],
+    set: "-uo pipefail",
+    values: { ...common(d), config_path: BALANCER_PATHS.config, config_text: { text: renderHaproxyConfig(d, stack) } },
+    files: ["balancer-api.sh", "balancer.sh"],
+    component: { folder: "fleet", renderer: "render.ts" },
+  });
+}
+
+export type BalancerAction = "show" | "leave" | "join";
+
+/** Pure: one rollout step on the balancer (host/balancer-step.sh); `server` is ignored by `show`. */
+export function renderBalancerStep(d: Deployment, action: BalancerAction, server = "", waitSeconds = 0): string {
+  const f = d.fleet!;
+  return renderHostScript({
+    about: [`dflash-sglang: the fleet's balancer, ${action}${server ? ` ${server}` : ""}.`],
+    set: "-uo pipefail",
+    values: { ...common(d), action, backend: BACKEND, server, min_healthy: minHealthyOf(f), wait_seconds: Math.ceil(waitSeconds), poll: (d.timeouts.pollMs / 1000).toFixed(3) },
+    files: ["balancer-api.sh", "balancer-step.sh"],
+    component: { folder: "fleet", renderer: "render.ts" },
+  });
+}
+
+/** A server's line from `show` (host/balancer-api.sh servers). */
+export interface ServerState {
+  server: string;
+  address: string;
+  op: number;
+  admin: number;
+  sessions: number;
+  queued: number;
+  status: string;
+  check: string;
+}
+
+/** Pure: the servers a `show` printed; null where HAProxy did not answer (not configured yet). */
+export function parseServers(stdout: string): ServerState[] | null {
+  if (/^@@absent$/m.test(stdout)) return null;
+  return stdout
+    .split("\n")
+    .map((l) => /^(\S+) (\S+) op=(\d+) admin=(\d+) scur=(\d+) qcur=(\d+) status=(\S*) check=(\S*)$/.exec(l.trim()))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => ({ server: m[1], address: m[2], op: Number(m[3]), admin: Number(m[4]), sessions: Number(m[5]), queued: Number(m[6]), status: m[7].replaceAll("_", " "), check: m[8] }));
+}
+
+/** Pure: how a server stands in the balancer, in words: "serving", "draining", "in maintenance", "down", "absent". */
+export function standing(s: ServerState | undefined): "serving" | "draining" | "in maintenance" | "down" | "absent" {
+  if (!s) return "absent";
+  if (s.admin & (1 | 2 | 4 | 32 | 64)) return "in maintenance";
+  if (s.admin & (8 | 16)) return "draining";
+  return s.op === 2 && s.status.startsWith("UP") ? "serving" : "down";
+}
