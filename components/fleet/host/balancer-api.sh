@@ -37,8 +37,9 @@ servers() {
     }
     END {
       for (i = 1; i <= n; i++) {
-        s = order[i]; status = st[s]; gsub(/ /, "_", status)
-        printf "%s %s op=%s admin=%s scur=%s qcur=%s status=%s check=%s\n", s, addr[s], op[s], admin[s], scur[s] + 0, qcur[s] + 0, status, ck[s]
+        # status "UP 1/2" (going down) and check "* L7OK" (a check in progress): one word each.
+        s = order[i]; status = st[s]; gsub(/ /, "_", status); check = ck[s]; sub(/^\* /, "", check); gsub(/ /, "_", check)
+        printf "%s %s op=%s admin=%s scur=%s qcur=%s status=%s check=%s\n", s, addr[s], op[s], admin[s], scur[s] + 0, qcur[s] + 0, status, check
       }
     }' <(printf '%s\n' "$states") <(printf '%s\n' "$stats")
 }

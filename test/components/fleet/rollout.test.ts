@@ -1,0 +1,155 @@
+// A fleet end to end: three replicas on simulated hosts behind a real HAProxy (Debian's 2.6, on
+// a simulated host of its own), rolled by the real engine with clients sending through the
+// balancer the whole time. Tests run in order and share the hosts, as a fleet's stacks would.
+import { after, before, test } from "node:test";
+import * as assert from "node:assert/strict";
+import * as hosts from "../../../simhost/hosts";
+import { mergedConfig, readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../../lib/workspace";
+import { parseDeployment } from "../../../components/sglang-service/schema";
+import { bashCommand } from "../../../components/sglang-service/hostScript";
+import { parseServers, renderBalancerStep, standing } from "../../../components/fleet/render";
+import { LedgerReport, startLedger } from "../../../components/fleet/ledger";
+import { failedUp } from "../../support/failedUp";
+import { killUpWhen } from "../../support/killUpWhen";
+
+const NAMES = ["r1", "r2", "r3", "lb"].map((n) => `fleet-${n}-${process.pid}`);
+const STACK = "fleet";
+let hs: hosts.HostInfo[];
+let ws: SimWorkspace;
+
+const entry = (h: hosts.HostInfo) => ({ address: h.address, port: h.port, user: h.user, privateKeyPath: h.privateKeyPath, hostKey: h.hostKey });
+function config(budget: number): Record<string, unknown> {
+  const base = readRepoStackConfig("b8t4-w2048");
+  return {
+    ...base,
+    ...simHostConfig(hs[0]),
+    "dflash-sglang:speculative": { ...(base["dflash-sglang:speculative"] as object), budget },
+    "dflash-sglang:safety": { stableSeconds: 1 },
+    "dflash-sglang:benchmark": { enabled: false },
+    "dflash-sglang:fleet": { replicas: [entry(hs[1]), entry(hs[2])], loadBalancer: { host: entry(hs[3]), port: 8080, checkSeconds: 0.5 } },
+  };
+}
+const setBudget = (budget: number) => ws.setStackConfig(STACK, "speculative", (config(budget) as Record<string, unknown>)["dflash-sglang:speculative"]);
+const deployment = () => parseDeployment(mergedConfig(ws.stackConfig(STACK)), STACK);
+
+/** The balancer's servers as HAProxy sees them, by name: "serving", "draining", ... */
+async function balancer(): Promise<Record<string, string>> {
+  const r = await hosts.ssh(hs[3], bashCommand(renderBalancerStep(deployment(), "show")));
+  assert.equal(r.code, 0, r.stderr);
+  const servers = parseServers(r.stdout);
+  assert.ok(servers && servers.length > 0, `HAProxy shows no servers: ${r.stdout}${r.stderr}`);
+  return Object.fromEntries(servers.map((s) => [s.server, standing(s)]));
+}
+
+/** Budgets the replicas' servers run, from each server's own /server_info. */
+async function budgets(): Promise<number[]> {
+  return Promise.all(
+    hs.slice(0, 3).map(async (h) => {
+      const info = (await (await fetch(`http://${h.address}:${h.sglangPort}/server_info`)).json()) as Record<string, unknown>;
+      return info.speculative_ddtree_budget as number;
+    }),
+  );
+}
+
+/** Runs `fn` with clients sending through the balancer (2 requests/s, every third streaming); the ledger. */
+async function underLoad(fn: () => Promise<void>): Promise<LedgerReport> {
+  const d = deployment();
+  let report: LedgerReport | undefined;
+  const ledger = startLedger({ baseUrl: `http://${hs[3].address}:8080`, model: d.model.path, perSecond: 2, streamEvery: 3, maxTokens: 24, timeoutMs: 120_000 });
+  try {
+    await fn();
+  } finally {
+    await ledger.stop().then((r) => (report = r));
+  }
+  return report!;
+}
+
+const clean = (r: LedgerReport) => assert.deepEqual({ failed: r.failed, cut: r.cut, problems: r.problems }, { failed: 0, cut: 0, problems: [] }, `the clients saw ${r.failed} failed and ${r.cut} cut of ${r.sent}`);
+
+before(async () => {
+  hs = await Promise.all(NAMES.map((n) => hosts.start(n, { sglang: { profile: "ddtree-fork", loadSeconds: 2, warmupSeconds: 0.5 } })));
+  ws = simWorkspace({ [STACK]: config(8) });
+});
+
+after(async () => {
+  await Promise.all(NAMES.map((n) => hosts.stop(n)));
+  ws?.cleanup();
+});
+
+test("first up: HAProxy configured on its own host, every replica serving behind it", async () => {
+  const stack = await ws.stack(STACK);
+  const up = await stack.up();
+  assert.equal(up.summary.result, "succeeded");
+  assert.deepEqual(await balancer(), { replica1: "serving", replica2: "serving", replica3: "serving" });
+  assert.deepEqual(await budgets(), [8, 8, 8]);
+  assert.equal(up.outputs.fleetEndpoint.value, `http://${hs[3].address}:8080`);
+  assert.deepEqual(up.outputs.fleetReplicas.value.map((r: { generation: number }) => r.generation), [1, 1, 1]);
+  // The configuration HAProxy runs is the rendered one, with checks that generate.
+  const cfg = (await hosts.ssh(hs[3], "cat /etc/haproxy/haproxy.cfg")).stdout;
+  assert.match(cfg, /http-check send meth GET uri \/health_generate/);
+  for (const h of hs.slice(0, 3)) assert.match(cfg, new RegExp(`server replica\\d ${h.address.replaceAll(".", "\\.")}:${h.sglangPort}\\n`));
+  // A no-op up changes nothing.
+  const again = await stack.up();
+  assert.deepEqual(again.summary.resourceChanges, { same: again.summary.resourceChanges?.same });
+});
+
+test("a new configuration rolls one replica at a time with clients sending through HAProxy: 0 failed, 0 cut", async () => {
+  setBudget(16);
+  const stack = await ws.stack(STACK);
+  let out = "";
+  const report = await underLoad(async () => {
+    const up = await stack.up({ onOutput: (s) => (out += s) });
+    assert.equal(up.summary.result, "succeeded");
+  });
+  clean(report);
+  assert.ok(report.completed >= 10, `only ${report.completed} requests completed`);
+  assert.deepEqual(await budgets(), [16, 16, 16]);
+  assert.deepEqual(await balancer(), { replica1: "serving", replica2: "serving", replica3: "serving" });
+  // One at a time: each replica is back before the next leaves.
+  const events = [...out.matchAll(/(replica\d) (left the balancer|is back in the balancer)/g)].map((m) => `${m[1]} ${m[2].startsWith("left") ? "out" : "in"}`);
+  const firsts = events.filter((e, k) => events.indexOf(e) === k);
+  assert.deepEqual(firsts, ["replica1 out", "replica1 in", "replica2 out", "replica2 in", "replica3 out", "replica3 in"]);
+});
+
+test("replica 2's new configuration crashes at load: the rollout halts, replica 2 rejoins on its known-good one, replica 3 is untouched, up names each; the next up completes", async () => {
+  hosts.fault(NAMES[1], JSON.stringify({ crashDuringLoad: "oom", match: { speculative_ddtree_budget: 12 } }));
+  setBudget(12);
+  const stack = await ws.stack(STACK);
+  let message = "";
+  try {
+    const report = await underLoad(async () => {
+      message = await failedUp(stack, "replica 2's new configuration crashes while loading");
+    });
+    clean(report);
+  } finally {
+    hosts.fault(NAMES[1], "{}");
+  }
+  assert.deepEqual(await budgets(), [12, 16, 16]);
+  assert.deepEqual(await balancer(), { replica1: "serving", replica2: "serving", replica3: "serving" });
+  assert.match(message, /replica2 is back in the balancer and serving/);
+  assert.match(message, /The rollout stopped here/);
+  assert.match(message, /replica1 \([\d.]+\): the new configuration \(generation 3\), active, serving in the balancer/);
+  assert.match(message, /replica2 \([\d.]+\): its previous configuration \(generation 2; known-good 2\), active, serving in the balancer/);
+  assert.match(message, /replica3 \([\d.]+\): its previous configuration \(generation 2; known-good 2\), active, serving in the balancer/);
+  // Fixed (the fault cleared): the next up resumes and completes.
+  const up = await stack.up();
+  assert.equal(up.summary.result, "succeeded");
+  assert.deepEqual(await budgets(), [12, 12, 12]);
+  assert.deepEqual(await balancer(), { replica1: "serving", replica2: "serving", replica3: "serving" });
+});
+
+test("pulumi killed mid-rollout: the next up finds every replica serving and in the balancer, none left drained, and completes", async () => {
+  setBudget(16);
+  const out = await killUpWhen(ws, STACK, /replica2 left the balancer/);
+  assert.match(out, /replica2 left the balancer/);
+  // What the kill left: replica 2 out of the balancer (the state the next up must repair).
+  assert.equal((await balancer()).replica2, "draining");
+  const stack = await ws.stack(STACK);
+  const report = await underLoad(async () => {
+    const up = await stack.up();
+    assert.equal(up.summary.result, "succeeded");
+  });
+  clean(report);
+  assert.deepEqual(await balancer(), { replica1: "serving", replica2: "serving", replica3: "serving" });
+  assert.deepEqual(await budgets(), [16, 16, 16]);
+});
