@@ -26,6 +26,12 @@ export const FLEET_TYPE = "dflash:fleet:Balancer";
 /** Seconds a balancer step may take beyond its own wait: its host commands and the SSH login. */
 const STEP_MARGIN_SECONDS = 60;
 
+/** Pure: the rollout order (replica indices): those not serving in the balancer first, then the rest, each group in replica order. */
+export function rolloutOrder(standings: string[]): number[] {
+  const idx = standings.map((_, k) => k);
+  return [...idx.filter((k) => standings[k] !== "serving"), ...idx.filter((k) => standings[k] === "serving")];
+}
+
 export class SglangFleet extends pulumi.ComponentResource {
   /** Where clients reach the fleet. */
   readonly endpoint: pulumi.Output<string>;
@@ -54,9 +60,13 @@ export class SglangFleet extends pulumi.ComponentResource {
       return parseServers(r.stdout);
     });
     const standings = shown.apply((servers) => replicas.map((r) => standing(servers?.find((s: ServerState) => s.server === r.server))));
-    shown.apply(async (servers) => {
+    // The rollout's order: replicas that serve nothing now first (taking them out costs no
+    // capacity, and a dead replica brought back first makes room under minHealthy), then the
+    // others in their own order.
+    const order = standings.apply((st) => rolloutOrder(st));
+    pulumi.all([shown, order]).apply(async ([servers, o]) => {
       const front = frontendOf(f);
-      const lines = replicas.map((r, k) => `  ${k + 1}. ${r.server} (${r.address}:${r.port}): ${standing(servers?.find((s) => s.server === r.server))} in the balancer`);
+      const lines = o.map((k, pos) => `  ${pos + 1}. ${replicas[k].server} (${replicas[k].address}:${replicas[k].port}): ${standing(servers?.find((s) => s.server === replicas[k].server))} in the balancer`);
       await pulumi.log.info(
         `fleet of stack ${stack}: ${replicas.length} replicas behind HAProxy on ${lbHost.address} (clients: http://${front.address}:${front.port}); ` +
           `${servers === null ? "HAProxy is not configured there yet; " : ""}` +
@@ -85,12 +95,16 @@ export class SglangFleet extends pulumi.ComponentResource {
     const services: SglangService[] = [];
     replicas.forEach((r, k) => {
       const rd = replicaDeployment(d, k);
-      const after = k >= f.maxUnavailable ? [services[k - f.maxUnavailable].ready] : [balancer];
+      // Each replica waits for the readiness (and rejoin) of the one maxUnavailable before it in the order.
+      const after = order.apply((o) => {
+        const pos = o.indexOf(k);
+        return pos >= f.maxUnavailable ? [services[o[pos - f.maxUnavailable]].ready] : [balancer as pulumi.Resource];
+      });
       const steps = pulumi.all([lbConn, peers]).apply(([connection, ps]) => ({
         connection,
         server: r.server,
         leave: bashCommand(renderBalancerStep(d, "leave", r.server, d.timeouts.drainSeconds)),
-        join: bashCommand(renderBalancerStep(d, "join", r.server, f.loadBalancer.joinSeconds)),
+        join: bashCommand(renderBalancerStep(d, "rejoin", r.server, f.loadBalancer.joinSeconds)),
         show: bashCommand(renderBalancerStep(d, "show")),
         leaveSeconds: d.timeouts.drainSeconds + STEP_MARGIN_SECONDS,
         joinSeconds: f.loadBalancer.joinSeconds + STEP_MARGIN_SECONDS,

@@ -129,7 +129,7 @@ export function renderBalancerScript(d: Deployment, stack: string): string {
   });
 }
 
-export type BalancerAction = "show" | "leave" | "join";
+export type BalancerAction = "show" | "leave" | "rejoin";
 
 /** Pure: one rollout step on the balancer (host/balancer-step.sh); `server` is ignored by `show`. */
 export function renderBalancerStep(d: Deployment, action: BalancerAction, server = "", waitSeconds = 0): string {
@@ -138,7 +138,7 @@ export function renderBalancerStep(d: Deployment, action: BalancerAction, server
     about: [`dflash-sglang: the fleet's balancer, ${action}${server ? ` ${server}` : ""}.`],
     set: "-uo pipefail",
     values: { ...common(d), action, backend: BACKEND, server, min_healthy: minHealthyOf(f), wait_seconds: Math.ceil(waitSeconds), poll: (d.timeouts.pollMs / 1000).toFixed(3) },
-    files: ["balancer-api.sh", "balancer-step.sh"],
+    files: ["balancer-api.sh", "balancer-servers.sh", "balancer-step.sh"],
     component: { folder: "fleet", renderer: "render.ts" },
   });
 }

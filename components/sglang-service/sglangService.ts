@@ -42,7 +42,8 @@ export interface SglangServiceArgs {
     balancer: pulumi.Input<BalancerSteps>;
     /** How it stood in the balancer when the program read it (fleet/render.ts standing). */
     standing: pulumi.Input<string>;
-    after: pulumi.Resource[];
+    /** What its restart waits for: the balancer's configuration, or the replica before it in the rollout's order. */
+    after: pulumi.Input<pulumi.Resource[]>;
   };
 }
 
@@ -276,7 +277,7 @@ export class SglangService extends pulumi.ComponentResource {
           urn: childUrn(COMPONENT_TYPE, `${name}-restart`),
           providerVersion: FLEET_PROVIDER_VERSION,
         },
-        { parent: this, dependsOn: [n.staged, ...fleet.after] },
+        { parent: this, dependsOn: pulumi.output(fleet.after).apply((a) => [n.staged, ...a]) },
       );
       return { resource: restart as pulumi.Resource, output: restart.stdout };
     };

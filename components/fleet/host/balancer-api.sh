@@ -17,39 +17,3 @@ save_server_state() {
   out=$(api "show servers state") || return 1
   printf '%s\n' "$out" >"$state_file.tmp" && mv -f "$state_file.tmp" "$state_file"
 }
-
-# servers BACKEND: one line per server of BACKEND, joined from `show servers state` (its
-# operational and administrative state) and `show stat` (its sessions and its check):
-#   NAME ADDR:PORT op=N admin=N scur=N qcur=N status=TEXT check=TEXT
-# op: 0 stopped, 1 starting, 2 running, 3 stopping; admin: a bit mask (1, 2, 4, 32, 64: in
-# maintenance; 8, 16: draining; 0: ready). Status 1 when HAProxy did not answer.
-servers() {
-  local states stats
-  states=$(api "show servers state $1") || return 1
-  stats=$(api "show stat") || return 1
-  awk -v be="$1" '
-    FNR == 1 { file++ }
-    file == 1 && $0 !~ /^#/ && NF >= 7 && $2 == be { addr[$4] = $5 ":" $19; op[$4] = $6; admin[$4] = $7; order[++n] = $4 }
-    file == 2 && /^# / { sub(/^# /, ""); split($0, h, ","); for (i in h) col[h[i]] = i; next }
-    file == 2 && col["pxname"] {
-      split($0, f, ",")
-      if (f[col["pxname"]] == be) { scur[f[col["svname"]]] = f[col["scur"]]; qcur[f[col["svname"]]] = f[col["qcur"]]; st[f[col["svname"]]] = f[col["status"]]; ck[f[col["svname"]]] = f[col["check_status"]] }
-    }
-    END {
-      for (i = 1; i <= n; i++) {
-        # status "UP 1/2" (going down) and check "* L7OK" (a check in progress): one word each.
-        s = order[i]; status = st[s]; gsub(/ /, "_", status); check = ck[s]; sub(/^\* /, "", check); gsub(/ /, "_", check)
-        printf "%s %s op=%s admin=%s scur=%s qcur=%s status=%s check=%s\n", s, addr[s], op[s], admin[s], scur[s] + 0, qcur[s] + 0, status, check
-      }
-    }' <(printf '%s\n' "$states") <(printf '%s\n' "$stats")
-}
-
-# serving LINE: whether a line of `servers` is a server HAProxy sends requests to
-# (running, its check passing, neither draining nor in maintenance).
-serving() {
-  local op admin status
-  op=$(sed -n 's/.* op=\([0-9]*\) .*/\1/p' <<<"$1")
-  admin=$(sed -n 's/.* admin=\([0-9]*\) .*/\1/p' <<<"$1")
-  status=$(sed -n 's/.* status=\([^ ]*\) .*/\1/p' <<<"$1")
-  [ "$op" = 2 ] && [ "$admin" = 0 ] && [[ "$status" == UP* ]]
-}

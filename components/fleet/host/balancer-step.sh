@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2154 # the values (action, backend, server, min_healthy, wait_seconds, ...) come from the rendered header (components/fleet/render.ts)
-# dflash-sglang: one step of the fleet's rollout on the balancer (host/balancer-api.sh's runtime API):
+# dflash-sglang: one step of the fleet's rollout on the balancer (host/balancer-api.sh and balancer-servers.sh):
 #   show   the backend's servers, a line each (`servers`), or "@@absent" where HAProxy does
 #          not answer (not configured yet). Reads only.
 #   leave  takes $server out: refused (exit 6, nothing changed) where that would leave fewer
@@ -8,7 +8,7 @@
 #          generation itself (/health_generate from here); then `state drain` (no new request
 #          goes there) and waits until HAProxy holds no session or queued request for it, at
 #          most $wait_seconds (past it, it says so: the server's own drain decides then).
-#   join   puts $server back (`state ready`) and waits until its health check, a generation,
+#   rejoin puts $server back (`state ready`) and waits until its health check, a generation,
 #          passes (at most $wait_seconds; exit 8 past it: HAProxy sends nothing to a server
 #          whose check fails, so it is in the balancer but serves no request).
 # Every state change is saved for HAProxy's reload and restart (save_server_state).
@@ -55,7 +55,7 @@ leave)
     sleep "$poll"
   done
   ;;
-join)
+rejoin)
   api "set server $backend/$server state ready" >/dev/null || { echo "FAILED: HAProxy on $balancer did not take 'set server $backend/$server state ready'"; exit 1; }
   save_server_state || true
   start=$SECONDS

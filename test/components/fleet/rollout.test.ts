@@ -97,6 +97,7 @@ test("a new configuration rolls one replica at a time with clients sending throu
   setBudget(16);
   const stack = await ws.stack(STACK);
   let out = "";
+  const since = Date.now();
   const report = await underLoad(async () => {
     const up = await stack.up({ onOutput: (s) => (out += s) });
     assert.equal(up.summary.result, "succeeded");
@@ -109,7 +110,41 @@ test("a new configuration rolls one replica at a time with clients sending throu
   const events = [...out.matchAll(/(replica\d) (left the balancer|is back in the balancer)/g)].map((m) => `${m[1]} ${m[2].startsWith("left") ? "out" : "in"}`);
   const firsts = events.filter((e, k) => events.indexOf(e) === k);
   assert.deepEqual(firsts, ["replica1 out", "replica1 in", "replica2 out", "replica2 in", "replica3 out", "replica3 in"]);
+  // Out of the balancer before its drain: from each old server's SIGTERM until its successor
+  // started, HAProxy (its own request log) sent it no request. HAProxy's checks alone would
+  // have kept sending for up to two check intervals (4 s) into the drain.
+  const routed = await routedWhileRestarting(since);
+  assert.deepEqual(routed, { replica1: [], replica2: [], replica3: [] });
 });
+
+/** Per replica: the requests HAProxy's log shows it routed there between the old server's SIGTERM and its successor's start (after `since`). */
+async function routedWhileRestarting(since: number): Promise<Record<string, string[]>> {
+  const journal = async (h: hosts.HostInfo, args: string) => {
+    const r = await hosts.ssh(h, `journalctl ${args} --since @${Math.floor(since / 1000)} -o json --output-fields=MESSAGE --no-pager`);
+    return r.stdout
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { MESSAGE: string; __REALTIME_TIMESTAMP: string })
+      .map((e) => ({ at: Number(e.__REALTIME_TIMESTAMP) / 1000, text: String(e.MESSAGE) }));
+  };
+  // HAProxy's accept date, [06/Dec/2026:02:43:44.083] (the hosts' clock is UTC).
+  const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+  const requests = (await journal(hs[3], "-t haproxy"))
+    .map((e) => /\[(\d\d)\/(\w{3})\/(\d{4}):(\d\d):(\d\d):(\d\d)\.(\d{3})\] \S+ \S+\/(replica\d) .*"POST /.exec(e.text))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => ({ server: m[8], at: Date.UTC(Number(m[3]), MONTHS.indexOf(m[2]), Number(m[1]), Number(m[4]), Number(m[5]), Number(m[6]), Number(m[7])), line: m[0] }));
+  const out: Record<string, string[]> = {};
+  for (const [k, h] of hs.slice(0, 3).entries()) {
+    const lines = await journal(h, "-u sglang-k26.service");
+    const sigterm = lines.find((e) => /SIGTERM received/.test(e.text));
+    assert.ok(sigterm, `replica${k + 1}'s server logged no SIGTERM during the rollout`);
+    const started = lines.find((e) => e.at > sigterm.at && /Starting sglang-k26\.service/.test(e.text));
+    assert.ok(started, `replica${k + 1}: no start after its SIGTERM`);
+    assert.ok(requests.some((r) => r.server === `replica${k + 1}`), `HAProxy's log shows no request to replica${k + 1} at all: the check would prove nothing`);
+    out[`replica${k + 1}`] = requests.filter((r) => r.server === `replica${k + 1}` && r.at >= sigterm.at && r.at <= started.at).map((r) => r.line);
+  }
+  return out;
+}
 
 test("replica 2's new configuration crashes at load: the rollout halts, replica 2 rejoins on its known-good one, replica 3 is untouched, up names each; the next up completes", async () => {
   hosts.fault(NAMES[1], JSON.stringify({ crashDuringLoad: "oom", match: { speculative_ddtree_budget: 12 } }));

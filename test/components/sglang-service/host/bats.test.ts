@@ -3,23 +3,15 @@
 // transaction.sh changed in a copy makes them fail.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { HOST_DIR } from "../../../../components/sglang-service/hostScript";
-import { REPO_ROOT } from "../../../../lib/pulumi-env";
+import { bats as runBats, mutated as mutatedCopy } from "../../../support/bats";
 
-const BATS = path.join(REPO_ROOT, "node_modules", "bats", "bin", "bats");
 const FILES = fs.readdirSync(__dirname).filter((f) => f.endsWith(".bats")).sort().map((f) => path.join(__dirname, f));
 
 /** Runs bats on `files` with the host scripts of `hostDir`; TAP output. */
-function bats(files: string[], hostDir = HOST_DIR, filter?: string): { code: number; tap: string } {
-  if (!fs.existsSync(BATS)) throw new Error(`bats is not installed at ${BATS}: run npm install (it is a devDependency)`);
-  const r = spawnSync(BATS, ["--tap", ...(filter ? ["--filter", filter] : []), ...files], { encoding: "utf8", env: { ...process.env, DFLASH_HOST_DIR: hostDir }, timeout: 300_000 });
-  if (r.error) throw r.error;
-  return { code: r.status ?? -1, tap: `${r.stdout}${r.stderr}` };
-}
+const bats = (files: string[], hostDir = HOST_DIR, filter?: string) => runBats(files, { DFLASH_HOST_DIR: hostDir }, filter);
 
 test("the host scripts' bash tests pass", () => {
   assert.ok(FILES.length >= 2, FILES.join(", "));
@@ -30,15 +22,7 @@ test("the host scripts' bash tests pass", () => {
 });
 
 /** The host scripts with `from` replaced by `to` in `name` (once; it must be there). */
-function mutated(name: string, from: string, to: string): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-mutant-"));
-  fs.cpSync(HOST_DIR, dir, { recursive: true });
-  const file = path.join(dir, name);
-  const text = fs.readFileSync(file, "utf8");
-  assert.ok(text.includes(from), `${name} no longer holds ${JSON.stringify(from)}: update this mutation`);
-  fs.writeFileSync(file, text.replace(from, to));
-  return dir;
-}
+const mutated = (name: string, from: string, to: string) => mutatedCopy(HOST_DIR, name, from, to);
 
 /** [what the mutant breaks, the text it replaces, its replacement]: drain mutants face the drain's tests, rollback mutants the rollback's. */
 const MUTANTS: [string, string, string][] = [

@@ -1,0 +1,134 @@
+#!/usr/bin/env bats
+# The fleet's balancer steps (components/fleet/host/balancer-step.sh over balancer-api.sh), in
+# bash, against a fake HAProxy runtime API: a replica leaves only while fleet.minHealthy others
+# serve (as HAProxy sees them and as each answers a generation), waits for HAProxy's sessions
+# to it to end, and rejoins only once its check passes.
+
+bats_require_minimum_version 1.5.0
+
+FLEET_HOST_DIR=${DFLASH_FLEET_HOST_DIR:-$(cd "$BATS_TEST_DIRNAME/../../../../components/fleet/host" && pwd)}
+
+setup() {
+  cd "$BATS_TEST_TMPDIR" || exit 1
+  mkdir -p bin
+  # curl answers 200 for every replica but those listed in ./curl-fails.
+  printf '#!/bin/bash\nfor a; do case "$a" in http://*) h=${a#http://}; grep -qxF "${h%%%%/*}" curl-fails && exit 22;; esac; done\nexit 0\n' >bin/curl
+  chmod +x bin/curl
+  : >curl-fails
+  PATH=$BATS_TEST_TMPDIR/bin:$PATH
+}
+
+# servers_are "NAME OP ADMIN SCUR STATUS" ...: what HAProxy's runtime API answers from now on.
+servers_are() {
+  local i=0 name op admin scur status
+  printf '1\n# be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state ...\n' >states
+  printf '# pxname,svname,qcur,scur,status,check_status\nsglang,FRONTEND,0,0,OPEN,\n' >stats
+  for line in "$@"; do
+    read -r name op admin scur status <<<"$line"
+    i=$((i + 1))
+    echo "3 sglang $i $name 127.0.0.1$i $op $admin 1 1 9 6 3 4 6 0 0 0 - 30000 - 0 0 - - 0" >>states
+    echo "sglang,$name,0,$scur,$status,L7OK" >>stats
+  done
+  echo "sglang,BACKEND,0,0,UP," >>stats
+}
+
+# step ACTION SERVER: runs the step as the host would, with the fake API.
+step() {
+  (
+    socket=$BATS_TEST_TMPDIR/admin.sock state_file=$BATS_TEST_TMPDIR/server-state command_seconds=2
+    balancer=127.0.0.9:22 action=$1 backend=sglang server=${2:-} min_healthy=${MIN_HEALTHY:-2} wait_seconds=${WAIT:-3} poll=0.01
+    # shellcheck source=../../../../components/fleet/host/balancer-api.sh
+    source "$FLEET_HOST_DIR/balancer-api.sh"
+    # shellcheck source=../../../../components/fleet/host/balancer-servers.sh
+    source "$FLEET_HOST_DIR/balancer-servers.sh"
+    # The runtime API: canned answers (./next-servers, once present, replaces the servers after
+    # each `show stat`: a state that changes over time), every command logged.
+    api() {
+      echo "$1" >>api.log
+      case "$1" in
+      "show servers state"*) cat states ;;
+      "show stat")
+        cat stats
+        if [ -s next-servers ]; then
+          mapfile -t rows < <(head -n "$(($(wc -l <states) - 2))" next-servers)
+          sed -i "1,${#rows[@]}d" next-servers
+          [ "${#rows[@]}" -gt 0 ] && servers_are "${rows[@]}"
+        fi
+        ;;
+      "set server"*) ;;
+      *) return 1 ;;
+      esac
+    }
+    # shellcheck source=../../../../components/fleet/host/balancer-step.sh
+    source "$FLEET_HOST_DIR/balancer-step.sh"
+  )
+}
+
+@test "show: a line per server, its state and sessions from both answers" {
+  servers_are "replica1 2 0 3 UP" "replica2 2 8 0 DRAIN" "replica3 0 0 0 DOWN"
+  run step show
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = "replica1 127.0.0.11:30000 op=2 admin=0 scur=3 qcur=0 status=UP check=L7OK" ]
+  [ "${lines[1]}" = "replica2 127.0.0.12:30000 op=2 admin=8 scur=0 qcur=0 status=DRAIN check=L7OK" ]
+  [ "${lines[2]}" = "replica3 127.0.0.13:30000 op=0 admin=0 scur=0 qcur=0 status=DOWN check=L7OK" ]
+}
+
+@test "leave: refused, nothing changed, where fewer than minHealthy others would serve" {
+  servers_are "replica1 2 0 0 UP" "replica2 2 0 0 UP" "replica3 0 0 0 DOWN"
+  run step leave replica1
+  [ "$status" -eq 6 ]
+  [[ "$output" == *"would leave 1 replica(s) serving (replica2), fewer than fleet.minHealthy (2); nothing was changed"* ]]
+  ! grep -q "^set server" api.log
+}
+
+@test "leave: a replica HAProxy calls up but that does not answer a generation itself does not count" {
+  servers_are "replica1 2 0 0 UP" "replica2 2 0 0 UP" "replica3 2 0 0 UP"
+  echo "127.0.0.13:30000" >curl-fails
+  run step leave replica1
+  [ "$status" -eq 6 ]
+  [[ "$output" == *"serving (replica2), fewer than"* ]]
+  ! grep -q "^set server" api.log
+}
+
+@test "leave: with enough others serving, drain, then wait until HAProxy holds no session for it" {
+  servers_are "replica1 2 0 2 UP" "replica2 2 0 0 UP" "replica3 2 0 0 UP"
+  printf '%s\n' "replica1 2 8 2 DRAIN" "replica2 2 0 0 UP" "replica3 2 0 0 UP" "replica1 2 8 1 DRAIN" "replica2 2 0 0 UP" "replica3 2 0 0 UP" "replica1 2 8 0 DRAIN" "replica2 2 0 0 UP" "replica3 2 0 0 UP" >next-servers
+  run step leave replica1
+  [ "$status" -eq 0 ]
+  grep -qx "set server sglang/replica1 state drain" api.log
+  [[ "$output" == *"@@left replica1 "* ]]
+  [[ "$output" != *"open="* ]]
+  # It read the sessions until they were 0: three answers after the drain.
+  [ "$(grep -c '^show stat' api.log)" -ge 4 ]
+}
+
+@test "leave: past its wait, it says how many requests are still open and lets the server's drain decide" {
+  servers_are "replica1 2 0 2 UP" "replica2 2 0 0 UP" "replica3 2 0 0 UP"
+  WAIT=1 run step leave replica1
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"@@left replica1 1 open=2+0"* ]]
+}
+
+@test "leave: a replica that serves nothing leaves without the minHealthy check" {
+  servers_are "replica1 0 0 0 DOWN" "replica2 0 0 0 DOWN" "replica3 0 0 0 DOWN"
+  run step leave replica1
+  [ "$status" -eq 0 ]
+  grep -qx "set server sglang/replica1 state drain" api.log
+}
+
+@test "rejoin: ready, then waits until the check passes" {
+  servers_are "replica1 0 0 0 DOWN" "replica2 2 0 0 UP"
+  printf '%s\n' "replica1 0 0 0 DOWN" "replica2 2 0 0 UP" "replica1 2 0 0 UP" "replica2 2 0 0 UP" >next-servers
+  run step rejoin replica1
+  [ "$status" -eq 0 ]
+  grep -qx "set server sglang/replica1 state ready" api.log
+  [[ "$output" == *"@@joined replica1 "* ]]
+  [ "$(grep -c '^show stat' api.log)" -ge 2 ]
+}
+
+@test "rejoin: a check that never passes fails the step, saying what HAProxy sees" {
+  servers_are "replica1 0 0 0 DOWN" "replica2 2 0 0 UP"
+  WAIT=1 run step rejoin replica1
+  [ "$status" -eq 8 ]
+  [[ "$output" == *"has not passed in 1 s"*"replica1 127.0.0.11:30000 op=0 admin=0"* ]]
+}

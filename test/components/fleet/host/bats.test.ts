@@ -1,0 +1,39 @@
+// The balancer steps' bash tests (balancer-step.bats) run in `npm test`, and they can fail: a
+// copy of components/fleet/host/ with the minHealthy check, the wait for HAProxy's sessions or
+// the wait for the rejoin's check taken out makes them fail.
+import { test } from "node:test";
+import * as assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { bats, mutated } from "../../../support/bats";
+
+const FLEET_HOST_DIR = path.join(__dirname, "..", "..", "..", "..", "components", "fleet", "host");
+const FILE = path.join(__dirname, "balancer-step.bats");
+
+test("the balancer steps' bash tests pass", () => {
+  const r = bats([FILE], { DFLASH_FLEET_HOST_DIR: FLEET_HOST_DIR });
+  assert.equal(r.code, 0, r.tap);
+  assert.match(r.tap, /^1\.\.\d+$/m);
+  assert.doesNotMatch(r.tap, /^not ok/m, r.tap);
+});
+
+/** [what the mutant breaks, the text it replaces, its replacement] in balancer-step.sh. */
+const MUTANTS: [string, string, string][] = [
+  ["a replica leaves whatever minHealthy says", 'if [ "$count" -lt "$min_healthy" ]; then', "if false; then"],
+  ["others are counted without asking them to generate", 'if timeout -k 2 "$command_seconds" curl', "if true || curl"],
+  ["the leave does not wait for HAProxy's sessions to end", 'if [ "${scur:-x}" = 0 ] && [ "${qcur:-x}" = 0 ]; then', "if true; then"],
+  ["the rejoin does not wait for the check to pass", 'if serving "$mine"; then echo "@@joined', 'if true; then echo "@@joined'],
+];
+
+for (const [what, from, to] of MUTANTS) {
+  test(`a mutant of the balancer steps fails the bash tests: ${what}`, () => {
+    const dir = mutated(FLEET_HOST_DIR, "balancer-step.sh", from, to);
+    try {
+      const r = bats([FILE], { DFLASH_FLEET_HOST_DIR: dir });
+      assert.notEqual(r.code, 0, `the mutant (${what}) passed every bash test:\n${r.tap}`);
+      assert.match(r.tap, /^not ok/m);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+}
