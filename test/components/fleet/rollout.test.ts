@@ -188,3 +188,28 @@ test("pulumi killed mid-rollout: the next up finds every replica serving and in 
   assert.deepEqual(await balancer(), { replica1: "serving", replica2: "serving", replica3: "serving" });
   assert.deepEqual(await budgets(), [16, 16, 16]);
 });
+
+test("a replica that serves nothing is rolled first (preview shows the order), then the others, clients unharmed", async () => {
+  // Replica 3's server stopped by hand: HAProxy's checks take it out.
+  const stop = await hosts.ssh(hs[2], "systemctl stop sglang-k26.service");
+  assert.equal(stop.code, 0, stop.stderr);
+  const deadline = Date.now() + 30_000;
+  while ((await balancer()).replica3 !== "down") {
+    assert.ok(Date.now() < deadline, "HAProxy did not mark the stopped replica 3 down within 30 s");
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  setBudget(8);
+  const stack = await ws.stack(STACK);
+  const preview = await stack.preview();
+  assert.match(preview.stdout, /up rolls them in this order, 1 at a time, never fewer than 2 serving:\s+1\. replica3 \([\d.:]+\): down in the balancer\s+2\. replica1 \([\d.:]+\): serving in the balancer\s+3\. replica2 /);
+  let out = "";
+  const report = await underLoad(async () => {
+    const up = await stack.up({ onOutput: (s) => (out += s) });
+    assert.equal(up.summary.result, "succeeded");
+  });
+  clean(report);
+  const left = [...out.matchAll(/(replica\d) left the balancer/g)].map((m) => m[1]);
+  assert.deepEqual(left.filter((e, k) => left.indexOf(e) === k), ["replica3", "replica1", "replica2"]);
+  assert.deepEqual(await budgets(), [8, 8, 8]);
+  assert.deepEqual(await balancer(), { replica1: "serving", replica2: "serving", replica3: "serving" });
+});

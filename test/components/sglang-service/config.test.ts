@@ -9,8 +9,8 @@ import { readRepoStackConfig, simWorkspace } from "../../../lib/workspace";
 
 test("a misspelt section or secret of our namespace is a problem line with a guess; every setting and other namespaces pass", () => {
   assert.deepEqual(unknownSettings(["dflash-sglang:timeout", "dflash-sglang:host", "dflash-sglang:apiKey", "aws:region", "dflash-sglang:apikey"]), [
-    "  - dflash-sglang:apikey: is not a setting; did you mean dflash-sglang:apiKey? (valid: host, nodes, service, model, speculative, sglangBuild, timeouts, safety, benchmark, and the secrets apiKey, hfToken, sshPrivateKey)",
-    "  - dflash-sglang:timeout: is not a setting; did you mean dflash-sglang:timeouts? (valid: host, nodes, service, model, speculative, sglangBuild, timeouts, safety, benchmark, and the secrets apiKey, hfToken, sshPrivateKey)",
+    "  - dflash-sglang:apikey: is not a setting; did you mean dflash-sglang:apiKey? (valid: host, nodes, service, model, speculative, sglangBuild, timeouts, safety, benchmark, fleet, and the secrets apiKey, hfToken, sshPrivateKey)",
+    "  - dflash-sglang:timeout: is not a setting; did you mean dflash-sglang:timeouts? (valid: host, nodes, service, model, speculative, sglangBuild, timeouts, safety, benchmark, fleet, and the secrets apiKey, hfToken, sshPrivateKey)",
   ]);
   const all = ["host", "nodes", "service", "model", "speculative", "sglangBuild", "timeouts", "safety", "benchmark", "apiKey", "hfToken", "sshPrivateKey"];
   assert.deepEqual(unknownSettings(all.map((k) => `dflash-sglang:${k}`)), []);
