@@ -1,0 +1,178 @@
+// Benchmark: a fleet's rollout as its clients see it. Three replicas on simulated hosts behind
+// HAProxy (Debian's, on a simulated host of its own), a client ledger sending through the
+// balancer the whole time (components/fleet/ledger.ts), several rollouts of a new
+// configuration; beside each, the same change on a single-host stack (its own simulated host),
+// so the rollout's wall time reads against replicas x one single-host restart in one run.
+// Then replica 2's new configuration crashes while loading: the rollout must halt with no
+// client failure, and the next `up` after the fix must complete.
+// Writes bench/results/fleet-rollout.{json,md}. Also the documented way to boot a fleet on
+// simulated hosts: --keep leaves it running, and prints how to reach it.
+// Run: npm run fleet -- [--runs 3] [--rate 2] [--load 2] [--keep]
+import * as fs from "node:fs";
+import * as path from "node:path";
+import * as hosts from "../simhost/hosts";
+import { runWithHosts, type OwnedHosts } from "../simhost/owned-hosts";
+import { REPO_ROOT } from "../lib/pulumi-env";
+import { mergedConfig, readRepoStackConfig, simHostConfig, simWorkspace } from "../lib/workspace";
+import { parseDeployment } from "../components/sglang-service/schema";
+import { bashCommand } from "../components/sglang-service/hostScript";
+import { parseServers, renderBalancerStep, standing } from "../components/fleet/render";
+import { LedgerReport, startLedger } from "../components/fleet/ledger";
+import { summarize, Summary } from "./stats";
+import { option, parseCommandOrExit, positiveInteger, positiveNumber, setUp, flag } from "../lib/cli";
+
+const { options } = parseCommandOrExit("npm run fleet --", {
+  summary:
+    "Boots a fleet of 3 replicas behind HAProxy on simulated hosts, rolls new configurations through it with clients sending\nthrough the balancer, and a crashing one; writes bench/results/fleet-rollout.{json,md}. With --keep, the fleet stays up.",
+  options: {
+    runs: option({ type: positiveInteger, placeholder: "N", description: "rollouts measured (each beside a single-host change)", default: "3" }),
+    rate: option({ type: positiveNumber, placeholder: "R", description: "client requests per second through the balancer (every third streams)", default: "2" }),
+    load: option({ type: positiveNumber, placeholder: "S", description: "simulated weight load time, seconds", default: "2" }),
+    keep: flag("leave the fleet's hosts running and its workspace in .fleet/ at the end (stop the hosts with npm run simhost -- stop NAME)"),
+  },
+});
+
+const STACK = "fleet";
+const BUDGETS = [16, 8];
+const NAMES = ["r1", "r2", "r3", "lb", "single"].map((n) => `fleetbench-${n}`);
+
+async function timed(fn: () => Promise<unknown>): Promise<number> {
+  const t = Date.now();
+  await fn();
+  return (Date.now() - t) / 1000;
+}
+
+interface Rollout {
+  budget: number;
+  rolloutSeconds: number;
+  singleHostSeconds: number;
+  ledger: LedgerReport;
+  /** The fewest replicas HAProxy called serving, sampled each second during the rollout. */
+  fewestServing: number;
+  serving: number[];
+}
+
+async function main(owned: OwnedHosts): Promise<void> {
+  setUp({ hosts: true });
+  const sglang = { profile: "ddtree-fork" as const, loadSeconds: options.load, warmupSeconds: 0.5 };
+  // Kept hosts outlive this program (simhost's own `start`); otherwise they are this program's, stopped at its end.
+  const hs = await Promise.all(NAMES.map((n) => (options.keep ? hosts.start(n, { sglang, keep: true }) : owned.start(n, { sglang }))));
+  const entry = (h: hosts.HostInfo) => ({ address: h.address, port: h.port, user: h.user, privateKeyPath: h.privateKeyPath, hostKey: h.hostKey });
+  const base = readRepoStackConfig("b8t4-w2048");
+  const spec = (budget: number) => ({ ...(base["dflash-sglang:speculative"] as object), budget });
+  const common = { ...base, "dflash-sglang:safety": { stableSeconds: 1 }, "dflash-sglang:benchmark": { enabled: false } };
+  const ws = simWorkspace(
+    {
+      [STACK]: { ...common, ...simHostConfig(hs[0]), "dflash-sglang:fleet": { replicas: [entry(hs[1]), entry(hs[2])], loadBalancer: { host: entry(hs[3]), port: 8080 } } },
+      single: { ...common, ...simHostConfig(hs[4]) },
+    },
+    options.keep ? { dir: path.join(REPO_ROOT, ".fleet") } : {},
+  );
+  const d = parseDeployment(mergedConfig(ws.stackConfig(STACK)), STACK);
+  const baseUrl = `http://${hs[3].address}:8080`;
+  const show = async () => {
+    const r = await hosts.ssh(hs[3], bashCommand(renderBalancerStep(d, "show")));
+    return (parseServers(r.stdout) ?? []).map((s) => standing(s));
+  };
+  const budgetsNow = () => Promise.all(hs.slice(0, 3).map(async (h) => ((await (await fetch(`http://${h.address}:${h.sglangPort}/server_info`)).json()) as { speculative_ddtree_budget: number }).speculative_ddtree_budget));
+  const fleet = await ws.stack(STACK);
+  const single = await ws.stack("single");
+  const say = (s: string) => process.stderr.write(`fleet benchmark: ${s}\n`);
+  say(`first up of the fleet (3 replicas, HAProxy on ${hs[3].address}) and of the single host`);
+  await fleet.up();
+  await single.up();
+
+  const ledgerOf = () => startLedger({ baseUrl, model: d.model.path, perSecond: options.rate, streamEvery: 3, maxTokens: 24, timeoutMs: 120_000 });
+  const rollouts: Rollout[] = [];
+  for (let i = 0; i < options.runs; i++) {
+    const budget = BUDGETS[i % BUDGETS.length];
+    ws.setStackConfig(STACK, "speculative", spec(budget));
+    ws.setStackConfig("single", "speculative", spec(budget));
+    // Side by side: the single host's change first, then the fleet's rollout under load.
+    const singleHostSeconds = await timed(() => single.up());
+    const ledger = ledgerOf();
+    const serving: number[] = [];
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        serving.push((await show()).filter((s) => s === "serving").length);
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+    })();
+    const rolloutSeconds = await timed(() => fleet.up());
+    sampling = false;
+    await sampler;
+    const report = await ledger.stop();
+    const fewestServing = Math.min(...serving);
+    rollouts.push({ budget, rolloutSeconds, singleHostSeconds, ledger: report, fewestServing, serving });
+    say(`rollout ${i + 1} (budget ${budget}): ${rolloutSeconds.toFixed(1)} s (single host ${singleHostSeconds.toFixed(1)} s); ${report.completed}/${report.sent} completed, ${report.failed} failed, ${report.cut} cut; fewest serving ${fewestServing}`);
+  }
+
+  // Replica 2's new configuration crashes while loading.
+  say("replica 2's new configuration crashes while loading");
+  const crashBudget = 12;
+  hosts.fault(NAMES[1], JSON.stringify({ crashDuringLoad: "oom", match: { speculative_ddtree_budget: crashBudget } }));
+  ws.setStackConfig(STACK, "speculative", spec(crashBudget));
+  const before = await budgetsNow();
+  const crashLedger = ledgerOf();
+  let upError = "";
+  await fleet.up().then(
+    () => (upError = "(up succeeded)"),
+    (e: Error) => (upError = e.message),
+  );
+  const crashReport = await crashLedger.stop();
+  const afterCrash = { budgets: await budgetsNow(), standings: await show() };
+  hosts.fault(NAMES[1], "{}");
+  const fixLedger = ledgerOf();
+  const fixSeconds = await timed(() => fleet.up());
+  const fixReport = await fixLedger.stop();
+  const afterFix = { budgets: await budgetsNow(), standings: await show() };
+  const account = upError.split("\n").filter((l) => /replica\d \(|The rollout stopped|back in the balancer/.test(l));
+  say(`crash: up failed; budgets now ${afterCrash.budgets.join(", ")} (before ${before.join(", ")}); ${crashReport.failed} failed, ${crashReport.cut} cut; after the fix ${afterFix.budgets.join(", ")}`);
+
+  const ratio = summarize(rollouts.map((r) => r.rolloutSeconds / (3 * r.singleHostSeconds)));
+  const roll = summarize(rollouts.map((r) => r.rolloutSeconds));
+  const one = summarize(rollouts.map((r) => r.singleHostSeconds));
+  const dir = path.join(REPO_ROOT, "bench", "results");
+  fs.writeFileSync(path.join(dir, "fleet-rollout.json"), `${JSON.stringify({ options, rollouts, crash: { before, afterCrash, report: crashReport, account, afterFix, fixSeconds, fixReport } }, null, 2)}\n`);
+  const fmt = (s: Summary, digits = 1) => `${s.median.toFixed(digits)} (${s.min.toFixed(digits)}-${s.max.toFixed(digits)})`;
+  const total = (k: "sent" | "completed" | "failed" | "cut") => rollouts.reduce((a, r) => a + r.ledger[k], 0);
+  const md = [
+    "# A fleet's rollout as its clients see it",
+    "",
+    `Command: \`npm run fleet -- --runs ${options.runs} --rate ${options.rate} --load ${options.load}\` (bench/fleet-rollout.ts), ${new Date().toISOString().slice(0, 16)} UTC, on this 2-core machine.`,
+    `Three replicas on simulated hosts (simulated SGLang, weights load in ${options.load} s) behind HAProxy 2.6 (Debian bookworm's) on a simulated host of its own; health checks every 2 s (a generation, GET /health_generate). A client sends ${options.rate} requests/s through the balancer during each whole \`pulumi up\` (every third streams; 24 tokens each). Beside each rollout, the same change on a single-host stack (its own simulated host).`,
+    "",
+    "| rollout | budget | rollout s | single-host up s | rollout / (3 x single) | sent | completed | failed | cut | fewest replicas serving |",
+    "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ...rollouts.map((r, i) => `| ${i + 1} | ${r.budget} | ${r.rolloutSeconds.toFixed(1)} | ${r.singleHostSeconds.toFixed(1)} | ${(r.rolloutSeconds / (3 * r.singleHostSeconds)).toFixed(2)} | ${r.ledger.sent} | ${r.ledger.completed} | ${r.ledger.failed} | ${r.ledger.cut} | ${r.fewestServing} |`),
+    "",
+    `Median (min-max) of ${rollouts.length}: rollout ${fmt(roll)} s, single-host up ${fmt(one)} s, ratio ${fmt(ratio, 2)}. All rollouts: ${total("sent")} requests sent, ${total("completed")} completed, **${total("failed")} failed, ${total("cut")} cut**.`,
+    "",
+    `Completed requests per 10 s of the last rollout (the capacity the clients saw): ${rollouts.at(-1)?.ledger.completedPer10s.join(", ")}. Replicas serving, sampled each second: ${rollouts.at(-1)?.serving.join(" ")}.`,
+    "",
+    "## Replica 2's new configuration crashes while loading",
+    "",
+    `Budget ${crashBudget} for every replica; replica 2's server crashes while loading it (the simulator's \`crashDuringLoad: oom\` for that budget). Budgets before: ${before.join(", ")}.`,
+    "",
+    `- \`up\` failed. Clients during it: ${crashReport.sent} sent, ${crashReport.completed} completed, **${crashReport.failed} failed, ${crashReport.cut} cut**.`,
+    `- Afterwards the replicas run budgets ${afterCrash.budgets.join(", ")} and stand ${afterCrash.standings.join(", ")} in the balancer.`,
+    "- What `up` said of the fleet:",
+    "",
+    "```",
+    ...account,
+    "```",
+    "",
+    `- The fault cleared, the next \`up\` took ${fixSeconds.toFixed(1)} s: budgets ${afterFix.budgets.join(", ")}, standing ${afterFix.standings.join(", ")}; clients: ${fixReport.sent} sent, ${fixReport.failed} failed, ${fixReport.cut} cut.`,
+    "",
+  ].join("\n");
+  fs.writeFileSync(path.join(dir, "fleet-rollout.md"), md);
+  process.stdout.write(md);
+  if (options.keep) {
+    process.stdout.write(`\nThe fleet stays up: clients at ${baseUrl}; workspace ${ws.dir} (stack ${STACK}); stop it with: ${NAMES.map((n) => `npm run simhost -- stop ${n}`).join("; ")}\n`);
+  } else {
+    ws.cleanup();
+  }
+}
+
+void runWithHosts(main, { name: "fleet benchmark" });
