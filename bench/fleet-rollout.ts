@@ -127,7 +127,10 @@ async function main(owned: OwnedHosts): Promise<void> {
   const fixSeconds = await timed(() => fleet.up());
   const fixReport = await fixLedger.stop();
   const afterFix = { budgets: await budgetsNow(), standings: await show() };
-  const account = upError.split("\n").filter((l) => /replica\d \(|The rollout stopped|back in the balancer/.test(l));
+  // What `up` said of the fleet: its account after the halt (the error holds the engine's whole output; the account once).
+  const errorLines = upError.split("\n");
+  const halted = errorLines.findIndex((l) => /The rollout stopped here/.test(l));
+  const account = halted < 0 ? ["(no account of the fleet in the error)"] : [errorLines[halted].trim(), ...errorLines.slice(halted + 1).filter((l, k, all) => /^\s+- replica\d/.test(l) && all.slice(0, k).every((m) => /^\s+- replica\d/.test(m))).map((l) => l.trim())];
   say(`crash: up failed; budgets now ${afterCrash.budgets.join(", ")} (before ${before.join(", ")}); ${crashReport.failed} failed, ${crashReport.cut} cut; after the fix ${afterFix.budgets.join(", ")}`);
 
   const ratio = summarize(rollouts.map((r) => r.rolloutSeconds / (3 * r.singleHostSeconds)));

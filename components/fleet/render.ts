@@ -61,7 +61,8 @@ function hostPort(address: string, port: number): string {
  * its health check, a one-token generation (`/health_generate`, which SGLang answers 503 while
  * loading and draining), passes. A connection refused (a replica that just went down) is tried
  * on another one (`option redispatch`, `retries`: HAProxy retries only where nothing was sent).
- * Responses, streamed ones included, pass through as they come (HAProxy buffers no body).
+ * Responses, streamed ones included, pass through as they come (HAProxy buffers no body, and
+ * `http-no-delay` keeps it from holding small writes back to merge them).
  */
 export function renderHaproxyConfig(d: Deployment, stack: string): string {
   const f = d.fleet;
@@ -86,6 +87,8 @@ export function renderHaproxyConfig(d: Deployment, stack: string): string {
     "    mode http",
     "    option httplog",
     "    option dontlognull",
+    // Each token leaves as it comes: no merging of small writes (a stream's chunks are small).
+    "    option http-no-delay",
     "    option redispatch",
     "    retries 3",
     "    timeout connect 5s",

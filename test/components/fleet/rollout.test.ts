@@ -9,6 +9,7 @@ import { parseDeployment } from "../../../components/sglang-service/schema";
 import { bashCommand } from "../../../components/sglang-service/hostScript";
 import { parseServers, renderBalancerStep, standing } from "../../../components/fleet/render";
 import { LedgerReport, startLedger } from "../../../components/fleet/ledger";
+import { streamChat } from "../../../components/benchmark/client";
 import { failedUp } from "../../support/failedUp";
 import { killUpWhen } from "../../support/killUpWhen";
 
@@ -88,6 +89,14 @@ test("first up: HAProxy configured on its own host, every replica serving behind
   const cfg = (await hosts.ssh(hs[3], "cat /etc/haproxy/haproxy.cfg")).stdout;
   assert.match(cfg, /http-check send meth GET uri \/health_generate/);
   for (const h of hs.slice(0, 3)) assert.match(cfg, new RegExp(`server replica\\d ${h.address.replaceAll(".", "\\.")}:${h.sglangPort}\\n`));
+  // Streamed answers pass through as they come: through HAProxy, the tokens arrive spread
+  // over the answer as they do from a replica directly, not in one piece at the end.
+  const ep = (baseUrl: string) => ({ baseUrl, model: deployment().model.path });
+  const direct = await streamChat(ep(`http://${hs[0].address}:${hs[0].sglangPort}`), "Tell me about speculative decoding", 64, 60_000, true);
+  const through = await streamChat(ep(`http://${hs[3].address}:8080`), "Tell me about speculative decoding", 64, 60_000, true);
+  const spread = (r: { ttftMs: number; e2eMs: number }) => r.e2eMs - r.ttftMs;
+  assert.ok(direct.itlMs.length > 5 && spread(direct) > 200, `the direct stream is too short to tell: ${JSON.stringify({ ttft: direct.ttftMs, e2e: direct.e2eMs, chunks: direct.itlMs.length })}`);
+  assert.ok(spread(through) > 0.5 * spread(direct), `through HAProxy the answer came at once: first token ${through.ttftMs.toFixed(0)} ms, end ${through.e2eMs.toFixed(0)} ms (directly: ${direct.ttftMs.toFixed(0)} ms, ${direct.e2eMs.toFixed(0)} ms)`);
   // A no-op up changes nothing.
   const again = await stack.up();
   assert.deepEqual(again.summary.resourceChanges, { same: again.summary.resourceChanges?.same });
