@@ -82,7 +82,7 @@ async function main(owned: OwnedHosts): Promise<void> {
   await fleet.up();
   await single.up();
 
-  const ledgerOf = () => startLedger({ baseUrl, model: d.model.path, perSecond: options.rate, streamEvery: 3, maxTokens: 24, timeoutMs: 120_000 });
+  const ledgerOf = () => startLedger({ baseUrl, model: d.model.path, perSecond: options.rate, streamEvery: 3, maxTokens: 256, timeoutMs: 120_000 });
   const rollouts: Rollout[] = [];
   for (let i = 0; i < options.runs; i++) {
     const budget = BUDGETS[i % BUDGETS.length];
@@ -130,7 +130,9 @@ async function main(owned: OwnedHosts): Promise<void> {
   // What `up` said of the fleet: its account after the halt (the error holds the engine's whole output; the account once).
   const errorLines = upError.split("\n");
   const halted = errorLines.findIndex((l) => /The rollout stopped here/.test(l));
-  const account = halted < 0 ? ["(no account of the fleet in the error)"] : [errorLines[halted].trim(), ...errorLines.slice(halted + 1).filter((l, k, all) => /^\s+- replica\d/.test(l) && all.slice(0, k).every((m) => /^\s+- replica\d/.test(m))).map((l) => l.trim())];
+  const list = errorLines.slice(halted + 2);
+  const listEnd = list.findIndex((l) => !/^\s+- replica\d/.test(l));
+  const account = halted < 0 ? ["(no account of the fleet in the error)"] : [errorLines[halted].trim(), errorLines[halted + 1].trim(), ...list.slice(0, listEnd < 0 ? list.length : listEnd).map((l) => `  ${l.trim()}`)];
   say(`crash: up failed; budgets now ${afterCrash.budgets.join(", ")} (before ${before.join(", ")}); ${crashReport.failed} failed, ${crashReport.cut} cut; after the fix ${afterFix.budgets.join(", ")}`);
 
   const ratio = summarize(rollouts.map((r) => r.rolloutSeconds / (3 * r.singleHostSeconds)));
@@ -144,7 +146,7 @@ async function main(owned: OwnedHosts): Promise<void> {
     "# A fleet's rollout as its clients see it",
     "",
     `Command: \`npm run fleet -- --runs ${options.runs} --rate ${options.rate} --load ${options.load}\` (bench/fleet-rollout.ts), ${new Date().toISOString().slice(0, 16)} UTC, on this 2-core machine.`,
-    `Three replicas on simulated hosts (simulated SGLang, weights load in ${options.load} s) behind HAProxy 2.6 (Debian bookworm's) on a simulated host of its own; health checks every 2 s (a generation, GET /health_generate). A client sends ${options.rate} requests/s through the balancer during each whole \`pulumi up\` (every third streams; 24 tokens each). Beside each rollout, the same change on a single-host stack (its own simulated host).`,
+    `Three replicas on simulated hosts (simulated SGLang, weights load in ${options.load} s) behind HAProxy 2.6 (Debian bookworm's) on a simulated host of its own; health checks every 2 s (a generation, GET /health_generate). A client sends ${options.rate} requests/s through the balancer during each whole \`pulumi up\` (every third streams; 256 tokens each, about 1.3 s at the simulator's speed, so requests are in flight at every drain). Beside each rollout, the same change on a single-host stack (its own simulated host).`,
     "",
     "| rollout | budget | rollout s | single-host up s | rollout / (3 x single) | sent | completed | failed | cut | fewest replicas serving |",
     "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",

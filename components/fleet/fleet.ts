@@ -12,7 +12,7 @@ import { commandConnection, connectionOf, hostStep, ProgramError, SglangService 
 import { Ssh } from "../sglang-service/remote/ssh";
 import { bashCommand } from "../sglang-service/hostScript";
 import { renderUnit, sha256 } from "../sglang-service/render";
-import { frontendOf, parseServers, renderBalancerScript, renderBalancerStep, replicaDeployment, replicasOf, ServerState, standing } from "./render";
+import { urlHostPort, frontendOf, parseServers, renderBalancerScript, renderBalancerStep, replicaDeployment, replicasOf, ServerState, standing } from "./render";
 
 export interface SglangFleetArgs {
   deployment: Deployment;
@@ -23,8 +23,26 @@ export interface SglangFleetArgs {
 
 export const FLEET_TYPE = "dflash:fleet:Balancer";
 
-/** Seconds a balancer step may take beyond its own wait: its host commands and the SSH login. */
-const STEP_MARGIN_SECONDS = 60;
+/** Seconds a balancer step may take beyond its host commands' bounds: the SSH login and bash. */
+const STEP_MARGIN_SECONDS = 30;
+
+/**
+ * Pure: the longest each balancer step may take (host/balancer*.sh): its own wait plus every
+ * host command it runs, each bounded by timeouts.commandSeconds (a runtime API call by that
+ * and 2 s more): `show` two calls; `leave` the lock, two calls, a generation asked of each
+ * other replica, the drain and its save, and one more reading past its wait; `rejoin` the
+ * same without the others; the configuration eight commands (version, check, state, save,
+ * enable, reload, the API's answer).
+ */
+export function stepBounds(d: Deployment, replicas: number): { show: number; leave: number; rejoin: number; configure: number } {
+  const call = d.timeouts.commandSeconds + 2;
+  return {
+    show: 2 * call + STEP_MARGIN_SECONDS,
+    leave: d.timeouts.drainSeconds + (replicas + 6) * call + STEP_MARGIN_SECONDS,
+    rejoin: d.fleet!.loadBalancer.joinSeconds + 6 * call + STEP_MARGIN_SECONDS,
+    configure: 8 * call + STEP_MARGIN_SECONDS,
+  };
+}
 
 /** Pure: the rollout order (replica indices): those not serving in the balancer first, then the rest, each group in replica order. */
 export function rolloutOrder(standings: string[]): number[] {
@@ -35,7 +53,7 @@ export function rolloutOrder(standings: string[]): number[] {
 export class SglangFleet extends pulumi.ComponentResource {
   /** Where clients reach the fleet. */
   readonly endpoint: pulumi.Output<string>;
-  /** The replicas, in rollout order. */
+  /** The replicas, in replica order (host first). */
   readonly replicas: SglangService[];
   /** Each replica: its server name, host, unit hash and generation. */
   readonly summary: pulumi.Output<{ replica: string; host: string; unitHash: string; generation: number | null }[]>;
@@ -53,8 +71,9 @@ export class SglangFleet extends pulumi.ComponentResource {
 
     // The balancer as it stands now, for preview and for `up` (a replica a cut-short rollout
     // left drained is put back). A balancer host that cannot be read stops the run here.
+    const bounds = stepBounds(d, replicas.length);
     const shown = lbConn.apply(async (c) => {
-      const r = await Ssh.once(c, bashCommand(renderBalancerStep(d, "show"))).catch((e: Error) => {
+      const r = await Ssh.once(c, bashCommand(renderBalancerStep(d, "show")), bounds.show * 1000).catch((e: Error) => {
         throw new ProgramError(`stack ${stack}: the fleet's balancer host: ${e.message}`);
       });
       return parseServers(r.stdout);
@@ -68,7 +87,7 @@ export class SglangFleet extends pulumi.ComponentResource {
       const front = frontendOf(f);
       const lines = o.map((k, pos) => `  ${pos + 1}. ${replicas[k].server} (${replicas[k].address}:${replicas[k].port}): ${standing(servers?.find((s) => s.server === replicas[k].server))} in the balancer`);
       await pulumi.log.info(
-        `fleet of stack ${stack}: ${replicas.length} replicas behind HAProxy on ${lbHost.address} (clients: http://${front.address}:${front.port}); ` +
+        `fleet of stack ${stack}: ${replicas.length} replicas behind HAProxy on ${lbHost.address} (clients: http://${urlHostPort(front.address, front.port)}); ` +
           `${servers === null ? "HAProxy is not configured there yet; " : ""}` +
           `up rolls them in this order, ${f.maxUnavailable} at a time, never fewer than ${minHealthyOf(f)} serving:\n${lines.join("\n")}`,
         this,
@@ -80,7 +99,8 @@ export class SglangFleet extends pulumi.ComponentResource {
       `${name}-haproxy`,
       {
         connection: pulumi.all([shown, commandConnection(args.fleetKeys.loadBalancer, lbHost)]).apply(([, c]) => c),
-        ...hostStep(lbHost, `bash -s # HAProxy for the fleet of stack ${stack}`, renderBalancerScript(d, stack)),
+        // Bounded as a whole (@pulumi/command has no timeout of its own): each command in it is too.
+        ...hostStep(lbHost, `timeout -k 5 ${bounds.configure} bash -s # HAProxy for the fleet of stack ${stack}`, renderBalancerScript(d, stack)),
         addPreviousOutputInEnv: false,
       },
       { parent: this, additionalSecretOutputs: ["connection"] },
@@ -106,8 +126,9 @@ export class SglangFleet extends pulumi.ComponentResource {
         leave: bashCommand(renderBalancerStep(d, "leave", r.server, d.timeouts.drainSeconds)),
         join: bashCommand(renderBalancerStep(d, "rejoin", r.server, f.loadBalancer.joinSeconds)),
         show: bashCommand(renderBalancerStep(d, "show")),
-        leaveSeconds: d.timeouts.drainSeconds + STEP_MARGIN_SECONDS,
-        joinSeconds: f.loadBalancer.joinSeconds + STEP_MARGIN_SECONDS,
+        leaveSeconds: bounds.leave,
+        joinSeconds: bounds.rejoin,
+        showSeconds: bounds.show,
         peers: ps,
       }));
       const service = new SglangService(k === 0 ? "sglang" : `sglang-${r.server}`, {
@@ -119,7 +140,7 @@ export class SglangFleet extends pulumi.ComponentResource {
       services.push(service);
     });
     this.replicas = services;
-    this.endpoint = pulumi.output(`http://${frontendOf(f).address}:${frontendOf(f).port}`);
+    this.endpoint = pulumi.output(`http://${urlHostPort(frontendOf(f).address, frontendOf(f).port)}`);
     this.summary = pulumi.all(services.map((s) => pulumi.all([s.unitHash, s.generation]))).apply((rows) =>
       rows.map(([unitHash, generation], k) => ({ replica: replicas[k].server, host: replicas[k].address, unitHash, generation })),
     );

@@ -1,9 +1,10 @@
 // A client ledger: requests sent through the fleet's balancer at a fixed rate (open loop: a
 // slow answer never delays the next request), a share of them streaming, each outcome
-// recorded. What a user of the fleet sees during a rollout: `completed` (a whole answer: a
-// non-streaming one with its usage, a stream that ended with [DONE]), `failed` (an HTTP error,
-// or no connection), `cut` (a stream that began and ended without [DONE], or a body that broke
-// off). OpenAI-compatible chat completions; `ignore_eos` so every answer has its full length.
+// recorded. What a user of the fleet sees during a rollout: `completed` (a whole answer, its
+// usage saying all `maxTokens` tokens, streamed or not), `failed` (an HTTP error, or no
+// connection), `cut` (an answer that began and ended short: without [DONE], with fewer tokens,
+// or a body that broke off). OpenAI-compatible chat completions; `ignore_eos` so every answer
+// has its full length.
 
 export interface LedgerOptions {
   /** The balancer's URL, e.g. http://127.0.0.13:8080 */
@@ -62,7 +63,13 @@ async function one(o: LedgerOptions, stream: boolean): Promise<Pick<Outcome, "re
   } catch (e) {
     return { result: "cut", why: `the answer broke off: ${(e as Error).message}` };
   }
-  if (stream) return /^data: \[DONE\]$/m.test(body) ? { result: "completed" } : { result: "cut", why: `the stream ended without [DONE] after ${body.length} bytes` };
+  if (stream) {
+    if (!/^data: \[DONE\]$/m.test(body)) return { result: "cut", why: `the stream ended without [DONE] after ${body.length} bytes` };
+    // A server that aborts a stream still ends it with [DONE] (after an error chunk): only the
+    // whole length, in the usage chunk, is a completion.
+    const tokens = [...body.matchAll(/"completion_tokens":\s*(\d+)/g)].map((m) => Number(m[1])).at(-1);
+    return tokens === o.maxTokens ? { result: "completed" } : { result: "cut", why: `the stream ended with ${tokens ?? "no"} completion tokens of ${o.maxTokens}` };
+  }
   try {
     const j = JSON.parse(body) as { usage?: { completion_tokens?: number } };
     return j.usage?.completion_tokens === o.maxTokens ? { result: "completed" } : { result: "cut", why: `${j.usage?.completion_tokens ?? "no"} completion tokens of ${o.maxTokens}` };

@@ -9,6 +9,8 @@ export const BALANCER_PATHS = {
   config: "/etc/haproxy/haproxy.cfg",
   socket: "/run/haproxy/admin.sock",
   stateFile: "/var/lib/haproxy/dflash-server-state",
+  /** Held by a leave while it counts the others and drains (host/balancer-step.sh). */
+  lock: "/run/dflash-sglang-balancer.lock",
 } as const;
 
 /** The backend (and frontend) name in HAProxy's configuration. */
@@ -18,17 +20,28 @@ export const BACKEND = "sglang";
 export interface Replica {
   /** 1-based: replica 1 is the stack's `host`. */
   index: number;
-  /** HAProxy's server name: replica1, replica2, ... */
+  /** HAProxy's server name (serverName): replica-10.0.0.6, ... */
   server: string;
   address: string;
   /** The SGLang server's port (service.port). */
   port: number;
 }
 
+/**
+ * Pure: a replica's name in HAProxy (and of its resources), from where it is: a replica keeps
+ * its name, its saved state and its resources when others are added, removed or reordered
+ * (a name by position would hand one replica's resources, whose delete tears a unit down, to
+ * another). Characters HAProxy's names do not take become "_"; the SSH port is added where it
+ * is not 22 (two replicas may share an address).
+ */
+export function serverName(host: { address: string; port: number }): string {
+  return `replica-${host.address.replace(/[^A-Za-z0-9.-]/g, "_")}${host.port === 22 ? "" : `-p${host.port}`}`;
+}
+
 /** Pure: the fleet's replicas, `host` first, each serving on service.port. */
 export function replicasOf(d: Deployment): Replica[] {
   if (!d.fleet) return [];
-  return [d.host, ...d.fleet.replicas].map((h, k) => ({ index: k + 1, server: `replica${k + 1}`, address: h.address, port: d.service.port }));
+  return [d.host, ...d.fleet.replicas].map((h, k) => ({ index: k + 1, server: serverName(h), address: h.address, port: d.service.port }));
 }
 
 /**
@@ -49,18 +62,25 @@ export function frontendOf(f: Fleet): { address: string; port: number } {
   return { address: f.loadBalancer.listenAddress ?? f.loadBalancer.host.address, port: f.loadBalancer.port };
 }
 
-/** An address as HAProxy's `bind` and `server` lines take it (IPv6 in brackets is not HAProxy's form). */
+/** An address and port as HAProxy's `bind` and `server` lines take them (an IPv6 address bare: the last colon ends it). */
 function hostPort(address: string, port: number): string {
   return `${address.replace(/^\[(.*)\]$/, "$1")}:${port}`;
+}
+
+/** Pure: an address and port in a URL (an IPv6 address in brackets). */
+export function urlHostPort(address: string, port: number): string {
+  const bare = address.replace(/^\[(.*)\]$/, "$1");
+  return bare.includes(":") ? `[${bare}]:${port}` : `${bare}:${port}`;
 }
 
 /**
  * Pure: HAProxy's configuration for the fleet. Deterministic (a preview shows only real
  * changes). Requests are balanced per request to the replica with the fewest (`leastconn`:
  * generations differ in length by orders of magnitude); a replica receives requests only while
- * its health check, a one-token generation (`/health_generate`, which SGLang answers 503 while
- * loading and draining), passes. A connection refused (a replica that just went down) is tried
- * on another one (`option redispatch`, `retries`: HAProxy retries only where nothing was sent).
+ * its health check, a one-token generation (`/health_generate`: SGLang refuses connections
+ * while it loads, and answers 503 until warmed up and while it drains), passes. A connection
+ * refused (a replica that just went down) is retried, the last retry on another replica
+ * (`retries 3`, `option redispatch`: HAProxy retries only where nothing was sent).
  * Responses, streamed ones included, pass through as they come (HAProxy buffers no body, and
  * `http-no-delay` keeps it from holding small writes back to merge them).
  */
@@ -140,7 +160,7 @@ export function renderBalancerStep(d: Deployment, action: BalancerAction, server
   return renderHostScript({
     about: [`dflash-sglang: the fleet's balancer, ${action}${server ? ` ${server}` : ""}.`],
     set: "-uo pipefail",
-    values: { ...common(d), action, backend: BACKEND, server, min_healthy: minHealthyOf(f), wait_seconds: Math.ceil(waitSeconds), poll: (d.timeouts.pollMs / 1000).toFixed(3) },
+    values: { ...common(d), action, backend: BACKEND, server, min_healthy: minHealthyOf(f), wait_seconds: Math.ceil(waitSeconds), poll: (d.timeouts.pollMs / 1000).toFixed(3), lock_file: BALANCER_PATHS.lock },
     files: ["balancer-api.sh", "balancer-servers.sh", "balancer-step.sh"],
     component: { folder: "fleet", renderer: "render.ts" },
   });

@@ -15,5 +15,6 @@ api() {
 save_server_state() {
   local out
   out=$(api "show servers state") || return 1
-  printf '%s\n' "$out" >"$state_file.tmp" && mv -f "$state_file.tmp" "$state_file"
+  printf '%s\n' "$out" >"$state_file.tmp.$$" && mv -f "$state_file.tmp.$$" "$state_file"
 }
+

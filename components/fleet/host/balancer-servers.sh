@@ -1,10 +1,12 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2154 # the values (backend, server) come from the rendered header (components/fleet/render.ts)
 # dflash-sglang: the balancer's servers as the fleet's steps read them, through the runtime API
 # (host/balancer-api.sh `api`, which comes first).
 
 # servers BACKEND: one line per server of BACKEND, joined from `show servers state` (its
 # operational and administrative state) and `show stat` (its sessions and its check):
 #   NAME ADDR:PORT op=N admin=N scur=N qcur=N status=TEXT check=TEXT
+# (an IPv6 ADDR in brackets, as a URL takes it).
 # op: 0 stopped, 1 starting, 2 running, 3 stopping; admin: a bit mask (1, 2, 4, 32, 64: in
 # maintenance; 8, 16: draining; 0: ready). Status 1 when HAProxy did not answer.
 servers() {
@@ -13,7 +15,7 @@ servers() {
   stats=$(api "show stat") || return 1
   awk -v be="$1" '
     FNR == 1 { file++ }
-    file == 1 && $0 !~ /^#/ && NF >= 7 && $2 == be { addr[$4] = $5 ":" $19; op[$4] = $6; admin[$4] = $7; order[++n] = $4 }
+    file == 1 && $0 !~ /^#/ && NF >= 7 && $2 == be { a = $5; if (a ~ /:/) a = "[" a "]"; addr[$4] = a ":" $19; op[$4] = $6; admin[$4] = $7; order[++n] = $4 }
     file == 2 && /^# / { sub(/^# /, ""); split($0, h, ","); for (i in h) col[h[i]] = i; next }
     file == 2 && col["pxname"] {
       split($0, f, ",")
@@ -36,4 +38,12 @@ serving() {
   admin=$(sed -n 's/.* admin=\([0-9]*\) .*/\1/p' <<<"$1")
   status=$(sed -n 's/.* status=\([^ ]*\) .*/\1/p' <<<"$1")
   [ "$op" = 2 ] && [ "$admin" = 0 ] && [[ "$status" == UP* ]]
+}
+
+# set_state STATE: `set server $backend/$server state STATE`; status 1 when HAProxy did not
+# answer or answered anything (it answers a change it made with nothing, a refusal in words).
+set_state() {
+  local out
+  out=$(api "set server $backend/$server state $1") || return 1
+  [ -z "${out//[[:space:]]/}" ] || { printf '%s\n' "$out"; return 1; }
 }

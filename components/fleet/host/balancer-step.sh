@@ -21,6 +21,10 @@ show)
   printf '%s\n' "$out"
   ;;
 leave)
+  # One leave at a time on this balancer (maxUnavailable > 1 runs several): the count of the
+  # others and the drain are one step, so two replicas cannot each count the other as serving.
+  exec 9>"$lock_file" || { echo "FAILED: cannot open $lock_file on $balancer"; exit 1; }
+  flock -w "$command_seconds" 9 || { echo "FAILED: another replica's leave held the balancer's lock ($lock_file) for $command_seconds s; nothing was changed"; exit 1; }
   all=$(servers "$backend") || { echo "FAILED: HAProxy on $balancer does not answer on its runtime API ($socket)"; exit 1; }
   mine=$(awk -v s="$server" '$1 == s' <<<"$all")
   [ -n "$mine" ] || { echo "FAILED: HAProxy on $balancer has no server $server in backend $backend"; exit 1; }
@@ -41,8 +45,9 @@ leave)
     fi
     echo "@@others serving $count: ${names[*]}"
   fi
-  api "set server $backend/$server state drain" >/dev/null || { echo "FAILED: HAProxy on $balancer did not take 'set server $backend/$server state drain'"; exit 1; }
+  set_state drain || { echo "FAILED: HAProxy on $balancer did not take 'set server $backend/$server state drain'"; exit 1; }
   save_server_state || true
+  flock -u 9
   start=$SECONDS
   while :; do
     mine=$(line_of)
@@ -56,7 +61,7 @@ leave)
   done
   ;;
 rejoin)
-  api "set server $backend/$server state ready" >/dev/null || { echo "FAILED: HAProxy on $balancer did not take 'set server $backend/$server state ready'"; exit 1; }
+  set_state ready || { echo "FAILED: HAProxy on $balancer did not take 'set server $backend/$server state ready'"; exit 1; }
   save_server_state || true
   start=$SECONDS
   while :; do

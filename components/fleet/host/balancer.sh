@@ -38,8 +38,9 @@ else
     exit 1
   fi
 fi
-# The runtime API answers once the (new) process serves; bounded.
-for _ in $(seq 1 $((command_seconds * 4))); do
+# The runtime API answers once the (new) process serves; bounded (each try by command_seconds too).
+start=$SECONDS
+while [ $((SECONDS - start)) -lt "$command_seconds" ]; do
   api "show info" >/dev/null 2>&1 && { echo "@@balancer $how $major.$minor"; exit 0; }
   sleep 0.25
 done

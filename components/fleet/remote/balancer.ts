@@ -21,9 +21,10 @@ export interface BalancerSteps {
   /** The longest each may take, seconds (its own wait plus the host commands' bounds). */
   leaveSeconds: number;
   joinSeconds: number;
-  /** host/balancer-step.sh rendered for `show` (reads only). */
+  /** host/balancer-step.sh rendered for `show` (reads only), and the longest it may take. */
   show: string;
-  /** Every replica of the fleet, in rollout order, with what it should run: for the account a failure gives. */
+  showSeconds: number;
+  /** Every replica of the fleet, in replica order (host first), with what it should run: for the account a failure gives. */
   peers: { server: string; connection: Connection; unitName: string; unitHash: string }[];
 }
 
@@ -33,7 +34,7 @@ export interface BalancerSteps {
  * and which were not touched. A replica that cannot be read says so; this never throws.
  */
 export async function fleetAccount(b: BalancerSteps): Promise<string> {
-  const shown = await step(b, b.show, 60).catch(() => undefined);
+  const shown = await step(b, b.show, b.showSeconds).catch(() => undefined);
   const servers = shown ? parseServers(shown.stdout) : undefined;
   const lines = await Promise.all(
     b.peers.map(async (p) => {
@@ -103,7 +104,7 @@ export async function rejoinAfter<T>(b: BalancerSteps, label: string, urn: strin
       (line) => `${line}, on what it runs after the failure above (its known-good configuration where it rolled back)`,
       (j: Error) => `${b.server} could not rejoin: ${j.message}`,
     );
-    throw new Error(`${why}\n${label}: ${back}. The rollout stopped here: the replicas after it were not touched.\n${await fleetAccount(b)}\nFix the configuration and run \`pulumi up\` again: it resumes from the replicas that do not run it.`);
+    throw new Error(`${why}\n${label}: ${back}. The rollout stopped here: no replica after it in the order leaves the balancer.\n${await fleetAccount(b)}\nFix the configuration and run \`pulumi up\` again: it resumes from the replicas that do not run it.`);
   }
   if (rejoinOnSuccess) await joinBalancer(b, label, urn);
   return result;

@@ -13,7 +13,7 @@ export { applyGroupRestart } from "./group-restart";
 export type { GroupRestartInputs } from "./group-restart";
 import { exitWithEngine } from "./engine-watch";
 import { ConfiguredNodes, NodeConnection, nodesFromConfig } from "../config";
-import { BalancerSteps, rejoinAfter } from "../../fleet/remote/balancer";
+import { BalancerSteps, leaveBalancer, rejoinAfter } from "../../fleet/remote/balancer";
 
 exitWithEngine();
 
@@ -271,6 +271,10 @@ export const SSH_HICCUP_SECONDS = 15;
 export async function applyReady(i: ReadyInputs): Promise<ReadyOutputs> {
   if (!i.balancer) return proveReady(i);
   const b = i.balancer;
+  // Out of the balancer first, here too: readiness restarts a replica itself where the last
+  // attempt rolled back or the program found it running something else, and a replica already
+  // out (its restart step left) is not checked against minHealthy again.
+  await leaveBalancer(b, i.target.label, i.target.urn);
   return rejoinAfter(b, i.target.label, i.target.urn, () => proveReady(i));
 }
 

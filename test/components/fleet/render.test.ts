@@ -7,7 +7,7 @@ import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { ConfigError, parseDeployment, minHealthyOf } from "../../../components/sglang-service/schema";
-import { frontendOf, parseServers, renderHaproxyConfig, replicaDeployment, replicasOf, standing } from "../../../components/fleet/render";
+import { frontendOf, parseServers, renderHaproxyConfig, replicaDeployment, replicasOf, serverName, standing, urlHostPort } from "../../../components/fleet/render";
 import { rolloutOrder } from "../../../components/fleet/fleet";
 import { testStackConfig } from "../sglang-service/stackConfig";
 
@@ -40,9 +40,14 @@ test("HAProxy's configuration: one backend of the replicas, checks that generate
   assert.equal(renderHaproxyConfig(parseDeployment(withFleet(FLEET), "fleet-test"), "fleet-test"), text);
 });
 
-test("replicas: host is replica 1; each listens on its own address unless the listen address is a wildcard", () => {
+test("replicas: host is replica 1, each named by its address; each listens on its own address unless the listen address is a wildcard", () => {
   const d = parseDeployment(withFleet(FLEET), "fleet-test");
-  assert.deepEqual(replicasOf(d).map((r) => [r.server, r.address]), [["replica1", base.host && (base.host as { address: string }).address], ["replica2", "10.0.0.6"], ["replica3", "10.0.0.7"]]);
+  const first = (base.host as { address: string }).address;
+  assert.deepEqual(replicasOf(d).map((r) => [r.server, r.address]), [[`replica-${first}`, first], ["replica-10.0.0.6", "10.0.0.6"], ["replica-10.0.0.7", "10.0.0.7"]]);
+  // Names come from where a replica is (not its place in the list), HAProxy's characters only.
+  assert.equal(serverName({ address: "fd00::6", port: 2222 }), "replica-fd00__6-p2222");
+  assert.equal(urlHostPort("fd00::6", 8080), "[fd00::6]:8080");
+  assert.equal(urlHostPort("10.0.0.9", 8080), "10.0.0.9:8080");
   assert.equal(replicaDeployment(d, 2).host.address, "10.0.0.7");
   assert.equal(replicaDeployment(d, 2).service.listenAddress, "10.0.0.7");
   assert.equal(replicaDeployment(d, 2).fleet, undefined);

@@ -26,7 +26,7 @@ servers_are() {
   for line in "$@"; do
     read -r name op admin scur status <<<"$line"
     i=$((i + 1))
-    echo "3 sglang $i $name 127.0.0.1$i $op $admin 1 1 9 6 3 4 6 0 0 0 - 30000 - 0 0 - - 0" >>states
+    echo "3 sglang $i $name ${ADDRESS_PREFIX:-127.0.0.1}$i $op $admin 1 1 9 6 3 4 6 0 0 0 - 30000 - 0 0 - - 0" >>states
     echo "sglang,$name,0,$scur,$status,L7OK" >>stats
   done
   echo "sglang,BACKEND,0,0,UP," >>stats
@@ -36,7 +36,7 @@ servers_are() {
 step() {
   (
     socket=$BATS_TEST_TMPDIR/admin.sock state_file=$BATS_TEST_TMPDIR/server-state command_seconds=2
-    balancer=127.0.0.9:22 action=$1 backend=sglang server=${2:-} min_healthy=${MIN_HEALTHY:-2} wait_seconds=${WAIT:-3} poll=0.01
+    lock_file=$BATS_TEST_TMPDIR/lock balancer=127.0.0.9:22 action=$1 backend=sglang server=${2:-} min_healthy=${MIN_HEALTHY:-2} wait_seconds=${WAIT:-3} poll=0.01
     # shellcheck source=../../../../components/fleet/host/balancer-api.sh
     source "$FLEET_HOST_DIR/balancer-api.sh"
     # shellcheck source=../../../../components/fleet/host/balancer-servers.sh
@@ -55,7 +55,7 @@ step() {
           [ "${#rows[@]}" -gt 0 ] && servers_are "${rows[@]}"
         fi
         ;;
-      "set server"*) ;;
+      "set server"*) [ -z "${SET_ANSWER:-}" ] || echo "$SET_ANSWER" ;;
       *) return 1 ;;
       esac
     }
@@ -131,4 +131,29 @@ step() {
   WAIT=1 run step rejoin replica1
   [ "$status" -eq 8 ]
   [[ "$output" == *"has not passed in 1 s"*"replica1 127.0.0.11:30000 op=0 admin=0"* ]]
+}
+
+@test "show: an IPv6 replica's address in brackets, as a URL takes it" {
+  ADDRESS_PREFIX=fd00::1 servers_are "replica1 2 0 0 UP"
+  run step show
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = "replica1 [fd00::11]:30000 op=2 admin=0 scur=0 qcur=0 status=UP check=L7OK" ]
+}
+
+@test "leave: HAProxy refusing the drain (an answer in words) fails the step" {
+  servers_are "replica1 0 0 0 DOWN" "replica2 2 0 0 UP"
+  SET_ANSWER="No such server." run step leave replica1
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"No such server."*"did not take 'set server sglang/replica1 state drain'"* ]]
+}
+
+@test "leave: another leave holding the balancer's lock keeps this one from counting and draining" {
+  servers_are "replica1 2 0 0 UP" "replica2 2 0 0 UP" "replica3 2 0 0 UP"
+  (flock 9 && sleep 5) 9>lock &
+  sleep 0.3
+  run step leave replica1
+  kill %1 2>/dev/null || true
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"held the balancer's lock"*"nothing was changed"* ]]
+  ! grep -q "^set server" api.log
 }

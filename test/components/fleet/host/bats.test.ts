@@ -1,6 +1,6 @@
 // The balancer steps' bash tests (balancer-step.bats) run in `npm test`, and they can fail: a
-// copy of components/fleet/host/ with the minHealthy check, the wait for HAProxy's sessions or
-// the wait for the rejoin's check taken out makes them fail.
+// copy of components/fleet/host/ with the minHealthy check, the lock, the wait for HAProxy's
+// sessions, the wait for the rejoin's check or the check of HAProxy's answer taken out makes them fail.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
@@ -23,11 +23,18 @@ const MUTANTS: [string, string, string][] = [
   ["others are counted without asking them to generate", 'if timeout -k 2 "$command_seconds" curl', "if true || curl"],
   ["the leave does not wait for HAProxy's sessions to end", 'if [ "${scur:-x}" = 0 ] && [ "${qcur:-x}" = 0 ]; then', "if true; then"],
   ["the rejoin does not wait for the check to pass", 'if serving "$mine"; then echo "@@joined', 'if true; then echo "@@joined'],
+  ["two leaves count and drain at once", 'flock -w "$command_seconds" 9 ||', "true ||"],
 ];
 
-for (const [what, from, to] of MUTANTS) {
-  test(`a mutant of the balancer steps fails the bash tests: ${what}`, () => {
-    const dir = mutated(FLEET_HOST_DIR, "balancer-step.sh", from, to);
+/** The same for balancer-servers.sh. */
+const SERVER_MUTANTS: [string, string, string][] = [
+  ["HAProxy's refusal of a state change goes unnoticed", '[ -z "${out//[[:space:]]/}" ] ||', "true ||"],
+  ["an IPv6 address is not bracketed", 'if (a ~ /:/) a = "[" a "]";', ""],
+];
+
+for (const [file, what, from, to] of [...MUTANTS.map((m) => ["balancer-step.sh", ...m]), ...SERVER_MUTANTS.map((m) => ["balancer-servers.sh", ...m])]) {
+  test(`a mutant of the balancer steps (${file}) fails the bash tests: ${what}`, () => {
+    const dir = mutated(FLEET_HOST_DIR, file, from, to);
     try {
       const r = bats([FILE], { DFLASH_FLEET_HOST_DIR: dir });
       assert.notEqual(r.code, 0, `the mutant (${what}) passed every bash test:\n${r.tap}`);
