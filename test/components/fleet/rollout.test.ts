@@ -136,16 +136,19 @@ test("a new configuration rolls one replica at a time with clients sending throu
   assert.deepEqual(routed, { replica1: [], replica2: [], replica3: [] });
 });
 
+/** A host's journal entries (journalctl ARGS) since `since` (ms): when, and the message. */
+async function journalSince(h: hosts.HostInfo, args: string, since: number): Promise<{ at: number; text: string }[]> {
+  const r = await hosts.ssh(h, `journalctl ${args} --since @${Math.floor(since / 1000)} -o json --output-fields=MESSAGE --no-pager`);
+  return r.stdout
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { MESSAGE: string; __REALTIME_TIMESTAMP: string })
+    .map((e) => ({ at: Number(e.__REALTIME_TIMESTAMP) / 1000, text: String(e.MESSAGE) }));
+}
+
 /** Per replica: the requests HAProxy's log shows it routed there between the old server's SIGTERM and its successor's start (after `since`). */
 async function routedWhileRestarting(since: number): Promise<Record<string, string[]>> {
-  const journal = async (h: hosts.HostInfo, args: string) => {
-    const r = await hosts.ssh(h, `journalctl ${args} --since @${Math.floor(since / 1000)} -o json --output-fields=MESSAGE --no-pager`);
-    return r.stdout
-      .split("\n")
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as { MESSAGE: string; __REALTIME_TIMESTAMP: string })
-      .map((e) => ({ at: Number(e.__REALTIME_TIMESTAMP) / 1000, text: String(e.MESSAGE) }));
-  };
+  const journal = (h: hosts.HostInfo, args: string) => journalSince(h, args, since);
   // HAProxy's accept date, [06/Dec/2026:02:43:44.083] (the hosts' clock is UTC).
   const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
   const requests = (await journal(hs[3], "-t haproxy"))
@@ -239,4 +242,26 @@ test("a replica that serves nothing is rolled first (preview shows the order), t
   assert.deepEqual(left.filter((e, k) => left.indexOf(e) === k), ["replica3", "replica1", "replica2"]);
   assert.deepEqual(await budgets(), [8, 8, 8]);
   assert.deepEqual(await balancer(), { replica1: "serving", replica2: "serving", replica3: "serving" });
+});
+
+test("a replica removed from the list leaves HAProxy's configuration, then its unit is drained and removed; the others stay as they are", async () => {
+  const since = Date.now();
+  const before = await Promise.all(hs.slice(0, 2).map(async (h) => (await hosts.ssh(h, "systemctl show -p MainPID --value sglang-k26.service")).stdout.trim()));
+  ws.setStackConfig(STACK, "fleet", { replicas: [entry(hs[1])], loadBalancer: { host: entry(hs[3]), port: 8080, checkSeconds: 0.5 } });
+  const stack = await ws.stack(STACK);
+  const report = await underLoad(async () => {
+    const up = await stack.up();
+    assert.equal(up.summary.result, "succeeded");
+  });
+  clean(report);
+  assert.deepEqual(await balancer(), { replica1: "serving", replica2: "serving" });
+  // Replica 3's unit is gone; replicas 1 and 2 were not restarted (names by address: nothing moved).
+  assert.equal((await hosts.ssh(hs[2], "test -e /etc/systemd/system/sglang-k26.service")).code, 1);
+  const after = await Promise.all(hs.slice(0, 2).map(async (h) => (await hosts.ssh(h, "systemctl show -p MainPID --value sglang-k26.service")).stdout.trim()));
+  assert.deepEqual(after, before);
+  // HAProxy reloaded without it before its server heard its SIGTERM.
+  const reloaded = (await journalSince(hs[3], "-u haproxy.service", since)).find((e) => /^Reloaded /.test(e.text));
+  const sigterm = (await journalSince(hs[2], "-u sglang-k26.service", since)).find((e) => /SIGTERM received/.test(e.text));
+  assert.ok(reloaded && sigterm, `no reload of HAProxy (${reloaded?.text}) or no SIGTERM of replica 3's server (${sigterm?.text}) in their journals`);
+  assert.ok(reloaded.at < sigterm.at, `replica 3's server was stopped ${((reloaded.at - sigterm.at) / 1000).toFixed(1)} s before HAProxy's configuration left it out`);
 });
