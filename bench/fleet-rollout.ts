@@ -131,7 +131,7 @@ async function main(owned: OwnedHosts): Promise<void> {
   const errorLines = upError.split("\n");
   const halted = errorLines.findIndex((l) => /The rollout stopped here/.test(l));
   const list = errorLines.slice(halted + 2);
-  const listEnd = list.findIndex((l) => !/^\s+- replica\d/.test(l));
+  const listEnd = list.findIndex((l) => !/^\s+- replica-/.test(l));
   const account = halted < 0 ? ["(no account of the fleet in the error)"] : [errorLines[halted].trim(), errorLines[halted + 1].trim(), ...list.slice(0, listEnd < 0 ? list.length : listEnd).map((l) => `  ${l.trim()}`)];
   say(`crash: up failed; budgets now ${afterCrash.budgets.join(", ")} (before ${before.join(", ")}); ${crashReport.failed} failed, ${crashReport.cut} cut; after the fix ${afterFix.budgets.join(", ")}`);
 
