@@ -50,6 +50,9 @@ interface Rollout {
   /** The fewest replicas HAProxy called serving, sampled each second during the rollout. */
   fewestServing: number;
   serving: number[];
+  /** Summed over the replicas, whole seconds as the steps reported them: the rejoins' waits for two passing checks, the leaves' waits for HAProxy's sessions. */
+  rejoinSeconds: number;
+  leaveSeconds: number;
 }
 
 async function main(owned: OwnedHosts): Promise<void> {
@@ -99,12 +102,17 @@ async function main(owned: OwnedHosts): Promise<void> {
         await new Promise((r) => setTimeout(r, 1000));
       }
     })();
-    const rolloutSeconds = await timed(() => fleet.up());
+    let out = "";
+    const rolloutSeconds = await timed(() => fleet.up({ onOutput: (t) => (out += t) }));
+    // Where the time beyond the restarts goes, as the steps said it: each rejoin's wait for its checks, each leave's for HAProxy's sessions.
+    const said = (re: RegExp) => [...new Set([...out.matchAll(re)].map((m) => `${m[1]} ${m[2]}`))].reduce((a, x) => a + Number(x.split(" ")[1]), 0);
+    const rejoinSeconds = said(/(replica-\S+) is back in the balancer and serving \(its health check passed after (\d+) s\)/g);
+    const leaveSeconds = said(/(replica-\S+) left the balancer; HAProxy holds no request for it \((\d+) s\)/g);
     sampling = false;
     await sampler;
     const report = await ledger.stop();
     const fewestServing = Math.min(...serving);
-    rollouts.push({ budget, rolloutSeconds, singleHostSeconds, ledger: report, fewestServing, serving });
+    rollouts.push({ budget, rolloutSeconds, singleHostSeconds, ledger: report, fewestServing, serving, rejoinSeconds, leaveSeconds });
     say(`rollout ${i + 1} (budget ${budget}): ${rolloutSeconds.toFixed(1)} s (single host ${singleHostSeconds.toFixed(1)} s); ${report.completed}/${report.sent} completed, ${report.failed} failed, ${report.cut} cut; fewest serving ${fewestServing}`);
   }
 
@@ -148,9 +156,11 @@ async function main(owned: OwnedHosts): Promise<void> {
     `Command: \`npm run fleet -- --runs ${options.runs} --rate ${options.rate} --load ${options.load}\` (bench/fleet-rollout.ts), ${new Date().toISOString().slice(0, 16)} UTC, on this 2-core machine.`,
     `Three replicas on simulated hosts (simulated SGLang, weights load in ${options.load} s) behind HAProxy 2.6 (Debian bookworm's) on a simulated host of its own; health checks every 2 s (a generation, GET /health_generate). A client sends ${options.rate} requests/s through the balancer during each whole \`pulumi up\` (every third streams; 256 tokens each, about 1.3 s at the simulator's speed, so requests are in flight at every drain). Beside each rollout, the same change on a single-host stack (its own simulated host).`,
     "",
-    "| rollout | budget | rollout s | single-host up s | rollout / (3 x single) | sent | completed | failed | cut | fewest replicas serving |",
-    "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ...rollouts.map((r, i) => `| ${i + 1} | ${r.budget} | ${r.rolloutSeconds.toFixed(1)} | ${r.singleHostSeconds.toFixed(1)} | ${(r.rolloutSeconds / (3 * r.singleHostSeconds)).toFixed(2)} | ${r.ledger.sent} | ${r.ledger.completed} | ${r.ledger.failed} | ${r.ledger.cut} | ${r.fewestServing} |`),
+    "| rollout | budget | rollout s | single-host up s | rollout / (3 x single) | leaves' waits s | rejoins' waits s | sent | completed | failed | cut | fewest replicas serving |",
+    "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ...rollouts.map((r, i) => `| ${i + 1} | ${r.budget} | ${r.rolloutSeconds.toFixed(1)} | ${r.singleHostSeconds.toFixed(1)} | ${(r.rolloutSeconds / (3 * r.singleHostSeconds)).toFixed(2)} | ${r.leaveSeconds} | ${r.rejoinSeconds} | ${r.ledger.sent} | ${r.ledger.completed} | ${r.ledger.failed} | ${r.ledger.cut} | ${r.fewestServing} |`),
+    "",
+    "The waits are whole seconds as the steps reported them, summed over the three replicas (a leave waits for HAProxy's sessions to the replica to end; a rejoin for two passing checks, 2 s apart). The rest of the difference from three single-host changes is not broken down here (among it: each balancer step's SSH login, the minHealthy check's generations, and the engine running the replicas' steps one after another).",
     "",
     `Median (min-max) of ${rollouts.length}: rollout ${fmt(roll)} s, single-host up ${fmt(one)} s, ratio ${fmt(ratio, 2)}. All rollouts: ${total("sent")} requests sent, ${total("completed")} completed, **${total("failed")} failed, ${total("cut")} cut**.`,
     "",
