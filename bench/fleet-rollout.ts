@@ -18,7 +18,7 @@ import { parseDeployment } from "../components/sglang-service/schema";
 import { bashCommand } from "../components/sglang-service/hostScript";
 import { parseServers, renderBalancerStep, standing } from "../components/fleet/render";
 import { LedgerReport, startLedger } from "../components/fleet/ledger";
-import { summarize, Summary } from "./stats";
+import { summarize, Summary, timed } from "./stats";
 import { option, parseCommandOrExit, positiveInteger, positiveNumber, setUp, flag } from "../lib/cli";
 
 const { options } = parseCommandOrExit("npm run fleet --", {
@@ -35,12 +35,6 @@ const { options } = parseCommandOrExit("npm run fleet --", {
 const STACK = "fleet";
 const BUDGETS = [16, 8];
 const NAMES = ["r1", "r2", "r3", "lb", "single"].map((n) => `fleetbench-${n}`);
-
-async function timed(fn: () => Promise<unknown>): Promise<number> {
-  const t = Date.now();
-  await fn();
-  return (Date.now() - t) / 1000;
-}
 
 interface Rollout {
   budget: number;

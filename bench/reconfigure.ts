@@ -13,7 +13,7 @@ import { runWithHosts, type OwnedHosts } from "../simhost/owned-hosts";
 import { REPO_ROOT } from "../lib/pulumi-env";
 import { readRepoStackConfig, simHostConfig, simWorkspace } from "../lib/workspace";
 import { checkoutRevision } from "../lib/checkout";
-import { summarize, Summary } from "./stats";
+import { summarize, Summary, timed } from "./stats";
 import { listOf, nonNegativeNumber, option, parseCommandOrExit, positiveInteger, positiveNumber, text } from "../lib/cli";
 
 const { options } = parseCommandOrExit("npx tsx bench/reconfigure.ts", {
@@ -34,12 +34,6 @@ const WARMUP = 0.5;
 const CONFIGS = ["b8t4-w2048", "b16t4-w2048"];
 /** A git revision to measure side by side with this checkout (e.g. the version before a change). */
 const BASELINE = options.baseline ?? "";
-
-async function timed(fn: () => Promise<unknown>): Promise<number> {
-  const t = Date.now();
-  await fn();
-  return (Date.now() - t) / 1000;
-}
 
 interface Variant {
   name: string;

@@ -149,8 +149,8 @@ step() {
 
 @test "leave: another leave holding the balancer's lock keeps this one from counting and draining" {
   servers_are "replica1 2 0 0 UP" "replica2 2 0 0 UP" "replica3 2 0 0 UP"
-  (flock 9 && sleep 5) 9>lock &
-  sleep 0.3
+  (flock 9 && touch locked && sleep 5) 9>lock &
+  until [ -e locked ]; do sleep 0.01; done
   run step leave replica1
   kill %1 2>/dev/null || true
   [ "$status" -eq 1 ]
