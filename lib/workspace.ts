@@ -199,6 +199,7 @@ export function leanStack(stack: Stack): Stack {
       });
     };
   }
+  for (const op of ["up", "preview", "refresh", "destroy"] as const) logOperation(stack, op);
   // runPulumiCmd: the workspace's own way to run the CLI (its environment, PULUMI_HOME, folder).
   const ws = stack.workspace as unknown as { stackOutputs: LocalWorkspace["stackOutputs"]; runPulumiCmd(args: string[]): Promise<{ stdout: string }> };
   ws.stackOutputs = async (name: string) => {
@@ -211,6 +212,30 @@ export function leanStack(stack: Stack): Stack {
   return stack;
 }
 const LEAN = Symbol("lean");
+
+/**
+ * With DFLASH_OP_LOG set to a file, each operation of a stack appends one JSON line to it: the
+ * program that ran it (a test file), the operation, when it started and its seconds. A
+ * measurement aid (bench/results/test-time.md counts the engine's operations per test file
+ * with it); nothing reads it otherwise.
+ */
+function logOperation(stack: Stack, op: "up" | "preview" | "refresh" | "destroy"): void {
+  const file = process.env.DFLASH_OP_LOG;
+  if (!file) return;
+  const original = (stack[op] as (...a: unknown[]) => Promise<unknown>).bind(stack);
+  (stack as unknown as Record<string, unknown>)[op] = async (...args: unknown[]) => {
+    const started = Date.now();
+    let ok = false;
+    try {
+      const r = await original(...args);
+      ok = true;
+      return r;
+    } finally {
+      const line = { program: path.relative(REPO_ROOT, process.argv[1] ?? "?"), op, stack: stack.name, started: new Date(started).toISOString(), seconds: (Date.now() - started) / 1000, ok };
+      fs.appendFileSync(file, JSON.stringify(line) + "\n");
+    }
+  };
+}
 
 export function simWorkspace(stacks: Record<string, Record<string, unknown>>, opts: WorkspaceOptions = {}): SimWorkspace {
   const dir = opts.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), "dflash-ws-"));
