@@ -22,6 +22,9 @@ import { parseFaults } from "./sim/faults";
 /** The repository root (simhost/ lives directly under it). */
 const REPO_ROOT = path.resolve(__dirname, "..");
 
+/** The host's one host key: sshd is configured with it alone (10-simhost.conf). */
+const HOST_KEY = "/etc/ssh/ssh_host_ed25519_key";
+
 export const STATE_ROOT = "/run/dflash-simhost";
 const ADDRESSES_DIR = path.join(STATE_ROOT, "addresses");
 const SSH_PORT = 22;
@@ -286,7 +289,7 @@ export function renderHostTree(p: HostTreeParams): HostEntry[] {
     file("/etc/hosts", `127.0.0.1\tlocalhost\n${p.address}\t${p.name}\n`),
     { kind: "dir", path: "/root/.ssh", mode: 0o700 },
     file("/root/.ssh/authorized_keys", `${p.clientPublicKey.trim()}\n`, 0o600),
-    file("/etc/ssh/sshd_config.d/10-simhost.conf", [`ListenAddress ${p.address}`, ...(p.sudoers === undefined ? ["PermitRootLogin prohibit-password"] : [`ListenAddress ${p.address}:${ROOT_PORT}`, "PermitRootLogin no"]), "PasswordAuthentication no", "UseDNS no", ""].join("\n")),
+    file("/etc/ssh/sshd_config.d/10-simhost.conf", [`ListenAddress ${p.address}`, `HostKey ${HOST_KEY}`, ...(p.sudoers === undefined ? ["PermitRootLogin prohibit-password"] : [`ListenAddress ${p.address}:${ROOT_PORT}`, "PermitRootLogin no"]), "PasswordAuthentication no", "UseDNS no", ""].join("\n")),
     file("/usr/local/bin/nvidia-smi", '#!/bin/sh\nexec /usr/local/bin/node /opt/dflash-sim/nvidia-smi.js "$@"\n', 0o755),
     file(`${sitePackages}/sglang/__init__.py`, ""),
     // execv keeps the PID, so systemd's MainPID is the simulator itself.
@@ -555,10 +558,17 @@ function writeHostTree(merged: string, entries: HostEntry[]): void {
   }
 }
 
-/** Fresh host keys for this host; returns its ed25519 public key line. */
+/**
+ * A fresh ed25519 host key for this host; returns its public key line. Only that type:
+ * `ssh-keygen -A` also made an RSA 3072 key, about 0.5 s of CPU per host start, for a key the
+ * tools here never pin.
+ */
 function makeHostKeys(merged: string): string {
-  run("ssh-keygen", ["-A", "-f", merged]);
-  const [type, key] = fs.readFileSync(path.join(merged, "etc/ssh/ssh_host_ed25519_key.pub"), "utf8").trim().split(/\s+/);
+  const file = path.join(merged, HOST_KEY);
+  fs.rmSync(file, { force: true });
+  fs.rmSync(`${file}.pub`, { force: true });
+  run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "", "-f", file]);
+  const [type, key] = fs.readFileSync(`${file}.pub`, "utf8").trim().split(/\s+/);
   return `${type} ${key}`;
 }
 
