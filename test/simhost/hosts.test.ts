@@ -79,7 +79,7 @@ describe("pure parts", () => {
       assert.ok(e && e.kind === "file", `${p} is rendered`);
       return e.content;
     };
-    assert.equal(content("/etc/ssh/sshd_config.d/10-simhost.conf"), "ListenAddress 127.0.0.42\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nUseDNS no\n");
+    assert.equal(content("/etc/ssh/sshd_config.d/10-simhost.conf"), "ListenAddress 127.0.0.42\nHostKey /etc/ssh/ssh_host_ed25519_key\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nUseDNS no\n");
     assert.match(content("/usr/local/lib/python3.13/dist-packages/sglang/launch_server.py"), /os\.execv\("\/usr\/local\/bin\/node"/);
     assert.equal(content("/etc/dflash-sim/gpus.json"), '{"count":4,"memoryMiB":1000}\n');
     assert.equal(content("/etc/dflash-sim/sglang.json"), '{"a":2,"b":1}\n');
@@ -99,7 +99,7 @@ describe("pure parts", () => {
       kind: "file",
       path: "/etc/ssh/sshd_config.d/10-simhost.conf",
       mode: 0o644,
-      content: "ListenAddress 127.0.0.42\nListenAddress 127.0.0.42:2201\nPermitRootLogin no\nPasswordAuthentication no\nUseDNS no\n",
+      content: "ListenAddress 127.0.0.42\nHostKey /etc/ssh/ssh_host_ed25519_key\nListenAddress 127.0.0.42:2201\nPermitRootLogin no\nPasswordAuthentication no\nUseDNS no\n",
     });
     // Last of the drop-ins: a Match block lasts to the end of its file.
     assert.equal(entries.filter((e) => e.path.startsWith("/etc/ssh/sshd_config.d/")).map((e) => e.path).sort().pop(), "/etc/ssh/sshd_config.d/99-simhost-root-port.conf");
