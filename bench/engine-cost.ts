@@ -6,14 +6,16 @@
 // Run: npx tsx bench/engine-cost.ts [--runs 7]
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { execFileSync, spawn } from "node:child_process";
+import type { Stack } from "@pulumi/pulumi/automation";
 import { runWithHosts, type OwnedHosts } from "../simhost/owned-hosts";
 import { REPO_ROOT } from "../lib/pulumi-env";
-import { readRepoStackConfig, simHostConfig, simWorkspace } from "../lib/workspace";
-import { summarize, Summary } from "./stats";
+import { readRepoStackConfig, simHostConfig, simWorkspace, type SimWorkspace } from "../lib/workspace";
+import { summarize, Summary, timed } from "./stats";
 import { option, parseCommandOrExit, positiveInteger } from "../lib/cli";
 
 const { options } = parseCommandOrExit("npx tsx bench/engine-cost.ts", {
-  summary: "Measures a no-op `pulumi up` and `pulumi preview` of one stack on a simulated host, with and without\nNode.js's compile cache, taking turns. Writes bench/results/engine-cost.{json,md}.",
+  summary: "Measures a no-op `pulumi up` and `pulumi preview` of one stack on a simulated host, with and without\nNode.js's compile cache, taking turns; then `npx pulumi preview` through the project's wrapper, with the\ntoolchain checked by its stat record and hashed. Writes bench/results/engine-cost.{json,md}.",
   options: {
     runs: option({ type: positiveInteger, placeholder: "N", description: "operations of each kind measured per variant", default: "7" }),
   },
@@ -24,17 +26,30 @@ const VARIANTS = [
   { name: "no compile cache", env: { NODE_DISABLE_COMPILE_CACHE: "1" } as Record<string, string> },
 ];
 
-async function seconds(fn: () => Promise<unknown>): Promise<number> {
-  const t = Date.now();
-  await fn();
-  return (Date.now() - t) / 1000;
+const seconds = timed;
+
+/** The toolchain folders whose files ensure.sh checks (they hold SHA256SUMS). */
+function toolchainRecords(env: Record<string, string>): string[] {
+  const bin = execFileSync("bash", [path.join(REPO_ROOT, "toolchain", "ensure.sh")], { env, encoding: "utf8" }).trim();
+  const cache = path.dirname(path.dirname(bin));
+  return path.basename(path.dirname(bin)).split("+").map((d) => path.join(cache, d, "SHA256SUMS.stat"));
+}
+
+/** `npx pulumi preview` as a user types it in the project folder, run on the workspace's stack. */
+function wrapperPreview(ws: { dir: string; env: Record<string, string> }, stack: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn("npx", ["pulumi", "-C", ws.dir, "preview", "--stack", stack, "--non-interactive"], { cwd: REPO_ROOT, env: ws.env, stdio: ["ignore", "ignore", "pipe"] });
+    let err = "";
+    child.stderr.on("data", (d: Buffer) => (err += d));
+    child.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`npx pulumi preview exited ${code}: ${err}`))));
+  });
 }
 
 const fmt = (s: Summary) => `${s.median.toFixed(2)} (${s.min.toFixed(2)}-${s.max.toFixed(2)})`;
 
 async function main(owned: OwnedHosts): Promise<void> {
   const started = new Date().toISOString();
-  const setups = [];
+  const setups: { name: string; env: Record<string, string>; ws: SimWorkspace; stack: Stack; up: number[]; preview: number[] }[] = [];
   for (const [i, v] of VARIANTS.entries()) {
     const host = await owned.start(`cost-${i}-${process.pid}`, { sglang: { profile: "ddtree-fork", loadSeconds: 2, warmupSeconds: 0.5 } });
     const ws = simWorkspace({ bench: { ...readRepoStackConfig("b8t4-w2048"), ...simHostConfig(host), "dflash-sglang:safety": { stableSeconds: 0 }, "dflash-sglang:benchmark": { enabled: false } } });
@@ -44,6 +59,7 @@ async function main(owned: OwnedHosts): Promise<void> {
     await stack.up(); // one no-op to fill the cache, not measured
     setups.push({ ...v, ws, stack, up: [] as number[], preview: [] as number[] });
   }
+  const wrapper = { recorded: [] as number[], hashed: [] as number[] };
   try {
     for (let r = 0; r < options.runs; r++) {
       // Turns alternate which variant goes first.
@@ -53,12 +69,26 @@ async function main(owned: OwnedHosts): Promise<void> {
         process.stderr.write(`${s.name}: run ${r + 1}/${options.runs}: no-op up ${s.up.at(-1)!.toFixed(2)} s, preview ${s.preview.at(-1)!.toFixed(2)} s\n`);
       }
     }
+    // The user's command, through the wrapper, on the first workspace.
+    const records = toolchainRecords(setups[0].ws.env);
+    await wrapperPreview(setups[0].ws, "bench"); // fills the stat record, not measured
+    for (let r = 0; r < options.runs; r++) {
+      for (const hashed of r % 2 ? [true, false] : [false, true]) {
+        if (hashed) for (const f of records) fs.rmSync(f, { force: true });
+        (hashed ? wrapper.hashed : wrapper.recorded).push(await seconds(() => wrapperPreview(setups[0].ws, "bench")));
+        process.stderr.write(`npx pulumi preview, toolchain ${hashed ? "hashed" : "checked by its stat record"}: run ${r + 1}/${options.runs}: ${(hashed ? wrapper.hashed : wrapper.recorded).at(-1)!.toFixed(2)} s\n`);
+      }
+    }
   } finally {
     for (const s of setups) s.ws.cleanup();
   }
   const rows = setups.map((s) => ({ variant: s.name, noopUp: summarize(s.up), preview: summarize(s.preview) }));
+  const wrapperRows = [
+    { variant: "toolchain checked by its stat record (as shipped)", preview: summarize(wrapper.recorded) },
+    { variant: "toolchain hashed on every command (before a7d8a77)", preview: summarize(wrapper.hashed) },
+  ];
   const out = path.join(REPO_ROOT, "bench", "results");
-  fs.writeFileSync(path.join(out, "engine-cost.json"), JSON.stringify({ started, runs: options.runs, rows }, null, 2) + "\n");
+  fs.writeFileSync(path.join(out, "engine-cost.json"), JSON.stringify({ started, runs: options.runs, rows, wrapper: wrapperRows }, null, 2) + "\n");
   const [on, off] = rows;
   fs.writeFileSync(
     path.join(out, "engine-cost.md"),
@@ -75,6 +105,14 @@ async function main(owned: OwnedHosts): Promise<void> {
       ...rows.map((r) => `| ${r.variant} | ${fmt(r.noopUp)} | ${fmt(r.preview)} |`),
       "",
       `With the cache / without, on the medians: no-op up ${(on.noopUp.median / off.noopUp.median).toFixed(3)}, preview ${(on.preview.median / off.preview.median).toFixed(3)}.`,
+      "",
+      "The command a user types in the project folder, `npx pulumi preview` (scripts/pulumi.sh: toolchain/ensure.sh, scripts/pulumi-guard.ts, then the CLI), on the first workspace's stack, taking turns:",
+      "",
+      "| variant | `npx pulumi preview` s |",
+      "|---|---:|",
+      ...wrapperRows.map((r) => `| ${r.variant} | ${fmt(r.preview)} |`),
+      "",
+      `As shipped / hashed, on the medians: ${(wrapperRows[0].preview.median / wrapperRows[1].preview.median).toFixed(3)} (${(wrapperRows[1].preview.median - wrapperRows[0].preview.median).toFixed(2)} s less per command).`,
       "",
     ].join("\n"),
   );
