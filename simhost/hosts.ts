@@ -913,9 +913,9 @@ async function stopHost(name: string): Promise<void> {
   const pid = readPid(name);
   if (pid !== null && isOurNspawn(pid, name)) {
     // The host is thrown away: its power is cut (every process of its cgroups killed at once),
-    // not shut down in order. An orderly shutdown drained each simulated SGLang server (up to
-    // SGLang's 5 s watchdog period) and cost the host's systemd-shutdown about 0.75 s of CPU,
-    // for a disk deleted next. reboot({ kind: "clean" }) is the orderly shutdown.
+    // not shut down in order. An orderly shutdown first drained each simulated SGLang server
+    // (up to SGLang's 5 s watchdog period) and stopped every unit, for a disk deleted next.
+    // reboot({ kind: "clean" }) is the orderly shutdown.
     await cutPower(name);
     if (!(await waitForExit(pid, STOP_DEADLINE_MS))) {
       if (isOurNspawn(pid, name)) signalIfAlive(pid, "SIGKILL");
