@@ -28,12 +28,18 @@ cd "$root"
 dflash_node_env
 # Node's compile cache (node-env.sh) keeps an entry per file path, and every temporary clone
 # (the README walkthrough's, a benchmark's baseline) adds its own: past 256 MB it starts again.
-# Only the project's own folder; one the user chose is theirs.
+# Only the project's own folder; one the user chose is theirs. Other Node.js processes may be
+# writing to it meanwhile (`npm test` runs five files at once): it is renamed away first (one
+# step; a process that still writes there writes into the renamed folder), then removed as far
+# as it can be; a failure to prune is no failure of the set-up.
 compile_cache=$(dflash_compile_cache)
 if [ -n "$compile_cache" ] && [ "${NODE_COMPILE_CACHE:-}" = "$compile_cache" ] && [ -d "$compile_cache" ] &&
   [ "$(du -sm "$compile_cache" 2>/dev/null | cut -f1)" -gt 256 ]; then
-  rm -rf "$compile_cache"
+  pruned="$compile_cache.pruned.$$"
+  if mv "$compile_cache" "$pruned" 2>/dev/null; then rm -rf "$pruned" 2>/dev/null || true; fi
 fi
+# Pruned folders another set-up could not remove whole (a writer was still in them).
+find "$(dirname "${compile_cache:-/nonexistent/x}")" -maxdepth 1 -name 'node-compile-cache.pruned.*' -mmin +10 -exec rm -rf {} + 2>/dev/null || true
 # npm dependencies, and `npx pulumi` in this folder linked to the pinned CLI with the
 # project's defaults (scripts/pulumi.sh).
 ./scripts/npm-deps.sh

@@ -38,6 +38,11 @@ const PREFIX = "dflash-ssh-";
 const OWNED = /^dflash-ssh-(\d+)\.(\d+)-[A-Za-z0-9]{6}$/;
 /** `dflash-ssh-XXXXXX`: an earlier version's folder, with the private key in `id`. */
 const EARLIER = /^dflash-ssh-[A-Za-z0-9]{6}$/;
+/**
+ * An earlier version's folder changed this recently may belong to a run of that version going on
+ * now (an upgrade test runs one beside this version). A day: longer than any of its operations.
+ */
+const EARLIER_GRACE_MS = 24 * 3600 * 1000;
 const AGENT_SOCKET = "agent";
 const AGENT_PID_FILE = "agent.pid";
 /** The multiplexing master's socket (ssh.ts). */
@@ -146,7 +151,8 @@ function runTool(cmd: string, args: string[], env: NodeJS.ProcessEnv, input: str
  * Removes the connection folders in `tmp` whose owner is gone: this version's (the owner's PID
  * and start time are in the name), after ending its agent and its multiplexing master if they
  * still run, and earlier versions' (`dflash-ssh-XXXXXX`, holding the private key as `id`) that
- * no running process names on its command line (their ssh clients and master all do). Only
+ * no running process names on its command line (their ssh clients and master all do) and that
+ * were not modified for a day (EARLIER_GRACE_MS). Only
  * folders of this user; a folder it cannot judge (no /proc) stays.
  */
 export async function sweepLeftovers(tmp: string): Promise<void> {
@@ -169,6 +175,10 @@ export async function sweepLeftovers(tmp: string): Promise<void> {
       await endLeftMaster(dir);
       fs.rmSync(dir, { recursive: true, force: true });
     } else if (EARLIER.test(name)) {
+      // An earlier version's run names its folder only while one of its ssh processes runs:
+      // between two of them (and before its first) the folder looks unowned. Only one that
+      // not modified for EARLIER_GRACE_MS is a killed run's.
+      if (Date.now() - st.mtimeMs < EARLIER_GRACE_MS) continue;
       commandLines ??= runningCommandLines();
       if (commandLines === undefined || commandLines.some((line) => line.includes(dir))) continue;
       fs.rmSync(dir, { recursive: true, force: true });

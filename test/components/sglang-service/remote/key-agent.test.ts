@@ -139,15 +139,21 @@ test("a provider killed with SIGKILL mid-call leaves no file holding the private
   }
 });
 
-test("the next process's first connection removes what a killed one left and earlier versions' key folders, not a live owner's", { timeout: 180_000 }, async () => {
+test("the next process's first connection removes what a killed one left and earlier versions' key folders untouched for a day, not a live owner's", { timeout: 180_000 }, async () => {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "sshkey-sweep-"));
-  // An earlier version's folder (the key as `id`) whose process is gone, and one whose ssh still runs.
+  // An earlier version's folder (the key as `id`) whose process is gone, one whose ssh still
+  // runs, and one made just now that no process names yet (a run of that version between two
+  // ssh processes: kept). The first two were last changed two days ago.
   const earlierDead = path.join(tmp, "dflash-ssh-Dead01");
   const earlierLive = path.join(tmp, "dflash-ssh-Live01");
-  for (const dir of [earlierDead, earlierLive]) {
+  const earlierFresh = path.join(tmp, "dflash-ssh-Frsh01");
+  for (const dir of [earlierDead, earlierLive, earlierFresh]) {
     fs.mkdirSync(dir, { mode: 0o700 });
     fs.writeFileSync(path.join(dir, "id"), privateKey, { mode: 0o600 });
   }
+  const twoDaysAgo = new Date(Date.now() - 2 * 24 * 3600 * 1000);
+  for (const dir of [earlierDead, earlierLive]) fs.utimesSync(dir, twoDaysAgo, twoDaysAgo);
+
   const liveUser = spawn(process.execPath, ["-e", "process.stdin.resume()", "--", "-i", path.join(earlierLive, "id")], { stdio: ["pipe", "ignore", "ignore"] });
   // A folder of this layout whose owner (this test) runs.
   const ticks = fs.readFileSync("/proc/self/stat", "utf8").split(") ")[1].split(" ")[19];
@@ -158,8 +164,8 @@ test("the next process's first connection removes what a killed one left and ear
     const next = startChild("connect", tmp);
     assert.equal(await next.exited, 0, next.stderr());
     const left = fs.readdirSync(tmp).filter((n) => n.startsWith("dflash-ssh-")).sort();
-    assert.deepEqual(left, [path.basename(earlierLive), path.basename(ownedLive)].sort(), "only the folders whose owner runs are left");
-    assert.deepEqual(filesHoldingKey([tmp]), [path.join(earlierLive, "id")]);
+    assert.deepEqual(left, [path.basename(earlierFresh), path.basename(earlierLive), path.basename(ownedLive)].sort(), "only the folders whose owner runs, or may run, are left");
+    assert.deepEqual(filesHoldingKey([tmp]).sort(), [path.join(earlierFresh, "id"), path.join(earlierLive, "id")].sort());
     // Its agent and its multiplexing master were told to end: await it, whatever it takes.
     await until("the killed child's agent and ssh master to end", () => processesNaming(tmp).every((p) => p.startsWith(`${liveUser.pid} `)));
   } finally {
