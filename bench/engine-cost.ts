@@ -35,10 +35,15 @@ function toolchainRecords(env: Record<string, string>): string[] {
   return path.basename(path.dirname(bin)).split("+").map((d) => path.join(cache, d, "SHA256SUMS.stat"));
 }
 
-/** `npx pulumi preview` as a user types it in the project folder, run on the workspace's stack. */
+/**
+ * `npx pulumi preview` as a user types it in the project folder, run on the workspace's stack:
+ * from a shell whose PATH lacks the toolchain (the workspace's first entry), as a user's does, so
+ * that ensure.sh checks its own cached build (a pinned `pulumi` already on PATH is used as it is).
+ */
 function wrapperPreview(ws: { dir: string; env: Record<string, string> }, stack: string): Promise<void> {
+  const env = { ...ws.env, PATH: ws.env.PATH.split(":").slice(1).join(":") };
   return new Promise((resolve, reject) => {
-    const child = spawn("npx", ["pulumi", "-C", ws.dir, "preview", "--stack", stack, "--non-interactive"], { cwd: REPO_ROOT, env: ws.env, stdio: ["ignore", "ignore", "pipe"] });
+    const child = spawn("npx", ["pulumi", "-C", ws.dir, "preview", "--stack", stack, "--non-interactive"], { cwd: REPO_ROOT, env, stdio: ["ignore", "ignore", "pipe"] });
     let err = "";
     child.stderr.on("data", (d: Buffer) => (err += d));
     child.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`npx pulumi preview exited ${code}: ${err}`))));
