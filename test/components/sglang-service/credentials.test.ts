@@ -16,6 +16,7 @@ import { execFileSync } from "node:child_process";
 import * as hosts from "../../../simhost/hosts";
 import { readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../../lib/workspace";
 import { hostShell } from "../../support/hostShell";
+import { until } from "../../support/localSim";
 import { sudoersFor } from "../../../components/sglang-service/become";
 
 const HOST = `credentials-${process.pid}`;
@@ -100,7 +101,10 @@ test("a new key file, a new host key and a new SSH user (deploy, through sudo), 
   assert.equal(refresh.summary.result, "succeeded");
   // The program's own read, then the readiness provider's (its connection check and its read):
   // the provider too takes the SSH user and how it becomes root from the configuration.
-  assert.ok((await sudoRuns()) >= 3, `refresh read the host as root through sudo, as the configuration says now (sudo ran ${await sudoRuns()} command(s))`);
+  // sudo's log lines reach the journal after its command has run: under load the last one can
+  // come a moment after refresh returns (a whole run, five files at once, read 2 right after it).
+  const threeRuns = await until("sudo's third journal line", async () => ((await sudoRuns()) >= 3 ? true : undefined), 15_000).catch(() => false);
+  assert.ok(threeRuns, `refresh read the host as root through sudo, as the configuration says now (sudo ran ${await sudoRuns()} command(s))`);
   const up = await stack.up();
   assert.equal(up.summary.result, "succeeded");
   assert.equal(await mainPid(), pid, "new credentials alone restart nothing");
