@@ -176,8 +176,8 @@ export async function sweepLeftovers(tmp: string): Promise<void> {
       fs.rmSync(dir, { recursive: true, force: true });
     } else if (EARLIER.test(name)) {
       // An earlier version's run names its folder only while one of its ssh processes runs:
-      // between two of them (and before its first) the folder looks unowned. Only one that
-      // not modified for EARLIER_GRACE_MS is a killed run's.
+      // between two of them (and before its first) the folder looks unowned. Only one
+      // unmodified for EARLIER_GRACE_MS is a killed run's.
       if (Date.now() - st.mtimeMs < EARLIER_GRACE_MS) continue;
       commandLines ??= runningCommandLines();
       if (commandLines === undefined || commandLines.some((line) => line.includes(dir))) continue;
