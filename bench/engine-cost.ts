@@ -26,8 +26,6 @@ const VARIANTS = [
   { name: "no compile cache", env: { NODE_DISABLE_COMPILE_CACHE: "1" } as Record<string, string> },
 ];
 
-const seconds = timed;
-
 /** The toolchain folders whose files ensure.sh checks (they hold SHA256SUMS). */
 function toolchainRecords(env: Record<string, string>): string[] {
   const bin = execFileSync("bash", [path.join(REPO_ROOT, "toolchain", "ensure.sh")], { env, encoding: "utf8" }).trim();
@@ -69,8 +67,8 @@ async function main(owned: OwnedHosts): Promise<void> {
     for (let r = 0; r < options.runs; r++) {
       // Turns alternate which variant goes first.
       for (const s of r % 2 ? [...setups].reverse() : setups) {
-        s.up.push(await seconds(() => s.stack.up()));
-        s.preview.push(await seconds(() => s.stack.preview()));
+        s.up.push(await timed(() => s.stack.up()));
+        s.preview.push(await timed(() => s.stack.preview()));
         process.stderr.write(`${s.name}: run ${r + 1}/${options.runs}: no-op up ${s.up.at(-1)!.toFixed(2)} s, preview ${s.preview.at(-1)!.toFixed(2)} s\n`);
       }
     }
@@ -80,7 +78,7 @@ async function main(owned: OwnedHosts): Promise<void> {
     for (let r = 0; r < options.runs; r++) {
       for (const hashed of r % 2 ? [true, false] : [false, true]) {
         if (hashed) for (const f of records) fs.rmSync(f, { force: true });
-        (hashed ? wrapper.hashed : wrapper.recorded).push(await seconds(() => wrapperPreview(setups[0].ws, "bench")));
+        (hashed ? wrapper.hashed : wrapper.recorded).push(await timed(() => wrapperPreview(setups[0].ws, "bench")));
         process.stderr.write(`npx pulumi preview, toolchain ${hashed ? "hashed" : "checked by its stat record"}: run ${r + 1}/${options.runs}: ${(hashed ? wrapper.hashed : wrapper.recorded).at(-1)!.toFixed(2)} s\n`);
       }
     }
