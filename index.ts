@@ -34,6 +34,6 @@ export const benchmark = bench?.result ?? null;
 export const benchmarkTakenAt = bench?.takenAt ?? null;
 export const benchmarkResultsPath = bench?.resultsPath ?? null;
 export const configuration = bench?.configuration ?? null;
-// A fleet only (absent otherwise): where clients reach it, and each replica's unit and generation.
-export const fleetEndpoint = fleet?.endpoint;
-export const fleetReplicas = fleet?.summary;
+// A fleet only (null otherwise): where clients reach it, and each replica's unit and generation.
+export const fleetEndpoint = fleet?.endpoint ?? null;
+export const fleetReplicas = fleet?.summary ?? null;

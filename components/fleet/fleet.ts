@@ -12,6 +12,7 @@ import { commandConnection, connectionOf, hostStep, ProgramError, SglangService 
 import { Ssh } from "../sglang-service/remote/ssh";
 import { bashCommand } from "../sglang-service/hostScript";
 import { renderUnit, sha256 } from "../sglang-service/render";
+import { startDynamicProviders } from "../sglang-service/provider";
 import { urlHostPort, frontendOf, parseServers, renderBalancerScript, renderBalancerStep, replicaDeployment, replicasOf, ServerState, standing } from "./render";
 
 export interface SglangFleetArgs {
@@ -60,6 +61,7 @@ export class SglangFleet extends pulumi.ComponentResource {
 
   constructor(name: string, args: SglangFleetArgs, opts: pulumi.ComponentResourceOptions = {}) {
     super(FLEET_TYPE, name, {}, opts);
+    startDynamicProviders();
     const d = args.deployment;
     const f = d.fleet;
     if (!f) throw new Error("SglangFleet: the deployment has no fleet");

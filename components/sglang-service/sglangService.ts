@@ -18,7 +18,7 @@ import { Deployment } from "./schema";
 import { expectedServerArgs, gpuIndices, gpusPerNode, launchArgs, launchFlags, localServerUrl, renderUnit, secretPaths, SecretPresence, sha256, shellQuote, usesCredentials } from "./render";
 import { helperScripts, groupFinishSeconds, groupPrepareSeconds, renderPreflightScript, renderStageRemoval, renderStageScript, renderTransaction, secretFileOrder, transactionInput, transactionPath } from "./script";
 import type { StackSecrets } from "./config";
-import { GroupRestart, PROVIDER_VERSION, Presence, Ready } from "./provider";
+import { GroupRestart, PROVIDER_VERSION, Presence, Ready, startDynamicProviders } from "./provider";
 import { describeHostChange, hostRunsOf, readLiveUnit } from "./remote/observe";
 import { asSshUser } from "./become";
 import { NoRootAccess } from "./remote/ssh";
@@ -132,6 +132,7 @@ export class SglangService extends pulumi.ComponentResource {
 
   constructor(name: string, args: SglangServiceArgs, opts: pulumi.ComponentResourceOptions = {}) {
     super(COMPONENT_TYPE, name, {}, opts);
+    startDynamicProviders();
     const d = args.deployment;
     const stack = pulumi.getStack();
     const label = `${d.service.unitName} (stack ${stack})`;
