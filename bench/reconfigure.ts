@@ -60,6 +60,7 @@ async function main(owned: OwnedHosts): Promise<void> {
     for (const load of LOADS) {
       const ups = variants.map(() => [] as number[]);
       const phases = variants.map((): Record<string, number[]> => ({ drainSeconds: [], stopSeconds: [], gpuReleaseSeconds: [], loadToReadySeconds: [] }));
+      const rest = variants.map(() => [] as number[]);
       for (const v of variants) {
         hosts.configure(v.host.name, JSON.stringify({ loadSeconds: load }));
         hosts.fault(v.host.name, JSON.stringify({ gpuReleaseDelaySeconds: RELEASE }));
@@ -72,6 +73,8 @@ async function main(owned: OwnedHosts): Promise<void> {
           let outputs: Record<string, { value: any }> = {};
           ups[k].push(await timed(async () => (outputs = (await stack.up()).outputs)));
           for (const p of Object.keys(phases[k])) phases[k][p].push(outputs.restartTimings.value[p]);
+          // The rest of the up's wall time: the engine, SSH, the steps' own checks and waits.
+          rest[k].push(ups[k][ups[k].length - 1] - Object.keys(phases[k]).reduce((sum, p) => sum + outputs.restartTimings.value[p], 0));
           process.stderr.write(`${v.name}: load ${load} s run ${r + 1}/${RUNS}: up ${ups[k][ups[k].length - 1].toFixed(1)} s ${JSON.stringify(outputs.restartTimings.value)}\n`);
         }
       }
@@ -82,7 +85,7 @@ async function main(owned: OwnedHosts): Promise<void> {
           releaseSeconds: RELEASE,
           upSeconds: summarize(ups[k]),
           ratio: summarize(ups[k].map((u) => u / unavoidable)),
-          phases: Object.fromEntries(Object.entries(phases[k]).map(([p, x]) => [p, summarize(x)])),
+          phases: { ...Object.fromEntries(Object.entries(phases[k]).map(([p, x]) => [p, summarize(x)])), restSeconds: summarize(rest[k]) },
         });
       }
     }
@@ -120,11 +123,13 @@ async function main(owned: OwnedHosts): Promise<void> {
     "(the post-ready stability window, a deliberate wait of its own: it adds exactly that many seconds).",
     ...(BASELINE ? ["", `Both versions ran in the same process, each on its own simulated host, taking turns run by run: the baseline is \`${BASELINE}\`.`] : []),
     "",
-    "| load s | version | up wall s | ratio | drain s | old process gone s | GPU release s | load-to-ready s |",
-    "|---:|---|---:|---:|---:|---:|---:|---:|",
+    "The phases are the stack's restartTimings: drain (SIGTERM to the main process's exit: SGLang's own drain, which notices the signal at its watchdog's next 5 s tick), old process gone (the rest of its group), GPU release, load to ready (start to a real generation served). The rest: the up's wall time less the phases (the engine, SSH, the steps' own checks).",
+    "",
+    "| load s | version | up wall s | ratio | drain s | old process gone s | GPU release s | load-to-ready s | the rest s |",
+    "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
     ...LOADS.flatMap((_, i) => variants.map((v) => {
       const r = v.results[i];
-      return `| ${r.loadSeconds} | ${v.name} | ${fmt(r.upSeconds)} | ${fmt(r.ratio, 3)} | ${fmt(r.phases.drainSeconds)} | ${fmt(r.phases.stopSeconds)} | ${fmt(r.phases.gpuReleaseSeconds)} | ${fmt(r.phases.loadToReadySeconds)} |`;
+      return `| ${r.loadSeconds} | ${v.name} | ${fmt(r.upSeconds)} | ${fmt(r.ratio, 3)} | ${fmt(r.phases.drainSeconds)} | ${fmt(r.phases.stopSeconds)} | ${fmt(r.phases.gpuReleaseSeconds)} | ${fmt(r.phases.loadToReadySeconds)} | ${fmt(r.phases.restSeconds)} |`;
     })),
     "",
     "Engine fixed cost (nothing to change), median (min-max) of " + Math.max(RUNS, 5) + " runs:",
