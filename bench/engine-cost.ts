@@ -12,18 +12,20 @@ import { runWithHosts, type OwnedHosts } from "../simhost/owned-hosts";
 import { REPO_ROOT } from "../lib/pulumi-env";
 import { readRepoStackConfig, simHostConfig, simWorkspace, type SimWorkspace } from "../lib/workspace";
 import { summarize, Summary, timed } from "./stats";
-import { option, parseCommandOrExit, positiveInteger } from "../lib/cli";
+import { option, parseCommandOrExit, positiveInteger, text } from "../lib/cli";
+import { checkoutRevision } from "../lib/checkout";
 
 const { options } = parseCommandOrExit("npx tsx bench/engine-cost.ts", {
   summary: "Measures a no-op `pulumi up` and `pulumi preview` of one stack on a simulated host, with and without\nNode.js's compile cache, taking turns; then `npx pulumi preview` through the project's wrapper, with the\ntoolchain checked by its stat record and hashed. Writes bench/results/engine-cost.{json,md}.",
   options: {
     runs: option({ type: positiveInteger, placeholder: "N", description: "operations of each kind measured per variant", default: "7" }),
+    baseline: option({ type: text, placeholder: "REV", description: "a git revision to measure beside this checkout (both with the compile cache), instead of the cache's own effect" }),
   },
 });
 
-const VARIANTS = [
-  { name: "compile cache (as shipped)", env: {} as Record<string, string> },
-  { name: "no compile cache", env: { NODE_DISABLE_COMPILE_CACHE: "1" } as Record<string, string> },
+const VARIANTS: { name: string; env: Record<string, string>; root?: string }[] = [
+  { name: "compile cache (as shipped)", env: {} },
+  { name: "no compile cache", env: { NODE_DISABLE_COMPILE_CACHE: "1" } },
 ];
 
 /** The toolchain folders whose files ensure.sh checks (they hold SHA256SUMS). */
@@ -53,9 +55,11 @@ const fmt = (s: Summary) => `${s.median.toFixed(2)} (${s.min.toFixed(2)}-${s.max
 async function main(owned: OwnedHosts): Promise<void> {
   const started = new Date().toISOString();
   const setups: { name: string; env: Record<string, string>; ws: SimWorkspace; stack: Stack; up: number[]; preview: number[] }[] = [];
-  for (const [i, v] of VARIANTS.entries()) {
+  const baseline = options.baseline ? checkoutRevision(options.baseline) : undefined;
+  const variants = baseline ? [{ name: `baseline ${options.baseline}`, env: {}, root: baseline.root }, { name: "this checkout", env: {} }] : VARIANTS;
+  for (const [i, v] of variants.entries()) {
     const host = await owned.start(`cost-${i}-${process.pid}`, { sglang: { profile: "ddtree-fork", loadSeconds: 2, warmupSeconds: 0.5 } });
-    const ws = simWorkspace({ bench: { ...readRepoStackConfig("b8t4-w2048"), ...simHostConfig(host), "dflash-sglang:safety": { stableSeconds: 0 }, "dflash-sglang:benchmark": { enabled: false } } });
+    const ws = simWorkspace({ bench: { ...readRepoStackConfig("b8t4-w2048"), ...simHostConfig(host), "dflash-sglang:safety": { stableSeconds: 0 }, "dflash-sglang:benchmark": { enabled: false } } }, { projectRoot: v.root });
     Object.assign(ws.env, v.env);
     const stack = await ws.stack("bench");
     await stack.up(); // the first deploy, not measured
@@ -72,6 +76,7 @@ async function main(owned: OwnedHosts): Promise<void> {
         process.stderr.write(`${s.name}: run ${r + 1}/${options.runs}: no-op up ${s.up.at(-1)!.toFixed(2)} s, preview ${s.preview.at(-1)!.toFixed(2)} s\n`);
       }
     }
+    if (baseline) return writeBaseline(started, setups);
     // The user's command, through the wrapper, on the first workspace.
     const records = toolchainRecords(setups[0].ws.env);
     await wrapperPreview(setups[0].ws, "bench"); // fills the stat record, not measured
@@ -84,6 +89,7 @@ async function main(owned: OwnedHosts): Promise<void> {
     }
   } finally {
     for (const s of setups) s.ws.cleanup();
+    baseline?.remove();
   }
   const rows = setups.map((s) => ({ variant: s.name, noopUp: summarize(s.up), preview: summarize(s.preview) }));
   const wrapperRows = [
@@ -120,6 +126,33 @@ async function main(owned: OwnedHosts): Promise<void> {
     ].join("\n"),
   );
   process.stdout.write(fs.readFileSync(path.join(out, "engine-cost.md"), "utf8"));
+}
+
+/** --baseline: the two checkouts' operations, side by side. */
+function writeBaseline(started: string, setups: { name: string; up: number[]; preview: number[] }[]): void {
+  const rows = setups.map((s) => ({ variant: s.name, noopUp: summarize(s.up), preview: summarize(s.preview) }));
+  const out = path.join(REPO_ROOT, "bench", "results");
+  fs.writeFileSync(path.join(out, "engine-cost-baseline.json"), JSON.stringify({ started, runs: options.runs, baseline: options.baseline, rows }, null, 2) + "\n");
+  const [base, head] = rows;
+  fs.writeFileSync(
+    path.join(out, "engine-cost-baseline.md"),
+    [
+      "# The engine's fixed cost of one operation, against an earlier revision",
+      "",
+      `Command: \`npx tsx bench/engine-cost.ts --runs ${options.runs} --baseline ${options.baseline}\` (${started}).`,
+      "",
+      `One stack (b8t4-w2048, benchmark off) on a simulated host, nothing to change; a checkout of ${options.baseline} and this one, each on its own host and workspace, both with Node.js's compile cache, taking turns operation by operation.`,
+      `Median (min-max) of ${options.runs} operations, in seconds of wall time as the Automation API's caller sees them.`,
+      "",
+      "| version | no-op `pulumi up` s | `pulumi preview` s |",
+      "|---|---:|---:|",
+      ...rows.map((r) => `| ${r.variant} | ${fmt(r.noopUp)} | ${fmt(r.preview)} |`),
+      "",
+      `This checkout / the baseline, on the medians: no-op up ${(head.noopUp.median / base.noopUp.median).toFixed(3)} (${(base.noopUp.median - head.noopUp.median).toFixed(2)} s less), preview ${(head.preview.median / base.preview.median).toFixed(3)} (${(base.preview.median - head.preview.median).toFixed(2)} s less).`,
+      "",
+    ].join("\n"),
+  );
+  process.stdout.write(fs.readFileSync(path.join(out, "engine-cost-baseline.md"), "utf8"));
 }
 
 void runWithHosts(main, { name: "benchmark" });
