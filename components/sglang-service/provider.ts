@@ -179,7 +179,7 @@ let dynamicProvidersStarted = false;
  * program's first dynamic resource (a node's presence) waits for the host read and the
  * preflight, and the process then takes about 0.3 s to start, so every `preview` and `up`
  * waited for it in turn. An invoke it answers "unknown function" (a dynamic provider has no
- * functions) starts it at once: about 0.2 s less per operation (bench/results/engine-cost.md).
+ * functions) starts it at once: 0.25-0.3 s less per operation (bench/results/engine-cost-baseline.md).
  * That answer is the expected one and is dropped; a provider that cannot start still fails
  * at its first resource, with its own error. Once per program.
  */
