@@ -52,6 +52,14 @@ function wrapperPreview(ws: { dir: string; env: Record<string, string> }, stack:
 
 const fmt = (s: Summary) => `${s.median.toFixed(2)} (${s.min.toFixed(2)}-${s.max.toFixed(2)})`;
 
+type OpRow = { variant: string; noopUp: Summary; preview: Summary };
+
+/** Each setup's operations, summarized. */
+const opRows = (setups: { name: string; up: number[]; preview: number[] }[]): OpRow[] => setups.map((s) => ({ variant: s.name, noopUp: summarize(s.up), preview: summarize(s.preview) }));
+
+/** The markdown table of a no-op `up` and a `preview` per row; `label` heads the first column. */
+const opTable = (label: string, rows: OpRow[]): string[] => [`| ${label} | no-op \`pulumi up\` s | \`pulumi preview\` s |`, "|---|---:|---:|", ...rows.map((r) => `| ${r.variant} | ${fmt(r.noopUp)} | ${fmt(r.preview)} |`)];
+
 async function main(owned: OwnedHosts): Promise<void> {
   const started = new Date().toISOString();
   const setups: { name: string; env: Record<string, string>; ws: SimWorkspace; stack: Stack; up: number[]; preview: number[] }[] = [];
@@ -91,7 +99,7 @@ async function main(owned: OwnedHosts): Promise<void> {
     for (const s of setups) s.ws.cleanup();
     baseline?.remove();
   }
-  const rows = setups.map((s) => ({ variant: s.name, noopUp: summarize(s.up), preview: summarize(s.preview) }));
+  const rows = opRows(setups);
   const wrapperRows = [
     { variant: "toolchain checked by its stat record (as shipped)", preview: summarize(wrapper.recorded) },
     { variant: "toolchain hashed on every command (before a7d8a77)", preview: summarize(wrapper.hashed) },
@@ -109,9 +117,7 @@ async function main(owned: OwnedHosts): Promise<void> {
       "One stack (b8t4-w2048, benchmark off) on a simulated host, nothing to change; two hosts and two workspaces, one per variant, taking turns operation by operation.",
       `Median (min-max) of ${options.runs} operations, in seconds of wall time as the Automation API's caller sees them.`,
       "",
-      "| variant | no-op `pulumi up` s | `pulumi preview` s |",
-      "|---|---:|---:|",
-      ...rows.map((r) => `| ${r.variant} | ${fmt(r.noopUp)} | ${fmt(r.preview)} |`),
+      ...opTable("variant", rows),
       "",
       `With the cache / without, on the medians: no-op up ${(on.noopUp.median / off.noopUp.median).toFixed(3)}, preview ${(on.preview.median / off.preview.median).toFixed(3)}.`,
       "",
@@ -130,7 +136,7 @@ async function main(owned: OwnedHosts): Promise<void> {
 
 /** --baseline: the two checkouts' operations, side by side. */
 function writeBaseline(started: string, setups: { name: string; up: number[]; preview: number[] }[]): void {
-  const rows = setups.map((s) => ({ variant: s.name, noopUp: summarize(s.up), preview: summarize(s.preview) }));
+  const rows = opRows(setups);
   const out = path.join(REPO_ROOT, "bench", "results");
   fs.writeFileSync(path.join(out, "engine-cost-baseline.json"), JSON.stringify({ started, runs: options.runs, baseline: options.baseline, rows }, null, 2) + "\n");
   const [base, head] = rows;
@@ -144,9 +150,7 @@ function writeBaseline(started: string, setups: { name: string; up: number[]; pr
       `One stack (b8t4-w2048, benchmark off) on a simulated host, nothing to change; a checkout of ${options.baseline} and this one, each on its own host and workspace, both with Node.js's compile cache, taking turns operation by operation.`,
       `Median (min-max) of ${options.runs} operations, in seconds of wall time as the Automation API's caller sees them.`,
       "",
-      "| version | no-op `pulumi up` s | `pulumi preview` s |",
-      "|---|---:|---:|",
-      ...rows.map((r) => `| ${r.variant} | ${fmt(r.noopUp)} | ${fmt(r.preview)} |`),
+      ...opTable("version", rows),
       "",
       `This checkout / the baseline, on the medians: no-op up ${(head.noopUp.median / base.noopUp.median).toFixed(3)} (${(base.noopUp.median - head.noopUp.median).toFixed(2)} s less), preview ${(head.preview.median / base.preview.median).toFixed(3)} (${(base.preview.median - head.preview.median).toFixed(2)} s less).`,
       "",
