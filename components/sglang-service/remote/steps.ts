@@ -367,8 +367,9 @@ export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessR
       if (looksLikeText(content)) {
         const internal = (info.internal_states as { avg_spec_accept_length?: number }[] | undefined)?.[0];
         // Only the compared and descriptive arguments: the body also holds api_key and other secrets.
+        // The host's clock and the main process's age, each to a hundredth of a second (host/ready-probe.sh).
         const [now, age] = (out.age ?? "").trim().split(/\s+/).map(Number);
-        const main = Number.isInteger(now) && Number.isInteger(age) && now > 0 && age >= 0 ? { mainStartedAt: now - age, mainAgeSeconds: age } : {};
+        const main = Number.isFinite(now) && Number.isFinite(age) && now > 0 && age >= 0 ? { mainStartedAt: now - age, mainAgeSeconds: Math.round(age * 10) / 10 } : {};
         return { mainPid: state.mainPid, loadToReadySeconds: elapsedS, ...main, acceptLength: internal?.avg_spec_accept_length ?? null, serverArgs: publicServerArgs(info, Object.keys(r.expectedArgs)), restarts: state.nRestarts };
       }
       if (/"choices"/.test(gen.stdout) && ++badGenerations >= BAD_GENERATIONS) {
