@@ -4,14 +4,19 @@
 // noise the headline uses, and writes the isotonic fit of "the answer was a hit" on the chance
 // the answer computed to components/sweep/adaptive/calibration.json.
 // Run: npx tsx bench/adaptive-calibrate.ts [--surfaces 300] [--seed 1] (--help: the options)
+// With --check SEEDS it fits nothing: it scores the fit in use on fresh families of those seeds
+// (never the training seed, never the held-out family) against always stating the training
+// family's hit rate, and writes bench/results/adaptive-calibration-check.{md,json}.
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { REPO_ROOT } from "../lib/pulumi-env";
-import { option, parseCommandOrExit, positiveInteger, positiveNumber } from "../lib/cli";
+import { listOf, option, parseCommandOrExit, positiveInteger, positiveNumber } from "../lib/cli";
 import { gridPoints } from "../components/sweep/adaptive/space";
 import { replay } from "../components/sweep/adaptive/replay";
 import { DEFAULT_STRATEGY } from "../components/sweep/adaptive/strategy";
-import { isotonicFit } from "../components/sweep/adaptive/calibration";
+import { CALIBRATION, calibrate, isotonicFit } from "../components/sweep/adaptive/calibration";
+import fitted from "../components/sweep/adaptive/calibration.json";
+import { hitRate } from "./adaptive/family-eval";
 import { GRID, MODEL_COSTS } from "./adaptive/grid";
 import { drawFamily, toReplayTable, truthOf } from "./adaptive/family";
 import { score } from "./adaptive/evaluate";
@@ -26,20 +31,61 @@ const { options } = parseCommandOrExit(COMMAND, {
     "request-noise": option({ type: positiveNumber, placeholder: "SD", description: "relative per-request sd", default: "0.042" }),
     "launch-noise": option({ type: positiveNumber, placeholder: "SD", description: "relative sd of a launch's persistent offset", default: "0.015" }),
     "launch-seconds": option({ type: positiveNumber, placeholder: "S", description: "GPU seconds of a launch", default: "420" }),
+    check: option({ type: listOf(positiveInteger), placeholder: "SEEDS", description: "fit nothing: score the fit in use on a fresh family per seed (not the training seed) and write bench/results/adaptive-calibration-check.{md,json}" }),
   },
 });
 
 
-function main(): void {
+/** The adaptive sweep's replay on `n` surfaces of the family of `seed`: each run's raw chance and whether it hit. */
+function familyRuns(seed: number, n: number): { chance: number; hit: boolean }[] {
   const points = gridPoints(GRID);
-  const runs: { chance: number; hit: boolean }[] = [];
-  for (const surface of drawFamily(points, options.seed, options.surfaces, { requestSd: options["request-noise"], launchSd: options["launch-noise"] })) {
+  return drawFamily(points, seed, n, { requestSd: options["request-noise"], launchSd: options["launch-noise"] }).map((surface) => {
     const table = toReplayTable(surface, options["launch-seconds"]);
     const truth = truthOf(surface);
     // Seeded as bench/adaptive/family-eval.ts seeds each surface's run.
     const r = replay(points, table, MODEL_COSTS, { ...DEFAULT_STRATEGY, objective: { kind: "short", longWeight: 0 }, budget: {}, seed: (surface.seed % 100000) + 1 }, options.hosts);
-    runs.push({ chance: r.conclusion.chance, hit: score(r.conclusion.tied, truth, DEFAULT_STRATEGY.tolerance).hit });
-  }
+    return { chance: r.conclusion.chance, hit: score(r.conclusion.tied, truth, DEFAULT_STRATEGY.tolerance).hit };
+  });
+}
+
+/** --check: the fit in use, scored on fresh families; nothing is refitted. */
+function check(seeds: number[]): void {
+  const trained = fitted as { family: { seed: number; surfaces: number }; hits: number; command: string };
+  if (seeds.includes(trained.family.seed)) throw new Error(`--check: seed ${trained.family.seed} is the fit's own training family (calibration.json); name other seeds`);
+  const constant = trained.hits / trained.family.surfaces;
+  const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
+  const rows = seeds.map((seed) => {
+    const runs = familyRuns(seed, options.surfaces);
+    const sq = (p: number, hit: boolean) => (p - (hit ? 1 : 0)) ** 2;
+    const stated = runs.reduce((s, r) => s + sq(calibrate(r.chance, CALIBRATION), r.hit), 0) / runs.length;
+    const flat = runs.reduce((s, r) => s + sq(constant, r.hit), 0) / runs.length;
+    const own = hitRate(runs.map((r) => ({ surface: 0, features: [], policy: "adaptive", hit: r.hit, topHit: r.hit, tied: 1, ratio: 1, fraction: 0 })));
+    const ownFlat = runs.reduce((s, r) => s + sq(own.rate, r.hit), 0) / runs.length;
+    return { seed, surfaces: runs.length, hits: own.hits, stated, constant: flat, ownRateConstant: ownFlat };
+  });
+  const argv = process.argv.slice(2).join(" ");
+  const command = `${COMMAND}${argv ? ` ${argv}` : ""}`;
+  const dir = path.join(REPO_ROOT, "bench", "results");
+  fs.writeFileSync(path.join(dir, "adaptive-calibration-check.json"), JSON.stringify({ command, date: new Date().toISOString(), fit: { command: trained.command, family: trained.family, hitRate: constant }, rows }, null, 1) + "\n");
+  const md = [
+    "# The adaptive sweep's stated confidence, on families it was not fitted on",
+    "",
+    `Command: \`${command}\` (${new Date().toISOString()}).`,
+    "",
+    `The fit in use (components/sweep/adaptive/calibration.json, \`${trained.command}\`: seed ${trained.family.seed}, ${trained.family.surfaces} surfaces, hit rate ${pct(constant)}) scored on fresh families of generated surfaces (bench/adaptive/family.ts), ${options.surfaces} each, at ${pct(options["request-noise"])} per-request noise and a ${pct(options["launch-noise"])} launch offset. Nothing was tuned or refitted on them; they are not the headline's held-out family either (bench/results/adaptive-sweep.md draws that from the commit). The constant predictor states the fit's training hit rate for every run, as bench/results/adaptive-sweep.md's held-out comparison does; the last column gives the best constant there is, each family's own hit rate, known only afterwards.`,
+    "",
+    "| seed | surfaces | hits | Brier, stated confidence | Brier, always the training rate | below it | Brier, always this family's own rate |",
+    "|---:|---:|---:|---:|---:|---|---:|",
+    ...rows.map((r) => `| ${r.seed} | ${r.surfaces} | ${r.hits} (${pct(r.hits / r.surfaces)}) | ${r.stated.toFixed(4)} | ${r.constant.toFixed(4)} | ${r.stated < r.constant ? "yes" : "**no**"} | ${r.ownRateConstant.toFixed(4)} |`),
+    "",
+  ].join("\n");
+  fs.writeFileSync(path.join(dir, "adaptive-calibration-check.md"), md);
+  process.stdout.write(md);
+}
+
+function main(): void {
+  if (options.check) return check(options.check);
+  const runs = familyRuns(options.seed, options.surfaces);
   const blocks = isotonicFit(runs).map((b) => ({ chance: Math.round(b.chance * 1e4) / 1e4, hitRate: Math.round(b.hitRate * 1e4) / 1e4, runs: b.runs }));
   const argv = process.argv.slice(2).join(" ");
   const out = {
