@@ -48,6 +48,19 @@ export function listenerPids(ssOutput: string, port: number): number[] {
   return [...pids].sort((a, b) => a - b);
 }
 
+/**
+ * Pure: host/ready-probe.sh's age line, "<host clock> <main process's age>", both in seconds
+ * (to a hundredth): when the main process started on the host's clock, and its age to a tenth
+ * of a second; nothing when either is missing or not a number (no main process, a read that
+ * failed).
+ */
+export function parseMainAge(line: string | undefined): { mainStartedAt: number; mainAgeSeconds: number } | Record<string, never> {
+  const words = (line ?? "").trim().split(/\s+/);
+  if (words.length !== 2 || !words.every((w) => /^\d+(\.\d+)?$/.test(w))) return {};
+  const [now, age] = words.map(Number);
+  return now > 0 ? { mainStartedAt: now - age, mainAgeSeconds: Math.round(age * 10) / 10 } : {};
+}
+
 /** Splits output made of `@@section NAME` markers into named parts. */
 export function splitSections(text: string): Record<string, string> {
   const out: Record<string, string> = {};

@@ -3,7 +3,7 @@
 // watching every node of a group and naming the node that failed first. The changes to
 // the host (drain, stop, install, start, rollback) are the staged transaction script's
 // (../script.ts). Every wait polls a condition against its own deadline.
-import { failureCause, listenerPids, parseCurlWithStatus, parseSystemctlShow, publicServerArgs, redactSecrets, splitSections, unitState, UnitState } from "../parse";
+import { failureCause, listenerPids, parseCurlWithStatus, parseMainAge, parseSystemctlShow, publicServerArgs, redactSecrets, splitSections, unitState, UnitState } from "../parse";
 import { Ssh } from "./ssh";
 import { bashCommand, renderHostScript } from "../hostScript";
 import { progress } from "./progress";
@@ -208,7 +208,7 @@ export interface ReadinessResult {
   mainPid: number;
   /** Seconds this step waited for the server to serve. */
   loadToReadySeconds: number;
-  /** The host's clock (epoch seconds) when the main process started, and how long it had run when it served (whole seconds). */
+  /** The host's clock (epoch seconds) when the main process started, and how long it had run when it served (to a tenth of a second; host/ready-probe.sh). */
   mainStartedAt?: number;
   mainAgeSeconds?: number;
   acceptLength: number | null;
@@ -367,9 +367,7 @@ export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessR
       if (looksLikeText(content)) {
         const internal = (info.internal_states as { avg_spec_accept_length?: number }[] | undefined)?.[0];
         // Only the compared and descriptive arguments: the body also holds api_key and other secrets.
-        // The host's clock and the main process's age, each to a hundredth of a second (host/ready-probe.sh).
-        const [now, age] = (out.age ?? "").trim().split(/\s+/).map(Number);
-        const main = Number.isFinite(now) && Number.isFinite(age) && now > 0 && age >= 0 ? { mainStartedAt: now - age, mainAgeSeconds: Math.round(age * 10) / 10 } : {};
+        const main = parseMainAge(out.age);
         return { mainPid: state.mainPid, loadToReadySeconds: elapsedS, ...main, acceptLength: internal?.avg_spec_accept_length ?? null, serverArgs: publicServerArgs(info, Object.keys(r.expectedArgs)), restarts: state.nRestarts };
       }
       if (/"choices"/.test(gen.stdout) && ++badGenerations >= BAD_GENERATIONS) {

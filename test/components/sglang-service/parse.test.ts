@@ -6,6 +6,7 @@ import {
   failureCause,
   listenerPids,
   parseCurlWithStatus,
+  parseMainAge,
   parseSystemctlShow,
   publicServerArgs,
   redactSecrets,
@@ -81,6 +82,17 @@ test("sections split at @@section markers; text before the first marker is dropp
   const out = splitSections(`Warning: noise\n@@section show\nActiveState=active\nMainPID=4121\n@@section listen\n@@section info\n{"port": 30001}\n`);
   assert.deepEqual(out, { show: "ActiveState=active\nMainPID=4121", listen: "", info: '{"port": 30001}\n' });
   assert.deepEqual(splitSections("no markers\n"), {});
+});
+
+test("the readiness probe's age line: the main process's start on the host's clock and its age to a tenth; nothing without both", () => {
+  assert.deepEqual(parseMainAge("1796558632.72 61.27\n"), { mainStartedAt: 1796558632.72 - 61.27, mainAgeSeconds: 61.3 });
+  assert.deepEqual(parseMainAge("1796558632 61"), { mainStartedAt: 1796558571, mainAgeSeconds: 61 }, "whole seconds still read");
+  assert.deepEqual(parseMainAge("1796558632.72 "), {}, "no main process (MainPID 0): no age");
+  assert.deepEqual(parseMainAge(""), {});
+  assert.deepEqual(parseMainAge(undefined), {});
+  assert.deepEqual(parseMainAge("1796558632.72 -3"), {}, "not a number the probe prints");
+  assert.deepEqual(parseMainAge("0 12.5"), {}, "a clock that could not be read");
+  assert.deepEqual(parseMainAge("1796558632.72 61.27 9"), {});
 });
 
 const OOM_JOURNAL = `Nov 29 08:31:02 gpu-host-1 python3[4121]: [2025-11-29 08:31:02 TP3] Load weight begin. avail mem=78.91 GB

@@ -35,6 +35,7 @@ test("load to ready counts from the start of the process the restart started, no
   assert.equal(loadToReady(undefined, { loadToReadySeconds: 12, mainStartedAt: at, mainAgeSeconds: 20 }), 12, "no restart result");
   assert.equal(loadToReady(at, { loadToReadySeconds: 12 }), 12, "ps or the clock could not be read");
   assert.equal(loadToReady(at, { loadToReadySeconds: 12.6, mainStartedAt: at, mainAgeSeconds: 12 }), 12.6, "whole seconds never lower the wait");
+  assert.equal(loadToReady(at, { loadToReadySeconds: 60.3, mainStartedAt: at + 0.8, mainAgeSeconds: 61.4 }), 61.4, "an age to a tenth of a second (host/ready-probe.sh) is the load");
   assert.equal(loadToReady(at, { loadToReadySeconds: 100, mainStartedAt: at + 20, mainAgeSeconds: 104 }), 104, "the unit's GPU check took 20 s before the main process started");
   assert.equal(loadToReady(at, { loadToReadySeconds: 100, mainStartedAt: at + 300, mainAgeSeconds: 104 }), 100, "a process started long after the restart is another one");
 });
