@@ -3,7 +3,7 @@
 //   overhead ratio = wall time of `pulumi up` for a config change / (simulated load time + GPU release delay)
 //
 // at several load times, plus the engine's fixed cost (no-op `up`, `preview`). Each
-// figure is the median of RUNS runs with min/max. Writes bench/results/reconfigure.{json,md}.
+// figure is the median of RUNS runs with min/max. Writes bench/results/<out>.{json,md} (default reconfigure).
 // Run: npx tsx bench/reconfigure.ts [--loads 10,30,60] [--runs 3] [--release 5] [--baseline REV] (--help: the options)
 // With --baseline, a checkout of REV runs the same changes on its own host, turn by turn.
 // Every run's phases are kept (the JSON's and the report's per-run table), with the floor they
@@ -98,10 +98,11 @@ async function main(owned: OwnedHosts): Promise<void> {
           if (wait > 0) await new Promise((r) => setTimeout(r, wait * 1000));
           let outputs: Record<string, { value: any }> = {};
           ups[k].push(await timed(async () => (outputs = (await stack.up()).outputs)));
-          for (const p of Object.keys(phases[k])) phases[k][p].push(outputs.restartTimings.value[p]);
+          const row = { upSeconds: ups[k][ups[k].length - 1], ...Object.fromEntries(PHASES.map((p) => [p, Number(outputs.restartTimings.value[p])])) } as RunRow;
+          rows[k].push(row);
+          for (const p of PHASES) phases[k][p].push(row[p]);
           // The rest of the up's wall time: the engine, SSH, the steps' own checks and waits.
-          rest[k].push(ups[k][ups[k].length - 1] - Object.keys(phases[k]).reduce((sum, p) => sum + outputs.restartTimings.value[p], 0));
-          rows[k].push({ upSeconds: ups[k][ups[k].length - 1], ...Object.fromEntries(PHASES.map((p) => [p, Number(outputs.restartTimings.value[p])])) } as RunRow);
+          rest[k].push(row.upSeconds - phaseSum(row));
           process.stderr.write(`${v.name}: load ${load} s run ${r + 1}/${RUNS}: up ${ups[k][ups[k].length - 1].toFixed(1)} s ${JSON.stringify(outputs.restartTimings.value)}\n`);
         }
       }
