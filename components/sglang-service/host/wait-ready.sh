@@ -3,8 +3,8 @@
 # Waits until URL answers 200 while PID lives, or fails after TIMEOUT_SECONDS. Polls every
 # 0.25 s: SGLang's generation check itself takes at least 1 s once the port is open (its one
 # health handler, srt/entrypoints/http_server.py health_generate: a 1-token generation and a
-# 1 s sleep), and
-# systemd marks the unit active only when this ends, so a longer pause would only delay that.
+# 1 s sleep), and systemd marks the unit active only when this ends, so a longer pause would
+# only delay that.
 url=$1 timeout=$2 pid=$3 headers=${4:-}
 deadline=$(( $(date +%s) + timeout ))
 while :; do

@@ -356,9 +356,10 @@ export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessR
       } catch {
         // not JSON: still warming up, or broken
       }
-      // Serving, and systemd says so too: its start gate (the unit's ExecStartPost) polls the
-      // server once a second, so it may lag a moment; a step after this one (the benchmark,
-      // another stack's check) reads the unit's state and must find it "active".
+      // Serving, and systemd says so too: its start gate (the unit's ExecStartPost,
+      // host/wait-ready.sh) asks SGLang's health check, which takes at least 1 s, so it lags a
+      // moment; a step after this one (the benchmark, another stack's check) reads the unit's
+      // state and must find it "active".
       if (looksLikeText(content) && state.activeState !== "active") {
         served = true;
         phase = `serving; waiting for systemd to mark ${unit} active (${state.activeState}/${state.subState}: the unit's start gate)`;
