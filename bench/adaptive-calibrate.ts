@@ -1,9 +1,9 @@
 // Fits the adaptive sweep's confidence (components/sweep/adaptive/calibration.ts): replays the
-// strategy on a training family of generated surfaces (bench/adaptive/family.ts, a recorded
-// seed; never the held-out family that bench/adaptive-sweep.ts draws from the commit), at the
-// noise the headline uses, and writes the isotonic fit of "the answer was a hit" on the chance
+// strategy on training families of generated surfaces (bench/adaptive/family.ts, recorded
+// seeds; never the held-out family that bench/adaptive-sweep.ts draws from the commit), at the
+// noise the headline uses, and writes the logistic fit of "the answer was a hit" on the chance
 // the answer computed to components/sweep/adaptive/calibration.json.
-// Run: npx tsx bench/adaptive-calibrate.ts [--surfaces 300] [--seed 1] (--help: the options)
+// Run: npx tsx bench/adaptive-calibrate.ts [--surfaces 300] [--seeds 1,2,3,4,5] (--help: the options)
 // With --check SEEDS it fits nothing: it scores the fit in use on fresh families of those seeds
 // (never the training seed, never the held-out family) against always stating the training
 // family's hit rate, and writes bench/results/adaptive-calibration-check.{md,json}.
@@ -14,7 +14,7 @@ import { listOf, option, parseCommandOrExit, positiveInteger, positiveNumber } f
 import { gridPoints } from "../components/sweep/adaptive/space";
 import { replay } from "../components/sweep/adaptive/replay";
 import { DEFAULT_STRATEGY } from "../components/sweep/adaptive/strategy";
-import { CALIBRATION, calibrate, isotonicFit } from "../components/sweep/adaptive/calibration";
+import { CALIBRATION, calibrate, logisticFit } from "../components/sweep/adaptive/calibration";
 import fitted from "../components/sweep/adaptive/calibration.json";
 import { GRID, MODEL_COSTS } from "./adaptive/grid";
 import { drawFamily, toReplayTable, truthOf } from "./adaptive/family";
@@ -25,7 +25,7 @@ const { options } = parseCommandOrExit(COMMAND, {
   summary: "Fits the adaptive sweep's stated confidence on a training family of generated surfaces; writes components/sweep/adaptive/calibration.json.",
   options: {
     surfaces: option({ type: positiveInteger, placeholder: "N", description: "surfaces of the training family", default: "300" }),
-    seed: option({ type: positiveInteger, placeholder: "N", description: "the training family's seed (the strategy was tuned on its first 60)", default: "1" }),
+    seeds: option({ type: listOf(positiveInteger), placeholder: "SEEDS", description: "the training families' seeds (the strategy was tuned on the first 60 surfaces of seed 1)", default: "1,2,3,4,5" }),
     hosts: option({ type: positiveInteger, placeholder: "N", description: "hosts in parallel", default: "2" }),
     "request-noise": option({ type: positiveNumber, placeholder: "SD", description: "relative per-request sd", default: "0.042" }),
     "launch-noise": option({ type: positiveNumber, placeholder: "SD", description: "relative sd of a launch's persistent offset", default: "0.015" }),
@@ -49,9 +49,10 @@ function familyRuns(seed: number, n: number): { chance: number; hit: boolean }[]
 
 /** --check: the fit in use, scored on fresh families; nothing is refitted. */
 function check(seeds: number[]): void {
-  const trained = fitted as { family: { seed: number; surfaces: number }; hits: number; command: string };
-  if (seeds.includes(trained.family.seed)) throw new Error(`--check: seed ${trained.family.seed} is the fit's own training family (calibration.json); name other seeds`);
-  const constant = trained.hits / trained.family.surfaces;
+  const trained = fitted as { family: { seeds: number[]; surfaces: number }; hits: number; runs: number; command: string };
+  const own = seeds.filter((s) => trained.family.seeds.includes(s));
+  if (own.length) throw new Error(`--check: seed(s) ${own.join(", ")} are the fit's own training families (calibration.json: seeds ${trained.family.seeds.join(", ")}); name other seeds`);
+  const constant = trained.hits / trained.runs;
   const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
   const rows = seeds.map((seed) => {
     const runs = familyRuns(seed, options.surfaces);
@@ -71,7 +72,7 @@ function check(seeds: number[]): void {
     "",
     `Command: \`${command}\` (${new Date().toISOString()}).`,
     "",
-    `The fit in use (components/sweep/adaptive/calibration.json, \`${trained.command}\`: seed ${trained.family.seed}, ${trained.family.surfaces} surfaces, hit rate ${pct(constant)}) scored on fresh families of generated surfaces (bench/adaptive/family.ts), ${options.surfaces} each, at ${pct(options["request-noise"])} per-request noise and a ${pct(options["launch-noise"])} launch offset. Nothing was tuned or refitted on them; they are not the headline's held-out family either (bench/results/adaptive-sweep.md draws that from the commit). The constant predictor states the fit's training hit rate for every run, as bench/results/adaptive-sweep.md's held-out comparison does; the last column gives the best constant there is, each family's own hit rate, known only afterwards.`,
+    `The fit in use (components/sweep/adaptive/calibration.json, \`${trained.command}\`: seeds ${trained.family.seeds.join(", ")}, ${trained.family.surfaces} surfaces each, hit rate ${pct(constant)}) scored on fresh families of generated surfaces (bench/adaptive/family.ts), ${options.surfaces} each, at ${pct(options["request-noise"])} per-request noise and a ${pct(options["launch-noise"])} launch offset. Nothing was tuned or refitted on them; they are not the headline's held-out family either (bench/results/adaptive-sweep.md draws that from the commit). The constant predictor states the fit's training hit rate for every run, as bench/results/adaptive-sweep.md's held-out comparison does; the last column gives the best constant there is, each family's own hit rate, known only afterwards.`,
     "",
     "| seed | surfaces | hits | Brier, stated confidence | Brier, always the training rate | below it | Brier, always this family's own rate |",
     "|---:|---:|---:|---:|---:|---|---:|",
@@ -84,17 +85,20 @@ function check(seeds: number[]): void {
 
 function main(): void {
   if (options.check) return check(options.check);
-  const runs = familyRuns(options.seed, options.surfaces);
-  const blocks = isotonicFit(runs).map((b) => ({ chance: Math.round(b.chance * 1e4) / 1e4, hitRate: Math.round(b.hitRate * 1e4) / 1e4, runs: b.runs }));
+  const runs = options.seeds.flatMap((seed) => familyRuns(seed, options.surfaces));
+  const raw = logisticFit(runs);
+  const fit = { intercept: Math.round(raw.intercept * 1e4) / 1e4, slope: Math.round(raw.slope * 1e4) / 1e4 };
   const argv = process.argv.slice(2).join(" ");
   const out = {
     command: `${COMMAND}${argv ? ` ${argv}` : ""}`,
-    family: { seed: options.seed, surfaces: options.surfaces, requestSd: options["request-noise"], launchSd: options["launch-noise"] },
+    family: { seeds: options.seeds, surfaces: options.surfaces, requestSd: options["request-noise"], launchSd: options["launch-noise"] },
+    runs: runs.length,
     hits: runs.filter((r) => r.hit).length,
-    blocks,
+    fit,
   };
   fs.writeFileSync(path.join(REPO_ROOT, "components", "sweep", "adaptive", "calibration.json"), JSON.stringify(out, null, 1) + "\n");
-  process.stdout.write(`${out.hits}/${runs.length} hits; ${blocks.length} blocks:\n${blocks.map((b) => `  chance ${b.chance.toFixed(3)} -> ${(b.hitRate * 100).toFixed(1)} % (${b.runs} runs)`).join("\n")}\n`);
+  const at = [0.5, 0.8, 0.9, 0.95, 0.99, 1].map((c) => `${(c * 100).toFixed(0)} % -> ${(calibrate(c, fit) * 100).toFixed(1)} %`).join(", ");
+  process.stdout.write(`${out.hits}/${runs.length} hits; confidence = logistic(${fit.intercept} + ${fit.slope} x logit(chance)): ${at}\n`);
 }
 
 main();

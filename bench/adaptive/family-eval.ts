@@ -118,7 +118,7 @@ export function renderFamily(e: FamilyEvaluation, title: string, constantFrom?: 
   }
   const base = constantFrom ?? hitRate(adaptive).rate;
   const b = brier(adaptive, base);
-  lines.push("", `Stated confidence of the adaptive sweep (${title}): Brier score ${b.stated.toFixed(4)} against ${b.constant.toFixed(4)} for always stating ${pct(base)}${constantFrom === undefined ? " (this family's own hit rate: the best constant there is)" : " (the training family's hit rate)"}; ${b.stated < b.constant ? "below it" : "**not below it**"}.`, "");
+  lines.push("", `Stated confidence of the adaptive sweep (${title}): Brier score ${b.stated.toFixed(4)} against ${b.constant.toFixed(4)} for always stating ${pct(base)}${constantFrom === undefined ? " (this family's own hit rate: the best constant there is)" : " (the hit rate of the training families the confidence was fitted on, components/sweep/adaptive/calibration.json)"}; ${b.stated < b.constant ? "below it" : "**not below it**"}.`, "");
   lines.push("| stated confidence | runs | hits | observed |", "|---|---:|---:|---:|");
   const bins = [0, 0.5, 0.7, 0.8, 0.9, 0.95, 1.0001];
   for (let i = 0; i < bins.length - 1; i++) {

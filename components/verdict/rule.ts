@@ -135,44 +135,57 @@ export interface Belief<K> {
 /** The least a member must add to the set's chance to be in it. */
 const MIN_GAIN = 0.02;
 
-/** The smallest set of members that holds a configuration within the tolerance of the true best with the wanted chance, and that chance. */
+/** The answer a search gives from its beliefs: one member (a best) or a few it cannot separate (a tie), and the chance it holds. */
 export interface CredibleSet<K> {
   keys: K[];
-  /** The chance that `keys` holds a configuration within the tolerance of the true best, by the beliefs. */
+  /**
+   * The chance, by the beliefs, that the answer is right: one member within the tolerance of
+   * the true best; a tie holding the true best, or all of whose members are within the
+   * tolerance of it (a tie whose members are not all as good names the best, or it misleads).
+   */
   chance: number;
   /** Per member: the chance that it alone is within the tolerance of the true best. */
   each: Map<K, number>;
 }
 
 /**
- * Pure: the answer of a search that cannot tell its top configurations apart: draws the true
- * values from the beliefs (`draws` times, seeded), and adds members, the likeliest to be within
- * the tolerance of the draw's best first, until the set holds one in at least `confidence` of
- * the draws, or the next would add less than 2 % to that chance. One member: a best; more: a tie it cannot separate.
+ * Pure: the answer of a search that cannot tell its top configurations apart. It draws the
+ * true values from the beliefs (`draws` times, seeded) and weighs answers of one to `maxSize`
+ * members by the chance each is right (CredibleSet.chance): the likeliest one alone, then ties
+ * grown a member at a time (the one that adds most to the tie's chance). It answers the
+ * smallest that reaches `confidence`; else the likeliest of them, a larger one only where it
+ * adds at least 2 % to the chance (a tie of more tells a user less).
  */
 export function credibleSet<K>(beliefs: readonly Belief<K>[], s: { tolerance: number; confidence: number; maxSize?: number }, rand: () => number, draws = 400): CredibleSet<K> {
   const members = beliefs.filter((b) => b.member);
   if (members.length === 0) return { keys: [], chance: 0, each: new Map() };
   const z = () => normal(rand);
-  // Per draw: which members are within the tolerance of the draw's best.
+  const memberIndex = members.map((m) => beliefs.indexOf(m));
+  // Per draw: which members are within the tolerance of the draw's best, and which member is the best (-1: one not launched).
   const good: boolean[][] = [];
+  const top: number[] = [];
   for (let d = 0; d < draws; d++) {
     const values = beliefs.map((b) => (b.exists >= 1 || rand() < b.exists ? b.mean + b.sd * z() : -Infinity));
     const best = Math.max(...values);
-    good.push(members.map((m) => values[beliefs.indexOf(m)] >= best * (1 - s.tolerance)));
+    good.push(memberIndex.map((j) => values[j] >= best * (1 - s.tolerance)));
+    top.push(memberIndex.findIndex((j) => values[j] === best));
   }
   const each = members.map((_, i) => good.filter((g) => g[i]).length / draws);
-  const order = members.map((_, i) => i).sort((a, b) => each[b] - each[a] || members[b].mean - members[a].mean);
-  const chosen: number[] = [];
-  let chance = 0;
-  for (const i of order) {
-    const next = good.filter((g) => [...chosen, i].some((c) => g[c])).length / draws;
-    // A member that adds (almost) nothing is not a tie: what the set lacks is elsewhere (a
+  const right = (set: number[]) =>
+    set.length === 1 ? each[set[0]] : good.filter((g, d) => set.includes(top[d]) || set.every((c) => g[c])).length / draws;
+  const first = members.map((_, i) => i).sort((a, b) => each[b] - each[a] || members[b].mean - members[a].mean)[0];
+  let answer = { set: [first], chance: each[first] };
+  let grown = answer;
+  while (answer.chance < s.confidence && grown.set.length < Math.min(s.maxSize ?? Infinity, members.length)) {
+    const next = members
+      .map((_, i) => i)
+      .filter((i) => !grown.set.includes(i))
+      .map((i) => ({ set: [...grown.set, i], chance: right([...grown.set, i]) }))
+      .sort((a, b) => b.chance - a.chance || members[b.set[b.set.length - 1]].mean - members[a.set[a.set.length - 1]].mean)[0];
+    grown = next;
+    // A member that adds (almost) nothing is not a tie: what the answer lacks is elsewhere (a
     // configuration not launched may be better), and the chance says so.
-    if (chosen.length > 0 && (next - chance < MIN_GAIN || chosen.length >= (s.maxSize ?? Infinity))) break;
-    chosen.push(i);
-    chance = next;
-    if (chance >= s.confidence) break;
+    if (grown.chance >= answer.chance + MIN_GAIN) answer = grown;
   }
-  return { keys: chosen.map((i) => members[i].key), chance, each: new Map(members.map((m, i) => [m.key, each[i]])) };
+  return { keys: answer.set.map((i) => members[i].key), chance: answer.chance, each: new Map(members.map((m, i) => [m.key, each[i]])) };
 }

@@ -1,62 +1,66 @@
 // Pure: the sweep's stated confidence, calibrated. The chance the answer computes (strategy.ts
-// answerOf: draws from the estimates and the surrogate) is a model's: on a family of generated
-// surfaces it came true less often than it said at the top (a surrogate is surest exactly where
-// it has not looked). So the confidence a report states is that chance mapped through what it
-// was worth on a training family: an isotonic regression (pool-adjacent-violators) of "the answer
-// was a hit" on the chance, fitted by bench/adaptive-calibrate.ts on surfaces drawn from a
-// recorded seed (never the held-out family), stored with its command in calibration.json. It is
-// calibrated to this project's yardstick (the simulator's noise and the generated family), not
-// to real GPUs: a real grid's surprises are not in it.
+// answerOf: draws from the estimates and the surrogate) is a model's: on families of generated
+// surfaces it came true less often than it said (a surrogate is surest exactly where it has not
+// looked). So the confidence a report states is that chance mapped through what it was worth on
+// training families: a logistic regression of "the answer was a hit" on the chance's log-odds
+// (Platt scaling: two numbers, so it cannot chase one family's quirks as a table of blocks
+// did), fitted by bench/adaptive-calibrate.ts on several families drawn from recorded seeds
+// (never the held-out family), stored with its command in calibration.json. It is calibrated to
+// this project's yardstick (the simulator's noise and the generated family), not to real GPUs:
+// a real grid's surprises are not in it.
 import fitted from "./calibration.json";
 
-/** One pooled block of the fit: the mean chance of its runs and the share of them that hit. */
-export interface CalibrationBlock {
-  chance: number;
-  hitRate: number;
-  runs: number;
+/** The fit: confidence = 1 / (1 + exp(-(intercept + slope * logit(chance)))). */
+export interface CalibrationFit {
+  intercept: number;
+  slope: number;
 }
 
-/** A block of fewer runs says little (one run is a hit rate of 0 or 1): it is pooled with a neighbour. */
-export const MIN_BLOCK_RUNS = 10;
+/** Chances are clamped this far from 0 and 1 before their log-odds (a chance of 1 from 400 draws is not certainty). */
+const CLAMP = 1e-3;
 
-/** Pure: the isotonic (non-decreasing) fit of hits on chances: pool adjacent violators, then pool blocks under MIN_BLOCK_RUNS with their smaller neighbour. */
-export function isotonicFit(points: readonly { chance: number; hit: boolean }[], minRuns = MIN_BLOCK_RUNS): CalibrationBlock[] {
-  const sorted = [...points].sort((a, b) => a.chance - b.chance);
-  const blocks: { sumChance: number; hits: number; runs: number }[] = [];
-  for (const p of sorted) {
-    blocks.push({ sumChance: p.chance, hits: p.hit ? 1 : 0, runs: 1 });
-    while (blocks.length >= 2 && blocks[blocks.length - 2].hits / blocks[blocks.length - 2].runs >= blocks[blocks.length - 1].hits / blocks[blocks.length - 1].runs) {
-      const last = blocks.pop()!;
-      const prev = blocks[blocks.length - 1];
-      prev.sumChance += last.sumChance;
-      prev.hits += last.hits;
-      prev.runs += last.runs;
-    }
-  }
-  // Pooling two adjacent blocks of a non-decreasing fit keeps it non-decreasing.
-  for (let i = blocks.findIndex((b) => b.runs < minRuns); i >= 0 && blocks.length > 1; i = blocks.findIndex((b) => b.runs < minRuns)) {
-    const j = i === 0 ? 1 : i === blocks.length - 1 ? i - 1 : blocks[i - 1].runs <= blocks[i + 1].runs ? i - 1 : i + 1;
-    const [lo, hi] = [Math.min(i, j), Math.max(i, j)];
-    const merged = { sumChance: blocks[lo].sumChance + blocks[hi].sumChance, hits: blocks[lo].hits + blocks[hi].hits, runs: blocks[lo].runs + blocks[hi].runs };
-    blocks.splice(lo, 2, merged);
-  }
-  return blocks.map((b) => ({ chance: b.sumChance / b.runs, hitRate: b.hits / b.runs, runs: b.runs }));
+const logit = (p: number) => {
+  const q = Math.min(1 - CLAMP, Math.max(CLAMP, p));
+  return Math.log(q / (1 - q));
+};
+
+/** Pure: a chance through a fit. */
+export function calibrate(chance: number, fit: CalibrationFit): number {
+  return 1 / (1 + Math.exp(-(fit.intercept + fit.slope * logit(chance))));
 }
 
 /**
- * Pure: a chance through a fit: linear between the blocks' (chance, hit rate); below the first
- * block, in proportion to the chance (the fit saw no such chance: a sweep cut short by its
- * budget must not read as the fit's lowest block); flat above the last.
+ * Pure: the maximum-likelihood fit of hits on the chances' log-odds (Newton's method). Refuses
+ * what cannot be fitted: fewer than ten runs, or runs that all hit or all missed.
  */
-export function calibrate(chance: number, blocks: readonly CalibrationBlock[]): number {
-  if (blocks.length === 0) return chance;
-  if (chance <= blocks[0].chance) return (blocks[0].hitRate * chance) / blocks[0].chance;
-  for (let i = 1; i < blocks.length; i++) {
-    const [a, b] = [blocks[i - 1], blocks[i]];
-    if (chance <= b.chance) return a.hitRate + ((b.hitRate - a.hitRate) * (chance - a.chance)) / (b.chance - a.chance || 1);
+export function logisticFit(points: readonly { chance: number; hit: boolean }[]): CalibrationFit {
+  const hits = points.filter((p) => p.hit).length;
+  if (points.length < 10 || hits === 0 || hits === points.length) throw new Error(`logisticFit: ${points.length} runs with ${hits} hits: a fit needs at least ten runs, some hits and some misses`);
+  const xs = points.map((p) => logit(p.chance));
+  let [a, b] = [0, 0];
+  for (let iteration = 0; iteration < 100; iteration++) {
+    // Gradient and Hessian of the negative log-likelihood in (a, b).
+    let [ga, gb, haa, hab, hbb] = [0, 0, 0, 0, 0];
+    points.forEach((p, i) => {
+      const q = 1 / (1 + Math.exp(-(a + b * xs[i])));
+      const r = q - (p.hit ? 1 : 0);
+      const w = q * (1 - q);
+      ga += r;
+      gb += r * xs[i];
+      haa += w;
+      hab += w * xs[i];
+      hbb += w * xs[i] * xs[i];
+    });
+    const det = haa * hbb - hab * hab;
+    if (!(det > 1e-12)) break;
+    const da = (hbb * ga - hab * gb) / det;
+    const db = (haa * gb - hab * ga) / det;
+    a -= da;
+    b -= db;
+    if (Math.abs(da) + Math.abs(db) < 1e-10) break;
   }
-  return blocks[blocks.length - 1].hitRate;
+  return { intercept: a, slope: b };
 }
 
 /** The fit in use (calibration.json): what a report's confidence is mapped through. */
-export const CALIBRATION: readonly CalibrationBlock[] = (fitted as { blocks: CalibrationBlock[] }).blocks;
+export const CALIBRATION: CalibrationFit = (fitted as { fit: CalibrationFit }).fit;

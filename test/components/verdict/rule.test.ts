@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { compare, credibleSet, estimate, normalQuantile, rank } from "../../../components/verdict/rule";
-import { prng } from "../../../lib/prng";
+import { normal, prng } from "../../../lib/prng";
 import { DEFAULT_VERDICT, verdictSchema } from "../../../components/verdict/schema";
 
 const launch = (value: number, requestSd = 0.04, requests = 3) => ({ value, requests, requestSd });
@@ -48,6 +48,31 @@ test("the rule's settings: defaults in one schema, unknown keys and bad values r
   assert.equal(message({ confidence: 1 }), "verdict.confidence must be a number above 0.5 and below 1 (0.95: 95 %)");
   assert.equal(message({ threshold: -0.1 }), "verdict.threshold must be a number from 0 to 0.5 (0.005: 0.5 %)");
   assert.equal(message({ maxAgeDays: 0 }), "verdict.maxAgeDays must be a positive number of days");
+});
+
+test("the credible set's chance is a scored answer's: one within the tolerance of the best, or a tie that holds the best or is all within it", () => {
+  // x (not launched) is often the best; a tie of a and b is right when one of them is the best,
+  // or both are within 1 % of x: one of them within 1 % of x is not enough (the other misleads).
+  const beliefs = [
+    { key: "a", mean: 200, sd: 6, exists: 1, member: true },
+    { key: "b", mean: 196, sd: 6, exists: 1, member: true },
+    { key: "x", mean: 199, sd: 6, exists: 1, member: false },
+  ];
+  const set = credibleSet(beliefs, { tolerance: 0.01, confidence: 0.999, maxSize: 2 }, prng(3), 4000);
+  const rand = prng(99);
+  let right = 0;
+  let anyWithin = 0;
+  const draws = 20000;
+  for (let d = 0; d < draws; d++) {
+    const v = new Map(beliefs.map((b) => [b.key, b.mean + b.sd * normal(rand)]));
+    const best = Math.max(...v.values());
+    const within = set.keys.map((k) => v.get(k)! >= best * 0.99);
+    const holds = set.keys.some((k) => v.get(k) === best);
+    if (set.keys.length === 1 ? within[0] : holds || within.every(Boolean)) right++;
+    if (within.some(Boolean)) anyWithin++;
+  }
+  assert.ok(Math.abs(set.chance - right / draws) < 0.03, `${set.keys.join(",")}: ${set.chance} against ${right / draws}`);
+  if (set.keys.length > 1) assert.ok(set.chance < anyWithin / draws - 0.03, "a tie is not right merely because one member is near the best");
 });
 
 test("the credible set: one clear best alone; near equals together, at most maxSize; a competitor not launched lowers the chance, never joins", () => {

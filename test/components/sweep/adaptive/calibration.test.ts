@@ -1,42 +1,48 @@
 // The sweep's confidence calibration (components/sweep/adaptive/calibration.ts), pure: the
-// isotonic fit, its pooling of small blocks, the mapping, and the fitted table in use.
+// logistic fit, the mapping, and the fit in use.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { calibrate, CALIBRATION, isotonicFit } from "../../../../components/sweep/adaptive/calibration";
+import { calibrate, CALIBRATION, logisticFit } from "../../../../components/sweep/adaptive/calibration";
 import fitted from "../../../../components/sweep/adaptive/calibration.json";
+import { prng } from "../../../../lib/prng";
 
-test("the isotonic fit is non-decreasing and pools what would go down", () => {
-  const runs = [
-    ...Array.from({ length: 20 }, (_, i) => ({ chance: 0.8, hit: i < 10 })),
-    ...Array.from({ length: 20 }, (_, i) => ({ chance: 0.9, hit: i < 6 })),
-    ...Array.from({ length: 20 }, (_, i) => ({ chance: 0.99, hit: i < 18 })),
-  ];
-  const fit = isotonicFit(runs);
-  assert.deepEqual(fit.map((b) => [Math.round(b.chance * 100) / 100, b.hitRate, b.runs]), [[0.85, 0.4, 40], [0.99, 0.9, 20]]);
-  for (let i = 1; i < fit.length; i++) assert.ok(fit[i].hitRate >= fit[i - 1].hitRate);
+test("the logistic fit recovers the law the runs were drawn from", () => {
+  // Hits drawn from confidence = logistic(0.3 + 0.5 logit(chance)), at chances spread over (0.5, 1).
+  const rand = prng(11);
+  const truth = { intercept: 0.3, slope: 0.5 };
+  const runs = Array.from({ length: 20000 }, () => {
+    const chance = 0.5 + 0.499 * rand();
+    return { chance, hit: rand() < calibrate(chance, truth) };
+  });
+  const fit = logisticFit(runs);
+  assert.ok(Math.abs(fit.intercept - 0.3) < 0.1 && Math.abs(fit.slope - 0.5) < 0.1, JSON.stringify(fit));
 });
 
-test("a block of fewer than ten runs is pooled with a neighbour: one run is no hit rate", () => {
-  const runs = [{ chance: 0.5, hit: false }, ...Array.from({ length: 30 }, (_, i) => ({ chance: 0.9, hit: i < 24 }))];
-  const fit = isotonicFit(runs);
-  assert.equal(fit.length, 1);
-  assert.equal(fit[0].runs, 31);
+test("a chance that says nothing fits as a flat rate: the slope goes to zero, the level to the hit rate", () => {
+  const runs = Array.from({ length: 400 }, (_, i) => ({ chance: 0.6 + (0.39 * (i % 20)) / 19, hit: Math.floor(i / 20) % 4 !== 0 }));
+  const fit = logisticFit(runs);
+  assert.ok(Math.abs(fit.slope) < 1e-6, String(fit.slope));
+  assert.ok(Math.abs(calibrate(0.7, fit) - 0.75) < 1e-6 && Math.abs(calibrate(0.99, fit) - 0.75) < 1e-6);
 });
 
-test("a chance maps linearly between the blocks, in proportion below the first, flat above the last", () => {
-  const blocks = [{ chance: 0.8, hitRate: 0.7, runs: 10 }, { chance: 1, hitRate: 0.9, runs: 10 }];
-  assert.ok(Math.abs(calibrate(0.8, blocks) - 0.7) < 1e-12);
-  assert.ok(Math.abs(calibrate(0.4, blocks) - 0.35) < 1e-12, "a sweep cut short does not read as the lowest block");
-  assert.ok(Math.abs(calibrate(0.9, blocks) - 0.8) < 1e-12);
-  assert.equal(calibrate(1, blocks), 0.9);
-  assert.equal(calibrate(0.42, []), 0.42, "no fit: the chance as it is");
+test("a fit is refused where it cannot be made: too few runs, or all hits", () => {
+  assert.throws(() => logisticFit([{ chance: 0.9, hit: true }, { chance: 0.8, hit: false }]), /at least ten runs/);
+  assert.throws(() => logisticFit(Array.from({ length: 20 }, () => ({ chance: 0.9, hit: true }))), /some hits and some misses/);
 });
 
-test("the fit in use was written by its bench, from a training family, and is non-decreasing", () => {
-  const f = fitted as { command: string; family: { seed: number; surfaces: number }; blocks: unknown[] };
+test("the mapping rises with the chance, and a chance of 0 or 1 is no certainty", () => {
+  const fit = { intercept: 0.2, slope: 0.4 };
+  const values = [0, 0.3, 0.6, 0.9, 1].map((c) => calibrate(c, fit));
+  for (let i = 1; i < values.length; i++) assert.ok(values[i] > values[i - 1], values.join(", "));
+  assert.ok(values[0] > 0 && values[4] < 1);
+  assert.equal(calibrate(0.5, { intercept: 0, slope: 1 }), 0.5);
+});
+
+test("the fit in use was written by its bench from several training families, and rises with the chance", () => {
+  const f = fitted as { command: string; family: { seeds: number[]; surfaces: number }; runs: number; hits: number };
   assert.match(f.command, /^npx tsx bench\/adaptive-calibrate\.ts/);
-  assert.ok(f.family.surfaces >= 100, String(f.family.surfaces));
-  assert.ok(CALIBRATION.length >= 2);
-  for (let i = 1; i < CALIBRATION.length; i++) assert.ok(CALIBRATION[i].hitRate >= CALIBRATION[i - 1].hitRate && CALIBRATION[i].chance > CALIBRATION[i - 1].chance);
-  assert.ok(CALIBRATION.every((b) => b.runs >= 10));
+  assert.ok(f.family.seeds.length >= 2 && f.runs === f.family.seeds.length * f.family.surfaces && f.runs >= 1000, JSON.stringify(f.family));
+  assert.ok(CALIBRATION.slope > 0, JSON.stringify(CALIBRATION));
+  const rate = f.hits / f.runs;
+  assert.ok(calibrate(0.5, CALIBRATION) < rate && calibrate(0.999, CALIBRATION) > rate, "a low chance states less than the training rate, a high one more");
 });
