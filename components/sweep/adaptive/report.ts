@@ -70,7 +70,7 @@ export function renderAdaptiveMarkdown(r: AdaptiveReport): string {
     };
     lines.push(
       `**A tie: ${c.tied.join(", ")}**: the measurements cannot tell them apart. ${c.tied.map(est).join("; ")}. ` +
-        `Chance that one of them is within ${tol} of the best configuration, launched or not: ${(c.confidence * 100).toFixed(1)} %. The first has the highest estimate; new launches of them would separate them (launches differ, passes on one server do not).`,
+        `Chance that the best configuration, launched or not, is one of them, or that all of them are within ${tol} of it: ${(c.confidence * 100).toFixed(1)} %. The first has the highest estimate; new launches of them would separate them (launches differ, passes on one server do not).`,
     );
   } else {
     lines.push("**No configuration chosen**: none was measured in full with the coding check passing.");

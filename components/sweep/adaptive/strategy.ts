@@ -21,8 +21,9 @@
 //    sweep cannot restart a configuration it measured yet) it first launches a tied
 //    configuration again;
 // 7. its answer is a best, or a tie of at most three it cannot separate, with the chance that
-//    it holds a configuration within the tolerance of the best, launched or not (answerOf),
-//    calibrated on generated surfaces (calibration.ts).
+//    it is right (a best within the tolerance of the true best, launched or not; a tie holding
+//    the true best, or all within the tolerance of it: answerOf), calibrated on generated
+//    surfaces (calibration.ts).
 // The chance is the model's, from measurements only: the true best is known only in
 // simulation (bench/adaptive-sweep.ts checks it there).
 import { GridPoint, needsAtLeast } from "./space";
@@ -105,7 +106,7 @@ export interface StrategyOptions {
    * so a configuration launched once is never known better than this.
    */
   launchSd: number;
-  /** The chance the answer must have of holding a configuration within the tolerance of the true best: below it, the answer grows into a tie set. */
+  /** The chance the answer must have of being right (rule.ts CredibleSet.chance): below it, a tie set is weighed too. */
   confidence: number;
   /** The answer holds at most this many configurations (a tie larger than this tells a user nothing); its chance says how sure it is. */
   maxTied: number;
@@ -470,7 +471,7 @@ export interface Conclusion {
    * highest estimate first (`chosen` included): a tie.
    */
   tied: string[];
-  /** The chance that the answer holds a configuration within the tolerance of the true best, calibrated (calibration.ts). */
+  /** The chance that the answer is right (rule.ts CredibleSet.chance), calibrated (calibration.ts). */
   confidence: number;
   /** The same chance as the answer's draws give it, before calibration. */
   chance: number;
@@ -487,8 +488,8 @@ const ANSWER_STREAM = 1 << 20;
  * Pure: the answer from what was measured (eligible: a full pass, and the coding check not
  * failed): the credible set of components/verdict/rule.ts over the measured configurations'
  * estimates and the surrogate's beliefs of those not launched (which compete, and cannot be
- * in the answer): one configuration when it alone holds the tolerance's best with `confidence`,
- * else the few that together do, and that chance.
+ * in the answer): the answer of one to `maxTied` configurations likeliest to be right, and that
+ * chance.
  */
 export function answerOf(points: GridPoint[], records: LaunchRecord[], o: StrategyOptions, open?: Chance[]): { measured: Measured[]; eligible: Measured[]; tied: string[]; chance: number } {
   const measured = measuredPoints(points, records, o);
