@@ -87,7 +87,8 @@ function main(): void {
   if (options.check) return check(options.check);
   const runs = options.seeds.flatMap((seed) => familyRuns(seed, options.surfaces));
   const raw = logisticFit(runs);
-  const fit = { intercept: Math.round(raw.intercept * 1e4) / 1e4, slope: Math.round(raw.slope * 1e4) / 1e4 };
+  const round = (x: number) => Math.round(x * 1e4) / 1e4;
+  const fit = { intercept: round(raw.intercept), slope: round(raw.slope), lowestChance: round(raw.lowestChance!) };
   const argv = process.argv.slice(2).join(" ");
   const out = {
     command: `${COMMAND}${argv ? ` ${argv}` : ""}`,

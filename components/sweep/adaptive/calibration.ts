@@ -10,10 +10,12 @@
 // a real grid's surprises are not in it.
 import fitted from "./calibration.json";
 
-/** The fit: confidence = 1 / (1 + exp(-(intercept + slope * logit(chance)))). */
+/** The fit: confidence = 1 / (1 + exp(-(intercept + slope * logit(chance)))), from chances of `lowestChance` up. */
 export interface CalibrationFit {
   intercept: number;
   slope: number;
+  /** The lowest chance of the runs it was fitted on (absent: no floor). */
+  lowestChance?: number;
 }
 
 /** Chances are clamped this far from 0 and 1 before their log-odds (a chance of 1 from 400 draws is not certainty). */
@@ -24,9 +26,15 @@ const logit = (p: number) => {
   return Math.log(q / (1 - q));
 };
 
-/** Pure: a chance through a fit. */
+/**
+ * Pure: a chance through a fit. Below the lowest chance the fit saw, in proportion to the chance
+ * (the fit's line would lift a sweep cut short by its budget toward the base rate; nothing it
+ * was fitted on says a chance that low is worth more).
+ */
 export function calibrate(chance: number, fit: CalibrationFit): number {
-  return 1 / (1 + Math.exp(-(fit.intercept + fit.slope * logit(chance))));
+  const through = (c: number) => 1 / (1 + Math.exp(-(fit.intercept + fit.slope * logit(c))));
+  const low = fit.lowestChance;
+  return low !== undefined && chance < low ? (through(low) * chance) / low : through(chance);
 }
 
 /**
@@ -59,7 +67,7 @@ export function logisticFit(points: readonly { chance: number; hit: boolean }[])
     b -= db;
     if (Math.abs(da) + Math.abs(db) < 1e-10) break;
   }
-  return { intercept: a, slope: b };
+  return { intercept: a, slope: b, lowestChance: Math.min(...points.map((p) => p.chance)) };
 }
 
 /** The fit in use (calibration.json): what a report's confidence is mapped through. */

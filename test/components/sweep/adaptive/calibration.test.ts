@@ -38,6 +38,16 @@ test("the mapping rises with the chance, and a chance of 0 or 1 is no certainty"
   assert.equal(calibrate(0.5, { intercept: 0, slope: 1 }), 0.5);
 });
 
+test("below the lowest chance the fit saw, a chance maps in proportion: a sweep cut short is not lifted toward the base rate", () => {
+  const fit = { intercept: 1, slope: 0.3, lowestChance: 0.6 };
+  const atLow = calibrate(0.6, fit);
+  assert.ok(Math.abs(calibrate(0.3, fit) - atLow / 2) < 1e-12);
+  assert.equal(calibrate(0, fit), 0);
+  assert.ok(calibrate(0.3, { intercept: 1, slope: 0.3 }) > 0.6, "without the floor the line lifts it (what the floor is for)");
+  const fitted = logisticFit(Array.from({ length: 40 }, (_, i) => ({ chance: 0.5 + i / 100, hit: i % 3 !== 0 })));
+  assert.equal(fitted.lowestChance, 0.5);
+});
+
 test("the fit in use was written by its bench from several training families, and rises with the chance", () => {
   const f = fitted as { command: string; family: { seeds: number[]; surfaces: number }; runs: number; hits: number };
   assert.match(f.command, /^npx tsx bench\/adaptive-calibrate\.ts/);
