@@ -39,7 +39,7 @@ const { options } = parseCommandOrExit(COMMAND, {
     out: option({ type: text, placeholder: "NAME", description: "results name under bench/results/", default: "adaptive-sweep" }),
     family: option({ type: positiveInteger, placeholder: "N", description: "generated surfaces of the headline family (bench/adaptive/family.ts)", default: "100" }),
     "family-seed": option({ type: positiveInteger, placeholder: "N", description: "the headline family's seed (default: from the checkout's commit, never chosen by hand)" }),
-    "training-surfaces": option({ type: positiveInteger, placeholder: "N", description: "surfaces of the training family (seed 1: the strategy was tuned on its first 60, the confidence calibrated on its first 300 and on seeds 2-5)", default: "300" }),
+    "training-surfaces": option({ type: positiveInteger, placeholder: "N", description: "surfaces of the training family (seed 1: the strategy was tuned on its first 60, the confidence calibrated on it and on the other seeds calibration.json names)", default: "300" }),
     "request-noise": option({ type: positiveNumber, placeholder: "SD", description: "relative per-request sd of the family runs (the simulator's measured spread)", default: "0.042" }),
     "launch-noise": option({ type: positiveNumber, placeholder: "SD", description: "relative sd of a launch's persistent offset in the family runs", default: "0.015" }),
   },
@@ -50,7 +50,7 @@ const startedOf = (records: LaunchRecord[]) => records.filter((r) => !r.failure 
 interface RunRow {
   seed: number;
   chosen: string | null;
-  /** A best within 1 % of the true best, or a tie of at most three holding it (bench/adaptive/evaluate.ts). */
+  /** A best within 1 % of the true best, or a tie of at most three holding it or all within 1 % of it (bench/adaptive/evaluate.ts). */
   hit: boolean;
   /** Configurations in the answer (1: a best). */
   tied: number;
@@ -285,7 +285,7 @@ function main(): void {
     "",
     `"model": the performance model's mean figures on the surface (simhost/sim/sglang/perf.ts with bench/surfaces/<name>.json), each request drawn with a relative sd of ${options["base-noise"]} combined with the surface's noise (the simulator's own benchmark spreads about 0.06: see the recorded row, and the run with --base-noise 0.06); a launch costs ${options["launch-seconds"]} s (the seed's load), a short pass ${MODEL_COSTS.shortPassSeconds} s, a full pass ${MODEL_COSTS.fullPassSeconds} s (as the simulator measures them), a later pass's \`up\` ${MODEL_COSTS.passOverheadSeconds} s more (engine fixed cost); a launch in the OOM region costs half a load.`,
     `"recorded": the figures of a full grid run end to end (bench/adaptive-e2e.ts): each configuration's measured median as its mean, the per-request noise measured over that grid, and the costs measured there (launches as recorded, passes at their median durations, no engine time). Its truth is the model's at the hosts' speedScale; see its section below.`,
-    `The true best is the model's (noise-free); it is known only in simulation. A hit, as above: a best within 1 % of the true best, or a tie of at most 3 holding it. The model rows add a launch's persistent offset (${pct(options["launch-noise"])}) to the per-request noise below.`,
+    `The true best is the model's (noise-free); it is known only in simulation. A hit, as above: a best within 1 % of the true best, or a tie of at most 3 holding it or all within 1 % of it. The model rows add a launch's persistent offset (${pct(options["launch-noise"])}) to the per-request noise below.`,
     "The last column: the full grid under the same noise (every configuration one full pass, same seeds), its highest measured median alone, or answered as the adaptive sweep answers (a best or a tie of at most three).",
     "",
     ...family.lines,

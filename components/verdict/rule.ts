@@ -152,9 +152,11 @@ export interface CredibleSet<K> {
  * Pure: the answer of a search that cannot tell its top configurations apart. It draws the
  * true values from the beliefs (`draws` times, seeded) and weighs answers of one to `maxSize`
  * members by the chance each is right (CredibleSet.chance): the likeliest one alone, then ties
- * grown a member at a time (the one that adds most to the tie's chance). It answers the
- * smallest that reaches `confidence`; else the likeliest of them, a larger one only where it
- * adds at least 2 % to the chance (a tie of more tells a user less).
+ * grown greedily, a member at a time (the one that adds most to the tie's chance; not every
+ * tie of that size is tried). It answers the first that reaches `confidence`; else the likeliest
+ * of them, a larger one only where it adds at least 2 % to the chance of the answer so far (a tie
+ * of more tells a user less). The chance is read off the same draws that chose the answer, so
+ * it leans high by about their error (400 draws: about 2 %); calibration.ts maps it.
  */
 export function credibleSet<K>(beliefs: readonly Belief<K>[], s: { tolerance: number; confidence: number; maxSize?: number }, rand: () => number, draws = 400): CredibleSet<K> {
   const members = beliefs.filter((b) => b.member);
@@ -183,9 +185,10 @@ export function credibleSet<K>(beliefs: readonly Belief<K>[], s: { tolerance: nu
       .map((i) => ({ set: [...grown.set, i], chance: right([...grown.set, i]) }))
       .sort((a, b) => b.chance - a.chance || members[b.set[b.set.length - 1]].mean - members[a.set[a.set.length - 1]].mean)[0];
     grown = next;
-    // A member that adds (almost) nothing is not a tie: what the answer lacks is elsewhere (a
-    // configuration not launched may be better), and the chance says so.
-    if (grown.chance >= answer.chance + MIN_GAIN) answer = grown;
+    // A tie that reaches the confidence is the answer. Short of it, a member that adds (almost)
+    // nothing is not a tie: what the answer lacks is elsewhere (a configuration not launched may
+    // be better), and the chance says so.
+    if (grown.chance >= s.confidence || grown.chance >= answer.chance + MIN_GAIN) answer = grown;
   }
   return { keys: answer.set.map((i) => members[i].key), chance: answer.chance, each: new Map(members.map((m, i) => [m.key, each[i]])) };
 }

@@ -39,14 +39,17 @@ export function calibrate(chance: number, fit: CalibrationFit): number {
 
 /**
  * Pure: the maximum-likelihood fit of hits on the chances' log-odds (Newton's method). Refuses
- * what cannot be fitted: fewer than ten runs, or runs that all hit or all missed.
+ * what cannot be fitted: fewer than ten runs, runs that all hit or all missed, chances that do
+ * not vary, or chances that split hits from misses exactly (no maximum).
  */
 export function logisticFit(points: readonly { chance: number; hit: boolean }[]): CalibrationFit {
   const hits = points.filter((p) => p.hit).length;
   if (points.length < 10 || hits === 0 || hits === points.length) throw new Error(`logisticFit: ${points.length} runs with ${hits} hits: a fit needs at least ten runs, some hits and some misses`);
   const xs = points.map((p) => logit(p.chance));
+  if (Math.max(...xs) - Math.min(...xs) < 1e-9) throw new Error(`logisticFit: the ${points.length} runs' chances do not vary (all ${points[0].chance}): no slope to fit`);
   let [a, b] = [0, 0];
-  for (let iteration = 0; iteration < 100; iteration++) {
+  let converged = false;
+  for (let iteration = 0; iteration < 100 && !converged; iteration++) {
     // Gradient and Hessian of the negative log-likelihood in (a, b).
     let [ga, gb, haa, hab, hbb] = [0, 0, 0, 0, 0];
     points.forEach((p, i) => {
@@ -60,13 +63,15 @@ export function logisticFit(points: readonly { chance: number; hit: boolean }[])
       hbb += w * xs[i] * xs[i];
     });
     const det = haa * hbb - hab * hab;
-    if (!(det > 1e-12)) break;
+    if (!(det > 0)) break;
     const da = (hbb * ga - hab * gb) / det;
     const db = (haa * gb - hab * ga) / det;
     a -= da;
     b -= db;
-    if (Math.abs(da) + Math.abs(db) < 1e-10) break;
+    converged = Math.abs(da) + Math.abs(db) < 1e-10;
   }
+  // Hits and misses split cleanly by the chance have no fit: the slope grows without end.
+  if (!converged) throw new Error(`logisticFit: no fit of ${points.length} runs after 100 steps (do the chances split hits from misses exactly?)`);
   return { intercept: a, slope: b, lowestChance: Math.min(...points.map((p) => p.chance)) };
 }
 

@@ -25,9 +25,11 @@ test("a chance that says nothing fits as a flat rate: the slope goes to zero, th
   assert.ok(Math.abs(calibrate(0.7, fit) - 0.75) < 1e-6 && Math.abs(calibrate(0.99, fit) - 0.75) < 1e-6);
 });
 
-test("a fit is refused where it cannot be made: too few runs, or all hits", () => {
+test("a fit is refused where it cannot be made: too few runs, all hits, one chance for all, or chances that split hits from misses", () => {
   assert.throws(() => logisticFit([{ chance: 0.9, hit: true }, { chance: 0.8, hit: false }]), /at least ten runs/);
   assert.throws(() => logisticFit(Array.from({ length: 20 }, () => ({ chance: 0.9, hit: true }))), /some hits and some misses/);
+  assert.throws(() => logisticFit(Array.from({ length: 20 }, (_, i) => ({ chance: 1, hit: i % 2 === 0 }))), /do not vary/);
+  assert.throws(() => logisticFit(Array.from({ length: 20 }, (_, i) => ({ chance: 0.5 + i / 40, hit: i >= 10 }))), /no fit/);
 });
 
 test("the mapping rises with the chance, and a chance of 0 or 1 is no certainty", () => {
