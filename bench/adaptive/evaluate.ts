@@ -1,7 +1,9 @@
 // How one sweep run is scored, in simulation where the truth is known: a single answer hits
 // when its true value is within the tolerance of the true best; a tie set hits when it has at
 // most `maxTied` configurations and holds the true best (or every one of them is within the
-// tolerance). Shared by bench/adaptive-sweep.ts's strategies and baselines.
+// tolerance: components/verdict/rule.ts answerIsRight, the rule the sweep's own chance counts).
+// Shared by bench/adaptive-sweep.ts's strategies and baselines.
+import { answerIsRight } from "../../components/verdict/rule";
 export interface Scored {
   hit: boolean;
   /** True value of the answer's top / the true best. */
@@ -19,6 +21,6 @@ export function score(tied: string[], truth: Map<string, number>, tolerance: num
   const good = (n: string) => (truth.get(n) ?? 0) >= best * (1 - tolerance);
   const ratio = (truth.get(tied[0]) ?? 0) / best;
   const containsBest = tied.includes(bestName);
-  const hit = tied.length === 1 ? good(tied[0]) : tied.length <= maxTied && (containsBest || tied.every(good));
+  const hit = tied.length <= maxTied && answerIsRight(tied.map(good), containsBest);
   return { hit, ratio, tied: tied.length, containsBest };
 }

@@ -149,6 +149,16 @@ export interface CredibleSet<K> {
 }
 
 /**
+ * Pure: whether an answer is right, given per member whether it is within the tolerance of the
+ * best and whether one of them is the best: one member within it; a tie that holds the best or
+ * is all within it. The chance credibleSet weighs answers by, and what bench/adaptive/evaluate.ts
+ * scores against the truth.
+ */
+export function answerIsRight(within: readonly boolean[], holdsBest: boolean): boolean {
+  return within.length === 1 ? within[0] : holdsBest || within.every(Boolean);
+}
+
+/**
  * Pure: the answer of a search that cannot tell its top configurations apart. It draws the
  * true values from the beliefs (`draws` times, seeded) and weighs answers of one to `maxSize`
  * members by the chance each is right (CredibleSet.chance): the likeliest one alone, then ties
@@ -173,8 +183,7 @@ export function credibleSet<K>(beliefs: readonly Belief<K>[], s: { tolerance: nu
     top.push(memberIndex.findIndex((j) => values[j] === best));
   }
   const each = members.map((_, i) => good.filter((g) => g[i]).length / draws);
-  const right = (set: number[]) =>
-    set.length === 1 ? each[set[0]] : good.filter((g, d) => set.includes(top[d]) || set.every((c) => g[c])).length / draws;
+  const right = (set: number[]) => good.filter((g, d) => answerIsRight(set.map((c) => g[c]), set.includes(top[d]))).length / draws;
   const first = members.map((_, i) => i).sort((a, b) => each[b] - each[a] || members[b].mean - members[a].mean)[0];
   let answer = { set: [first], chance: each[first] };
   let grown = answer;

@@ -2,7 +2,7 @@
 // interval beyond the threshold, rankings that tie what they cannot separate; and its settings.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { compare, credibleSet, estimate, normalQuantile, rank } from "../../../components/verdict/rule";
+import { answerIsRight, compare, credibleSet, estimate, normalQuantile, rank } from "../../../components/verdict/rule";
 import { normal, prng } from "../../../lib/prng";
 import { DEFAULT_VERDICT, verdictSchema } from "../../../components/verdict/schema";
 
@@ -48,6 +48,14 @@ test("the rule's settings: defaults in one schema, unknown keys and bad values r
   assert.equal(message({ confidence: 1 }), "verdict.confidence must be a number above 0.5 and below 1 (0.95: 95 %)");
   assert.equal(message({ threshold: -0.1 }), "verdict.threshold must be a number from 0 to 0.5 (0.005: 0.5 %)");
   assert.equal(message({ maxAgeDays: 0 }), "verdict.maxAgeDays must be a positive number of days");
+});
+
+test("an answer is right: one member within the tolerance; a tie holding the best, or all within it", () => {
+  assert.equal(answerIsRight([true], false), true);
+  assert.equal(answerIsRight([false], false), false);
+  assert.equal(answerIsRight([true, false], false), false, "a near member beside a far one, the best elsewhere: it misleads");
+  assert.equal(answerIsRight([false, false, true], true), true, "it holds the best");
+  assert.equal(answerIsRight([true, true], false), true, "all within the tolerance");
 });
 
 test("the credible set's chance is a scored answer's: one within the tolerance of the best, or a tie that holds the best or is all within it", () => {
