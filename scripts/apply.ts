@@ -16,6 +16,7 @@ const COMMAND = command({
   options: {
     plans: option({ type: inProjectFolder(existingDirectory), placeholder: "DIR", description: "the review's plans folder", default: ".review" }),
     pr: option({ type: text, placeholder: "COMMIT", description: "the approved commit of a pull request reviewed with --pr, applied from a clean checkout of its base branch; refused if the review is of another commit, or the pull request changes the program" }),
+    digest: option({ type: text, placeholder: "sha256:HEX", description: "the digest that ends the approved words (the review run's job summary): refused unless the plans folder holds exactly that review, its words included" }),
   },
 });
 
@@ -24,7 +25,7 @@ async function main(): Promise<number> {
   const refusal = emptyPassphraseRefusal(process.env);
   if (refusal) throw new Error(refusal);
   setUp({ hosts: false });
-  const done = await runApply({ dir: REPO_ROOT, env: pulumiEnv(), plansDir: options.plans, pullRequest: options.pr, progress: (l) => process.stderr.write(`apply: ${l}\n`), output: (t) => process.stdout.write(t) });
+  const done = await runApply({ dir: REPO_ROOT, env: pulumiEnv(), plansDir: options.plans, pullRequest: options.pr, digest: options.digest, progress: (l) => process.stderr.write(`apply: ${l}\n`), output: (t) => process.stdout.write(t) });
   for (const d of done) process.stdout.write(`${d.stack}: ${d.result}\n`);
   return 0;
 }

@@ -8,6 +8,7 @@ import { emptyPassphraseRefusal } from "../lib/secrets-passphrase";
 import { globMatcher } from "../components/benchmark/report";
 import { runReview } from "../components/review/review";
 import { COMMENT_LIMIT } from "../components/review/render";
+import { WORDS_FILE } from "../components/review/record";
 
 const INVOCATION = "npm run review --";
 const COMMAND = command({
@@ -35,12 +36,15 @@ async function main(): Promise<number> {
   if (refusal) throw new Error(refusal);
   setUp({ hosts: false });
   const named = options.stacks === undefined ? undefined : globMatcher(options.stacks);
-  const { markdown, record } = await runReview({ dir: REPO_ROOT, env: pulumiEnv(), base: options.base, named, plansDir: options.plans, pullRequest: options.pr, progress: (l) => process.stderr.write(`review: ${l}\n`) });
-  const out = options.out ?? path.join(options.plans, "review.md");
-  fs.mkdirSync(path.dirname(out), { recursive: true });
-  fs.writeFileSync(out, markdown);
+  const { markdown, record, digest } = await runReview({ dir: REPO_ROOT, env: pulumiEnv(), base: options.base, named, plansDir: options.plans, pullRequest: options.pr, progress: (l) => process.stderr.write(`review: ${l}\n`) });
+  // The words are in the plans folder already (review.md, beside what they describe); --out is a copy.
+  const out = options.out ?? path.join(options.plans, WORDS_FILE);
+  if (path.resolve(out) !== path.resolve(options.plans, WORDS_FILE)) {
+    fs.mkdirSync(path.dirname(out), { recursive: true });
+    fs.writeFileSync(out, markdown);
+  }
   process.stdout.write(markdown);
-  process.stderr.write(`review: wrote ${out} (${markdown.length} characters) and the plans of ${record.stacks.filter((s) => s.plan).length} stack(s) in ${options.plans}\n`);
+  process.stderr.write(`review: wrote ${out} (${markdown.length} characters) and the plans of ${record.stacks.filter((s) => s.plan).length} stack(s) in ${options.plans}; digest ${digest} (apply --digest takes it)\n`);
   return record.stacks.some((s) => s.effect === "preview failed") ? 1 : 0;
 }
 

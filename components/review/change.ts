@@ -1,8 +1,15 @@
 // Pure: what a change of the project's files means for its stacks, before anything is
 // previewed: which stacks it touches, and what changed in each one's configuration, in words
 // a reviewer reads at a glance ("budget 8 -> 16", "window 2048 -> none", "apiKey rotated").
-import * as YAML from "yaml";
+import { configValue } from "../sglang-service/config-value";
 import { CONFIG_NAMESPACE } from "../sglang-service/schema";
+import { readConfigYaml } from "./one-reader";
+
+/**
+ * A top-level value as the program gets it: Pulumi passes text on (an empty one for null), which
+ * the program reads as JSON where it is JSON ("600" is 600).
+ */
+const asTheProgramReadsIt = (v: unknown) => (v === null ? "" : typeof v === "string" ? configValue(v) : v);
 import { maskSecrets, SECRET_LIKE } from "./redact";
 
 const NS = CONFIG_NAMESPACE;
@@ -57,23 +64,29 @@ export function touchedStacks(changed: readonly string[], stacks: readonly strin
   return { touched, removed };
 }
 
-/** Pulumi.yaml's `config` (long `{value: ...}` or short form), keys without the namespace. */
-export function projectConfigOf(text: string | undefined): Record<string, unknown> {
+/**
+ * Pulumi.yaml's `config` (long `{value: ...}` or short form), keys without the namespace.
+ * `file` names it in the refusal of a file the engine could read otherwise (one-reader.ts).
+ */
+export function projectConfigOf(text: string | undefined, file = "Pulumi.yaml"): Record<string, unknown> {
   if (text === undefined) return {};
-  const doc = (YAML.parse(text) ?? {}) as { config?: Record<string, unknown> };
+  const doc = (readConfigYaml(text, file) ?? {}) as { config?: Record<string, unknown> };
   const out: Record<string, unknown> = {};
   for (const [key, entry] of Object.entries(doc.config ?? {})) {
     const long = typeof entry === "object" && entry !== null && !Array.isArray(entry) && "value" in entry;
-    out[key.startsWith(`${NS}:`) ? key.slice(NS.length + 1) : key] = long ? (entry as { value: unknown }).value : entry;
+    const value = long ? (entry as { value: unknown }).value : entry;
+    // A declaration without a value (`value: null`) sets nothing: Pulumi leaves the key out.
+    if (long && value === null) continue;
+    out[key.startsWith(`${NS}:`) ? key.slice(NS.length + 1) : key] = asTheProgramReadsIt(value);
   }
   return out;
 }
 
-/** A stack file's `config`, keys without the namespace. */
-export function stackConfigOf(text: string | undefined): Record<string, unknown> {
+/** A stack file's `config`, keys without the namespace (`file` names it in a refusal, as in projectConfigOf). */
+export function stackConfigOf(text: string | undefined, file: string): Record<string, unknown> {
   if (text === undefined) return {};
-  const config = ((YAML.parse(text) ?? {}) as { config?: Record<string, unknown> }).config ?? {};
-  return Object.fromEntries(Object.entries(config).map(([k, v]) => [k.startsWith(`${NS}:`) ? k.slice(NS.length + 1) : k, v]));
+  const config = ((readConfigYaml(text, file) ?? {}) as { config?: Record<string, unknown> }).config ?? {};
+  return Object.fromEntries(Object.entries(config).map(([k, v]) => [k.startsWith(`${NS}:`) ? k.slice(NS.length + 1) : k, asTheProgramReadsIt(v)]));
 }
 
 /** Project config with a stack's keys replacing it, whole sections at a time (as Pulumi does). */

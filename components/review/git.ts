@@ -1,7 +1,7 @@
 // The git reads a review makes (review.ts, pull-request.ts): one place for each.
 import { execFileSync } from "node:child_process";
 import * as path from "node:path";
-import * as YAML from "yaml";
+import { readConfigYaml } from "./one-reader";
 
 export function git(dir: string, args: string[]): string {
   return execFileSync("git", args, { cwd: dir, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
@@ -26,7 +26,7 @@ export function atRevision(dir: string, rev: string, file: string): string | und
 }
 
 /** The project's stacks folder, relative to it (Pulumi.yaml's stackConfigDir), "." for the project folder. */
-export function stacksDirOf(projectText: string | undefined): string {
-  const dir = ((YAML.parse(projectText ?? "") ?? {}) as { stackConfigDir?: string }).stackConfigDir ?? ".";
+export function stacksDirOf(projectText: string | undefined, file = "Pulumi.yaml"): string {
+  const dir = ((readConfigYaml(projectText ?? "", file) ?? {}) as { stackConfigDir?: string }).stackConfigDir ?? ".";
   return path.normalize(dir).replace(/\/+$/, "") || ".";
 }

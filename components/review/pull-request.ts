@@ -5,12 +5,15 @@
 // file the pull request changes is a change of the program: it is listed, reviewed as code,
 // and applied only after merge, from the base branch. A branch behind its base is refused:
 // applied, it would revert the base's later commits.
+// What is configuration is decided on the bytes both readers agree on (one-reader.ts): a
+// configuration file the engine could read otherwise is refused before anything is written or
+// previewed, and Pulumi.yaml is configuration only when every byte outside its `config` entry
+// is the base's.
 import * as fs from "node:fs";
 import * as path from "node:path";
-import * as YAML from "yaml";
-import { canonicalJson } from "./record";
 import { stackOfPath } from "./change";
 import { atRevision, commitOf, git, stacksDirOf } from "./git";
+import { AmbiguousYaml, projectOutsideConfig, refuseAmbiguousYaml } from "./one-reader";
 
 /** What a pull request brings, as `pullRequestInputs` read it. */
 export interface PullRequestInputs {
@@ -24,14 +27,21 @@ export interface PullRequestInputs {
   program: string[];
 }
 
-/** Pure: Pulumi.yaml without its `config` section, in a canonical form: what makes it part of the program. */
-export function projectWithoutConfig(text: string | undefined): string {
-  if (text === undefined) return "none";
-  const parsed = (YAML.parse(text) ?? {}) as Record<string, unknown>;
-  const { config: _config, ...rest } = parsed;
-  return canonicalJson(rest);
+/** Pure: Pulumi.yaml's bytes outside its `config` entry (one-reader.ts): what makes it part of the program. */
+export function projectWithoutConfig(text: string | undefined, file = "Pulumi.yaml"): string {
+  return text === undefined ? "\0none" : projectOutsideConfig(text, file);
 }
 
+/** The pull request's copy of a configuration file, refused when the engine could read it otherwise. */
+function refuseUnlessOneReading(text: string | undefined, file: string, head: string): void {
+  if (text === undefined) return;
+  try {
+    refuseAmbiguousYaml(text, file);
+  } catch (e) {
+    if (!(e instanceof AmbiguousYaml)) throw e;
+    throw new AmbiguousYaml(`${file} of the pull request (${head.slice(0, 12)})`, e.line, e.column, `${e.reason}. The review reads configuration only where it and Pulumi cannot read it differently`);
+  }
+}
 /**
  * Reads what the pull request at `ref` changes against the base checkout at `dir`, writing
  * nothing. Refuses a ref that is not a commit there, a branch behind the checkout's commit, and
@@ -51,14 +61,16 @@ export function readPullRequest(dir: string, ref: string): PullRequestInputs {
   }
   const projectBase = atRevision(dir, base, "Pulumi.yaml");
   const projectHead = atRevision(dir, head, "Pulumi.yaml");
-  const stacksDir = stacksDirOf(projectBase);
+  const stacksDir = stacksDirOf(projectBase, `Pulumi.yaml of the base (${base.slice(0, 12)})`);
   // -z: a path with non-ASCII characters is given as it is, not quoted.
   const changed = git(dir, ["diff", "-z", "--name-only", "--no-renames", "--relative", base, head, "--", "."]).split("\0").filter(Boolean).sort();
   const config: string[] = [];
   const program: string[] = [];
   for (const f of changed) {
     const isStack = stackOfPath(f, stacksDir) !== undefined;
-    const isProjectConfig = f === "Pulumi.yaml" && projectWithoutConfig(projectBase) === projectWithoutConfig(projectHead);
+    // Before anything is decided from it: bytes Pulumi could read otherwise refuse the review.
+    if (isStack || f === "Pulumi.yaml") refuseUnlessOneReading(f === "Pulumi.yaml" ? projectHead : atRevision(dir, head, f), f, head);
+    const isProjectConfig = f === "Pulumi.yaml" && projectHead !== undefined && projectWithoutConfig(projectBase, "Pulumi.yaml of the base") === projectWithoutConfig(projectHead);
     (isStack || isProjectConfig ? config : program).push(f);
   }
   // The checkout's own changes: none, or this pull request's configuration written already.

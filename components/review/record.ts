@@ -45,8 +45,13 @@ export const reviewedStackSchema = z
   .strict();
 export type ReviewedStack = z.infer<typeof reviewedStackSchema>;
 
-export const REVIEW_FORMAT = 1;
+/** 2: the record holds the sha256 of the document's words (`document`), and its own digest is in DIGEST_FILE. */
+export const REVIEW_FORMAT = 2;
 export const RECORD_FILE = "review.json";
+/** The record's digest (`sha256:<hex>` of review.json's bytes): what binds the words approved to the plans applied. */
+export const DIGEST_FILE = "digest";
+/** The review's words beside its plans (withDigest's form): they travel with the plans they describe. */
+export const WORDS_FILE = "review.md";
 
 export const reviewRecordSchema = z
   .object({
@@ -63,12 +68,29 @@ export const reviewRecordSchema = z
      * configuration (pull-request.ts). `apply` refuses one that changes the program.
      */
     programChanges: z.array(z.string()).optional(),
+    /** sha256 of the document's words, as rendered (the digest line apart). */
+    document: z.string(),
   })
   .strict();
 export type ReviewRecord = z.infer<typeof reviewRecordSchema>;
 
 export function sha256(text: string): string {
   return createHash("sha256").update(text).digest("hex");
+}
+
+/** The review's digest: of the record's bytes, which hold the sha256 of every plan and of the words. */
+export const digestOf = (recordText: string) => `sha256:${sha256(recordText)}`;
+
+/** The document's last line: the digest an approver matches against the trusted run's and apply checks. */
+export const digestLine = (digest: string) => `Review digest: \`${digest}\``;
+
+/** The words (ending with one line break) and their digest line after a blank one, as written (review.md). */
+export const withDigest = (words: string, digest: string) => `${words}\n${digestLine(digest)}\n`;
+
+/** The words of a review.md that ends with `digest`'s line (withDigest's inverse), or undefined. */
+export function wordsOf(written: string, digest: string): string | undefined {
+  const tail = `\n${digestLine(digest)}\n`;
+  return written.endsWith(tail) ? written.slice(0, -tail.length) : undefined;
 }
 
 /** JSON with object keys sorted, so that equal values hash equally. */

@@ -101,7 +101,7 @@ function inline(s: string): string {
 }
 /** A code span, when the text allows one; else plain escaped text. */
 export function code(s: string): string {
-  return /[`\r\n\\]/.test(s) ? cell(s) : `\`${s.replace(/\|/g, "\\|")}\``;
+  return s === "" || /[`\r\n\\]/.test(s) ? cell(s) : `\`${s.replace(/\|/g, "\\|")}\``;
 }
 /** A fenced block whose fence is longer than any run of backticks in its content. */
 export function fence(content: string, lang: string): string {
@@ -115,11 +115,64 @@ const fmt = (n: number) => (Number.isInteger(n) ? String(n) : n.toFixed(1));
 /** Why a stack whose unit is installed but stopped (by hand, or failed) restarts: `up` starts it. */
 export const STOPPED_NOW = "stopped on the host: `up` starts it";
 
-export function changeWords(s: StackReview): string {
-  if (s.because === "new stack file" && s.changes.length > 20) return "new stack";
-  const words = s.changes.map((c) => c.words).join(", ");
-  if (words) return words;
-  return s.because === "project config changed" ? "none of its settings (Pulumi.yaml changed elsewhere)" : "no setting";
+/**
+ * How much a reviewer must see a change where not all of them fit: 0 first. The machine and how
+ * it is reached (host, nodes, fleet: address, port, user, hostKey, become, privateKeyPath), then
+ * secrets, then the unit (service.*) and the model, then the speculative settings, then the rest
+ * (benchmark.*, timeouts.*, ...).
+ */
+export function changeWeight(c: ConfigChange): number {
+  const top = c.key.split(/[.[]/)[0];
+  if (top === "host" || top === "nodes" || top === "fleet") return 0;
+  if (c.secret) return 1;
+  if (top === "service" || top === "model") return 2;
+  if (top === "speculative") return 3;
+  return 4;
+}
+
+/** The changes, weightiest first (changeWeight), in their own order within a weight. */
+export function byWeight(changes: readonly ConfigChange[]): ConfigChange[] {
+  return changes
+    .map((c, i) => ({ c, i, w: changeWeight(c) }))
+    .sort((a, b) => a.w - b.w || a.i - b.i)
+    .map((x) => x.c);
+}
+
+/** Where a row or a section head that leaves changes out sends the reader: a place that lists every one. */
+export const LISTED = {
+  /** The stack's section is in the document (full or shortened: either lists every change). */
+  below: "see the stack's section below",
+  /** The stack's section was left out for length. */
+  leftOut: "its section is left out for length: `npm run review -- --stacks <name>` lists them all",
+  /** Inside the section's own head (HTML: no code spans). */
+  inSection: "listed below",
+} as const;
+
+/**
+ * Escaped Markdown: the stack's changes in words, weightiest first, at most `max` characters of
+ * escaped text of them, cut only between whole changes; where some are left out it ends
+ * " ... and 7 more (`where`)" (`where` is ours, not escaped). Only a first change longer than
+ * `max` alone is cut inside, visibly ("...").
+ */
+export function changeWords(s: StackReview, max = Infinity, where: string = LISTED.below): string {
+  const prefix = s.because === "new stack file" && s.changes.length ? "new stack: " : "";
+  if (!s.changes.length) return cell(s.because === "project config changed" ? "none of its settings (Pulumi.yaml changed elsewhere)" : "no setting");
+  const words = byWeight(s.changes).map((c) => cell(c.words));
+  let out = "";
+  let n = 0;
+  for (const w of words) {
+    const next = n ? `${out}, ${w}` : w;
+    if (prefix.length + next.length > max) break;
+    out = next;
+    n++;
+  }
+  if (n === words.length) return `${prefix}${out}`;
+  if (n === 0) {
+    out = cell(byWeight(s.changes)[0].words, Math.max(20, max - prefix.length));
+    n = 1;
+  }
+  const left = words.length - n;
+  return `${prefix}${out}${left ? ` ... and ${left} more (${where})` : ` (in full: ${where})`}`;
 }
 
 function effectCell(s: StackReview): string {
@@ -161,7 +214,21 @@ function names(list: readonly string[], max: number): string {
  * The summary: the table of every stack first (cells capped), then the rollout order, removed
  * stack files and warnings; warnings give way first when the whole would not fit in `room`.
  */
-function summary(doc: ReviewDocument, room: number): string {
+function summary(doc: ReviewDocument, room: number, leftOut?: ReadonlySet<string>): string {
+  // Fitted as if every section were left out (the longest row notes), so that the summary with
+  // the sections really left out is never longer than the one renderReview made room for.
+  const worst = summaryLines(doc, () => true);
+  const base = summaryLines(doc, (stack) => leftOut === undefined || leftOut.has(stack));
+  const warned = doc.stacks.flatMap((s) => warningsOf(s).map((w) => `> - **${cell(s.stack)}**: ${inline(cap(w, 400))}`));
+  if (!warned.length) return base;
+  let shown = warned;
+  const block = (w: string[]) => `> [!WARNING]\n${w.join("\n")}${w.length < warned.length ? `\n> - and ${warned.length - w.length} more warnings: see each stack's section` : ""}\n\n`;
+  while (shown.length && worst.length + block(shown).length > room) shown = shown.slice(0, Math.floor(shown.length / 2));
+  return base + block(shown);
+}
+
+/** The summary without its warnings; `leftOut`: whether a stack's section is left out of the document. */
+function summaryLines(doc: ReviewDocument, leftOut: (stack: string) => boolean): string {
   const restarts = doc.stacks.filter((s) => s.effect === "restart").length;
   const lines = [
     MARKER,
@@ -183,7 +250,7 @@ function summary(doc: ReviewDocument, room: number): string {
     lines.push("| Stack | Host | What changes | Restart | Expected downtime | Rollout |", "|---|---|---|---|---|---|");
     for (const s of doc.stacks) {
       const order = s.order ? `${s.order.position} of ${s.order.of} on this host` : "";
-      lines.push(`| ${code(s.stack)} | ${cell(s.host, 60)} | ${cell(changeWords(s), 160)} | ${effectCell(s)} | ${downtimeCell(s)} | ${order} |`);
+      lines.push(`| ${code(s.stack)} | ${cell(s.host, 60)} | ${changeWords(s, 160, leftOut(s.stack) ? LISTED.leftOut : LISTED.below)} | ${effectCell(s)} | ${downtimeCell(s)} | ${order} |`);
     }
     lines.push("");
   }
@@ -192,19 +259,13 @@ function summary(doc: ReviewDocument, room: number): string {
   const shared = [...new Set(doc.stacks.filter((s) => s.order).map((s) => s.host))];
   if (shared.length) {
     lines.push("Rollout order where stacks share a host (`npm run apply` follows it; each `up` replaces the one before it on that host, and the stack serving there now goes last):", "");
-    for (const host of shared.slice(0, 20)) lines.push(`- ${cell(host, 60)}: ${doc.stacks.filter((s) => s.host === host && s.order).sort((a, b) => a.order!.position - b.order!.position).map((s) => code(s.stack)).join(" -> ")}`);
+    for (const host of shared.slice(0, 20)) lines.push(`- on ${cell(host, 60)}: ${doc.stacks.filter((s) => s.host === host && s.order).sort((a, b) => a.order!.position - b.order!.position).map((s) => code(s.stack)).join(" -> ")}`);
     if (shared.length > 20) lines.push(`- and ${shared.length - 20} more hosts: see the Rollout column`);
     lines.push("");
   }
   if (doc.notDeployed?.length) lines.push(`Not deployed, so not reviewed: ${names(doc.notDeployed, 20)}. A change of Pulumi.yaml or the program installs nothing; \`npm run review -- --stacks <name>\` reviews the install of one.`, "");
   if (doc.removed.length) lines.push(`Stack files removed: ${names(doc.removed, 20)}. Nothing previews them, and their hosts keep what they run: \`npx pulumi destroy --stack <name>\` takes one down.`, "");
-  const base = `${lines.join("\n")}\n`;
-  const warned = doc.stacks.flatMap((s) => warningsOf(s).map((w) => `> - **${cell(s.stack)}**: ${inline(cap(w, 400))}`));
-  if (!warned.length) return base;
-  let shown = warned;
-  const block = (w: string[]) => `> [!WARNING]\n${w.join("\n")}${w.length < warned.length ? `\n> - and ${warned.length - w.length} more warnings: see each stack's section` : ""}\n\n`;
-  while (shown.length && base.length + block(shown).length > room) shown = shown.slice(0, Math.floor(shown.length / 2));
-  return base + block(shown);
+  return `${lines.join("\n")}\n`;
 }
 
 const signed = (x: number) => `${x >= 0 ? "+" : ""}${(x * 100).toFixed(1)} %`;
@@ -254,7 +315,7 @@ function benchTable(b: StackReview["benchmark"]): string {
 
 /** A stack's section: full, or without the unit diff and steps (`short`). */
 function section(s: StackReview, short: boolean): string {
-  const head = `<details><summary><b>${cell(s.stack)}</b>: ${cell(s.effect)}${s.changes.length ? `, ${cell(changeWords(s), 120)}` : ""}</summary>\n\n`;
+  const head = `<details><summary><b>${cell(s.stack)}</b>: ${cell(s.effect)}${s.changes.length ? `, ${changeWords(s, 120, LISTED.inSection)}` : ""}</summary>\n\n`;
   const parts = [`Touched because: ${cell(s.because)}. Host: ${cell(s.host)}.`, ""];
   if (s.error) parts.push("The preview failed:", "", fence(cap(s.error, short ? 600 : 4000), "text"), "");
   if (s.changes.length) parts.push("Settings that change: " + s.changes.map((c) => code(c.words)).join(", ") + ".", "");
@@ -268,17 +329,21 @@ function section(s: StackReview, short: boolean): string {
   return `${head}${parts.join("\n")}\n</details>\n\n`;
 }
 
+const PER_STACK = "### Per stack\n\n";
+
 /**
  * Pure: the whole document, at most `limit` characters. Sections are added in the summary's
  * order while they fit, each full or else short; a note at the end names the stacks whose
  * section was shortened or left out.
  */
 export function renderReview(doc: ReviewDocument, limit = COMMENT_LIMIT): string {
-  const head = summary(doc, limit - 2000);
+  // The summary's length as if every section were left out (its longest form): the rows of
+  // those really left out then say so, and the summary is no longer than the room kept for it.
+  const bound = summary(doc, limit - 2000).length + PER_STACK.length;
   const footer = (shortened: string[], omitted: string[]) => {
     const notes: string[] = [];
-    if (shortened.length) notes.push(`Shortened to fit one comment (unit lines and steps left out): ${shortened.map((s) => `\`${s}\``).join(", ")}.`);
-    if (omitted.length) notes.push(`Left out to fit one comment: the sections of ${omitted.map((s) => `\`${s}\``).join(", ")}. \`npm run review -- --stacks <name>\` shows one in full.`);
+    if (shortened.length) notes.push(`Shortened to fit one comment (unit lines and steps left out): ${shortened.map(code).join(", ")}.`);
+    if (omitted.length) notes.push(`Left out to fit one comment: the sections of ${omitted.map(code).join(", ")}. \`npm run review -- --stacks <name>\` shows one in full.`);
     return notes.length ? `\n> [!NOTE]\n> ${notes.join("\n> ")}\n` : "";
   };
   const names = doc.stacks.map((s) => s.stack);
@@ -289,19 +354,20 @@ export function renderReview(doc: ReviewDocument, limit = COMMENT_LIMIT): string
   const omitted: string[] = [];
   for (const s of doc.stacks) {
     const full = section(s, false);
-    if (head.length + body.length + full.length + reserve <= limit) {
+    if (bound + body.length + full.length + reserve <= limit) {
       body += full;
       continue;
     }
     const brief = section(s, true);
-    if (head.length + body.length + brief.length + reserve <= limit) {
+    if (bound + body.length + brief.length + reserve <= limit) {
       body += brief;
       shortened.push(s.stack);
     } else {
       omitted.push(s.stack);
     }
   }
-  const text = `${head}${body ? `### Per stack\n\n${body}` : ""}${footer(shortened, omitted)}`;
+  const head = summary(doc, limit - 2000, new Set(omitted));
+  const text = `${head}${body ? `${PER_STACK}${body}` : ""}${footer(shortened, omitted)}`;
   // The summary alone over the limit (thousands of stacks): cut, saying so, rather than be refused.
   return text.length <= limit ? text : `${text.slice(0, limit - 120)}\n\n> [!NOTE]\n> Cut at ${limit} characters: the summary alone is longer.\n`;
 }

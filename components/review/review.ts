@@ -20,7 +20,7 @@ import { maskSecrets } from "./redact";
 import { pullRequestInputs, readPullRequest, writePullRequestConfig } from "./pull-request";
 import { atRevision, commitOf, git, stacksDirOf } from "./git";
 import { parseDeployment } from "../sglang-service/schema";
-import { canonicalJson, downtimeOf, Effect, effectOf, FOLLOWS_THE_HOST, RECORD_FILE, resourceName, REVIEW_FORMAT, ReviewedStack, ReviewRecord, reviewRecordSchema, rolloutOrder, sha256, Step, timingsSchema, whatMoved } from "./record";
+import { canonicalJson, DIGEST_FILE, digestOf, downtimeOf, Effect, effectOf, FOLLOWS_THE_HOST, RECORD_FILE, resourceName, REVIEW_FORMAT, ReviewedStack, ReviewRecord, reviewRecordSchema, rolloutOrder, sha256, Step, timingsSchema, whatMoved, withDigest, WORDS_FILE, wordsOf } from "./record";
 import { BenchmarkView, code, renderReview, ReviewDocument, StackReview, STOPPED_NOW } from "./render";
 
 export interface ReviewOptions {
@@ -156,7 +156,7 @@ interface ConfigView {
 function configOf(dir: string, env: Record<string, string>, stacksDir: string, stack: string): ConfigView {
   const project = fs.readFileSync(path.join(dir, "Pulumi.yaml"), "utf8");
   const file = path.join(dir, stackFile(stacksDir, stack));
-  const own = stackConfigOf(fs.existsSync(file) ? fs.readFileSync(file, "utf8") : undefined);
+  const own = stackConfigOf(fs.existsSync(file) ? fs.readFileSync(file, "utf8") : undefined, stackFile(stacksDir, stack));
   const overlay = env.DFLASH_LOCAL_OVERLAY === "off" ? undefined : readOverlay(dir, stack);
   const local = overlay ? overlayFor(overlay, stack) : {};
   const merged = mergeSettings(mergeConfig(projectConfigOf(project), own), local) as Record<string, unknown>;
@@ -206,7 +206,10 @@ function restartSettings(stack: string, merged: Record<string, unknown>): Pick<S
 }
 
 export interface ReviewResult {
+  /** The document, ending with its digest line. */
   markdown: string;
+  /** `sha256:<hex>` of the record (DIGEST_FILE): `apply --digest` requires it. */
+  digest: string;
   record: ReviewRecord;
   document: ReviewDocument;
 }
@@ -236,7 +239,7 @@ export async function runReview(o: ReviewOptions): Promise<ReviewResult> {
     const stack = stackOfPath(f, inStacks);
     if (stack === undefined || !fs.existsSync(path.join(o.dir, f))) return true;
     const was = atRevision(o.dir, base, f);
-    return was === undefined || canonicalJson(stackConfigOf(was)) !== canonicalJson(stackConfigOf(fs.readFileSync(path.join(o.dir, f), "utf8")));
+    return was === undefined || canonicalJson(stackConfigOf(was, `${f} at ${base.slice(0, 12)}`)) !== canonicalJson(stackConfigOf(fs.readFileSync(path.join(o.dir, f), "utf8"), f));
   });
   const { touched, removed } = touchedStacks(changed, stacksIn(o.dir, stacksDir), inStacks, o.named, baseStacks);
   say(`${touched.length} stack(s) touched against ${base.slice(0, 12)}: ${touched.map((t) => t.stack).join(", ") || "none"}`);
@@ -277,13 +280,20 @@ export async function runReview(o: ReviewOptions): Promise<ReviewResult> {
   }
   const createdAt = new Date().toISOString();
   const document: ReviewDocument = { base, head: dirty ? `${head} + working tree` : head, createdAt, backend: maskedBackend(o.env.PULUMI_BACKEND_URL), stacks: ordered, removed, notDeployed, ...(pr ? { programChanges: pr.program } : {}) };
-  const record: ReviewRecord = { format: REVIEW_FORMAT, base, head: document.head, program: programFingerprint(o.dir, stacksDir, o.plansDir), createdAt, stacks: ordered.map((r) => r.record), ...(pr ? { programChanges: pr.program } : {}) };
-  fs.writeFileSync(path.join(o.plansDir, RECORD_FILE), `${JSON.stringify(record, null, 2)}\n`);
-  return { markdown: renderReview(document), record, document };
+  const words = renderReview(document).replace(/\n*$/, "\n");
+  const record: ReviewRecord = { format: REVIEW_FORMAT, base, head: document.head, program: programFingerprint(o.dir, stacksDir, o.plansDir), createdAt, stacks: ordered.map((r) => r.record), ...(pr ? { programChanges: pr.program } : {}), document: sha256(words) };
+  const recordText = `${JSON.stringify(record, null, 2)}\n`;
+  const digest = digestOf(recordText);
+  fs.writeFileSync(path.join(o.plansDir, RECORD_FILE), recordText);
+  fs.writeFileSync(path.join(o.plansDir, DIGEST_FILE), `${digest}\n`);
+  const markdown = withDigest(words, digest);
+  fs.writeFileSync(path.join(o.plansDir, WORDS_FILE), markdown);
+  return { markdown, record, document, digest };
 }
 
 /** Removes what an earlier review wrote into the plans folder (its record and the plans it names), nothing else. */
 function removeEarlierReview(plansDir: string): void {
+  for (const name of [DIGEST_FILE, WORDS_FILE]) fs.rmSync(path.join(plansDir, name), { force: true });
   for (const name of [RECORD_FILE, `${RECORD_FILE}.applied`]) {
     const file = path.join(plansDir, name);
     if (!fs.existsSync(file)) continue;
@@ -301,8 +311,8 @@ function removeEarlierReview(plansDir: string): void {
 async function reviewStack(ws: LocalWorkspace, o: ReviewOptions, t: Touched, at: { base: string; baseProjectText: string | undefined; stacksDir: string }, say: (l: string) => void): Promise<StackReview & { record: ReviewedStack }> {
   const config = configOf(o.dir, o.env, at.stacksDir, t.stack);
   const baseFile = atRevision(o.dir, at.base, stackFile(at.stacksDir, t.stack));
-  const before = baseFile === undefined ? undefined : mergeConfig(projectConfigOf(at.baseProjectText), stackConfigOf(baseFile));
-  const after = mergeConfig(projectConfigOf(fs.readFileSync(path.join(o.dir, "Pulumi.yaml"), "utf8")), stackConfigOf(fs.readFileSync(path.join(o.dir, stackFile(at.stacksDir, t.stack)), "utf8")));
+  const before = baseFile === undefined ? undefined : mergeConfig(projectConfigOf(at.baseProjectText, `Pulumi.yaml at ${at.base.slice(0, 12)}`), stackConfigOf(baseFile, `${stackFile(at.stacksDir, t.stack)} at ${at.base.slice(0, 12)}`));
+  const after = mergeConfig(projectConfigOf(fs.readFileSync(path.join(o.dir, "Pulumi.yaml"), "utf8")), stackConfigOf(fs.readFileSync(path.join(o.dir, stackFile(at.stacksDir, t.stack)), "utf8"), stackFile(at.stacksDir, t.stack)));
   const known = (await ws.listStacks()).some((s) => s.name === t.stack);
   const prior = known ? await stateOf(ws, t.stack) : undefined;
   say(`previewing ${t.stack} (${t.because})`);
@@ -380,6 +390,11 @@ export interface ApplyOptions {
   plansDir: string;
   /** The approved commit of a pull request reviewed with `--pr`: `dir` is a clean checkout of its base branch. */
   pullRequest?: string;
+  /**
+   * The digest of the review whose words were approved (`sha256:<hex>`, from the trusted review
+   * run): the plans folder must hold exactly that review, its words included.
+   */
+  digest?: string;
   progress?: (line: string) => void;
   /** The engine's own output of each `up`. */
   output?: (text: string) => void;
@@ -391,15 +406,34 @@ export class ReviewMoved extends Error {}
 /** The machine a reviewed stack's node 0 is: its pinned host key, else its address and port. */
 const machineOf = (r: Pick<ReviewedStack, "host" | "machine">) => r.machine ?? r.host;
 
-export function readRecord(plansDir: string): ReviewRecord {
+export function readRecord(plansDir: string, digest?: string): ReviewRecord {
   const file = path.join(plansDir, RECORD_FILE);
   if (!fs.existsSync(file)) {
     const applied = fs.existsSync(`${file}.applied`) ? " (this review was applied already: its record is review.json.applied)" : "";
     throw new ReviewMoved(`no review to apply in ${plansDir}${applied}: run \`npm run review -- --plans ${plansDir}\` first`);
   }
-  const parsed = reviewRecordSchema.safeParse(JSON.parse(fs.readFileSync(file, "utf8")));
+  const text = fs.readFileSync(file, "utf8");
+  if (digest !== undefined) refuseUnlessApproved(plansDir, text, digest);
+  const parsed = reviewRecordSchema.safeParse(JSON.parse(text));
   if (!parsed.success) throw new ReviewMoved(`${file} is not a review this version can apply (${parsed.error.issues[0]?.message}); run \`npm run review\` again`);
   return parsed.data;
+}
+
+/**
+ * The plans folder holds the review whose digest was approved: its record has that digest, and
+ * its words (review.md) are the ones the record names, ending with that digest's line.
+ */
+function refuseUnlessApproved(plansDir: string, recordText: string, digest: string): void {
+  if (!/^sha256:[0-9a-f]{64}$/.test(digest)) throw new ReviewMoved(`--digest ${JSON.stringify(digest)} is not a review's digest (sha256:<64 hex>, the last line of its words); nothing was changed`);
+  const have = digestOf(recordText);
+  if (have !== digest) throw new ReviewMoved(`the review in ${plansDir} is not the one approved: its digest is ${have}, the approved words name ${digest}. Apply the plans of the approved review run (or review again and approve its words); nothing was changed`);
+  const wordsFile = path.join(plansDir, WORDS_FILE);
+  const words = fs.existsSync(wordsFile) ? fs.readFileSync(wordsFile, "utf8") : undefined;
+  const recorded = (JSON.parse(recordText) as { document?: unknown }).document;
+  const body = words === undefined ? undefined : wordsOf(words, digest);
+  if (body === undefined || sha256(body) !== recorded) {
+    throw new ReviewMoved(`${wordsFile} ${words === undefined ? "is missing" : "is not the review's words (the record names other words, or they do not end with its digest)"}: the approved words must travel with their plans; nothing was changed`);
+  }
 }
 
 export interface Applied {
@@ -409,7 +443,9 @@ export interface Applied {
 
 export async function runApply(o: ApplyOptions): Promise<Applied[]> {
   const say = o.progress ?? (() => undefined);
-  const record = readRecord(o.plansDir);
+  // A pull request's approval is of words; the digest they end with names the plans they describe.
+  if (o.pullRequest !== undefined && o.digest === undefined) throw new ReviewMoved(`a pull request is applied only with --digest: the digest its approved words end with (the review run's job summary); nothing was changed`);
+  const record = readRecord(o.plansDir, o.digest);
   // A pull request is applied only as the commit its review was of (the approved one, which the
   // workflow passes), only from its base branch's checkout, and never one that changes the program.
   if (o.pullRequest !== undefined || record.programChanges !== undefined) {

@@ -7,6 +7,7 @@ import * as YAML from "yaml";
 import { CONFIG_NAMESPACE, ConfigError, Deployment, failConfig, parseDeployment } from "./schema";
 import { mergeSettings, OVERLAY_FILE, overlayFor, overlayKeys, readOverlay } from "./overlay";
 import { closest } from "../../simhost/command-line";
+import { configValue } from "./config-value";
 
 const KEYS = ["host", "nodes", "service", "model", "speculative", "sglangBuild", "timeouts", "safety", "benchmark", "fleet"] as const;
 /** The secret settings, read apart from the deployment (config.getSecret). */
@@ -192,15 +193,6 @@ function keyFileText(file: string, key: string, stack: string): string {
   }
 }
 
-/** Structured values arrive as JSON text, plain ones (e.g. `sglangBuild: upstream`) as-is. */
-function configValue(text: string | undefined): unknown {
-  if (text === undefined) return undefined;
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
-}
 
 function readPrivateKey(config: pulumi.Config, d: Deployment, stack: string): pulumi.Output<string> {
   const secret = config.getSecret("sshPrivateKey");

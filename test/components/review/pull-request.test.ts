@@ -8,9 +8,10 @@ import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { AmbiguousYaml } from "../../../components/review/one-reader";
 import { projectWithoutConfig, pullRequestInputs } from "../../../components/review/pull-request";
 import { programFingerprint, ReviewMoved, runApply } from "../../../components/review/review";
-import { RECORD_FILE, REVIEW_FORMAT, ReviewRecord } from "../../../components/review/record";
+import { digestOf, RECORD_FILE, REVIEW_FORMAT, ReviewRecord, sha256, withDigest, WORDS_FILE } from "../../../components/review/record";
 
 let root: string;
 /** The repository the pull requests are pushed to (bare), and a fresh checkout of main per test. */
@@ -163,14 +164,96 @@ test("apply: a pull request's review is applied only with --pr, only as the revi
   fetched(dir, "apply-config");
   const plans = path.join(root, `plans-${++n}`);
   fs.mkdirSync(plans);
-  const record = (r: Partial<ReviewRecord>) => fs.writeFileSync(path.join(plans, RECORD_FILE), JSON.stringify({ format: REVIEW_FORMAT, base: "b", head, program: "p", createdAt: "t", stacks: [], ...r }));
-  const apply = (pullRequest?: string) => runApply({ dir, env: {}, plansDir: plans, pullRequest });
+  // A review's record and words, as the review run wrote them; apply gets their digest.
+  let digest = "";
+  const record = (r: Partial<ReviewRecord>) => {
+    const text = JSON.stringify({ format: REVIEW_FORMAT, base: "b", head, program: "p", createdAt: "t", stacks: [], document: sha256("words\n"), ...r });
+    fs.writeFileSync(path.join(plans, RECORD_FILE), text);
+    digest = digestOf(text);
+    fs.writeFileSync(path.join(plans, WORDS_FILE), withDigest("words\n", digest));
+  };
+  const apply = (pullRequest?: string) => runApply({ dir, env: {}, plansDir: plans, pullRequest, ...(pullRequest ? { digest } : {}) });
   const refused = (re: RegExp) => (e: Error) => e instanceof ReviewMoved && re.test(e.message) && /nothing was changed/.test(e.message);
   record({ programChanges: ["components/review/render.ts"] });
   await assert.rejects(apply(), refused(/this review is of a pull request .*apply it with --pr/));
+  await assert.rejects(runApply({ dir, env: {}, plansDir: plans, pullRequest: head }), refused(/a pull request is applied only with --digest/));
   await assert.rejects(apply(head), refused(/changes the program \(components\/review\/render\.ts\): it is applied only after merge/));
   await assert.rejects(apply(other), refused(/is of [0-9a-f]{12}, not of the commit to apply/));
   record({ head: other });
   await assert.rejects(apply(other), refused(/\(a checkout, not a pull request\)/), "a checkout's review is not a pull request's");
   assert.equal(read(dir, "components/review/render.ts"), REVIEW_TOOL, "the tool the apply ran is the base's");
+});
+
+// Issue 58: what the engine reads is what the review decides on. Each trick below was read by
+// the review's own YAML reader as configuration only (a comment, 600, no merge), while Pulumi's
+// reader saw a program setting, a hidden host, 384 or a merge; now each is refused before
+// anything of the pull request is written into the trusted checkout.
+const HIDDEN: [string, string, string, number, RegExp][] = [
+  ...[
+    ["CR", "\r"],
+    ["NEL", "\u0085"],
+    ["U+2028", "\u2028"],
+    ["U+2029", "\u2029"],
+  ].flatMap(([name, ch]): [string, string, string, number, RegExp][] => [
+    [`a ${name} in Pulumi.yaml's config comment hides \`nodeargs\``, "Pulumi.yaml", `${PROJECT}  # tuning note${ch}runtime: {name: nodejs, options: {nodeargs: "--import=data:text/javascript,process.exit(7)"}}\n`, 8, new RegExp(name === "CR" ? "carriage return" : name.replace("+", "\\+"))],
+    [`a ${name} in a stack file's comment hides a host`, "stacks/Pulumi.a.yaml", `config:\n  dflash-sglang:speculative:\n    budget: 16 # same host${ch}  dflash-sglang:host: {address: 10.6.6.6}\n`, 3, new RegExp(name === "CR" ? "carriage return" : name.replace("+", "\\+"))],
+  ]),
+  ["an octal drain (384 to Pulumi)", "stacks/Pulumi.a.yaml", "config:\n  dflash-sglang:timeouts:\n    drainSeconds: 0600\n", 3, /"0600" is a number/],
+  ["a merge key", "stacks/Pulumi.a.yaml", "config:\n  dflash-sglang:timeouts:\n    <<: {drainSeconds: 1}\n", 3, /merge key/],
+  ["an anchor", "Pulumi.yaml", `${PROJECT}  dflash-sglang:safety: &s {stableSeconds: 1}\n`, 8, /anchor/],
+];
+
+for (const [what, file, text, line, reason] of HIDDEN) {
+  test(`refused, nothing written: ${what}`, () => {
+    const branch = `hidden-${++n}`;
+    const head = pullRequest(branch, (d) => write(d, file, text));
+    const dir = trustedCheckout();
+    fetched(dir, branch);
+    const before = read(dir, file);
+    assert.throws(
+      () => pullRequestInputs(dir, head),
+      (e: Error) => e instanceof AmbiguousYaml && e.line === line && e.file.startsWith(`${file} of the pull request`) && reason.test(e.message) && /nothing was previewed or changed$/.test(e.message),
+    );
+    assert.equal(read(dir, file), before, "the trusted checkout keeps the base's file");
+    assert.equal(git(dir, "status", "--porcelain"), "");
+  });
+}
+
+test("Pulumi.yaml: any byte changed outside its config entry (a comment too) is a program change", () => {
+  const head = pullRequest("project-comment", (d) => write(d, "Pulumi.yaml", PROJECT.replace("runtime: nodejs", "runtime: nodejs # a comment")));
+  const dir = trustedCheckout();
+  fetched(dir, "project-comment");
+  const pr = pullRequestInputs(dir, head);
+  assert.deepEqual([pr.program, pr.config], [["Pulumi.yaml"], []]);
+  assert.equal(read(dir, "Pulumi.yaml"), PROJECT);
+});
+
+test("apply --digest: only the review whose words were approved, with those words beside it; anything else is refused before any check of hosts", async () => {
+  const head = pullRequest("digest", (d) => {
+    write(d, "components/review/render.ts", "export const review = () => 'changed';\n");
+    write(d, "stacks/Pulumi.a.yaml", "config:\n  dflash-sglang:speculative:\n    budget: 16\n");
+  });
+  const dir = trustedCheckout();
+  fetched(dir, "digest");
+  const plans = path.join(root, `plans-${++n}`);
+  fs.mkdirSync(plans);
+  const words = "<!-- dflash-sglang review -->\n| stack | ... |\n";
+  const recordText = JSON.stringify({ format: REVIEW_FORMAT, base: "b", head, program: "p", createdAt: "t", stacks: [], programChanges: ["components/review/render.ts"], document: sha256(words) });
+  fs.writeFileSync(path.join(plans, RECORD_FILE), recordText);
+  const digest = digestOf(recordText);
+  fs.writeFileSync(path.join(plans, WORDS_FILE), withDigest(words, digest));
+  const apply = (d: string) => runApply({ dir, env: {}, plansDir: plans, pullRequest: head, digest: d });
+  const refused = (re: RegExp) => (e: Error) => e instanceof ReviewMoved && re.test(e.message) && /nothing was changed/.test(e.message);
+  await assert.rejects(apply("abc"), refused(/is not a review's digest \(sha256:<64 hex>/));
+  await assert.rejects(apply(`sha256:${"0".repeat(64)}`), refused(new RegExp(`its digest is ${digest}, the approved words name sha256:0{64}`)));
+  // The words beside the plans are the record's, ending with its digest: edited, missing, or of another digest, refused.
+  fs.writeFileSync(path.join(plans, WORDS_FILE), withDigest(words.replace("stack", "LGTM"), digest));
+  await assert.rejects(apply(digest), refused(/review\.md is not the review's words/));
+  fs.writeFileSync(path.join(plans, WORDS_FILE), words);
+  await assert.rejects(apply(digest), refused(/review\.md is not the review's words/));
+  fs.rmSync(path.join(plans, WORDS_FILE));
+  await assert.rejects(apply(digest), refused(/review\.md is missing/));
+  // The approved review, whole: past the digest, apply's own checks go on (here: a program change waits for merge).
+  fs.writeFileSync(path.join(plans, WORDS_FILE), withDigest(words, digest));
+  await assert.rejects(apply(digest), refused(/changes the program \(components\/review\/render\.ts\): it is applied only after merge/));
 });

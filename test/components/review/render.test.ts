@@ -3,7 +3,8 @@ import * as assert from "node:assert/strict";
 import { micromark } from "micromark";
 import { downtimeFrom } from "../../../components/review/review";
 import { gfm, gfmHtml } from "micromark-extension-gfm";
-import { cell, COMMENT_LIMIT, MARKER, renderReview, ReviewDocument, ruleDifference, StackReview, STOPPED_NOW } from "../../../components/review/render";
+import { cell, code, COMMENT_LIMIT, MARKER, renderReview, ReviewDocument, ruleDifference, StackReview, STOPPED_NOW } from "../../../components/review/render";
+import type { ConfigChange } from "../../../components/review/change";
 import { levelThroughput, shortRate } from "../../../components/verdict/rows";
 import type { Figures } from "../../../components/benchmark/compare";
 
@@ -240,4 +241,138 @@ test("a pull request reviewed by main's program says so, and a change of the pro
   assert.match(line, /evil\\\|name&#96;\\\[x\\\]\(y\)&#96;\.ts/, "a file name is escaped: no cell, code span or link of its own");
   const many = renderReview({ ...doc(1), programChanges: Array.from({ length: 50 }, (_, i) => `f${i}.ts`) });
   assert.match(many, /`f19\.ts` and 30 more\)/);
+});
+
+// Issue 58: the row's "What changes" was cut at 160 characters after sorting keys, so enough
+// benchmark.* edits pushed a host.hostKey change out of it, silently.
+const hostKeyChange: ConfigChange = { key: "host.hostKey", words: "host.hostKey ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOld0000000... -> ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAINew1111111...", secret: false };
+/** As configChanges gives them: sorted by key, so apiKey first, then 30 benchmark.*, then host.hostKey. */
+const manyChanges = (): ConfigChange[] => [
+  { key: "apiKey", words: "apiKey rotated", secret: true },
+  ...Array.from({ length: 30 }, (_, k): ConfigChange => ({ key: `benchmark.setting${String(k).padStart(2, "0")}`, words: `benchmark.setting${String(k).padStart(2, "0")} ${k} -> ${k + 1}`, secret: false })),
+  hostKeyChange,
+];
+/** A row's cells, split where a | is not escaped. */
+const cellsOf = (row: string) => row.split(/(?<!\\)(?:\\\\)*\|/).slice(1, -1).map((c) => c.trim());
+
+test("the summary row shows the host key and the secret before 30 benchmark settings, cuts at whole changes and says how many it left out and where", () => {
+  const s: StackReview = { ...stack(1), changes: manyChanges() };
+  const md = renderReview({ ...doc(0), stacks: [s] });
+  const row = md.split("\n").find((l) => l.startsWith("| `b1t4-w2048` |"))!;
+  const what = cellsOf(row)[2];
+  assert.ok(what.startsWith(`${cell(hostKeyChange.words)}, apiKey rotated`), what);
+  const m = /^(.*) \.\.\. and (\d+) more \(see the stack's section below\)$/.exec(what);
+  assert.ok(m, what);
+  // Whole changes only: each shown is one change's words entire, and with those left out they make all 32.
+  const shown = m[1].split(", ");
+  for (const w of shown) assert.ok(s.changes.some((c) => cell(c.words) === w), `${JSON.stringify(w)} is one change, whole`);
+  assert.equal(shown.length + Number(m[2]), 32);
+  assert.ok(m[1].length <= 160, `${m[1].length} characters of changes`);
+  // The section it points to is there and lists every change.
+  const listed = md.split("\n").find((l) => l.startsWith("Settings that change: "))!;
+  for (const c of s.changes) assert.ok(listed.includes(code(c.words)), c.key);
+  assert.match(md, /<summary><b>b1t4-w2048<\/b>: restart, host\.hostKey [^<]* \.\.\. and \d+ more \(listed below\)<\/summary>/);
+});
+
+test("the weight order: host, nodes and fleet, then secrets, then the unit and the model, then speculative, then the rest, each in its own order", () => {
+  const changes: ConfigChange[] = [
+    { key: "benchmark.enabled", words: "b.e 1", secret: false },
+    { key: "fleet.replicas", words: "f.r 1", secret: false },
+    { key: "host.address", words: "h.a 1", secret: false },
+    { key: "hfToken", words: "hfToken set", secret: true },
+    { key: "host.user", words: "h.u 1", secret: false },
+    { key: "model.tpSize", words: "tpSize 1", secret: false },
+    { key: "nodes", words: "nodes 1", secret: false },
+    { key: "service.unitName", words: "s.u 1", secret: false },
+    { key: "speculative.budget", words: "budget 1", secret: false },
+    { key: "service.environment.HF_TOKEN", words: "service.environment.HF_TOKEN set", secret: true },
+    { key: "timeouts.drainSeconds", words: "t.d 1", secret: false },
+  ];
+  const md = renderReview({ ...doc(0), stacks: [{ ...stack(1), changes }] });
+  const row = md.split("\n").find((l) => l.startsWith("| `b1t4-w2048` |"))!;
+  assert.equal(
+    cellsOf(row)[2],
+    "f.r 1, h.a 1, h.u 1, nodes 1, hfToken set, service.environment.HF_TOKEN set, tpSize 1, s.u 1, budget 1, b.e 1, t.d 1",
+  );
+});
+
+test("a row whose stack's section is left out for length says where its changes are listed instead", () => {
+  const stacks = Array.from({ length: 12 }, (_, i) => ({ ...stack(i + 1), changes: manyChanges() }));
+  const limit = 20_000;
+  const md = renderReview({ ...doc(0), stacks }, limit);
+  assert.ok(md.length <= limit, `${md.length} characters`);
+  const left = /Left out to fit one comment: the sections of ([^.]*)\./.exec(md);
+  assert.ok(left, "some sections are left out");
+  const inDocument = stacks.filter((s) => md.includes(`<summary><b>${s.stack}</b>`)).length;
+  assert.ok(inDocument > 0 && inDocument < stacks.length, `${inDocument} of ${stacks.length} sections in the document`);
+  for (const s of stacks) {
+    const row = md.split("\n").find((l) => l.startsWith(`| \`${s.stack}\` |`))!;
+    const what = cellsOf(row)[2];
+    assert.ok(what.startsWith(cell(hostKeyChange.words)), what);
+    const inDocument = md.includes(`<summary><b>${s.stack}</b>`);
+    assert.equal(left[1].split(", ").includes(`\`${s.stack}\``), !inDocument, s.stack);
+    if (inDocument) assert.match(what, / \.\.\. and \d+ more \(see the stack's section below\)$/);
+    else assert.match(what, / \.\.\. and \d+ more \(its section is left out for length: `npm run review -- --stacks <name>` lists them all\)$/);
+  }
+});
+
+// Issue 58: a stack name comes from a file name a pull request chose; the footer wrote it raw in
+// backticks. Every place a name goes (the table, rollout order, warnings, sections, benchmark
+// headers, the notes of sections shortened or left out) keeps it text.
+const HOSTILE_NAMES = [
+  "x`<img src=x>",
+  "`<img src=x onerror=alert(1)>`",
+  "a|b|c",
+  "<script>alert(1)</script>",
+  "@team",
+  "a\n# LGTM",
+  "a\r\n</details><details open><summary>fake",
+  "[x](https://e.example)",
+  "![i](https://e.example/i.png)",
+  "](https://e.example)",
+  "tail\\",
+  "\\`",
+  "``",
+  "<!-- hidden",
+  "www.e.example",
+  "a\n\n> [!NOTE]\n> approved",
+];
+test("hostile stack names, everywhere the document puts one, break out of no code span, cell, line or note", () => {
+  const names = [...new Set([...HOSTILE_NAMES, ...corpus(58, 44)])].filter((n) => n.trim() !== "");
+  const hosts = corpus(5858, 4).map((h) => `10.0.0.1${h}`);
+  const stacks = names.map((name, i): StackReview => {
+    const other = names[(i + 1) % names.length];
+    return {
+      ...stack(i + 1),
+      stack: name,
+      host: hosts[i % hosts.length],
+      order: { position: Math.floor(i / hosts.length) + 1, of: Math.ceil(names.length / hosts.length) },
+      benchmarkAfter: true,
+      restartBecause: `host serves ${code(other)}`,
+      // As review.ts writes them: the name in a code span of the warning.
+      warnings: [`its host serves stack ${other}: this change does not put it back there (\`npm run review -- --stacks ${name}\` does)`],
+      benchmark: { self: { stack: name, takenAt: "2026-12-01T10:00:00Z", figures: figures(180) }, serving: { stack: other, takenAt: "2026-12-01T11:00:00Z", figures: figures(190) } },
+    };
+  });
+  const md = renderReview({ ...doc(0), stacks, removed: names.slice(0, 25), notDeployed: names.slice(25, 50) });
+  assert.ok(md.length <= COMMENT_LIMIT);
+  // Markdown: without fenced blocks and code spans, no raw <, @, line of its own or link text is left.
+  const rendered = md.replace(/^(`{3,})[^\n]*\n[\s\S]*?\n\1$/gm, "").replace(/`[^`\n]*`/g, "");
+  for (const [k, line] of rendered.split("\n").entries()) {
+    // Backslash escapes dropped (each escapes the character after it), and the document's own tags.
+    const ours = line.replace(/\\[\s\S]/g, "").replace(/^<!-- dflash-sglang review -->$/, "").replace(/<\/?(details|summary|b)>/g, "");
+    assert.doesNotMatch(ours, /[<@]|\]\(|^#(?!## Per stack$|# Stack review: )/, `line ${k}: ${JSON.stringify(line)}`);
+  }
+  // The notes at the end name sections both shortened and left out, one line each.
+  assert.match(md, /\n> \[!NOTE\]\n> Shortened to fit one comment .*\n> Left out to fit one comment: .*\n$/);
+  // Through a GFM parser: one row of 6 cells per stack, no link, image or element of the names'.
+  const html = micromark(md, { extensions: [gfm()], htmlExtensions: [gfmHtml()], allowDangerousHtml: true });
+  const rows = html.slice(0, html.indexOf("</table>")).split("<tbody>")[1].split("<tr>").slice(1);
+  assert.equal(rows.length, names.length, "one row per stack");
+  for (const row of rows) assert.equal(row.split("<td").length - 1, 6, row);
+  assert.doesNotMatch(html, /<a\b|<img\b|<script|<h1|<details open/);
+  const tags = new Set([...html.matchAll(/<([a-z][a-z0-9]*)\b/g)].map((m) => m[1]));
+  assert.deepEqual([...tags].filter((t) => !["table", "thead", "tbody", "tr", "th", "td", "p", "code", "blockquote", "ul", "li", "strong", "em", "details", "summary", "pre", "h2", "h3", "br", "b"].includes(t)), []);
+  assert.equal(html.match(/<details>/g)?.length, html.match(/<\/details>/g)?.length);
+  assert.equal(html.match(/<h2>/g)?.length, 1);
 });

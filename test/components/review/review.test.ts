@@ -182,7 +182,7 @@ test("a pull request from main's checkout: its stack change is previewed by main
   assert.ok(!fs.existsSync(path.join(ws.dir, "components")), "the pull request's file never reached the checkout");
   assertNoSecrets(r.markdown);
   const unit = await liveUnit();
-  await assert.rejects(runApply({ dir: ws.dir, env: ws.env, plansDir: plans, pullRequest: withTool }), (e: Error) => e instanceof ReviewMoved && /changes the program \(components\/review\/render\.ts\): it is applied only after merge/.test(e.message));
+  await assert.rejects(runApply({ dir: ws.dir, env: ws.env, plansDir: plans, pullRequest: withTool, digest: r.digest }), (e: Error) => e instanceof ReviewMoved && /changes the program \(components\/review\/render\.ts\): it is applied only after merge/.test(e.message));
   assert.equal(await liveUnit(), unit, "nothing changed on the host");
   git("checkout", "--", ".");
   // Configuration only: reviewed, then applied as the approved commit, from main's checkout.
@@ -190,8 +190,13 @@ test("a pull request from main's checkout: its stack change is previewed by main
   const r2 = await runReview({ dir: ws.dir, env: ws.env, plansDir: plans, pullRequest: configOnly });
   assert.deepEqual(r2.record.programChanges, []);
   assert.match(r2.markdown, /Reviewed by the base branch's program \(`[0-9a-f]{12}`\) on the pull request's configuration, which is all it changes\./);
-  await assert.rejects(runApply({ dir: ws.dir, env: ws.env, plansDir: plans, pullRequest: withTool }), (e: Error) => e instanceof ReviewMoved && /not of the commit to apply/.test(e.message));
-  assert.deepEqual(await runApply({ dir: ws.dir, env: ws.env, plansDir: plans, pullRequest: configOnly }), [{ stack: B, result: "applied" }]);
+  await assert.rejects(runApply({ dir: ws.dir, env: ws.env, plansDir: plans, pullRequest: withTool, digest: r2.digest }), (e: Error) => e instanceof ReviewMoved && /not of the commit to apply/.test(e.message));
+  // The words approved are the ones beside the plans, bound by the digest they end with (issue 58).
+  assert.ok(r2.markdown.endsWith(`\nReview digest: \`${r2.digest}\`\n`));
+  assert.equal(fs.readFileSync(path.join(plans, "review.md"), "utf8"), r2.markdown);
+  assert.equal(fs.readFileSync(path.join(plans, "digest"), "utf8"), `${r2.digest}\n`);
+  await assert.rejects(runApply({ dir: ws.dir, env: ws.env, plansDir: plans, pullRequest: configOnly, digest: r.digest }), (e: Error) => e instanceof ReviewMoved && /is not the one approved/.test(e.message));
+  assert.deepEqual(await runApply({ dir: ws.dir, env: ws.env, plansDir: plans, pullRequest: configOnly, digest: r2.digest }), [{ stack: B, result: "applied" }]);
   assert.match(await liveUnit(), /--speculative-ddtree-budget 24/);
   assert.equal(git("rev-parse", "HEAD").trim(), mainHead, "the checkout stayed on main");
   git("checkout", "--", ".");
