@@ -3,7 +3,7 @@
 // Pure: no Pulumi imports, so tests and dynamic providers can use it freely.
 import { z } from "zod";
 import { benchmarkSchema } from "../benchmark/schema";
-import { absolutePath, listOf, must, oneOf, port, positiveNumber, section, text, trueOrFalse, wholeNumber } from "./values";
+import { absolutePath, listOf, MAX_CONTEXT_TOKENS, must, oneOf, port, seconds, secondsOrNone, section, text, trueOrFalse, wholeNumber } from "./values";
 
 /** Config namespace = project name in Pulumi.yaml. */
 export const CONFIG_NAMESPACE = "dflash-sglang";
@@ -18,9 +18,18 @@ const address = (what: string) =>
   argWord(what, "a host name or an IP address").refine((s) => /^[A-Za-z0-9._:%[\]-]+$/.test(s), {
     error: `${what} must be a host name or an IP address (letters, digits, '.', '-', ':', '[', ']', '%')`,
   });
-const seconds = (what: string, dflt: number) => positiveNumber(what, "seconds").default(dflt);
 /** The spelling of a speculative option in an SGLang build: a flag, or null where the build lacks it. */
 const flagName = (what: string) => text(what, 'a flag name such as "--speculative-ddtree-budget", or null where the build lacks it');
+
+/** The most GPUs a model may span (model.tpSize): 64, eight 8-GPU hosts and more. */
+export const MAX_TP_SIZE = 64;
+/**
+ * The most nodes of a group besides `host`: 63, since model.tpSize is at most 64 and a node
+ * runs at least one GPU's rank (a group's restart waits for each, safety.lockWaitSeconds).
+ */
+export const MAX_FURTHER_NODES = MAX_TP_SIZE - 1;
+/** The most replicas of a fleet, host included: 64 (512 GPUs of 8-GPU hosts behind one HAProxy). */
+export const MAX_FLEET_REPLICAS = 64;
 
 /** A host, as `host` or as an entry of `nodes` (`key` names it in messages: "host", "nodes[N]"). */
 function hostSchemaAt(key: string) {
@@ -90,12 +99,12 @@ const QUANTIZATIONS = ["fp8", "awq", "gptq", "compressed-tensors", "moe_wna16", 
 export const modelSchema = section("model", {
   /** Model weights folder on the host (--model-path). */
   path: absolutePath("model.path"),
-  /** Tensor-parallel size (--tp-size). Defaults to 8. */
-  tpSize: wholeNumber("model.tpSize", 1, 64).default(8),
+  /** Tensor-parallel size (--tp-size), at most MAX_TP_SIZE (64). Defaults to 8. */
+  tpSize: wholeNumber("model.tpSize", 1, MAX_TP_SIZE).default(8),
   /** --mem-fraction-static. Defaults to SGLang's own choice. */
   memFractionStatic: z.number(must("model.memFractionStatic", "a number between 0 and 1, both excluded (e.g. 0.85)")).gt(0).lt(1).optional(),
-  /** --context-length. */
-  contextLength: wholeNumber("model.contextLength", 1).optional(),
+  /** --context-length. At most MAX_CONTEXT_TOKENS (10,000,000: the longest window of an open model; SGLang sizes buffers by it). */
+  contextLength: wholeNumber("model.contextLength", 1, MAX_CONTEXT_TOKENS).optional(),
   /** --quantization. */
   quantization: oneOf("model.quantization", QUANTIZATIONS).optional(),
   /** --trust-remote-code. Defaults to false. */
@@ -108,7 +117,7 @@ export const modelSchema = section("model", {
   extraArgs: listOf("model.extraArgs", text("model.extraArgs entry"), 'command-line words, e.g. ["--cuda-graph-max-bs", "8"]').default([]),
 });
 
-const WINDOW_MESSAGE = 'speculative.draftWindowSize must be a positive whole number of tokens (e.g. 2048) or "none"';
+const WINDOW_MESSAGE = `speculative.draftWindowSize must be a whole number of tokens from 1 to ${MAX_CONTEXT_TOKENS} (e.g. 2048) or "none"`;
 
 export const speculativeSchema = section("speculative", {
   /** DFLASH (a drafter block per step) or DDTREE (a draft tree under a node budget); null turns speculation off. */
@@ -119,8 +128,14 @@ export const speculativeSchema = section("speculative", {
   budget: wholeNumber("speculative.budget", 1, 1024).optional(),
   /** DDTree top-k. */
   topk: wholeNumber("speculative.topk", 1, 64).optional(),
-  /** Drafter sliding window in tokens, or "none" for the full context. Defaults to "none". */
-  draftWindowSize: z.union([z.number({ error: WINDOW_MESSAGE }).int().positive(), z.literal("none", { error: WINDOW_MESSAGE })], { error: WINDOW_MESSAGE }).default("none"),
+  /**
+   * Drafter sliding window in tokens, or "none" for the full context. At most
+   * MAX_CONTEXT_TOKENS (10,000,000), the longest context: a wider window is the full context.
+   * Defaults to "none".
+   */
+  draftWindowSize: z
+    .union([z.number({ error: WINDOW_MESSAGE }).int().positive().max(MAX_CONTEXT_TOKENS), z.literal("none", { error: WINDOW_MESSAGE })], { error: WINDOW_MESSAGE })
+    .default("none"),
   /** Compact the drafter's windowed KV cache (DDTree fork only). Defaults to false. */
   compactCache: trueOrFalse("speculative.compactCache").default(false),
 });
@@ -166,9 +181,11 @@ export const timeoutsSchema = section("timeouts", {
    * How long SGLang may drain when stopped. SGLang treats SIGTERM as a drain: requests
    * in flight (and new ones arriving meanwhile) finish, then it exits. After this many
    * seconds (plus SGLang's 5 s check period) the server is killed, by systemd
-   * (TimeoutStopSec) or by `pulumi up`, whichever comes first. Defaults to 300 s.
+   * (TimeoutStopSec) or by `pulumi up`, whichever comes first. At most 3600 (1 h): the
+   * longest reasoning stream in flight (32k tokens at ~10 tok/s under load) ends within it, and
+   * a restart's bounds add it twice (transactionBoundSeconds). Defaults to 300 s.
    */
-  drainSeconds: seconds("timeouts.drainSeconds", 300),
+  drainSeconds: seconds("timeouts.drainSeconds", 3600).default(300),
   /**
    * When the drain hits its deadline and requests still in flight had to be cut:
    * "fail" restores the previous configuration and fails the update (the change was not
@@ -177,46 +194,73 @@ export const timeoutsSchema = section("timeouts", {
    * Defaults to "fail".
    */
   drainPolicy: oneOf("timeouts.drainPolicy", ["fail", "proceed"]).default("fail"),
-  /** Longest wait for the old process to be gone once its drain has ended. Defaults to 120 s. */
-  stopSeconds: seconds("timeouts.stopSeconds", 120),
-  /** Longest wait for GPU memory to be released after the old process exits. Defaults to 300 s. */
-  gpuReleaseSeconds: seconds("timeouts.gpuReleaseSeconds", 300),
-  /** Longest wait from start to serving (weights load ~6-7 min for a 590 GB MoE). Defaults to 1800 s. */
-  readySeconds: seconds("timeouts.readySeconds", 1800),
+  /**
+   * Longest wait for the old process to be gone once its drain has ended. At most 600 (10 min):
+   * its processes end in seconds, tearing down NCCL and a 590 GB model's pinned memory in a
+   * minute or two. Defaults to 120 s.
+   */
+  stopSeconds: seconds("timeouts.stopSeconds", 600).default(120),
+  /**
+   * Longest wait for GPU memory to be released after the old process exits. At most 1800
+   * (30 min): the driver frees it in seconds; minutes where it cleans up after a crash.
+   * Defaults to 300 s.
+   */
+  gpuReleaseSeconds: seconds("timeouts.gpuReleaseSeconds", 1800).default(300),
+  /**
+   * Longest wait from start to serving (weights load ~6-7 min for a 590 GB MoE from local NVMe,
+   * 30-60 min from network storage, then CUDA graphs). At most 7200 (2 h). Defaults to 1800 s.
+   */
+  readySeconds: seconds("timeouts.readySeconds", 7200).default(1800),
   /**
    * Longest a single host command may take: \`nvidia-smi\`, \`systemctl\`, \`journalctl\`,
    * \`systemd-analyze\` (each answers in well under a second on a healthy host). A command past
    * it is killed and its answer counts as unknown: a GPU reading as busy, a unit as still
    * running, so a wedged driver or systemd fails the step, naming the command, rather than
-   * holding \`up\` forever. Defaults to 30 s.
+   * holding \`up\` forever. At most 120 (2 min): a loaded host's nvidia-smi takes seconds, and a
+   * restart's bound allows 60 such commands (transactionBoundSeconds), so 2 h at the ceiling.
+   * Defaults to 30 s.
    */
-  commandSeconds: seconds("timeouts.commandSeconds", 30),
+  commandSeconds: seconds("timeouts.commandSeconds", 120).default(30),
   /**
    * Longest preflight's \`python -m sglang.launch_server --help\` may take (it imports torch
-   * and SGLang: seconds to tens of seconds on a GPU host). Defaults to 180 s.
+   * and SGLang: seconds to tens of seconds on a GPU host). At most 1800 (30 min: a cold import
+   * from network storage that compiles its kernels). Defaults to 180 s.
    */
-  helpSeconds: seconds("timeouts.helpSeconds", 180),
+  helpSeconds: seconds("timeouts.helpSeconds", 1800).default(180),
   /**
    * A group (\`nodes:\`) only: how long \`up\` waits for a node that dropped out during the
    * group's restart (a reboot, a power cut: its session ended after the group's go) to answer
    * over SSH again. Other nodes may already run the new rank, so the group is split until then;
    * once the node answers, the group is restarted as one or rolled back. Past it, \`up\` fails
-   * naming the node, and the next \`up\` does the same. Defaults to 900 s (a GPU server's boot).
+   * naming the node, and the next \`up\` does the same. At most 3600 (1 h: a GPU server's boot,
+   * memory training and GPU fabric included, takes 10-20 min; a power cycle through its BMC
+   * longer). Defaults to 900 s (a GPU server's boot).
    */
-  rebootSeconds: seconds("timeouts.rebootSeconds", 900),
-  /** GPU memory (MiB) a GPU may still show used and count as free. Defaults to 1024. */
-  gpuFreeMiB: wholeNumber("timeouts.gpuFreeMiB", 0).default(1024),
-  /** Poll interval in milliseconds (one SSH command per poll, over a shared connection). Defaults to 250. */
+  rebootSeconds: seconds("timeouts.rebootSeconds", 3600).default(900),
+  /**
+   * GPU memory (MiB) a GPU may still show used and count as free. At most 524288 (512 GiB):
+   * above any GPU's memory (the largest have 288 GB), where every GPU would count as free.
+   * Defaults to 1024.
+   */
+  gpuFreeMiB: wholeNumber("timeouts.gpuFreeMiB", 0, 524288, "512 GiB").default(1024),
+  /** Poll interval in milliseconds (one SSH command per poll, over a shared connection), 50 to 60000 (1 min). Defaults to 250. */
   pollMs: wholeNumber("timeouts.pollMs", 50, 60_000).default(250),
 });
 
 export const safetySchema = section("safety", {
   /** Restore the last configuration that passed readiness when a new one fails. Defaults to true. */
   rollback: trueOrFalse("safety.rollback").default(true),
-  /** How long to wait for another deployment's lock on the same host. Defaults to 600 s. */
-  lockWaitSeconds: seconds("safety.lockWaitSeconds", 600),
-  /** After readiness, the new server must keep running this long to count as good. Defaults to 10 s. */
-  stableSeconds: z.number(must("safety.stableSeconds", "a number of seconds, 0 or more")).min(0).default(10),
+  /**
+   * How long to wait for another deployment's lock on the same host. At most 14400 (4 h): the
+   * longest the holder may keep it, a benchmark (benchmark.timeoutSeconds, at most 4 h) or a
+   * restart at the slowest timeouts. Defaults to 600 s.
+   */
+  lockWaitSeconds: seconds("safety.lockWaitSeconds", 14400).default(600),
+  /**
+   * After readiness, the new server must keep running this long to count as good. At most
+   * 3600 (1 h): a crash after load shows within minutes. Defaults to 10 s.
+   */
+  stableSeconds: secondsOrNone("safety.stableSeconds", 3600).default(10),
   /**
    * How many of the newest generations (configurations installed on a host, each kept whole:
    * unit, helpers, secret files, port, stack) a host keeps; the known-good one and the one
@@ -231,17 +275,22 @@ export const safetySchema = section("safety", {
  * configuration through them one at a time (maxUnavailable), never below minHealthy serving.
  */
 export const fleetSchema = section("fleet", {
-  /** The further replicas (replica 2, 3, ...), each a host with the keys of `host`. */
-  replicas: listOf("fleet.replicas", hostSchemaAt("fleet.replicas[N]"), "hosts, each with the keys of host (host itself is replica 1)").min(1, {
+  /**
+   * The further replicas (replica 2, 3, ...), each a host with the keys of `host`. At most
+   * MAX_FLEET_REPLICAS - 1 (63; 64 replicas, 512 GPUs of 8-GPU hosts): a replica's leave asks
+   * a generation of every other one, each bounded by timeouts.commandSeconds (fleet.ts stepBounds).
+   */
+  replicas: listOf("fleet.replicas", hostSchemaAt("fleet.replicas[N]"), "hosts, each with the keys of host (host itself is replica 1)", MAX_FLEET_REPLICAS - 1).min(1, {
     error: "fleet.replicas must list at least one further replica (host is replica 1); without any, leave fleet out",
   }),
   /**
    * The fewest replicas that must serve (as HAProxy sees them, and each answering a
-   * generation) before one may leave the balancer. Defaults to all replicas but maxUnavailable.
+   * generation) before one may leave the balancer; at most the replicas (MAX_FLEET_REPLICAS,
+   * 64), and fleetRules bounds it by the fleet's own. Defaults to all replicas but maxUnavailable.
    */
-  minHealthy: wholeNumber("fleet.minHealthy", 0).optional(),
-  /** How many replicas may be out of the balancer at once. Defaults to 1. */
-  maxUnavailable: wholeNumber("fleet.maxUnavailable", 1).default(1),
+  minHealthy: wholeNumber("fleet.minHealthy", 0, MAX_FLEET_REPLICAS).optional(),
+  /** How many replicas may be out of the balancer at once, at most the replicas (MAX_FLEET_REPLICAS, 64). Defaults to 1. */
+  maxUnavailable: wholeNumber("fleet.maxUnavailable", 1, MAX_FLEET_REPLICAS).default(1),
   loadBalancer: section("fleet.loadBalancer", {
     /** The host HAProxy (2.6 or later, with socat) runs on: the program writes its configuration and drives its runtime API. */
     host: hostSchemaAt("fleet.loadBalancer.host"),
@@ -249,12 +298,24 @@ export const fleetSchema = section("fleet", {
     listenAddress: address("fleet.loadBalancer.listenAddress").optional(),
     /** Port clients reach the fleet on. Defaults to 8080. */
     port: port("fleet.loadBalancer.port").default(8080),
-    /** Seconds between HAProxy's health checks of a replica (each a one-token generation, GET /health_generate). Defaults to 2. */
-    checkSeconds: positiveNumber("fleet.loadBalancer.checkSeconds", "seconds").default(2),
-    /** Longest a request may wait for a byte from its replica (HAProxy's timeout server; a non-streaming generation sends nothing until done). Defaults to 600 s. */
-    requestSeconds: seconds("fleet.loadBalancer.requestSeconds", 600),
-    /** Longest wait, after a replica rejoins, for its health check to pass before `up` fails naming it. Defaults to 120 s. */
-    joinSeconds: seconds("fleet.loadBalancer.joinSeconds", 120),
+    /**
+     * Seconds between HAProxy's health checks of a replica (each a one-token generation, GET
+     * /health_generate). At most 60 (1 min): a replica that fails stays in the balancer for two
+     * checks (fall 2), and a rejoin passes after two (rise 2). Defaults to 2.
+     */
+    checkSeconds: seconds("fleet.loadBalancer.checkSeconds", 60).default(2),
+    /**
+     * Longest a request may wait for a byte from its replica (HAProxy's timeout server; a
+     * non-streaming generation sends nothing until done). At most 7200 (2 h: a 128k-token answer
+     * at ~20 tok/s). Defaults to 600 s.
+     */
+    requestSeconds: seconds("fleet.loadBalancer.requestSeconds", 7200).default(600),
+    /**
+     * Longest wait, after a replica rejoins, for its health check to pass before `up` fails
+     * naming it. At most 1800 (30 min): the replica already served a generation (readiness);
+     * two checks (rise 2) at the slowest checkSeconds take 2 min. Defaults to 120 s.
+     */
+    joinSeconds: seconds("fleet.loadBalancer.joinSeconds", 1800).default(120),
   }),
 });
 
@@ -263,9 +324,10 @@ const deploymentShape = z
     host: hostSchema,
     /**
      * Further nodes of a model that spans several hosts (node ranks 1..N-1; `host` is
-     * node 0, the one that serves). model.tpSize is the total over all nodes.
+     * node 0, the one that serves). model.tpSize is the total over all nodes. At most
+     * MAX_FURTHER_NODES (63): one GPU per node of the largest model.tpSize.
      */
-    nodes: listOf("nodes", hostSchemaAt("nodes[N]"), "hosts, each with the keys of host").default([]),
+    nodes: listOf("nodes", hostSchemaAt("nodes[N]"), "hosts, each with the keys of host", MAX_FURTHER_NODES).default([]),
     service: serviceSchema.default(serviceSchema.parse({})),
     model: modelSchema,
     speculative: speculativeSchema.default(speculativeSchema.parse({})),

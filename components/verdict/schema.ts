@@ -21,9 +21,10 @@ export const verdictSchema = section("verdict", {
   launchSd: z.number(must("verdict.launchSd", "a number from 0 to 0.5 (0.015: 1.5 %)")).min(0).max(0.5).default(0.015),
   /**
    * A baseline (or an earlier launch of the same configuration) measured longer ago than this
-   * before or after the row it is compared with is not used. Defaults to 7 days.
+   * before or after the row it is compared with is not used. At most 365 (a year: a baseline
+   * older than that measured other drivers and SGLang builds). Defaults to 7 days.
    */
-  maxAgeDays: positiveNumber("verdict.maxAgeDays", "days").default(7),
+  maxAgeDays: positiveNumber("verdict.maxAgeDays", "days", 365).default(7),
 });
 
 export type VerdictSettingsInput = z.input<typeof verdictSchema>;

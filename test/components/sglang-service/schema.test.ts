@@ -229,8 +229,8 @@ for (const stack of stackNames()) {
 }
 
 test("a union says what is valid: the draft window and the SGLang build", () => {
-  for (const draftWindowSize of [null, "2048", 0, 2.5]) {
-    assert.deepEqual(problemLines({ ...validRaw(), speculative: { ...DDTREE, draftWindowSize } }), ['  - dflash-sglang:speculative.draftWindowSize: speculative.draftWindowSize must be a positive whole number of tokens (e.g. 2048) or "none"'], String(draftWindowSize));
+  for (const draftWindowSize of [null, "2048", 0, 2.5, 10_000_001]) {
+    assert.deepEqual(problemLines({ ...validRaw(), speculative: { ...DDTREE, draftWindowSize } }), ['  - dflash-sglang:speculative.draftWindowSize: speculative.draftWindowSize must be a whole number of tokens from 1 to 10000000 (e.g. 2048) or "none"'], String(draftWindowSize));
   }
   for (const sglangBuild of ["fork", 3, null, ["upstream"]]) {
     assert.deepEqual(problemLines({ ...validRaw(), sglangBuild }), [

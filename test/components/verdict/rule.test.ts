@@ -47,7 +47,8 @@ test("the rule's settings: defaults in one schema, unknown keys and bad values r
   assert.equal(message({ treshold: 0.01 }), 'verdict has unknown key(s) "treshold"; valid keys: threshold, confidence, launchSd, maxAgeDays');
   assert.equal(message({ confidence: 1 }), "verdict.confidence must be a number above 0.5 and below 1 (0.95: 95 %)");
   assert.equal(message({ threshold: -0.1 }), "verdict.threshold must be a number from 0 to 0.5 (0.005: 0.5 %)");
-  assert.equal(message({ maxAgeDays: 0 }), "verdict.maxAgeDays must be a positive number of days");
+  assert.equal(message({ maxAgeDays: 0 }), "verdict.maxAgeDays must be a positive number of days, at most 365");
+  assert.equal(message({ maxAgeDays: 366 }), "verdict.maxAgeDays must be a positive number of days, at most 365");
 });
 
 test("an answer is right: one member within the tolerance; a tie holding the best, or all within it", () => {
