@@ -3,7 +3,7 @@
 // a reviewer reads at a glance ("budget 8 -> 16", "window 2048 -> none", "apiKey rotated").
 import { configValue } from "../sglang-service/config-value";
 import { CONFIG_NAMESPACE } from "../sglang-service/schema";
-import { readConfigYaml } from "./one-reader";
+import { AmbiguousYaml, readConfigYaml } from "./one-reader";
 
 /**
  * A top-level value as the program gets it: Pulumi passes text on (an empty one for null), which
@@ -72,21 +72,45 @@ export function projectConfigOf(text: string | undefined, file = "Pulumi.yaml"):
   if (text === undefined) return {};
   const doc = (readConfigYaml(text, file) ?? {}) as { config?: Record<string, unknown> };
   const out: Record<string, unknown> = {};
-  for (const [key, entry] of Object.entries(doc.config ?? {})) {
-    const long = typeof entry === "object" && entry !== null && !Array.isArray(entry) && "value" in entry;
-    const value = long ? (entry as { value: unknown }).value : entry;
-    // A declaration without a value (`value: null`) sets nothing: Pulumi leaves the key out.
-    if (long && value === null) continue;
-    out[key.startsWith(`${NS}:`) ? key.slice(NS.length + 1) : key] = asTheProgramReadsIt(value);
+  for (const [key, entry] of namedOnce(doc.config ?? {}, text, file)) {
+    // A declaration (Pulumi's project config type): its value, else its default; with neither it sets nothing.
+    const declaration = typeof entry === "object" && entry !== null && !Array.isArray(entry) && Object.keys(entry).every((k) => DECLARATION_KEYS.has(k));
+    const value = declaration ? ((entry as { value?: unknown; default?: unknown }).value ?? (entry as { default?: unknown }).default) : entry;
+    if (declaration && (value === null || value === undefined)) continue;
+    out[key] = asTheProgramReadsIt(value);
   }
   return out;
+}
+
+/** The fields of a setting's declaration in Pulumi.yaml (Pulumi's project config type). */
+const DECLARATION_KEYS = new Set(["type", "description", "items", "default", "value", "secret"]);
+
+/**
+ * A config section's entries, keys without our namespace: Pulumi reads a key without a namespace
+ * as the project's, so `host` and `dflash-sglang:host` name one setting; both given is refused
+ * (Pulumi keeps one of them, not always the last).
+ */
+function namedOnce(config: Record<string, unknown>, text: string, file: string): [string, unknown][] {
+  const seen = new Map<string, string>();
+  return Object.entries(config).map(([key, v]) => {
+    const name = key.startsWith(`${NS}:`) ? key.slice(NS.length + 1) : key;
+    const other = seen.get(name);
+    if (other !== undefined) {
+      // Where the second one is written (a key at the start of its line, quoted or not).
+      const at = new RegExp(`^[ ]*["']?${key.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}["']?[ ]*:`, "m").exec(text);
+      const before = text.slice(0, at ? at.index + at[0].search(/\S/) : 0);
+      throw new AmbiguousYaml(file, before.split("\n").length, before.length - before.lastIndexOf("\n"), `"${other}" and "${key}" name the same setting (Pulumi reads a key without a namespace as ${NS}'s, and keeps only one of them); keep one`);
+    }
+    seen.set(name, key);
+    return [name, v];
+  });
 }
 
 /** A stack file's `config`, keys without the namespace (`file` names it in a refusal, as in projectConfigOf). */
 export function stackConfigOf(text: string | undefined, file: string): Record<string, unknown> {
   if (text === undefined) return {};
   const config = ((readConfigYaml(text, file) ?? {}) as { config?: Record<string, unknown> }).config ?? {};
-  return Object.fromEntries(Object.entries(config).map(([k, v]) => [k.startsWith(`${NS}:`) ? k.slice(NS.length + 1) : k, asTheProgramReadsIt(v)]));
+  return Object.fromEntries(namedOnce(config, text, file).map(([k, v]) => [k, asTheProgramReadsIt(v)]));
 }
 
 /** Project config with a stack's keys replacing it, whole sections at a time (as Pulumi does). */

@@ -103,8 +103,14 @@ function structureProblem(text: string): Located | undefined {
     Seq(_k, node) {
       anchorOrTag(node);
     },
-    Pair(_k, pair) {
+    Pair(_k, pair, path) {
       const key = pair.key as YAML.Scalar | null;
+      // Inside [..] or {..}, `key:` followed at once by `,` `]` `}` is a key to YAML 1.2 and text to Go.
+      const inFlow = path.some((p) => (YAML.isMap(p) || YAML.isSeq(p)) && p.flow);
+      const end = (pair.key as YAML.Node | null)?.range?.[1];
+      if (inFlow && end !== undefined && text[end] === ":" && !/[ \n]/.test(text[end + 1] ?? "\n")) {
+        found.push({ offset: (pair.key as YAML.Node).range![0], reason: `a key followed by ":" and no space inside [..] or {..}: Go reads it as text ending in ":", YAML 1.2 as a key; quote the text, or put a space after the colon` });
+      }
       if (!YAML.isScalar(key)) {
         found.push({ offset: (pair.key as YAML.Node | null)?.range?.[0] ?? 0, reason: "a key that is not a single word or quoted text: write it as text" });
         return;
@@ -119,6 +125,12 @@ function structureProblem(text: string): Located | undefined {
       if (node.type === "PLAIN") {
         const problem = scalarProblem(node.source ?? raw);
         if (problem) found.push({ offset: at, reason: problem });
+        // `x:` inside [..] or {..} is text to Go and a key to YAML 1.2.
+        if (/:$/.test(node.source ?? raw)) found.push({ offset: at, reason: `the plain value ${JSON.stringify(node.source ?? raw)} ends with ":": readers take it for text or for a key; quote it` });
+        // Over several lines, a line that begins a comment or a list entry ends the value to Go,
+        // and is folded into it by YAML 1.2 (a hidden entry).
+        const continued = raw.split("\n").slice(1);
+        if (continued.some((l) => /^\s*(#|- |-$)/.test(l))) found.push({ offset: at, reason: "a plain value over several lines with a comment or a list entry among them: readers end it in different places; write it on one line, or quote it" });
       } else if (node.type !== "QUOTE_DOUBLE" && node.type !== "QUOTE_SINGLE" && /^[|>][0-9+]|^[|>]-[0-9]/.test(raw)) {
         found.push({ offset: at, reason: "a block value with an indentation or keep (+) indicator: readers differ on them; use | or |- (or > / >-)" });
       }
@@ -170,6 +182,11 @@ export function refuseAmbiguousYaml(text: string, file: string): void {
       const { line, column } = position(text, m.index);
       throw new AmbiguousYaml(file, line, column, reason);
     }
+  }
+  // A last line without its line break: Go ends a block value there without one, YAML 1.2 with one.
+  if (text !== "" && !text.endsWith("\n")) {
+    const { line, column } = position(text, text.length);
+    throw new AmbiguousYaml(file, line, column, "the file does not end with a line break: readers end its last value differently; add one");
   }
   const problem = structureProblem(text);
   if (problem) {

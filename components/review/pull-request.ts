@@ -11,9 +11,10 @@
 // is the base's.
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { stackOfPath } from "./change";
+import { mergeConfig, projectConfigOf, stackConfigOf, stackOfPath } from "./change";
+import { refuseUnlessEngineAgrees } from "./engine-reading";
 import { atRevision, commitOf, git, stacksDirOf } from "./git";
-import { AmbiguousYaml, projectOutsideConfig, refuseAmbiguousYaml } from "./one-reader";
+import { AmbiguousYaml, projectOutsideConfig, readConfigYaml, refuseAmbiguousYaml } from "./one-reader";
 
 /** What a pull request brings, as `pullRequestInputs` read it. */
 export interface PullRequestInputs {
@@ -30,6 +31,21 @@ export interface PullRequestInputs {
 /** Pure: Pulumi.yaml's bytes outside its `config` entry (one-reader.ts): what makes it part of the program. */
 export function projectWithoutConfig(text: string | undefined, file = "Pulumi.yaml"): string {
   return text === undefined ? "\0none" : projectOutsideConfig(text, file);
+}
+
+/**
+ * A stack file's keys besides `config` say how its secrets are kept (`secretsprovider`,
+ * `encryptedkey`) or pull settings from elsewhere (`environment`): a pull request may not change
+ * them (they would change what the review's preview decrypts or reads, and no row shows them).
+ * `encryptionsalt` is written by `stack init` and may be new.
+ */
+function refuseOtherThanSettings(text: string, baseText: string | undefined, file: string): void {
+  const keys = (t: string | undefined) => Object.entries(((t === undefined ? {} : readConfigYaml(t, file)) ?? {}) as Record<string, unknown>).filter(([k]) => k !== "config" && k !== "encryptionsalt");
+  const now = JSON.stringify(keys(text));
+  if (now !== JSON.stringify(keys(baseText))) {
+    const names = [...new Set([...keys(text), ...keys(baseText)].map(([k]) => k))].join(", ");
+    throw new Error(`${file} changes ${names}: a pull request changes a stack's settings (its \`config\`) only; how a stack keeps its secrets is changed on the base branch by a maintainer; nothing was previewed or changed`);
+  }
 }
 
 /** The pull request's copy of a configuration file, refused when the engine could read it otherwise. */
@@ -72,6 +88,20 @@ export function readPullRequest(dir: string, ref: string): PullRequestInputs {
     if (isStack || f === "Pulumi.yaml") refuseUnlessOneReading(f === "Pulumi.yaml" ? projectHead : atRevision(dir, head, f), f, head);
     const isProjectConfig = f === "Pulumi.yaml" && projectHead !== undefined && projectWithoutConfig(projectBase, "Pulumi.yaml of the base") === projectWithoutConfig(projectHead);
     (isStack || isProjectConfig ? config : program).push(f);
+  }
+  // What the review will read of the configuration is what Pulumi reads (engine-reading.ts), and
+  // a stack file changes nothing but its settings.
+  const project = config.includes("Pulumi.yaml") ? projectHead : projectBase;
+  if (project !== undefined) {
+    const projectFile = `Pulumi.yaml${config.includes("Pulumi.yaml") ? ` of the pull request (${head.slice(0, 12)})` : ""}`;
+    refuseUnlessEngineAgrees(project, undefined, projectConfigOf(project, projectFile), projectFile);
+    for (const f of config.filter((c) => c !== "Pulumi.yaml")) {
+      const text = atRevision(dir, head, f);
+      if (text === undefined) continue;
+      const named = `${f} of the pull request (${head.slice(0, 12)})`;
+      refuseOtherThanSettings(text, atRevision(dir, base, f), named);
+      refuseUnlessEngineAgrees(project, text, mergeConfig(projectConfigOf(project, projectFile), stackConfigOf(text, named)), `${named} with ${projectFile}`);
+    }
   }
   // The checkout's own changes: none, or this pull request's configuration written already.
   const own = git(dir, ["diff", "-z", "--name-only", "--no-renames", "--relative", "HEAD", "--", "."]).split("\0").filter(Boolean);

@@ -17,6 +17,7 @@ import { overlayFor, readOverlay, mergeSettings } from "../sglang-service/overla
 import { servingStackIn, STARTS_IT } from "../sglang-service/remote/observe";
 import { configChanges, configWarnings, mergeConfig, projectConfigOf, stackConfigOf, stackOfPath, touchedStacks, type Touched } from "./change";
 import { maskSecrets } from "./redact";
+import { refuseUnlessEngineAgrees } from "./engine-reading";
 import { pullRequestInputs, readPullRequest, writePullRequestConfig } from "./pull-request";
 import { atRevision, commitOf, git, stacksDirOf } from "./git";
 import { parseDeployment } from "../sglang-service/schema";
@@ -312,7 +313,11 @@ async function reviewStack(ws: LocalWorkspace, o: ReviewOptions, t: Touched, at:
   const config = configOf(o.dir, o.env, at.stacksDir, t.stack);
   const baseFile = atRevision(o.dir, at.base, stackFile(at.stacksDir, t.stack));
   const before = baseFile === undefined ? undefined : mergeConfig(projectConfigOf(at.baseProjectText, `Pulumi.yaml at ${at.base.slice(0, 12)}`), stackConfigOf(baseFile, `${stackFile(at.stacksDir, t.stack)} at ${at.base.slice(0, 12)}`));
-  const after = mergeConfig(projectConfigOf(fs.readFileSync(path.join(o.dir, "Pulumi.yaml"), "utf8")), stackConfigOf(fs.readFileSync(path.join(o.dir, stackFile(at.stacksDir, t.stack)), "utf8"), stackFile(at.stacksDir, t.stack)));
+  const projectNow = fs.readFileSync(path.join(o.dir, "Pulumi.yaml"), "utf8");
+  const stackNow = fs.readFileSync(path.join(o.dir, stackFile(at.stacksDir, t.stack)), "utf8");
+  const after = mergeConfig(projectConfigOf(projectNow), stackConfigOf(stackNow, stackFile(at.stacksDir, t.stack)));
+  // The rows, hosts and secrets below come from this reading: it must be Pulumi's own.
+  refuseUnlessEngineAgrees(projectNow, stackNow, after, `${stackFile(at.stacksDir, t.stack)} with Pulumi.yaml`);
   const known = (await ws.listStacks()).some((s) => s.name === t.stack);
   const prior = known ? await stateOf(ws, t.stack) : undefined;
   say(`previewing ${t.stack} (${t.because})`);

@@ -80,7 +80,7 @@ function trustFindings(text: string): string[] {
           if (m[1] === "apply" && !/ --digest "\$DIGEST"/.test(m[2])) out.push(`${name}: \`npm run apply\` without --digest: it would apply plans whose words nobody was shown`);
         } else out.push(`${name}: runs \`${m[0].trim()}\``);
       }
-      if (/\bgit (checkout|switch|worktree|merge|pull|reset)\b/.test(run)) out.push(`${name}: a step moves the checkout (${/\bgit (checkout|switch|worktree|merge|pull|reset)\b/.exec(run)![0]})`);
+      if (/\bgit (checkout|switch|worktree|merge(?!-base)|pull|reset)\b/.test(run)) out.push(`${name}: a step moves the checkout (${/\bgit (checkout|switch|worktree|merge(?!-base)|pull|reset)\b/.exec(run)![0]})`);
     }
   }
   const labels = (j: Job) => (Array.isArray(j["runs-on"]) ? j["runs-on"] : [j["runs-on"]]).filter((l) => l !== "self-hosted");
@@ -95,7 +95,8 @@ function trustFindings(text: string): string[] {
   if (!/author_association == "OWNER" or \.author_association == "MEMBER" or \.author_association == "COLLABORATOR"/.test(applyRuns)) out.push("apply counts approvals by anyone, not only writers of the repository");
   if (!/\[ "\$base" = main \]/.test(applyRuns)) out.push("apply does not check that the pull request is into main");
   if (!/"\$created" < "\$APPROVED_AT"/.test(applyRuns)) out.push("apply takes a review made after its approval");
-  if (!/\.path, \.event, \.conclusion[\s\S]*stack-review\.yml pull_request_target success/.test(applyRuns)) out.push("apply takes an artifact without checking the run that made it");
+  if (!/\.path, \.event, \.conclusion[\s\S]*stack-review\.yml\/pull_request_target\/success/.test(applyRuns)) out.push("apply takes an artifact without checking the run that made it");
+  if (!/\.head_sha[\s\S]*git merge-base --is-ancestor "\$run_sha" HEAD/.test(applyRuns)) out.push("apply takes an artifact of a run whose workflow need not be main's (a copy on another branch)");
   const reviewRuns = review.steps.map((s) => s.run ?? "").join("\n");
   for (const j of [reviewRuns]) if (!/select\(\.user\.login == "github-actions\[bot\]" and \(\.body \| startswith\("<!-- dflash-sglang review -->"\)\)\)/.test(j)) out.push("the comment is not found by the bot's login and the marker");
   if (!review.steps.some((s) => s.if === "failure()" && /STALE/.test(s.run ?? ""))) out.push("no step marks the comment stale when the review fails");
@@ -112,7 +113,7 @@ function trustFindings(text: string): string[] {
   const commentStep = review.steps.find((s) => /gh pr comment/.test(s.run ?? ""));
   if (!/\{ echo "<!-- dflash-sglang review -->"\n\s*echo "> Approve the words of this run's job summary, \$GITHUB_SERVER_URL\/\$REPO\/actions\/runs\/\$GITHUB_RUN_ID [^"\n]*\\`\$DIGEST\\`/.test(commentStep?.run ?? "")) out.push("the comment does not say, after its marker, that the words to approve are this run's job summary and their digest");
   if (
-    !/\[\[ "\$art" =~ \^stack-review-\$PR-\$SHA-\(\[0-9a-f\]\{64\}\)\$ \]\] \|\| continue\n[^\n]*stack-review\.yml pull_request_target success true" \] &&\n\s*\[\[ "\$created" < "\$APPROVED_AT" \]\]; then run=\$id name=\$art digest=\$\{BASH_REMATCH\[1\]\}; break; fi/.test(applyRuns) ||
+    !/\[\[ "\$art" =~ \^stack-review-\$PR-\$SHA-\(\[0-9a-f\]\{64\}\)\$ \]\] \|\| continue\n\s*hex=\$\{BASH_REMATCH\[1\]\}\n[^\n]*\n[^\n]*stack-review\.yml\/pull_request_target\/success\/true" \] &&\n[^\n]*\n\s*\[\[ "\$created" < "\$APPROVED_AT" \]\]; then run=\$id name=\$art digest=\$hex; break; fi/.test(applyRuns) ||
     !/^\s*echo "DIGEST=sha256:\$digest" >> "\$GITHUB_ENV"$/m.test(applyRuns) ||
     (applyRuns.match(/\bDIGEST=/g) ?? []).length !== 1 ||
     (applyRuns.match(/\bdigest=/g) ?? []).length !== 2 ||
@@ -172,6 +173,7 @@ test("the trust check fails on each way back across the boundary", () => {
     ["an approval before the review", (t) => t.replace('[[ "$created" < "$APPROVED_AT" ]]', "true"), /made after its approval/],
     ["no pending mark", (t) => t.replace("is being reviewed", "is under review"), /marks the comment stale as the review starts/],
     ["any artifact", (t) => t.replace('.path, .event, .conclusion', ".id"), /without checking the run/],
+    ["a run of another branch's copy", (t) => t.replace('git merge-base --is-ancestor "$run_sha" HEAD &&', "true &&"), /whose workflow need not be main's/],
     ["no stale mark", (t) => t.replace("        if: failure()\n", "        if: always()\n"), /stale/],
     ["no environment", (t) => t.replace("    environment: stack-review", "    # environment: stack-review"), /review: no environment/],
     ["an apply without a timeout", (t) => t.replace("    timeout-minutes: 240\n", ""), /apply: no timeout-minutes/],
@@ -181,7 +183,7 @@ test("the trust check fails on each way back across the boundary", () => {
     ["no job summary", (t) => t.replace('cat review-plans/review.md >> "$GITHUB_STEP_SUMMARY"', "cat review-plans/review.md > summary.md"), /writes no job summary/],
     ["an apply without its digest", (t) => t.replace(' --digest "$DIGEST"', ""), /without --digest/],
     ["the digest from the downloaded files", (t) => t.replace('echo "DIGEST=sha256:$digest" >> "$GITHUB_ENV"', 'echo "DIGEST=$(cat review-plans/digest)" >> "$GITHUB_ENV"'), /not taken from the name of the trusted run's artifact/],
-    ["the digest from any artifact", (t) => t.replace("then run=$id name=$art digest=${BASH_REMATCH[1]}; break; fi", "then run=$id name=$art; break; fi\n            digest=${BASH_REMATCH[1]}"), /not taken from the name of the trusted run's artifact/],
+    ["the digest from any artifact", (t) => t.replace("then run=$id name=$art digest=$hex; break; fi", "then run=$id name=$art; break; fi\n            digest=$hex"), /not taken from the name of the trusted run's artifact/],
     ["a name of other digits", (t) => t.replace("^stack-review-$PR-$SHA-([0-9a-f]{64})$", "^stack-review-$PR-$SHA-(.*)$"), /not taken from the name of the trusted run's artifact/],
     ["the digest unchecked", (t) => t.replace('[[ "$digest" =~ ^sha256:[0-9a-f]{64}$ ]]', '[ -n "$digest" ]'), /digest is not read and checked/],
     ["an artifact not named by its digest", (t) => t.replace("-${{ steps.digest.outputs.hex }}", ""), /not named by its pull request, commit and digest/],

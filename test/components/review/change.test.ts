@@ -63,3 +63,9 @@ test("a change of the program (components, index.ts, the lock file) touches ever
   }
   assert.deepEqual(touchedStacks(["docs/review.md", "test/x.test.ts"], STACKS, "stacks").touched, []);
 });
+
+test("Pulumi's reading of config keys: a key without the namespace is ours (both given is refused); a declaration's value, else its default, else nothing", () => {
+  assert.throws(() => projectConfigOf("name: p\nconfig:\n  dflash-sglang:host:\n    value: {address: a}\n  host:\n    value: {address: b}\n"), /Pulumi\.yaml:5:3: "dflash-sglang:host" and "host" name the same setting/);
+  assert.throws(() => stackConfigOf("config:\n  budget: 1\n  dflash-sglang:budget: 2\n", "stacks/Pulumi.s.yaml"), /stacks\/Pulumi\.s\.yaml:3:3: "budget" and "dflash-sglang:budget" name the same setting/);
+  assert.deepEqual(projectConfigOf("name: p\nconfig:\n  dflash-sglang:host:\n    default: {address: 10.6.6.6}\n  dflash-sglang:a:\n    type: string\n  dflash-sglang:b:\n    value: 1\n    default: 2\n"), { host: { address: "10.6.6.6" }, b: 1 });
+});

@@ -12,7 +12,8 @@ import * as path from "node:path";
 import * as YAML from "yaml";
 import { mergeConfig, projectConfigOf, stackConfigOf } from "../../../components/review/change";
 import { canonicalJson } from "../../../components/review/record";
-import { AmbiguousYaml, refuseAmbiguousYaml } from "../../../components/review/one-reader";
+import { AmbiguousYaml } from "../../../components/review/one-reader";
+import { disagreements, refuseUnlessEngineAgrees, SECRET } from "../../../components/review/engine-reading";
 import { configValue } from "../../../components/sglang-service/config-value";
 import { CONFIG_NAMESPACE } from "../../../components/sglang-service/schema";
 import { pulumiEnv } from "../../../lib/pulumi-env";
@@ -85,6 +86,19 @@ const TRICKS: { what: string; project?: string; stack: string; engineSees: (c: R
   { what: "an octal drain (384 to Go)", stack: `config:\n  ${NS}:timeouts:\n    drainSeconds: 0600\n`, engineSees: (c) => (c.timeouts as { drainSeconds?: number }).drainSeconds === 384 },
   { what: "a merge key (merged by Go only)", stack: `config:\n  ${NS}:timeouts:\n    <<: {drainSeconds: 5}\n`, engineSees: (c) => (c.timeouts as { drainSeconds?: number }).drainSeconds === 5 },
   { what: "an anchor and alias", stack: `config:\n  ${NS}:a: &x {drainSeconds: 5}\n  ${NS}:timeouts: *x\n`, engineSees: (c) => (c.timeouts as { drainSeconds?: number }).drainSeconds === 5, same: true },
+  {
+    what: "a project key without the namespace beside one with it (Pulumi keeps one of them)",
+    project: `${PROJECT_HEAD}config:\n  ${NS}:host:\n    value: {address: 10.6.6.6}\n  host:\n    value: {address: 10.0.0.5}\n`,
+    stack: "config: {}\n",
+    engineSees: (c) => (c.host as { address?: string }).address === "10.6.6.6",
+  },
+  {
+    what: "a comment line inside a list entry hides the next entry",
+    stack: `config:\n  ${NS}:model:\n    extraArgs:\n      - --cuda-graph-max-bs=8\n      -\n#tuned\n        --mem-fraction-static=0.85\n      - --enable-metrics\n`,
+    engineSees: (c) => (c.model as { extraArgs?: string[] }).extraArgs?.length === 3,
+  },
+  { what: "a flow entry ending with a colon (text to Go)", stack: `config:\n  ${NS}:model:\n    extraArgs: [--enable-x:, z]\n`, engineSees: (c) => (c.model as { extraArgs?: unknown[] }).extraArgs?.[0] === "--enable-x:" },
+  { what: "a block value on the last line without a line break", stack: `config:\n  ${NS}:a: |\n    x`, engineSees: (c) => c.a === "x" },
   { what: "a date", stack: `config:\n  ${NS}:d:\n    at: 2001-12-14\n`, engineSees: (c) => (c.d as { at?: string }).at === "2001-12-14 00:00:00 +0000 UTC" },
 ];
 
@@ -99,7 +113,6 @@ for (const trick of TRICKS) {
     const tool = toolReads(project, trick.stack);
     assert.ok("refused" in tool, `the tool read it: ${JSON.stringify(tool)}`);
     assert.match(tool.refused.message, /^(stacks\/Pulumi\.s\.yaml|Pulumi\.yaml):\d+:\d+: /);
-    assert.throws(() => refuseAmbiguousYaml(trick.project ?? trick.stack, "f"), AmbiguousYaml);
   });
 }
 
@@ -131,7 +144,7 @@ function generate(rand: () => number): { project: string; stack: string } {
     if (r < 0.7) return `'${s.replace(/'/g, "''")}'`;
     return `"${s}${rand() < 0.4 ? pick(ESCAPES) : ""}"`;
   };
-  const flow = () => (rand() < 0.5 ? `[${Array.from({ length: Math.floor(rand() * 3) }, scalar).join(", ")}]` : `{k: ${scalar()}, j: ${scalar()}}`);
+  const flow = () => (rand() < 0.5 ? `[${Array.from({ length: Math.floor(rand() * 3) }, () => (rand() < 0.1 ? `${pick(AGREED)}:` : scalar())).join(", ")}]` : `{k: ${scalar()}, j${rand() < 0.1 ? ":" : ": "}${scalar()}}`);
   const value = (indent: number, depth: number): string => {
     const r = rand();
     const pad = " ".repeat(indent);
@@ -141,11 +154,19 @@ function generate(rand: () => number): { project: string; stack: string } {
     if (r < 0.56) return `${pick(["|", "|-", ">", ">-"])}\n${Array.from({ length: 1 + Math.floor(rand() * 3) }, () => `${pad}${rand() < 0.2 ? "  " : ""}${pick(SCALARS)}${rand() < 0.2 ? "\n" : ""}`).join("\n")}`;
     return `${scalar()}${comment()}`;
   };
+  // A key with or without the namespace (Pulumi reads both as ours), now and then both.
+  const named = (prefix: string, i: number) => (rand() < 0.15 ? `${prefix}${i}` : `${NS}:${prefix}${i}`);
   const keys = (prefix: string, n: number, indent: number, long: boolean) =>
-    Array.from({ length: n }, (_, i) => (long ? `  ${NS}:${prefix}${i}:\n    value:${comment()}\n      a: ${value(indent + 8, 1)}\n      b: ${value(indent + 8, 1)}` : `  ${NS}:${prefix}${i}: ${value(indent + 4, 0)}`)).join("\n");
+    Array.from({ length: n }, (_, i) =>
+      long
+        ? `  ${named(prefix, i)}:\n    ${pick(["value", "value", "default"])}:${comment()}\n      a: ${value(indent + 8, 1)}\n      b: ${value(indent + 8, 1)}`
+        : `  ${rand() < 0.05 ? `${prefix}0` : named(prefix, i)}: ${value(indent + 4, 0)}`,
+    ).join("\n");
+  // Own-line comments, at any indentation and with or without a space after the `#`.
+  const ownLine = (text: string) => text.split("\n").flatMap((l) => (rand() < 0.05 ? [`${" ".repeat(Math.floor(rand() * 8))}${pick(["#", "# "])}${pick(COMMENT_CHARS.slice(0, 7))}`, l] : [l])).join("\n");
   return {
-    project: `${PROJECT_HEAD}config:${comment()}\n${keys("p", 1 + Math.floor(rand() * 2), 0, true)}\n`,
-    stack: `config:${comment()}\n${keys("k", 1 + Math.floor(rand() * 4), 0, false)}\n`,
+    project: `${PROJECT_HEAD}${ownLine(`config:${comment()}\n${keys("p", 1 + Math.floor(rand() * 2), 0, true)}`)}\n`,
+    stack: `${ownLine(`config:${comment()}\n${keys("k", 1 + Math.floor(rand() * 4), 0, false)}`)}${rand() < 0.95 ? "\n" : ""}`,
   };
 }
 
@@ -172,4 +193,19 @@ test("generated files: the tool refuses, or reads every key exactly as the engin
   // The draw reaches both sides: many files read (and compared), many refused.
   assert.ok(tally.read >= 40 && tally.refused >= 30, JSON.stringify(tally));
   console.log(`one reader: ${JSON.stringify(tally)}`);
+});
+
+test("the engine's reading is the authority: a reading of the review's that differs is refused, naming the setting", () => {
+  const project = `${PROJECT_HEAD}config:\n  ${NS}:host:\n    value: {address: 10.0.0.5}\n`;
+  const stack = `config:\n  ${NS}:speculative:\n    budget: 16\n  ${NS}:apiKey:\n    secure: v1:abc\n`;
+  const review = mergeConfig(projectConfigOf(project), stackConfigOf(stack, "s"));
+  assert.doesNotThrow(() => refuseUnlessEngineAgrees(project, stack, review, "stacks/Pulumi.s.yaml"));
+  assert.throws(
+    () => refuseUnlessEngineAgrees(project, stack, { ...review, host: { address: "10.0.0.6" } }, "stacks/Pulumi.s.yaml"),
+    /^Error: stacks\/Pulumi\.s\.yaml: Pulumi and the review read this configuration differently[^]*- host: Pulumi reads \{"address":"10\.0\.0\.5"\}, the review \{"address":"10\.0\.0\.6"\}/,
+  );
+  assert.throws(() => refuseUnlessEngineAgrees(project, "config: [\n", {}, "stacks/Pulumi.s.yaml"), /Pulumi cannot read this configuration/);
+  // A secret is compared by being one, never by value (the engine does not decrypt here).
+  assert.deepEqual(disagreements({ apiKey: { secure: "v1:x" } }, { apiKey: SECRET }), []);
+  assert.deepEqual(disagreements({ apiKey: "plain" }, { apiKey: SECRET }), [`apiKey: Pulumi reads "${SECRET}", the review "plain"`]);
 });

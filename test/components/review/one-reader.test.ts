@@ -49,6 +49,9 @@ const REFUSED: [string, string, number, number, RegExp][] = [
   ["a tab that indents", "config:\n\ta: 1\n", 2, 1, /Tabs are not allowed|a tab/],
   ["a tab in a value", "config:\n  a: \"x\ty\"\n", 2, 8, /a tab/],
   ["a block value with a keep indicator", "config:\n  a: |+\n    x\n\n", 2, 6, /indentation or keep/],
+  ["no line break at the end (a block value ends differently)", "config:\n  a: |\n    x", 3, 6, /does not end with a line break/],
+  ["a flow value ending with a colon (text to Go, a key to YAML 1.2)", "config:\n  a: [--enable-x:, z]\n", 2, 7, /followed by ":" and no space/],
+  ["a comment line inside a value over several lines (a hidden list entry)", "config:\n  a:\n    - x\n    -\n#tuned\n      y\n    - z\n", 6, 7, /a comment or a list entry among them/],
   ["a key that is a number", "config:\n  1: a\n", 2, 3, /key "1" is not text/],
   ["a duplicate key", "config:\n  a: 1\n  a: 2\n", 3, 3, /unique/],
 ];

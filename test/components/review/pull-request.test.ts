@@ -112,16 +112,17 @@ test("Pulumi.yaml: a change of its config is configuration; any other change (ru
   assert.equal(projectWithoutConfig(PROJECT), projectWithoutConfig(PROJECT.replace("drainSeconds: 30", "drainSeconds: 60")));
 });
 
-test("a stack file the pull request makes a symbolic link is read as the link's text, never followed", () => {
+test("a stack file the pull request makes a symbolic link is read as the link's text, never followed: not configuration, so refused", () => {
   const head = pullRequest("symlink", (d) => {
     fs.rmSync(path.join(d, "stacks/Pulumi.a.yaml"));
     fs.symlinkSync("/etc/shadow", path.join(d, "stacks/Pulumi.a.yaml"));
   });
   const dir = trustedCheckout();
   fetched(dir, "symlink");
-  pullRequestInputs(dir, head);
+  // The link's text, "/etc/shadow" (no line break), is what the review reads: never the file it names.
+  assert.throws(() => pullRequestInputs(dir, head), /stacks\/Pulumi\.a\.yaml of the pull request \([0-9a-f]{12}\):1:12: the file does not end with a line break/);
   assert.ok(!fs.lstatSync(path.join(dir, "stacks/Pulumi.a.yaml")).isSymbolicLink());
-  assert.equal(read(dir, "stacks/Pulumi.a.yaml"), "/etc/shadow");
+  assert.match(read(dir, "stacks/Pulumi.a.yaml"), /budget: 8/, "nothing written");
 });
 
 test("a branch behind its base is refused, and nothing is written", () => {
@@ -256,4 +257,18 @@ test("apply --digest: only the review whose words were approved, with those word
   // The approved review, whole: past the digest, apply's own checks go on (here: a program change waits for merge).
   fs.writeFileSync(path.join(plans, WORDS_FILE), withDigest(words, digest));
   await assert.rejects(apply(digest), refused(/changes the program \(components\/review\/render\.ts\): it is applied only after merge/));
+});
+
+test("a stack file's keys besides config (how its secrets are kept) are not the pull request's to change; Pulumi's own reading of a key named twice is refused", () => {
+  const provider = pullRequest("secrets-provider", (d) => write(d, "stacks/Pulumi.a.yaml", "secretsprovider: awskms://alias/theirs\nconfig:\n  dflash-sglang:speculative:\n    budget: 16\n"));
+  const dir = trustedCheckout();
+  fetched(dir, "secrets-provider");
+  assert.throws(() => pullRequestInputs(dir, provider), /stacks\/Pulumi\.a\.yaml of the pull request \([0-9a-f]{12}\) changes secretsprovider: a pull request changes a stack's settings \(its `config`\) only/);
+  assert.match(read(dir, "stacks/Pulumi.a.yaml"), /budget: 8/, "nothing written");
+  // The host named twice in Pulumi.yaml, with and without the namespace: Pulumi keeps one, not the review's.
+  const twice = pullRequest("host-twice", (d) => write(d, "Pulumi.yaml", `${PROJECT}  dflash-sglang:host:\n    value: {address: 10.6.6.6}\n  host:\n    value: {address: 10.0.0.5}\n`));
+  const other = trustedCheckout();
+  fetched(other, "host-twice");
+  assert.throws(() => pullRequestInputs(other, twice), (e: Error) => e instanceof AmbiguousYaml && /"dflash-sglang:host" and "host" name the same setting/.test(e.message));
+  assert.equal(read(other, "Pulumi.yaml"), PROJECT);
 });
