@@ -507,7 +507,7 @@ async function runLine(owned: OwnedHosts, line: SglangLine): Promise<Record<stri
       const serving = info.speculative_ddtree_budget;
       const outcome = sc.judge ? await sc.judge(ctx, { error, output }) : !error && serving === NEW_BUDGET ? "new config serving" : error && /Rolled back: .* is back and serving/.test(error) ? `old config restored (budget ${serving})` : error && /Preflight failed/.test(error) ? `clear failure before any change (old config budget ${serving} untouched)` : `UNEXPECTED: ${error.split("\n")[0]}`;
       // The reported line, past the "sglang X on HOST failed while PHASE after N s: " preamble.
-      const cause = error ? failureCause(error).replace(/^.*? after [\d.]+ s: /, "").replace(/^Preflight failed.*$/, (l) => (/does not accept (\S+)/.exec(error)?.[0] ?? l)).slice(0, 140) : "";
+      const cause = error ? failureCause(error).replace(/^.*? after [\d.]+ s: /, "").replace(/^Preflight failed.*$/, (l) => (/does not accept (\S+)|(\S+) is not a flag of the SGLang on \S+/.exec(error)?.[0] ?? l)).slice(0, 140) : "";
       const detect = failedAt && exitedAt && exitedAt >= started ? ((failedAt - exitedAt) / 1000).toFixed(1) : sc.readySeconds && failedAt ? `deadline ${sc.readySeconds} s` : failedAt ? `${((failedAt - started) / 1000).toFixed(1)} after up started` : "-";
       // A failed `up`, then the fault fixed and the same change applied again: the next
       // `up` must converge on the new configuration by itself.

@@ -9,12 +9,17 @@
 //   a `pulumi` process that no longer exists on this machine gets `pulumi cancel` (Pulumi's
 //   documented remedy), with a note saying so. Locks of live processes, and locks taken on
 //   other machines, are never touched. Where the backend's locks cannot be read (a backend
-//   other than file:// or postgres://, or no psql), a note says the check was skipped.
+//   other than file:// or postgres://, or no psql), a note says the check was skipped;
+// - with --stack-named X (the command names --stack X): where X has no stack file in the
+//   project's stacks/ and no stack in the backend, the stacks that exist (stack files, and
+//   `pulumi stack ls`) and how to add X are listed before Pulumi's "no stack named 'X' found",
+//   which names none (issue 63). Pulumi runs all the same: at a terminal it offers to create
+//   the stack.
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as YAML from "yaml";
-import { flag, parseCommandOrExit } from "../lib/cli";
+import { closest, flag, option, parseCommandOrExit, text } from "../lib/cli";
 import { REPO_ROOT } from "../lib/pulumi-env";
 import { emptyPassphraseRefusal, projectOf, renderLeakReport, stacksWithEmptyPassphrase } from "../lib/secrets-passphrase";
 import { removeTornMetadata, staleLocks } from "../lib/stale-locks";
@@ -24,6 +29,7 @@ const { options } = parseCommandOrExit("scripts/pulumi-guard.ts", {
   options: {
     "allow-empty-passphrase": flag("the command moves a stack off the empty passphrase (stack change-secrets-provider): do not refuse an empty one"),
     "clear-stale-locks": flag("run `pulumi cancel` for each stack of PULUMI_BACKEND_URL locked by a pulumi process that no longer runs here"),
+    "stack-named": option({ type: text, placeholder: "STACK", description: "the stack the Pulumi command names: where it has neither a stack file nor a stack in the backend, list those that exist and how to add it" }),
   },
 });
 
@@ -47,5 +53,40 @@ if (options["clear-stale-locks"]) {
   for (const lock of stale) {
     process.stderr.write(`note: stack ${lock.stack} was locked by pulumi pid ${lock.pid}, which no longer runs (killed?); running \`pulumi cancel\` for it\n`);
     execFileSync("pulumi", ["cancel", "--yes", "--stack", lock.stack], { stdio: "inherit" });
+  }
+}
+
+const named = options["stack-named"];
+if (named !== undefined) {
+  // A qualified name (org/project/stack) has its stack file under its last part.
+  const short = named.split("/").pop() ?? named;
+  const files = fs.existsSync(project.stacksDir) ? fs.readdirSync(project.stacksDir).flatMap((f) => /^Pulumi\.(.+)\.ya?ml$/.exec(f)?.[1] ?? []).sort() : [];
+  if (!files.includes(short)) {
+    let backend: string[] | undefined;
+    let unread = "";
+    try {
+      const listed = JSON.parse(execFileSync("pulumi", ["stack", "ls", "--json"], { cwd: project.projectDir, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] })) as { name: string }[];
+      backend = listed.map((s) => s.name).sort();
+    } catch (e) {
+      unread = ((e as { stderr?: string }).stderr ?? (e as Error).message).trim().split("\n")[0];
+    }
+    const inBackend = backend?.some((s) => s === named || s.split("/").pop() === short) ?? false;
+    if (!inBackend) {
+      const stacksDir = path.relative(process.cwd(), project.stacksDir) || ".";
+      const guess = closest(short, [...new Set([...files, ...(backend ?? []).map((s) => s.split("/").pop() ?? s)])]);
+      const example = files.includes("b16t4-w2048") ? "b16t4-w2048" : files[0];
+      const q = (w: string) => (/^[A-Za-z0-9_.\/@%+=:,-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`);
+      process.stderr.write(
+        [
+          `pulumi: no stack ${named}: ${stacksDir}/ has no Pulumi.${short}.yaml, and the backend (${process.env.PULUMI_BACKEND_URL ?? "Pulumi's default"}) has no stack ${named}.${guess ? ` Did you mean ${guess}?` : ""}`,
+          `  stack files in ${stacksDir}/: ${files.length ? files.join(", ") : "none"}`,
+          `  stacks in the backend: ${backend ? (backend.length ? backend.join(", ") : "none") : `could not be listed (${unread})`}`,
+          `  To add ${named}: copy a stack file and change what differs (README, "Adding a configuration"), then create the stack:`,
+          ...(example ? [`    cp ${q(`${stacksDir}/Pulumi.${example}.yaml`)} ${q(`${stacksDir}/Pulumi.${short}.yaml`)}`] : []),
+          `    npx pulumi stack init ${q(named)}`,
+          "",
+        ].join("\n"),
+      );
+    }
   }
 }

@@ -29,6 +29,21 @@ esac
 case "$words" in
   *" up "*|*" update "*|*" preview "*|*" refresh "*|*" destroy "*) guard+=(--clear-stale-locks) ;;
 esac
+# The stack a command names (--stack X, --stack=X, -s X): where it exists nowhere, the guard
+# lists the stacks that do and how to add one, before Pulumi's "no stack named X found". Not
+# for the commands that create one, nor for help.
+stack_named=""
+prev=""
+for a in "$@"; do
+  case "$prev" in --stack|-s) stack_named=$a ;; esac
+  case "$a" in --stack=*) stack_named=${a#--stack=} ;; esac
+  prev=$a
+done
+case "$words" in
+  *" stack init "*|*" new "*|*" --help "*|*" -h "*|*" help "*) stack_named="" ;;
+  *" stack select "*) case "$words" in *" --create "*|*" -c "*) stack_named="" ;; esac ;;
+esac
+[ -z "$stack_named" ] || guard+=("--stack-named=$stack_named")
 "$root/node_modules/.bin/tsx" "$root/scripts/pulumi-guard.ts" "${guard[@]}"
 # `pulumi stack rm` deletes the stack's settings file too (stacks/Pulumi.<stack>.yaml: a
 # committed configuration), and Pulumi's own hint after a destroy suggests running it. Here it

@@ -4,10 +4,11 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import * as YAML from "yaml";
-import { CONFIG_NAMESPACE, ConfigError, Deployment, failConfig, parseDeployment } from "./schema";
+import { CONFIG_NAMESPACE, ConfigError, Deployment, failConfig, hostSchema, parseDeployment } from "./schema";
 import { mergeSettings, OVERLAY_FILE, overlayFor, overlayKeys, readOverlay } from "./overlay";
 import { closest } from "../../simhost/command-line";
 import { configValue } from "./config-value";
+import { shellQuote } from "./render";
 
 const KEYS = ["host", "nodes", "service", "model", "speculative", "sglangBuild", "timeouts", "safety", "benchmark", "fleet"] as const;
 /** The secret settings, read apart from the deployment (config.getSecret). */
@@ -139,13 +140,81 @@ function deploymentFromConfig(get: (key: string) => string | undefined, stack: s
   const raw: Record<string, unknown> = {};
   for (const key of KEYS) raw[key] = configValue(get(key));
   for (const [k, v] of Object.entries(local)) raw[k] = mergeSettings(raw[k], v);
+  const project = projectSettings();
   try {
-    return parseDeployment(raw, stack, projectSettings());
+    return parseDeployment(raw, stack, project);
   } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    const fixed = withHostFix(e, raw.host, project.host, stack);
     const keys = overlayKeys(local);
-    if (!(e instanceof ConfigError) || keys.length === 0) throw e;
-    throw new ConfigError(`${e.message}\n${OVERLAY_FILE} (this checkout's, git-ignored) set ${keys.join(", ")} for this stack, merged over its configuration: a key above may come from there.`);
+    if (keys.length === 0) throw fixed;
+    throw new ConfigError(`${fixed.message}\n${OVERLAY_FILE} (this checkout's, git-ignored) set ${keys.join(", ")} for this stack, merged over its configuration: a key above may come from there.`);
   }
+}
+
+const isMapping = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** What the schema fills in for a host key left out (host.port 22, host.user root). */
+function hostDefaults(): Record<string, unknown> {
+  const r = hostSchema.safeParse({ address: "a", hostKey: "ssh-ed25519 AAAA" });
+  return r.success ? r.data : {};
+}
+
+/**
+ * Pure (issue 63): the commands that point stack \`stack\` at a GPU host, in the order they work,
+ * when its host block cannot be used as it stands: host.address still Pulumi.yaml's placeholder
+ * (an RFC 2606 .invalid name) or missing, or host.hostKey missing. A stack that sets one key of
+ * \`host\` replaces Pulumi.yaml's whole host (Pulumi merges no objects), so the address alone
+ * led straight into \`host.hostKey: is required\`, and the key file Pulumi.yaml named was lost
+ * too: every key the stack still needs is set here, the host key last, read from the address
+ * given by ssh-keyscan. `host` is the stack's host as read, `projectHost` Pulumi.yaml's.
+ * Undefined when the host block needs none of this.
+ */
+export function hostFixCommands(host: unknown, projectHost: unknown, stack: string): { keys: string[]; commands: string[]; newAddress: boolean; inherited: boolean } | undefined {
+  const given = isMapping(host) ? host : {};
+  const project = isMapping(projectHost) ? projectHost : {};
+  const address = typeof given.address === "string" && !/\.invalid$/i.test(given.address) ? given.address : undefined;
+  if (address !== undefined && given.hostKey !== undefined) return undefined;
+  // Pulumi.yaml's host as read (the stack sets none), or the stack's own: then Pulumi.yaml's
+  // keys it lacks are gone already. Either way, once the stack sets host.address, only what
+  // it sets itself is left.
+  const inherited = [...Object.keys(given), ...Object.keys(project)].every((k) => JSON.stringify(given[k]) === JSON.stringify(project[k]));
+  const defaults = hostDefaults();
+  const lost = Object.keys(project).filter((k) => k !== "address" && k !== "hostKey" && (inherited || !(k in given)) && JSON.stringify(project[k]) !== JSON.stringify(defaults[k]));
+  const set = (key: string, value: string) => `npx pulumi config set --path --stack ${shellQuote(stack)} host.${key} ${value}`;
+  const addr = address === undefined ? '"$ADDR"' : shellQuote(address);
+  const port = Number(given.port ?? (inherited ? project.port : undefined) ?? 22);
+  const scan = `"$(ssh-keyscan${port !== 22 ? ` -p ${port}` : ""} -t ed25519 ${addr} 2>/dev/null | cut -d' ' -f2-)"`;
+  // A new address is a new host: its key is read anew, whatever the stack pinned before.
+  const keys = [...(address === undefined ? ["address"] : []), ...lost, "hostKey"];
+  const commands = keys.map((k) => (k === "address" ? set(k, addr) : k === "hostKey" ? set(k, scan) : set(k, shellQuote(String(project[k])))));
+  return { keys, commands, newAddress: address === undefined, inherited };
+}
+
+/**
+ * Pure: \`error\` (parseDeployment's) with the problem lines of the host keys that
+ * hostFixCommands sets replaced by one line that gives those commands; unchanged when the
+ * host block needs none of them.
+ */
+export function withHostFix(error: ConfigError, host: unknown, projectHost: unknown, stack: string): ConfigError {
+  const fix = hostFixCommands(host, projectHost, stack);
+  if (!fix) return error;
+  const placeholder = isMapping(host) && typeof host.address === "string" ? host.address : undefined;
+  const replaced = !fix.inherited && isMapping(projectHost) && projectHost.hostKey !== undefined;
+  const why = fix.newAddress
+    ? `${placeholder !== undefined ? `is still the documented placeholder ${placeholder}` : "is required"}. Point the stack at your GPU host: set ADDR to its address (e.g. ADDR=10.0.0.5), then run these, in order`
+    : `is required${replaced ? `: Pulumi.yaml sets host.hostKey, but stacks/Pulumi.${stack}.yaml sets ${CONFIG_NAMESPACE}:host itself, which replaces Pulumi.yaml's whole host (Pulumi merges no objects)` : ""}. Run these, in order`;
+  const line =
+    `  - ${CONFIG_NAMESPACE}:host.${fix.newAddress ? "address" : "hostKey"}: ${why}; they set every host key the stack ${fix.newAddress ? "needs, since a stack that sets one key of host replaces Pulumi.yaml's whole host" : "still needs"} ` +
+    `(where the network to the host is not trusted, compare the key ssh-keyscan reads with \`ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub\` on the host):\n` +
+    fix.commands.map((c) => `      ${c}`).join("\n");
+  const covered = (l: string) => fix.keys.some((k) => l.startsWith(`  - ${CONFIG_NAMESPACE}:host.${k}: `));
+  const lines = error.message.split("\n");
+  const first = lines.findIndex(covered);
+  const at = first >= 0 ? first : lines.findIndex((l) => l.startsWith("  - "));
+  const kept = lines.filter((l) => !covered(l));
+  kept.splice(at >= 0 ? at : 1, 0, line);
+  return new ConfigError(kept.join("\n"));
 }
 
 /** What this checkout's overlay sets for the stack ({} without one); an invalid overlay fails the stack, naming it. */

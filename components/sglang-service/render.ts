@@ -173,6 +173,16 @@ export function launchFlags(d: Deployment, secrets: SecretPresence = NO_SECRETS)
   return [...new Set(launchArgs(d, secrets).filter((a) => a.startsWith("--")).map((a) => a.split("=")[0]))].sort();
 }
 
+/**
+ * The launch flags (launchFlags) that only model.extraArgs names: the user's words, which
+ * preflight reports as such when the host's SGLang does not list them (a typo there is to
+ * correct, not a build to choose). A flag the tool derives as well counts as the tool's.
+ */
+export function extraArgsFlags(d: Deployment, secrets: SecretPresence = NO_SECRETS): string[] {
+  const derived = new Set(launchFlags({ ...d, model: { ...d.model, extraArgs: [] } }, secrets));
+  return launchFlags(d, secrets).filter((f) => !derived.has(f));
+}
+
 /** Environment of the server process, keys sorted. */
 export function serverEnvironment(d: Deployment): [string, string][] {
   const env: Record<string, string> = { ...d.service.environment };

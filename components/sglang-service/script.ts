@@ -5,7 +5,7 @@
 // `pulumi up` runs them through @pulumi/command; see sglangService.ts. The scripts' bodies are
 // the files of host/; here only their values are chosen (hostScript.ts quotes them).
 import { Deployment } from "./schema";
-import { DRAIN_EXIT_MARGIN_SECONDS, gpuIndices, HELPER_DIR, HOLD_DROP_IN, startTimeoutSeconds, HIDDEN_FLAG_ALIASES, SECRETS_DIR, secretPaths, SecretPresence, STATE_DIR, unitPath } from "./render";
+import { DRAIN_EXIT_MARGIN_SECONDS, extraArgsFlags, gpuIndices, HELPER_DIR, launchFlags, usesCredentials, HOLD_DROP_IN, startTimeoutSeconds, HIDDEN_FLAG_ALIASES, SECRETS_DIR, secretPaths, SecretPresence, STATE_DIR, unitPath } from "./render";
 import { hostFile, HostValue, renderHostScript } from "./hostScript";
 
 /** How long a host whose GPUs stayed busy past their deadline waits for them before it gives up on starting the previous configuration. */
@@ -156,6 +156,8 @@ export interface StageInput {
   helpers: Record<string, string>;
   python: string;
   flags: string[];
+  /** The flags of \`flags\` that only model.extraArgs names (render.ts extraArgsFlags): the user's, reported as such. */
+  extraFlags?: string[];
   paths: { what: string; path: string }[];
   /** The GPUs (nvidia-smi indices) this node's server uses (render.ts gpuIndices). */
   gpus: number[];
@@ -174,7 +176,30 @@ export interface CommandBounds {
 }
 
 /** What preflight checks on a node: the one that will run this configuration. */
-export type PreflightInput = Pick<StageInput, "label" | "host" | "stack" | "unitName" | "python" | "flags" | "paths" | "gpus" | "bounds" | "runAs" | "credentials">;
+export type PreflightInput = Pick<StageInput, "label" | "host" | "stack" | "unitName" | "python" | "flags" | "extraFlags" | "paths" | "gpus" | "bounds" | "runAs" | "credentials">;
+
+/** Pure: what preflight checks for deployment \`d\` on the node at \`host\` (its address), labelled \`label\`. */
+export function preflightInput(d: Deployment, stack: string, label: string, host: string, presence: SecretPresence): PreflightInput {
+  const paths = [
+    { what: "model.path", path: d.model.path },
+    ...(d.speculative.algorithm !== null && d.model.drafterPath ? [{ what: "model.drafterPath", path: d.model.drafterPath }] : []),
+    { what: "service.workingDirectory", path: d.service.workingDirectory },
+  ];
+  return {
+    label,
+    host,
+    stack,
+    unitName: d.service.unitName,
+    python: d.service.python,
+    flags: launchFlags(d, presence),
+    extraFlags: extraArgsFlags(d, presence),
+    paths,
+    gpus: gpuIndices(d),
+    bounds: { commandSeconds: d.timeouts.commandSeconds, helpSeconds: d.timeouts.helpSeconds },
+    runAs: d.service.runAs,
+    credentials: presence.apiKey && usesCredentials(d),
+  };
+}
 
 /**
  * A host command run with a bound: killed (TERM, then KILL 5 s later) past \`seconds\`, when
@@ -199,6 +224,8 @@ function preflightValues(s: PreflightInput): Record<string, HostValue> {
     flags: s.flags,
     flag_canonicals: s.flags.map((f) => HIDDEN_FLAG_ALIASES[f] ?? ""),
     flag_olders: s.flags.map((f) => (HIDDEN_FLAG_ALIASES[f] ? "" : (olderSpelling.get(f) ?? ""))),
+    flag_sources: s.flags.map((f) => (s.extraFlags?.includes(f) ? "model.extraArgs" : "")),
+    closest_awk: { text: hostFile("closest.awk") },
     paths: s.paths.map((p) => p.path),
     path_whats: s.paths.map((p) => p.what),
     gpus: s.gpus.join(","),

@@ -15,8 +15,8 @@ import { inspect } from "node:util";
 import * as pulumi from "@pulumi/pulumi";
 import * as command from "@pulumi/command";
 import { Deployment } from "./schema";
-import { expectedServerArgs, gpuIndices, gpusPerNode, launchArgs, launchFlags, localServerUrl, renderUnit, secretPaths, SecretPresence, sha256, shellQuote, usesCredentials } from "./render";
-import { helperScripts, groupFinishSeconds, groupPrepareSeconds, renderPreflightScript, renderStageRemoval, renderStageScript, renderTransaction, secretFileOrder, transactionInput, transactionPath } from "./script";
+import { expectedServerArgs, gpusPerNode, launchArgs, localServerUrl, renderUnit, secretPaths, SecretPresence, sha256, shellQuote } from "./render";
+import { helperScripts, groupFinishSeconds, groupPrepareSeconds, preflightInput, renderPreflightScript, renderStageRemoval, renderStageScript, renderTransaction, secretFileOrder, transactionInput, transactionPath } from "./script";
 import type { StackSecrets } from "./config";
 import { GroupRestart, PROVIDER_VERSION, Presence, Ready, startDynamicProviders } from "./provider";
 import { describeHostChange, hostRunsOf, readLiveUnit } from "./remote/observe";
@@ -94,8 +94,19 @@ export function commandConnection(privateKey: pulumi.Input<string>, host: Deploy
  * rethrows this object, and the SDK attaches its promise to it and renders it with
  * util.inspect for its trace events, once per input: rendering the promise graph took ~40 s
  * of CPU (garbage collection) on a wrong host key. It renders as its message instead.
+ *
+ * Its message is the cause and stays so (issue 63): the SDK prefixes `error serializing
+ * property "<key>": ` to the message of the very error object that rejects a resource input,
+ * at every input it passes through (runtime/rpc.js serializeFilteredProperties), so an
+ * unreachable host read `error serializing property "serverArgs": ... "connection" (x3) ...`
+ * before the cause. The message ignores those writes.
  */
 export class ProgramError extends pulumi.RunError {
+  constructor(message: string) {
+    super(message);
+    Object.defineProperty(this, "message", { get: () => message, set: () => undefined, enumerable: false, configurable: true });
+  }
+
   [inspect.custom](): string {
     return `RunError: ${this.message}`;
   }
@@ -139,11 +150,6 @@ export class SglangService extends pulumi.ComponentResource {
     const secrets = args.secrets ?? {};
     const presence: SecretPresence = { apiKey: secrets.apiKey !== undefined, hfToken: secrets.hfToken !== undefined };
     const stdin = secretStdin(d.service.unitName, presence, secrets);
-    const paths = [
-      { what: "model.path", path: d.model.path },
-      ...(d.speculative.algorithm !== null && d.model.drafterPath ? [{ what: "model.drafterPath", path: d.model.drafterPath }] : []),
-      { what: "service.workingDirectory", path: d.service.workingDirectory },
-    ];
 
     // Node 0 serves; further nodes run ranks 1.. of the model.
     const planned = [d.host, ...d.nodes].map((host, rank) => {
@@ -179,7 +185,7 @@ export class SglangService extends pulumi.ComponentResource {
       // answers): a host that is not the pinned one fails the run at once, where
       // @pulumi/command would retry its dial (dialErrorLimit x perDialTimeout, 45 s).
       const connection = pulumi.all([hostReads, commandConnection(n.key, n.host)]).apply(([, c]) => c);
-      const checked = { label: n.label, host: n.host.address, stack, unitName: d.service.unitName, python: d.service.python, flags: launchFlags(d, presence), paths, gpus: gpuIndices(d), bounds: { commandSeconds: d.timeouts.commandSeconds, helpSeconds: d.timeouts.helpSeconds }, runAs: d.service.runAs, credentials: presence.apiKey && usesCredentials(d) };
+      const checked = preflightInput(d, stack, n.label, n.host.address, presence);
       // Check before you stop: the new configuration's preflight runs on its node (reads
       // only) before this stack's presence below, whose replacement (a unit that moves)
       // tears the old unit down first. A host that cannot run it keeps the old server.

@@ -144,3 +144,39 @@ test("every project command's npm step links `npx pulumi` to the wrapper, also w
     fs.rmSync(root, { recursive: true, force: true });
   }
 });
+
+// Issue 63: Pulumi's "no stack named 'X' found" names none of the stacks there are. Through the
+// wrapper, a --stack that has neither a stack file nor a stack in the backend is told, before
+// Pulumi's error, the stacks that exist (stack files, and the backend's) and how to add it.
+test("a --stack that exists nowhere lists the stacks that do and how to add it, before Pulumi's error", async () => {
+  const { dir, env } = npxLikePath();
+  const project = fs.mkdtempSync(path.join(os.tmpdir(), "pulumi-nostack-"));
+  try {
+    fs.writeFileSync(path.join(project, "Pulumi.yaml"), "name: nostack-check\nruntime: nodejs\nstackConfigDir: stacks\n");
+    fs.mkdirSync(path.join(project, "state"));
+    const e = { ...env, PULUMI_BACKEND_URL: `file://${path.join(project, "state")}`, PULUMI_CONFIG_PASSPHRASE: "nostack-check" };
+    const pulumi = (...args: string[]) => run("pulumi", args, { cwd: project, env: e });
+    // A stack in the backend only (its file gone), and a stack file only (no stack yet).
+    assert.equal((await pulumi("stack", "init", "in-backend")).code, 0);
+    fs.rmSync(path.join(project, "stacks", "Pulumi.in-backend.yaml"));
+    fs.writeFileSync(path.join(project, "stacks", "Pulumi.b16t4-w2048.yaml"), "config: {}\n");
+    const r = await pulumi("config", "--stack", "b16t4-w248");
+    assert.notEqual(r.code, 0);
+    const ours = r.stderr.indexOf("pulumi: no stack b16t4-w248:");
+    assert.ok(ours >= 0, r.stderr);
+    assert.ok(ours < r.stderr.indexOf("no stack named 'b16t4-w248' found"), "before Pulumi's error");
+    assert.match(r.stderr, /^pulumi: no stack b16t4-w248: stacks\/ has no Pulumi\.b16t4-w248\.yaml, and the backend \(file:\/\/.*\) has no stack b16t4-w248\. Did you mean b16t4-w2048\?$/m);
+    assert.match(r.stderr, /^ {2}stack files in stacks\/: b16t4-w2048$/m);
+    assert.match(r.stderr, /^ {2}stacks in the backend: in-backend$/m);
+    assert.match(r.stderr, /^ {4}cp stacks\/Pulumi\.b16t4-w2048\.yaml stacks\/Pulumi\.b16t4-w248\.yaml\n {4}npx pulumi stack init b16t4-w248$/m);
+    // The same with --stack=X.
+    assert.match((await pulumi("config", "--stack=nowhere")).stderr, /^pulumi: no stack nowhere: /m);
+    // A stack that exists somewhere, and the commands that create one, get no note.
+    for (const args of [["config", "--stack", "in-backend"], ["config", "--stack", "b16t4-w2048"], ["stack", "init", "--stack", "fresh"], ["stack", "select", "--create", "--stack", "other"]]) {
+      assert.doesNotMatch((await pulumi(...args)).stderr, /pulumi: no stack/, args.join(" "));
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true });
+    fs.rmSync(project, { recursive: true, force: true });
+  }
+});

@@ -6,21 +6,41 @@
 # use what it needs. Exits 1, naming every problem, if the host cannot run the configuration.
 #
 # Values: label host python help_s cmd_s; flags (the launch flags), flag_canonicals (for a
-# hidden alias: the flag it stands for; '' otherwise) and flag_olders (a hidden older spelling
-# of the flag; '' otherwise), index by index; paths and path_whats, index by index; gpus (a
-# comma list), gpu_count, gpus_chosen (yes: chosen by CUDA_VISIBLE_DEVICES); run_as,
-# credentials (yes: the unit gets its secrets as systemd credentials).
+# hidden alias: the flag it stands for; '' otherwise), flag_olders (a hidden older spelling
+# of the flag; '' otherwise) and flag_sources (model.extraArgs: only model.extraArgs names the
+# flag; '' for a flag the tool derives itself), index by index; closest_awk (host/closest.awk);
+# paths and path_whats, index by index; gpus (a comma list), gpu_count, gpus_chosen (yes: chosen
+# by CUDA_VISIBLE_DEVICES); run_as, credentials (yes: the unit gets its secrets as systemd
+# credentials).
 
 # A here-string, not `printf | grep -q`: grep -q exits at its match, and with pipefail the
 # printf still writing (bash writes line by line) would die of SIGPIPE and fail the test.
-check_flag() { # FLAG [CANONICAL: FLAG is a hidden alias of it] [OLDER: a hidden spelling of FLAG]
+check_flag() { # FLAG [CANONICAL: FLAG is a hidden alias of it] [OLDER: a hidden spelling of FLAG] [SOURCE: model.extraArgs, or '']
   if grep -qxF -- "$1" <<< "$listed"; then return 0; fi
   if [ -n "${2:-}" ] && grep -qxF -- "$2" <<< "$listed"; then
     echo "note: $1 is a deprecated spelling of $2 that SGLang accepts but hides from --help; prefer $2"
     return 0
   fi
+  # A flag the user wrote: no build setting makes it one, the word itself is to correct.
+  if [ "${4:-}" = model.extraArgs ]; then extra_problem "$1" "${3:-}"; return 0; fi
   if [ -n "${3:-}" ]; then unknown+=("$1 (older SGLang releases spell it $3 and hide it from --help; a flag map can name that)"); return 0; fi
   unknown+=("$1")
+}
+
+# The listed flag a mistyped FLAG most likely meant (host/closest.awk), or nothing.
+closest_flag() { # FLAG
+  word=$1 awk "$closest_awk" <<< "$listed"
+}
+
+# A flag of model.extraArgs the host's SGLang does not list: named as the user's, with the
+# nearest listed flag, and the fix is to correct model.extraArgs.
+extra_problem() { # FLAG [OLDER: a hidden spelling of FLAG]
+  local guess hint fix="Correct model.extraArgs: it passes its words to the server as they are."
+  guess=$(closest_flag "$1")
+  if [ -n "${2:-}" ]; then hint=" (older SGLang releases spell it $2 and hide it from --help)"
+  elif [ -n "$guess" ]; then hint=" (did you mean $guess?)"
+  else hint=" (its --help lists no such flag)"; fix="Correct model.extraArgs (it passes its words to the server as they are), or install an SGLang that has the flag."; fi
+  problems+=("model.extraArgs: $1 is not a flag of the SGLang on $host$hint. $fix")
 }
 
 # The launch flags against the host's `--help`.
@@ -31,7 +51,7 @@ check_flags() {
   if [ "$help_rc" = 0 ]; then
     listed=$(printf '%s\n' "$help" | grep -oE -- '--[A-Za-z0-9][A-Za-z0-9-]*' | sort -u)
     unknown=()
-    for i in "${!flags[@]}"; do check_flag "${flags[i]}" "${flag_canonicals[i]}" "${flag_olders[i]}"; done
+    for i in "${!flags[@]}"; do check_flag "${flags[i]}" "${flag_canonicals[i]}" "${flag_olders[i]}" "${flag_sources[i]:-}"; done
     if [ ${#unknown[@]} -gt 0 ]; then
       joined=$(IFS=,; echo "${unknown[*]}")
       # Advice for the case found: a build without DDTree cannot be made to run it by naming

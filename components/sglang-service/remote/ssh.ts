@@ -45,7 +45,7 @@ export class Ssh {
     if (/Host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED|host key for .* has changed/i.test(r.stderr)) {
       return new Error(`SSH to ${where} refused: the host's key does not match the pinned host.hostKey. Nothing was run on the host. If the host was really reinstalled, update host.hostKey from \`ssh-keyscan -p ${conn.port} ${conn.host}\`.\n${r.stderr.trim()}`);
     }
-    return new Error(`cannot reach ${where} over SSH (exit ${r.code}): ${r.stderr.trim() || "no output"}. Check host.address, host.port, host.user and the private key.`);
+    return new Error(unreachableMessage(conn, r));
   }
 
   /**
@@ -275,6 +275,23 @@ export async function withSsh<T>(conn: Connection, fn: (ssh: Ssh) => Promise<T>)
   } finally {
     ssh.close();
   }
+}
+
+/**
+ * Pure: why ssh (exit 255) got nowhere, cause first, then the fix, then ssh's own words (issue
+ * 63): a refused, timed-out or unroutable connection and a name that does not resolve each say
+ * which setting to check; anything else names every setting a connection needs.
+ */
+export function unreachableMessage(conn: Pick<Connection, "host" | "port" | "user">, r: Pick<RunResult, "code" | "stderr">): string {
+  const said = r.stderr.trim();
+  const target = `${conn.host.includes(":") ? `[${conn.host}]` : conn.host}:${conn.port}`;
+  const ssh = said ? ` (ssh: ${said.replace(/^ssh: /, "")})` : "";
+  const cause = (what: string, fix: string) => `cannot reach ${target} over SSH: ${what}. ${fix}${ssh}`;
+  if (/Connection refused/i.test(said)) return cause(`connection refused (nothing accepts connections on port ${conn.port} of ${conn.host})`, "Check host.address and host.port, and that sshd runs on the host.");
+  if (/Could not resolve hostname|Name or service not known|Temporary failure in name resolution|nodename nor servname/i.test(said)) return cause(`the name ${conn.host} does not resolve`, "Check host.address.");
+  if (/Connection timed out|Operation timed out/i.test(said)) return cause("the connection timed out (nothing answered)", "Check host.address and host.port, that the host is up, and that no firewall drops the port.");
+  if (/No route to host|Network is unreachable/i.test(said)) return cause("no route to the host", "Check host.address, and that the host is up and on a network this machine reaches.");
+  return `cannot reach ${conn.user}@${target} over SSH (exit ${r.code}): ${said || "no output"}. Check host.address, host.port, host.user and the private key.`;
 }
 
 /** Pure: whether ssh's own failure (exit 255) is one of getting through (refused, reset, timed out), not of who the host or we are. */

@@ -149,15 +149,25 @@ test("a flag the host's SGLang does not know fails preflight; the old server kee
   const stack = await ws.stack("b8t4-w2048");
   await assert.rejects(stack.up(), (e: Error) => {
     assert.match(e.message, /Preflight failed for sglang-k26 \(stack b8t4-w2048\).*nothing was stopped or changed/s);
-    assert.match(e.message, /the installed SGLang does not accept --speculative-dflash-enable-ddtree/);
+    // A flag of model.extraArgs is the user's word (issue 63): named as such, with its fix.
+    assert.match(e.message, new RegExp(`- model\\.extraArgs: --speculative-dflash-enable-ddtree is not a flag of the SGLang on ${host.address.replace(/\./g, "\\.")} \\(its --help lists no such flag\\)\\. Correct model\\.extraArgs`));
+    assert.doesNotMatch(e.message, /Set sglangBuild|this is a simulated host/);
+    return true;
+  });
+  const { extraArgs: _drop, ...restored } = model;
+  ws.setStackConfig("b8t4-w2048", "model", restored);
+  // A flag the tool derives (here from a flag map's spelling) is a matter of the build.
+  ws.setStackConfig("b8t4-w2048", "sglangBuild", { flags: { budget: "--speculative-ddtree-budget", topkEnv: "SGLANG_DDTREE_MAX_TOPK", compactCache: "--speculative-dflash-enable-ddtree", algorithms: ["DFLASH", "DDTREE"] } });
+  await assert.rejects(stack.up(), (e: Error) => {
+    assert.match(e.message, /Preflight failed for sglang-k26 \(stack b8t4-w2048\).*nothing was stopped or changed/s);
+    assert.match(e.message, /the installed SGLang does not accept --speculative-dflash-enable-ddtree \(checked against its --help\)\. Set sglangBuild to the build installed on the host/);
     // On a simulated host, preflight says how to change its build.
     assert.match(e.message, new RegExp(`this is a simulated host: \`npm run simhost -- configure ${HOST} '\\{"profile":"ddtree-fork"\\}'\` gives it the DDTree build`));
     return true;
   });
+  ws.setStackConfig("b8t4-w2048", "sglangBuild", "ddtree-fork");
   assert.equal(await mainPid(), pid);
   assert.equal(await sh(`curl -s -o /dev/null -w '%{http_code}' http://${host.address}:${host.sglangPort}/health`), "200");
-  const { extraArgs: _drop, ...restored } = model;
-  ws.setStackConfig("b8t4-w2048", "model", restored);
 });
 
 test("an old server that still answers is never taken as the new configuration", async () => {
