@@ -12,11 +12,14 @@ import { REPO_ROOT } from "../lib/pulumi-env";
 import { either, flag, inProjectFolder, integerBetween, listOf, oneOf, option, parseCommandOrExit, positiveInteger, positiveNumber, setUp, ValueType } from "../lib/cli";
 import { KEPT_WORKSPACES, keptWorkspaceDir, simHostConfig, simWorkspace } from "../lib/workspace";
 import { renderOutcomes, runSweep, sweepBackend, SweepHost } from "../components/sweep/sweep";
+import { promotionText, type PromoteInput } from "../components/sweep/promote";
+import { gridCommand, stackConfig } from "../components/sweep/grid";
+import { choose } from "../components/verdict/choose";
 import { hostSchema } from "../components/sglang-service/schema";
 import { emptyPassphraseRefusal, missingPassphrase } from "../lib/secrets-passphrase";
 import { collectRows } from "./report";
 import { globMatcher, renderMarkdown, renderSvg } from "../components/benchmark/report";
-import { gridPoints } from "../components/sweep/adaptive/space";
+import { gridPoints, type GridPoint } from "../components/sweep/adaptive/space";
 import { DEFAULT_PASSES, runAdaptive } from "../components/sweep/adaptive/run";
 import { conclude, DEFAULT_STRATEGY, StrategyOptions } from "../components/sweep/adaptive/strategy";
 import { renderAdaptiveMarkdown, renderAdaptiveSvg } from "../components/sweep/adaptive/report";
@@ -32,12 +35,15 @@ function stackNames(): string[] {
     .sort();
 }
 
+/** The `config` of stacks/Pulumi.<name>.yaml. */
+const stackFileConfig = (name: string): Record<string, unknown> => YAML.parse(fs.readFileSync(path.join(STACKS_DIR, `Pulumi.${name}.yaml`), "utf8"))?.config ?? {};
+
 function stackFiles(glob: string): Record<string, Record<string, unknown>> {
   const match = globMatcher(glob);
   return Object.fromEntries(
     stackNames()
       .filter(match)
-      .map((name) => [name, YAML.parse(fs.readFileSync(path.join(STACKS_DIR, `Pulumi.${name}.yaml`), "utf8"))?.config ?? {}]),
+      .map((name) => [name, stackFileConfig(name)]),
   );
 }
 
@@ -94,6 +100,7 @@ const COMMAND = {
     "Without --hosts it boots simulated GPU hosts for the sweep and stops them after.",
     "--strategy adaptive makes its stacks from a grid (--budgets, --topks, --windows) in .sweep/adaptive/ and launches only",
     "the configurations that can still be the best for --objective, until it is sure enough or at --gpu-hours / --launches.",
+    "Either ends with the commands that deploy its best configuration: its stack file in stacks/, npx pulumi up, and a fleet's keys.",
   ].join("\n"),
   options: {
     stacks: option({ type: stackFilePattern, placeholder: "GLOB", description: "the stacks to sweep", default: "*" }),
@@ -195,9 +202,13 @@ async function sweep(hosts: OwnedHosts): Promise<number> {
   const outDir = path.join(REPO_ROOT, "bench", "out");
   fs.mkdirSync(outDir, { recursive: true });
   const md = `# Sweep report\n\nStacks matching \`${glob}\` on ${sweepHosts.map((h) => h.name).join(", ")}, ${new Date().toISOString()}.\n\n## Runs\n\n${renderOutcomes(outcomes)}\n## Results\n\n${renderMarkdown(rows)}\n![Decode tokens/s at short and long context with their spread and speedup, acceptance length and coding check by configuration](sweep-report.svg)\n`;
-  fs.writeFileSync(path.join(outDir, "sweep-report.md"), md);
+  // What to run to deploy the answer: the stack file it swept, pulumi up, a fleet's keys.
+  const choice = choose(rows);
+  const top = choice.kind === "winner" ? choice.stack : choice.kind === "tie" ? choice.stacks[0] : undefined;
+  const promote = promotionText(top === undefined ? undefined : { stack: top, config: stacks[top] ?? {}, existing: stacks[top], ...(choice.kind === "tie" ? { tie: choice.stacks } : {}) });
+  fs.writeFileSync(path.join(outDir, "sweep-report.md"), `${md}\n${promote}`);
   fs.writeFileSync(path.join(outDir, "sweep-report.svg"), renderSvg(rows));
-  process.stdout.write(`\n${md}\nwrote ${path.join(outDir, "sweep-report.md")} and sweep-report.svg\n`);
+  process.stdout.write(`\n${md}\nwrote ${path.join(outDir, "sweep-report.md")} and sweep-report.svg\n\n${promote}`);
   return outcomes.some((o) => o.status === "failed") ? 1 : 0;
 }
 
@@ -228,11 +239,20 @@ async function adaptive(ws: ReturnType<typeof simWorkspace>, sweepHosts: SweepHo
   const report = { points, records: run.records, conclusion: conclude(points, run.records, strategy), objective: strategy.objective, longContextTokens: longContext, why: run.why, resumed: run.resumed };
   const outDir = path.join(REPO_ROOT, "bench", "out");
   fs.mkdirSync(outDir, { recursive: true });
-  const md = `# Adaptive sweep report\n\nOn ${sweepHosts.map((h) => h.name).join(", ")}, ${new Date().toISOString()}.\n\n${renderAdaptiveMarkdown(report)}\n![Short vs long context decode tok/s of the measured configurations, the Pareto front and the chosen one; GPU hours spent against the full grid](sweep-report.svg)\n`;
-  fs.writeFileSync(path.join(outDir, "sweep-report.md"), md);
+  const md = `# Adaptive sweep report\n\nOn ${sweepHosts.map((h) => h.name).join(", ")}, ${new Date().toISOString()}.\n\n${renderAdaptiveMarkdown(report)}\n![Short vs long context decode tok/s of the measured configurations, the Pareto front and the best (or the tie's first); GPU hours spent against measuring the full grid once](sweep-report.svg)\n`;
+  // Its stacks live in the sweep's workspace: the answer's stack file is the one `npm run grid` writes.
+  const point = report.conclusion.chosen?.point;
+  const promote = promotionText(point && promoteAdaptive(point, report.conclusion.tied));
+  fs.writeFileSync(path.join(outDir, "sweep-report.md"), `${md}\n${promote}`);
   fs.writeFileSync(path.join(outDir, "sweep-report.svg"), renderAdaptiveSvg(report));
-  process.stdout.write(`\n${md}\nwrote ${path.join(outDir, "sweep-report.md")} and sweep-report.svg\n`);
+  process.stdout.write(`\n${md}\nwrote ${path.join(outDir, "sweep-report.md")} and sweep-report.svg\n\n${promote}`);
   return run.records.some((r) => r.failure) && !options["keep-going"] ? 1 : report.conclusion.chosen ? 0 : 1;
+}
+
+/** What promotes an adaptive sweep's answer: its grid stack file (grid.ts), the command that writes it, and the file of that name in stacks/ if any. */
+function promoteAdaptive(point: GridPoint, tied: string[]): PromoteInput {
+  const c = { budget: point.budget, topk: point.topk, window: point.window, compactCache: point.compactCache };
+  return { stack: point.name, config: stackConfig(c), write: gridCommand(c), existing: stackNames().includes(point.name) ? stackFileConfig(point.name) : undefined, ...(tied.length > 1 ? { tie: tied } : {}) };
 }
 
 void runWithHosts(sweep, {

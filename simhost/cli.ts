@@ -4,8 +4,9 @@
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { argument, command, flag, json, oneOf, option, parseProgramOrExit, positiveInteger, positiveNumber, UsageError, type ValueType } from "./command-line";
+import { argument, closest, command, flag, json, oneOf, option, parseProgramOrExit, positiveInteger, positiveNumber, UsageError, type ValueType } from "./command-line";
 import { parseFaults } from "./sim/faults";
+import { checkSimSettings, settingsHelp } from "./sim/sglang/settings";
 import * as YAML from "yaml";
 import { simHostConfigLines, withSimHostOverlay } from "../lib/workspace";
 import { OVERLAY_FILE, parseOverlay } from "../components/sglang-service/overlay";
@@ -23,12 +24,13 @@ const hostName: ValueType<string> = {
   },
 };
 
-function jsonObject(example: string): ValueType<Record<string, unknown>> {
-  return json(`a JSON object, e.g. ${example}`, (value) => {
-    if (typeof value !== "object" || value === null || Array.isArray(value)) throw new Error("not an object");
-    return value as Record<string, unknown>;
-  });
+/** The SGLang simulator's settings (simhost/sim/sglang/settings.ts): an unknown key is refused with the nearest one and the valid ones. */
+function simSettings(example: string): ValueType<Record<string, unknown>> {
+  return json(`a JSON object, e.g. ${example}`, (value) => checkSimSettings(value, closest));
 }
+
+/** The settings as `start --help` and `configure --help` list them. */
+const SETTINGS_NOTES = `The SGLang simulator's settings (--sglang, configure; simhost/sim/sglang/settings.ts), any other key refused:\n${settingsHelp()}`;
 
 const models = json('a JSON array of {"path": "/models/...", "sizeGiB": N}', (value) => {
   if (!Array.isArray(value)) throw new Error("not an array");
@@ -62,6 +64,7 @@ const SUDO_RIGHTS = {
 const INVOCATION = "npm run simhost --";
 const PROGRAM = {
   summary: "Simulated GPU hosts on this machine: Debian containers with systemd and sshd on 127.0.0.N, simulated SGLang and GPUs.",
+  notes: SETTINGS_NOTES,
   commands: {
     start: {
       summary: "boot a host that stays until you stop it; prints its HostInfo (address, ssh key, host key, ...) as one JSON line",
@@ -69,7 +72,7 @@ const PROGRAM = {
       options: {
         gpus: option({ type: positiveInteger, placeholder: "N", description: "GPUs the simulated nvidia-smi reports", default: String(START_DEFAULTS.gpus) }),
         "gpu-memory-mib": option({ type: positiveInteger, placeholder: "N", description: "memory per GPU in MiB", default: String(START_DEFAULTS.gpuMemoryMiB) }),
-        sglang: option({ type: jsonObject('{"profile":"ddtree-fork"}'), placeholder: "JSON", description: "settings of the SGLang simulator, see simhost/sim/sglang/", default: "{}" }),
+        sglang: option({ type: simSettings('{"profile":"ddtree-fork"}'), placeholder: "JSON", description: "settings of the SGLang simulator, listed below", default: "{}" }),
         models: option({ type: models, placeholder: "JSON", description: "fake model trees; without it, the Kimi-K2.6 target and its DFlash drafter" }),
         "boot-timeout": option({ type: positiveNumber, placeholder: "SECONDS", description: "how long the boot may take", default: String(START_DEFAULTS.bootTimeoutMs / 1000) }),
         sudo: option({
@@ -78,6 +81,7 @@ const PROGRAM = {
           description: "root may not log in over SSH: deploy logs in and runs the host steps through sudo, which allows it all, the README's sudoers lines (listed), or all with a password",
         }),
       },
+      notes: SETTINGS_NOTES,
     },
     stop: command({
       summary: "stop a host and remove all it left (idempotent); --all: every host on this machine",
@@ -114,9 +118,10 @@ const PROGRAM = {
       options: { write: flag("write the host's settings for STACK into dflash.local.yaml (other entries kept) instead of printing config set lines") },
     },
     configure: {
-      summary: "merge keys into the host's /etc/dflash-sim/sglang.json; prints the result",
-      args: { NAME: argument(hostName, "the host"), JSON: argument(jsonObject('{"removedEndpoints":["/get_server_info"]}'), "the keys to merge") },
+      summary: "merge keys into the host's /etc/dflash-sim/sglang.json (the SGLang simulator's settings); prints the result",
+      args: { NAME: argument(hostName, "the host"), JSON: argument(simSettings('{"removedEndpoints":["/get_server_info"]}'), "the settings to merge") },
       options: {},
+      notes: SETTINGS_NOTES,
     },
   },
 };

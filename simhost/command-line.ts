@@ -301,10 +301,22 @@ function distance(a: string, b: string): number {
   return prev[b.length];
 }
 
-/** The candidate a mistyped word most likely meant, if one is close enough (for "did you mean"). */
+/** How many characters two words share from their start. */
+function sharedPrefix(a: string, b: string): number {
+  let i = 0;
+  while (i < a.length && i < b.length && a[i] === b[i]) i++;
+  return i;
+}
+
+/**
+ * The candidate a mistyped word most likely meant, if one is close enough (for "did you mean"):
+ * a few edits away, or sharing its first two thirds (at least 5 characters: "loadSecs" meant
+ * "loadSeconds"); the fewest edits first.
+ */
 export function closest(word: string, candidates: string[]): string | undefined {
   const ranked = candidates.map((c) => ({ c, d: c.startsWith(word) || word.startsWith(c) ? 1 : distance(word, c) })).sort((x, y) => x.d - y.d);
-  return ranked.length > 0 && ranked[0].d <= Math.max(2, Math.floor(word.length / 4)) ? ranked[0].c : undefined;
+  const near = (r: { c: string; d: number }) => r.d <= Math.max(2, Math.floor(word.length / 4)) || sharedPrefix(word, r.c) >= Math.max(5, Math.ceil((2 * word.length) / 3));
+  return ranked.find(near)?.c;
 }
 
 type NodeOptions = Record<string, { type: "string" | "boolean"; short?: string }>;

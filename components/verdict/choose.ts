@@ -10,6 +10,7 @@ import { compare, estimate, rank, type Comparison, type Estimate, type LaunchMea
 import { daysApart, deployedUnlike, hashOf, isBaseline, launchesOf, levelThroughput, longRate, measured, otherSettings, provenanceOf, shortRate, warned, type Measured, type ReportRow } from "./rows";
 import type { Figures } from "../benchmark/compare";
 import { DEFAULT_VERDICT, type VerdictSettings } from "./schema";
+import { comparisonWord, WITHIN_NOISE } from "./words";
 
 /** Pure: why `base` cannot be the baseline of `row` (another model, format, settings, code, deployment, age, or warnings), or undefined when it can. */
 function unlike(row: Measured, base: Measured, s: VerdictSettings): string | undefined {
@@ -180,7 +181,8 @@ export function choose(rows: ReportRow[], s: VerdictSettings = DEFAULT_VERDICT):
   const base = use.baseline ? compareRows(top.row, use.baseline, shortRate, s) : undefined;
   const baseline = use.baseline && base ? { stack: use.baseline.stack, comparison: base } : undefined;
   if (baseline && baseline.comparison.verdict !== "better") {
-    return none(`${top.stack}, the fastest eligible configuration, is ${baseline.comparison.verdict === "worse" ? "slower than" : "not faster beyond noise than"} ${baseline.stack} (the baseline: ${ratioText(baseline.comparison)})`);
+    const said = baseline.comparison.verdict === "worse" ? `${comparisonWord("worse")} than` : `${WITHIN_NOISE} of`;
+    return none(`${top.stack}, the fastest eligible configuration, is ${said} ${baseline.stack} (the baseline: ${ratioText(baseline.comparison)})`);
   }
   const against = (e: Estimated): Against => ({ stack: e.stack, comparison: compare(top.estimate, e.estimate, s) });
   if (ranking.kind === "tie" && ranking.tied.length > 1) {

@@ -5,6 +5,12 @@ import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { chooseSource, nothingToReport, stackSource } from "../../scripts/report";
 import type { ReportRow } from "../../components/verdict/rows";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { renderMarkdown, ruleText } from "../../components/benchmark/report";
+import { DEFAULT_VERDICT } from "../../components/verdict/schema";
+import { ddtree, noSpeculation, resultOf } from "../support/benchmarkResults";
+import { REPO_ROOT } from "../../lib/pulumi-env";
 
 const row = (stack: string, takenAt?: string): ReportRow => ({ stack, configuration: {}, result: null, takenAt });
 
@@ -48,4 +54,25 @@ test("the project's stacks are not read with an empty passphrase; the demo's and
     if (saved === undefined) delete process.env.PULUMI_CONFIG_PASSPHRASE;
     else process.env.PULUMI_CONFIG_PASSPHRASE = saved;
   }
+});
+
+// Issue 63: the legend explained a speedup without saying what it divides by, and the example
+// report in docs/ was stale (an old SGLang version, the old "Best" line and legend).
+const measuredRow = (stack: string, configuration: Record<string, unknown>, decode: number, takenAt: string): ReportRow => ({ stack, configuration, result: resultOf({ decode, spread: 1, accept: configuration.algorithm ? 7 : null }), takenAt });
+const LEGEND_ROWS = [measuredRow("b16t4-w2048", ddtree("b16t4-w2048", 16), 181.7, "2026-12-02T10:05:00.000Z"), measuredRow("b8t4-w2048", ddtree("b8t4-w2048", 8), 150, "2026-12-02T10:00:00.000Z"), measuredRow("baseline", noSpeculation(), 75, "2026-12-02T09:30:00.000Z")];
+const legendOf = (md: string) => md.split("\n").find((l) => l.startsWith("Speedup"));
+
+test("the legend says what every figure it explains is relative to", () => {
+  const legend = legendOf(renderMarkdown(LEGEND_ROWS));
+  assert.ok(legend, "a legend under the table");
+  assert.match(legend, /^Speedup, as in `2\.41x \(2\.30-2\.52\)` after a figure: the row's figure divided by the same figure of its baseline \(the no-speculation stack named for the row below\)/);
+  assert.match(legend, /in parentheses the 95 % interval of that ratio; "within noise" where the rule cannot tell it from 1\.00x \(no speedup\)\./);
+  assert.match(legend, /In the verdict above, a ratio is the short-context decode estimate of the best \(in a tie, the first listed\) divided by that of the configuration named with it, and ± beside an estimate is half its 95 % interval, as a share of the estimate\./);
+});
+
+test("docs/report-example.md is the report in its current words", () => {
+  const example = fs.readFileSync(path.join(REPO_ROOT, "docs", "report-example.md"), "utf8");
+  assert.equal(legendOf(example), legendOf(renderMarkdown(LEGEND_ROWS)), "the legend as the report writes it now");
+  assert.ok(example.includes(ruleText(DEFAULT_VERDICT)), "the rule's settings in words");
+  assert.match(example, /\n\*\*(Best: [^*]+|Tie: [^*]+ \(within noise\)|No best configuration)\*\*: /);
 });

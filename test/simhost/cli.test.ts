@@ -17,6 +17,11 @@ test("npm run simhost -- --help lists the commands and starts nothing", () => {
   for (const line of ["start NAME [options]", "stop [NAME] [options]", "reboot NAME [options]", "status", "reclaim", "fault NAME JSON", "stack-config NAME STACK", "configure NAME JSON"]) {
     assert.match(r.stdout, new RegExp(`\\n {2}${line.replace(/[[\]]/g, "\\$&")} `), `overview lists ${line}`);
   }
+  // Issue 63: the SGLang simulator's settings, from the list the parser checks against.
+  for (const help of [r.stdout, simhost("start", "--help").stdout, simhost("configure", "--help").stdout]) {
+    assert.match(help, /The SGLang simulator's settings \(--sglang, configure; simhost\/sim\/sglang\/settings\.ts\), any other key refused:\n {2}profile +the SGLang build simulated/);
+    assert.match(help, /\n {2}loadSeconds +seconds the weights take to load/);
+  }
   assertNothingStarted(r, before, OURS);
 });
 
@@ -55,6 +60,10 @@ test("mistakes are refused naming what is valid, before any host image is built 
     [["reclaim", "--all"], "npm run simhost -- reclaim: unknown option --all (valid: --help)", "npm run simhost -- reclaim --help"],
     [["fault", NAME, '{"gpuReleaseDelay":5}'], 'unknown fault "gpuReleaseDelay"', "npm run simhost -- fault --help"],
     [["configure", NAME, "[1]"], "JSON must be a JSON object", "npm run simhost -- configure --help"],
+    // Issue 63: the simulator's settings are checked against its one list (simhost/sim/sglang/settings.ts).
+    [["start", NAME, "--sglang", '{"loadSecs":60}'], "unknown setting loadSecs; did you mean loadSeconds? valid: profile, line, loadSeconds, loadSecondsPerGiB, warmupSeconds, schedulerExitSeconds, speedScale, version, rendezvousSeconds, removedEndpoints, surface", start],
+    [["start", NAME, "--sglang", '{"loadSeconds":"60"}'], 'setting loadSeconds must be a number of seconds, 0 or more; got "60"', start],
+    [["configure", NAME, '{"speedscale":2}'], "unknown setting speedscale; did you mean speedScale? valid: ", "npm run simhost -- configure --help"],
     [["stack-config", NAME, "b16t4 w2048"], `STACK must be a stack name: letters, digits, '-', '_' and '.', got "b16t4 w2048"`, "npm run simhost -- stack-config --help"],
     [["stack-config", NAME], "missing STACK: the stack, e.g. b16t4-w2048", "npm run simhost -- stack-config --help"],
   ];

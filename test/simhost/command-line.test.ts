@@ -8,6 +8,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import {
   argument,
+  closest,
   command,
   commandUsage,
   either,
@@ -220,4 +221,13 @@ test("a program refuses a missing, unknown or misplaced command, and names the c
 test("a declaration that uses --help or excludes an undeclared option is a programming error, not a usage error", () => {
   assert.throws(() => parseCommand("x", { summary: "", options: { help: flag("mine") } }, []), /--help and -h are every command's own/);
   assert.throws(() => parseCommand("x", { summary: "", options: { a: flag("a", { excludes: ["b"] }) } }, []), /excludes --b, which is not declared/);
+});
+
+// Issue 63: "loadSecs" meant "loadSeconds", 3 edits away: a word whose first two thirds (5
+// characters at least) a candidate shares is close enough too; the fewest edits still win.
+test("closest: a few edits away, or sharing the word's first two thirds", () => {
+  assert.equal(closest("loadSecs", ["profile", "loadSeconds", "loadSecondsPerGiB", "warmupSeconds"]), "loadSeconds");
+  assert.equal(closest("stack", ["stacks", "cache"]), "stacks");
+  assert.equal(closest("gpus", ["loadSeconds", "profile"]), undefined);
+  assert.equal(closest("loadXyzzy", ["loadSeconds"]), undefined, "4 of 9 characters shared is not enough");
 });

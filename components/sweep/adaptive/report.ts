@@ -1,9 +1,10 @@
 // Pure: the adaptive sweep's report: its choice and how sure it is, the GPU time it spent per
 // host against what the full grid would have cost, every launch, and the Pareto front of short
-// vs long context decode rate and acceptance length with the chosen configuration marked;
+// vs long context decode rate and acceptance length with the best (or the tie) marked;
 // Markdown and an SVG chart. Plain data in, text out.
 import type { GridPoint } from "./space";
 import { Conclusion, LaunchRecord, Measured, Objective, spentPerHost, spentSeconds } from "./strategy";
+import { BEST, bestHeading, NO_BEST_HEADING, NONE_NAMED, TIE, tieHeading, type Mark } from "../../verdict/words";
 
 export interface AdaptiveReport {
   points: GridPoint[];
@@ -41,6 +42,35 @@ export function fullGridEstimate(points: GridPoint[], records: LaunchRecord[]): 
 }
 
 const hours = (s: number) => `${(s / 3600).toFixed(2)} h`;
+const count = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+/**
+ * Pure: this run's GPU time against measuring the full grid once (fullGridEstimate), in words: a
+ * share below it, a multiple above it (repeated full passes on one server, relaunches and the
+ * short screening passes are what the full grid does not pay), and what the run launched and ran.
+ */
+export function gridCostText(points: GridPoint[], records: LaunchRecord[]): string {
+  const estimate = fullGridEstimate(points, records);
+  if (estimate === undefined) return "No full pass finished: no estimate of what measuring the full grid once would cost.";
+  const started = records.filter((r) => !r.failure);
+  const full = started.flatMap((r) => r.passes.filter((p) => p.kind === "full").map((p) => p.figures.benchmarkSeconds));
+  const launch = started.reduce((s, r) => s + r.launchSeconds, 0) / started.length;
+  const pass = full.reduce((s, x) => s + x, 0) / full.length;
+  const spent = spentSeconds(records);
+  const ratio = spent / estimate;
+  const configurations = new Set(records.map((r) => r.point)).size;
+  const again = records.length - configurations;
+  const passes = records.flatMap((r) => r.passes);
+  const shorts = passes.filter((p) => p.kind === "short").length;
+  const fulls = passes.length - shorts;
+  const repeats = records.reduce((s, r) => s + Math.max(0, r.passes.filter((p) => p.kind === "full").length - 1), 0);
+  return (
+    `Measuring the full grid once (each of its ${count(points.length, "configuration")} launched once and given one full pass, at this run's mean costs: ${launch.toFixed(0)} s a launch, ${pass.toFixed(0)} s a full pass) would cost about ${hours(estimate)} of GPU time. ` +
+    `This run cost ${hours(spent)}, ${ratio < 1 ? `${(ratio * 100).toFixed(0)} % of that` : `${ratio.toFixed(1)} times that`}: ` +
+    `it launched ${configurations} of the ${count(points.length, "configuration")} (${count(records.length, "launch", "launches")}${again ? `, ${again} of them of a configuration launched before` : ""}) ` +
+    `and ran ${count(passes.length, "pass", "passes")} (${shorts} short, ${fulls} full${repeats ? `, ${count(repeats, "repeat")} of a full pass on the same server` : ""}).`
+  );
+}
 const cell = (t: string) => t.replace(/\|/g, "\\|");
 
 function objectiveText(o: Objective, long: number): string {
@@ -49,19 +79,24 @@ function objectiveText(o: Objective, long: number): string {
   return `${((1 - o.longWeight) * 100).toFixed(0)} % short-context + ${(o.longWeight * 100).toFixed(0)} % ${long}-token decode tok/s`;
 }
 
+/** Pure: how the report marks a configuration (components/verdict/words.ts): the best alone, each of a tie, else nothing. */
+export function markOf(c: Conclusion, name: string): Mark | undefined {
+  if (!c.chosen || !c.tied.includes(name)) return undefined;
+  return c.tied.length > 1 ? TIE : BEST;
+}
+
 export function renderAdaptiveMarkdown(r: AdaptiveReport): string {
   const c = r.conclusion;
   const spent = spentSeconds(r.records);
-  const estimate = fullGridEstimate(r.points, r.records);
   const front = paretoFront(c.measured);
   const lines: string[] = [];
   lines.push(`Objective: ${objectiveText(r.objective, r.longContextTokens)}, the coding check as a constraint. Grid: ${r.points.length} configurations.`, "");
   const tol = "1 %";
   if (c.chosen && c.tied.length <= 1) {
     lines.push(
-      `**Best: ${c.chosen.point.name}**, ${c.chosen.value.toFixed(1)} tok/s (±${c.chosen.se.toFixed(1)}, ${c.chosen.launches} launch${c.chosen.launches > 1 ? "es" : ""}, ${c.chosen.requests} requests). ` +
+      `${bestHeading(c.chosen.point.name)}, ${c.chosen.value.toFixed(1)} tok/s (±${c.chosen.se.toFixed(1)}, ${c.chosen.launches} launch${c.chosen.launches > 1 ? "es" : ""}, ${c.chosen.requests} requests). ` +
         `Chance that it is within ${tol} of the best configuration, launched or not: ${(c.confidence * 100).toFixed(1)} % (from the measurements, their launch-to-launch prior and the surrogate, calibrated on generated surfaces of the simulator: calibration.ts; the true best is known only in simulation).` +
-        (c.withinNoise.length ? ` Within noise of it: ${c.withinNoise.join(", ")}.` : ""),
+        (c.withinNoise.length ? ` Also close to it (less than two standard errors apart, so these measurements do not separate them; the chance above is that of ${c.chosen.point.name} alone): ${c.withinNoise.join(", ")}.` : ""),
     );
   } else if (c.chosen) {
     const est = (name: string) => {
@@ -69,11 +104,11 @@ export function renderAdaptiveMarkdown(r: AdaptiveReport): string {
       return `${name} ${m.value.toFixed(1)} tok/s (±${m.se.toFixed(1)}, ${m.launches} launch${m.launches > 1 ? "es" : ""})`;
     };
     lines.push(
-      `**A tie: ${c.tied.join(", ")}**: the measurements cannot tell them apart. ${c.tied.map(est).join("; ")}. ` +
+      `${tieHeading(c.tied)}: the measurements cannot tell them apart, so ${NONE_NAMED}. ${c.tied.map(est).join("; ")}. ` +
         `Chance that the best configuration, launched or not, is one of them, or that all of them are within ${tol} of it: ${(c.confidence * 100).toFixed(1)} %. The first has the highest estimate; new launches of them would separate them (launches differ, passes on one server do not).`,
     );
   } else {
-    lines.push("**No configuration chosen**: none was measured in full with the coding check passing.");
+    lines.push(`${NO_BEST_HEADING}: none was measured in full with the coding check passing.`);
   }
   lines.push("", `Stopped: ${r.why}.`, "");
   const wall = (xs: LaunchRecord[]) => (xs.every((x) => x.wallSeconds !== undefined) ? xs.reduce((s, x) => s + x.wallSeconds!, 0).toFixed(0) : "-");
@@ -86,9 +121,7 @@ export function renderAdaptiveMarkdown(r: AdaptiveReport): string {
   lines.push(`| **all** | ${r.records.length} | | | **${hours(spent)}** | ${wall(r.records)} |`);
   lines.push(
     "",
-    estimate !== undefined
-      ? `The full grid would have cost about ${hours(estimate)} (${r.points.length} launches and full passes at this run's mean costs): this run spent ${((spent / estimate) * 100).toFixed(0)} % of it.`
-      : "No full pass finished: no estimate of the full grid's cost.",
+    gridCostText(r.points, r.records),
     "GPU time is what the stacks' outputs hold: a launch is its restart timings (drain, stop, GPU release, load to serving; a failed launch: its attempt's wall time), a pass its benchmark's duration. The wall time of the `up`s adds the engine's own time (planning, SSH, the steps' checks), during which the host is held too.",
     "",
   );
@@ -103,7 +136,10 @@ export function renderAdaptiveMarkdown(r: AdaptiveReport): string {
   });
   if (c.ruledOut.size) lines.push("", `Ruled out without a launch (they need at least the memory of a launch that ran out): ${[...c.ruledOut].map(([p, by]) => `${p} (${by})`).join(", ")}.`);
   lines.push("", "## Pareto front", "", "Measured configurations that no other beats on short-context and long-context decode rate and acceptance length at once.", "", "| configuration | short tok/s | long tok/s | accept length | |", "|---|---:|---:|---:|---|");
-  for (const m of front) lines.push(`| ${m.point.name} | ${m.short} | ${m.long ?? "-"} | ${m.acceptLength ?? "-"} | ${m === c.chosen ? "**chosen**" : ""} |`);
+  for (const m of front) {
+    const mark = markOf(c, m.point.name);
+    lines.push(`| ${m.point.name} | ${m.short} | ${m.long ?? "-"} | ${m.acceptLength ?? "-"} | ${mark ? `**${mark}**` : ""} |`);
+  }
   return lines.join("\n") + "\n";
 }
 
@@ -117,7 +153,7 @@ export function renderAdaptiveSvg(r: AdaptiveReport): string {
   const m = r.conclusion.measured.filter((x) => x.long !== null);
   const front = new Set(paretoFront(r.conclusion.measured));
   const out: string[] = [`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="11">`, `<rect width="${W}" height="${H}" fill="white"/>`];
-  out.push(`<text x="${plot.x}" y="20" font-size="13">Measured configurations: short vs ${r.longContextTokens}-token decode tok/s (Pareto front joined, chosen in red)</text>`);
+  out.push(`<text x="${plot.x}" y="20" font-size="13">Measured configurations: short vs ${r.longContextTokens}-token decode tok/s (Pareto front joined; red: the ${BEST}, or the first of a ${TIE})</text>`);
   if (m.length) {
     const xs = m.map((x) => x.short);
     const ys = m.map((x) => x.long!);

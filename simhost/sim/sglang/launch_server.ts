@@ -34,64 +34,32 @@ import * as fs from "node:fs";
 import * as http from "node:http";
 import * as net from "node:net";
 import * as path from "node:path";
-import { BUILD_PROFILES, BuildProfile, ServerArgs, flagTable, knownAlgorithms, mergeConfigFile, parseArgs } from "./flags";
+import { BuildProfile, ServerArgs, flagTable, knownAlgorithms, mergeConfigFile, parseArgs } from "./flags";
 import { planMemory } from "./memory";
 import { GpuStore, visibleGpus } from "../gpu";
 import { faultsFor, readFaults } from "../faults";
 import { SpecSettings, perfAt, specSettings } from "./perf";
-import { PerfSurface, outOfMemory, parseSurface } from "./surface";
+import { outOfMemory } from "./surface";
+import { parseSimConfig, type SimConfig } from "./settings";
 import { Generation } from "./generation";
 import { takeLaunchOrdinal } from "./launches";
-import { LINES, SGLANG_LINES, SglangLine, boolEnv, startupArgsLine } from "./lines";
-
-interface SimConfig {
-  profile: BuildProfile;
-  /** The last release or main (./lines.ts). */
-  line: SglangLine;
-  /** Fixed load time; when absent it scales with model size. */
-  loadSeconds?: number;
-  loadSecondsPerGiB: number;
-  warmupSeconds: number;
-  /**
-   * How long the schedulers take to exit once main's drain sends them ShutdownReq (read at
-   * shutdown); the tokenizer waits for them up to the line's limit (15 s), then kills the tree.
-   */
-  schedulerExitSeconds: number;
-  /** Multiplies every speed of the performance model (benchmarks of the client itself). */
-  speedScale: number;
-  /** Reported by /server_info; the line's own when absent. */
-  version?: string;
-  /** How long nodes of a multi-node start wait for each other. */
-  rendezvousSeconds: number;
-  /**
-   * Endpoints this SGLang version lacks (404), e.g. ["/get_server_info"] for a version
-   * after its removal, or ["/server_info"] for one from before it existed.
-   */
-  removedEndpoints: string[];
-  /** The performance model's shape over the settings (./surface.ts); its default when absent. */
-  surface: PerfSurface;
-}
+import { LINES, boolEnv, startupArgsLine } from "./lines";
 
 const CONFIG_FILE = process.env.DFLASH_SIM_SGLANG_CONFIG ?? "/etc/dflash-sim/sglang.json";
 
 function readConfig(): SimConfig {
-  const defaults: SimConfig = { profile: "upstream", line: "main", loadSecondsPerGiB: 0.005, warmupSeconds: 0.5, schedulerExitSeconds: 0.5, speedScale: 1, rendezvousSeconds: 120, removedEndpoints: [], surface: parseSurface(undefined) };
-  let raw: Partial<Omit<SimConfig, "surface">> & { surface?: unknown } = {};
+  let raw: unknown;
   try {
     raw = JSON.parse(fs.readFileSync(CONFIG_FILE, "utf8"));
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
   }
-  let surface: PerfSurface;
+  // One list of settings (./settings.ts): an unknown key or a value of the wrong kind is refused, naming the valid ones.
   try {
-    surface = parseSurface(raw.surface);
+    return parseSimConfig(raw);
   } catch (e) {
     throw new Error(`${CONFIG_FILE}: ${(e as Error).message}`);
   }
-  const cfg = { ...defaults, ...raw, surface };
-  if (!BUILD_PROFILES.includes(cfg.profile)) throw new Error(`${CONFIG_FILE}: unknown profile ${cfg.profile}`);
-  if (!SGLANG_LINES.includes(cfg.line)) throw new Error(`${CONFIG_FILE}: unknown SGLang line ${cfg.line} (${SGLANG_LINES.join(" or ")})`);
-  return cfg;
 }
 
 const stamp = (rank?: number) => `[${new Date().toISOString().replace("T", " ").slice(0, 19)}${rank === undefined ? "" : ` TP${rank}`}]`;

@@ -5,7 +5,7 @@ import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { gridPoints } from "../../../../components/sweep/adaptive/space";
 import { DEFAULT_STRATEGY, LaunchRecord, conclude } from "../../../../components/sweep/adaptive/strategy";
-import { fullGridEstimate, paretoFront, renderAdaptiveMarkdown, renderAdaptiveSvg } from "../../../../components/sweep/adaptive/report";
+import { fullGridEstimate, gridCostText, paretoFront, renderAdaptiveMarkdown, renderAdaptiveSvg } from "../../../../components/sweep/adaptive/report";
 
 const POINTS = gridPoints({ budgets: [4, 8, 16], topks: [2, 4], windows: [2048], compactCache: "auto" });
 const STRATEGY = { ...DEFAULT_STRATEGY, objective: { kind: "short" as const, longWeight: 0 }, budget: {}, seed: 1 };
@@ -31,20 +31,49 @@ test("the full grid's cost is estimated from this run's own launch and full-pass
   assert.equal(fullGridEstimate(POINTS, []), undefined);
 });
 
-test("the report names the choice, the GPU time per host against the full grid, and marks the chosen one on the front", () => {
+test("the report names the choice in the report's words, the GPU time per host against the full grid, and marks the best (or each of a tie) on the front", () => {
   const md = renderAdaptiveMarkdown(REPORT);
   // 190 against 189 tok/s, one launch each: 0.5 % apart, well within a launch's offset (1.5 %) of each other.
-  assert.match(md, /\*\*A tie: b8t4-w2048, b16t4-w2048\*\*: the measurements cannot tell them apart\. b8t4-w2048 190\.0 tok\/s \(±[0-9.]+, 1 launch\)/);
+  // The report's words (components/verdict/words.ts): "Tie: ... (within noise)", "none is named best".
+  assert.match(md, /\*\*Tie: b8t4-w2048, b16t4-w2048 \(within noise\)\*\*: the measurements cannot tell them apart, so none is named best\. b8t4-w2048 190\.0 tok\/s \(±[0-9.]+, 1 launch\)/);
   const clear = [record("b8t4-w2048", "gpu-1", 190, 170, 7.1), record("b16t4-w2048", "gpu-2", 150, 176, 7.6)];
   const alone = renderAdaptiveMarkdown({ ...REPORT, records: clear, conclusion: conclude(POINTS, clear, STRATEGY) });
   assert.match(alone, /\*\*Best: b8t4-w2048\*\*, 190\.0 tok\/s \(±[0-9.]+, 1 launch, 9 requests\)\. Chance that it is within 1 % of the best configuration, launched or not: [0-9.]+ %/);
   assert.match(md, /\| gpu-1 \| 2 \| 800 \| 72 \| 0\.24 h \|/);
   assert.match(md, /\| gpu-2 \| 1 \| 400 \| 36 \| 0\.12 h \|/);
-  assert.match(md, /The full grid would have cost about 0\.70 h \(6 launches and full passes at this run's mean costs\): this run spent 52 % of it\./);
-  assert.match(md, /\| b8t4-w2048 \| 190 \| 170 \| 7\.1 \| \*\*chosen\*\* \|/);
+  assert.ok(md.includes("Measuring the full grid once (each of its 6 configurations launched once and given one full pass, at this run's mean costs: 400 s a launch, 20 s a full pass) would cost about 0.70 h of GPU time. This run cost 0.36 h, 52 % of that: it launched 3 of the 6 configurations (3 launches) and ran 6 passes (3 short, 3 full)."), md);
+  // Every configuration of the tie is marked as the report marks it; none is "chosen".
+  assert.match(md, /\| b8t4-w2048 \| 190 \| 170 \| 7\.1 \| \*\*tie\*\* \|/);
+  assert.match(md, /\| b16t4-w2048 \| 189 \| 176 \| 7\.6 \| \*\*tie\*\* \|/);
+  assert.doesNotMatch(md, /chosen|A tie/);
+  assert.match(alone, /\| b8t4-w2048 \| 190 \| 170 \| 7\.1 \| \*\*best\*\* \|/);
   assert.match(md, /Stopped: no configuration left has a 10 % chance/);
   const svg = renderAdaptiveSvg(REPORT);
   assert.match(svg, /fill="#d62728"><title>b8t4-w2048: 190 \/ 170 tok\/s/);
   assert.match(svg, />spent<\/text>/);
   assert.match(svg, />full grid<\/text>/);
+});
+
+// Issue 63: "this run spent 442 % of the full grid" said neither what the full grid is nor why a
+// run could cost more than it. It is this run's GPU time over that of launching every
+// configuration once with one full pass, at the run's own mean costs: more where full passes
+// are repeated on one server, a configuration is launched again, and short passes screen.
+test("the GPU time against the full grid says what each is, as a share or a multiple, and what the run spent it on", () => {
+  const points = gridPoints({ budgets: [4, 8], topks: [4], windows: [2048], compactCache: "auto" });
+  const launch = (point: string, fulls: number): LaunchRecord => ({
+    point,
+    host: "gpu-1",
+    launchSeconds: 20,
+    passes: [
+      { kind: "short", figures: { short: { median: 100, min: 99, max: 101, requests: 3 }, long: null, acceptLength: 6, codingPassed: null, benchmarkSeconds: 6 }, heldSeconds: 6 },
+      ...Array.from({ length: fulls }, () => ({ kind: "full" as const, figures: { short: { median: 100, min: 99, max: 101, requests: 6 }, long: null, acceptLength: 6, codingPassed: true, benchmarkSeconds: 30 }, heldSeconds: 30 })),
+    ],
+  });
+  // 20 + 6 + 6 x 30, and twice 20 + 6 + 30: 318 s against 2 x (20 + 30) = 100 s.
+  assert.equal(
+    gridCostText(points, [launch("b4t4-w2048", 6), launch("b8t4-w2048", 1), launch("b8t4-w2048", 1)]),
+    "Measuring the full grid once (each of its 2 configurations launched once and given one full pass, at this run's mean costs: 20 s a launch, 30 s a full pass) would cost about 0.03 h of GPU time. " +
+      "This run cost 0.09 h, 3.2 times that: it launched 2 of the 2 configurations (3 launches, 1 of them of a configuration launched before) and ran 11 passes (3 short, 8 full, 5 repeats of a full pass on the same server).",
+  );
+  assert.equal(gridCostText(points, [{ ...launch("b4t4-w2048", 0), passes: [] }]), "No full pass finished: no estimate of what measuring the full grid once would cost.");
 });
