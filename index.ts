@@ -30,7 +30,12 @@ export const generation = service.generation;
 // the server's own average at readiness, from a few probe tokens, is `readinessAcceptLength`.
 export const acceptLength = bench?.acceptLength ?? null;
 export const readinessAcceptLength = service.acceptLength;
-export const benchmark = bench?.result ?? null;
+// The benchmark in a few lines (components/benchmark/summary.ts): what the terminal shows after
+// each `up`, and `npx pulumi stack output benchmark`. Its full numbers, in sglang.bench_serving's
+// names, are `__benchmarkResult` (compare.ts FULL_RESULT_OUTPUT; storedResultOf reads them): Pulumi
+// shows no output whose name begins with "__" in `up` or `preview`. All null when no benchmark ran.
+export const benchmark = bench?.summary ?? null;
+export const __benchmarkResult = bench?.result ?? null;
 export const benchmarkTakenAt = bench?.takenAt ?? null;
 export const benchmarkResultsPath = bench?.resultsPath ?? null;
 export const configuration = bench?.configuration ?? null;

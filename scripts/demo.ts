@@ -12,6 +12,7 @@ import { REPO_ROOT } from "../lib/pulumi-env";
 import { parseCommandOrExit, setUp } from "../lib/cli";
 import { KEPT_WORKSPACES, keptWorkspaceDir, readRepoStackConfig, simHostConfig, simWorkspace } from "../lib/workspace";
 import { collectRows, reportHeading, stackSource, writeReport } from "./report";
+import { summaryLine, type BenchmarkSummary } from "../components/benchmark/summary";
 
 /** The baseline first: the report's speedups divide by it. */
 const CONFIGS = ["baseline", "b8t4-w2048", "b16t4-w2048"];
@@ -33,6 +34,39 @@ const COMMAND = {
   notes: "Ctrl-C (or SIGTERM, SIGHUP) stops the simulated host before the demo exits.",
   options: {},
 };
+
+/** What Pulumi's resource changes are called in words (its summary's keys). */
+const CHANGE_WORDS: Record<string, string> = {
+  same: "unchanged",
+  create: "created",
+  update: "updated",
+  delete: "deleted",
+  replace: "replaced",
+  "create-replacement": "created as replacements",
+  "delete-replaced": "deleted as replaced",
+  read: "read",
+  refresh: "refreshed",
+  discard: "discarded",
+  import: "imported",
+};
+
+/**
+ * Pure: an `up`'s resource changes (Pulumi's summary, `{ same: 9 }`) in words: "9 resources
+ * unchanged, nothing restarted" when nothing changed, else each kind of change with its count
+ * ("1 updated, 8 unchanged").
+ */
+export function changesInWords(changes: Record<string, number> | undefined): string {
+  const counts = Object.entries(changes ?? {}).filter(([, n]) => n > 0);
+  const total = counts.reduce((t, [, n]) => t + n, 0);
+  if (counts.every(([kind]) => kind === "same")) return `${total} resource${total === 1 ? "" : "s"} unchanged, nothing restarted`;
+  const order = Object.keys(CHANGE_WORDS);
+  const rank = (kind: string) => (order.includes(kind) ? order.indexOf(kind) : order.length);
+  // What changed first, the unchanged last.
+  return counts
+    .sort(([a], [b]) => (a === "same" ? 1 : b === "same" ? -1 : rank(a) - rank(b)))
+    .map(([kind, n]) => `${n} ${CHANGE_WORDS[kind] ?? kind}`)
+    .join(", ");
+}
 
 async function demo(owned: OwnedHosts): Promise<void> {
   setUp({ hosts: true });
@@ -60,15 +94,15 @@ async function demo(owned: OwnedHosts): Promise<void> {
       const started = Date.now();
       const up = await stack.up({ onOutput: (s) => process.stdout.write(s), color: "never" });
       const t = up.outputs.restartTimings?.value ?? {};
-      const b = up.outputs.benchmark?.value;
+      const b = up.outputs.benchmark?.value as BenchmarkSummary | null;
       summary.push(
         `${name.padEnd(14)} ${up.summary.result.padEnd(10)} up ${((Date.now() - started) / 1000).toFixed(1).padStart(5)} s | drain ${t.drainSeconds} s, old process gone ${t.stopSeconds} s, GPU release ${t.gpuReleaseSeconds} s, load-to-ready ${t.loadToReadySeconds} s`,
-        `${"".padEnd(14)} benchmark: decode ${b.short.decode_tokens_per_s} tok/s short (${b.short.decode_tokens_per_s_min}-${b.short.decode_tokens_per_s_max}), ${b.long[0].decode_tokens_per_s} tok/s at ${b.long[0].context_tokens} tokens; output ${b.concurrency.map((c: { concurrency: number; output_throughput: number }) => `${c.output_throughput} tok/s at ${c.concurrency} concurrent`).join(", ")}; TTFT ${b.short.median_ttft_ms} ms, accept length ${b.accept_length}, coding ${b.coding.passed}/${b.coding.tasks}${b.warnings.length ? `; warnings: ${b.warnings.join("; ")}` : ""}`,
+        `${"".padEnd(14)} benchmark: ${b ? `${summaryLine(b)}${b.warnings.length ? `; warnings: ${b.warnings.join("; ")}` : ""}` : "none (benchmark.enabled false)"}`,
       );
     }
     say(`pulumi up --stack ${LAST} again: nothing changed, so nothing on the host is touched`);
     const again = await (await ws.stack(LAST)).up({ color: "never" });
-    summary.push(`${LAST.padEnd(14)} no-op up: ${JSON.stringify(again.summary.resourceChanges)}`);
+    summary.push(`${LAST.padEnd(14)} no-op up: ${changesInWords(again.summary.resourceChanges)}`);
     say("summary");
     process.stdout.write(summary.join("\n") + "\n");
     say("comparison report, from the stacks' outputs");
@@ -82,5 +116,7 @@ async function demo(owned: OwnedHosts): Promise<void> {
   }
 }
 
-parseCommandOrExit("npm run demo --", COMMAND);
-void runWithHosts(demo, { name: "demo" });
+if (require.main === module) {
+  parseCommandOrExit("npm run demo --", COMMAND);
+  void runWithHosts(demo, { name: "demo" });
+}

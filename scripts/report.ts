@@ -14,6 +14,7 @@ import { emptyPassphraseRefusal } from "../lib/secrets-passphrase";
 import { globMatcher, renderMarkdown, renderSvg, withHistory } from "../components/benchmark/report";
 import type { ReportRow } from "../components/verdict/rows";
 import { readHistory } from "../components/benchmark/history";
+import { storedResultOfOutputs } from "../components/benchmark/compare";
 
 const SOURCES = ["project", "demo", "sweep"] as const;
 type Source = (typeof SOURCES)[number];
@@ -67,7 +68,7 @@ async function stackRows(workDir: string, env: Record<string, string>, glob: str
     rows.push({
       stack,
       configuration: out.configuration?.value ?? {},
-      result: out.benchmark?.value ?? null,
+      result: storedResultOfOutputs(out),
       takenAt: out.benchmarkTakenAt?.value,
       restartSeconds: t ? t.drainSeconds + t.stopSeconds + t.gpuReleaseSeconds + t.loadToReadySeconds : undefined,
     });

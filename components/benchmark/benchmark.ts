@@ -6,6 +6,8 @@ import * as pulumi from "@pulumi/pulumi";
 import { Deployment, modelSchema, serviceSchema } from "../sglang-service/schema";
 import { childUrn, connectionOf } from "../sglang-service/sglangService";
 import { Benchmark, BENCHMARK_PROVIDER_VERSION } from "./provider";
+import { benchmarkStackOutputs, type BenchmarkSummary } from "./summary";
+import type { StoredResult } from "./compare";
 
 export interface SglangBenchmarkArgs {
   deployment: Deployment;
@@ -87,12 +89,14 @@ export function configurationOf(d: Deployment, stack: string): Record<string, un
 }
 
 export class SglangBenchmark extends pulumi.ComponentResource {
-  /** Summary in sglang.bench_serving's names (null when benchmark.enabled is false). */
-  readonly result: pulumi.Output<unknown>;
-  /** When the numbers were taken. */
-  readonly takenAt: pulumi.Output<string>;
-  /** The raw per-request records of the last run, relative to the project folder of whoever ran it. */
-  readonly resultsPath: pulumi.Output<string>;
+  /** The full numbers, in sglang.bench_serving's names (null when no benchmark ran: benchmark.enabled false). */
+  readonly result: pulumi.Output<StoredResult | null>;
+  /** A few lines of them for people: the terminal and `stack output` (summary.ts; null when no benchmark ran). */
+  readonly summary: pulumi.Output<BenchmarkSummary | null>;
+  /** When the numbers were taken (null when no benchmark ran). */
+  readonly takenAt: pulumi.Output<string | null>;
+  /** The raw per-request records of the last run, relative to the project folder of whoever ran it (null when no benchmark ran). */
+  readonly resultsPath: pulumi.Output<string | null>;
   /** The configuration the numbers belong to. */
   readonly configuration: Record<string, unknown>;
   /** Acceptance length of the short phase's timed requests (null: no speculation, or no benchmark). */
@@ -107,7 +111,7 @@ export class SglangBenchmark extends pulumi.ComponentResource {
       `${name}-run`,
       {
         connection: connectionOf(d, args.privateKey),
-        urn: childUrn(BENCHMARK_TYPE, `${name}-run`),
+        progressUrn: childUrn(BENCHMARK_TYPE, `${name}-run`),
         label: `${d.service.unitName} (stack ${stack})`,
         stack,
         unitName: d.service.unitName,
@@ -125,10 +129,13 @@ export class SglangBenchmark extends pulumi.ComponentResource {
       },
       { parent: this },
     );
-    this.result = run.result;
-    this.acceptLength = run.result.apply((r) => r?.accept_length ?? null);
-    this.takenAt = run.takenAt;
-    this.resultsPath = run.resultsPath;
-    this.registerOutputs({ result: this.result, takenAt: this.takenAt, resultsPath: this.resultsPath });
+    // Computed here, not stored by the provider: a state of an earlier version gets them too.
+    const outputs = pulumi.all([run.result, run.takenAt, run.resultsPath, run.versusPrevious]).apply(([result, takenAt, resultsPath, versusPrevious]) => benchmarkStackOutputs(stack, { result, takenAt, resultsPath, versusPrevious }));
+    this.result = outputs.apply((o) => o.result);
+    this.summary = outputs.apply((o) => o.benchmark);
+    this.acceptLength = this.result.apply((r) => r?.accept_length ?? null);
+    this.takenAt = outputs.apply((o) => o.takenAt);
+    this.resultsPath = outputs.apply((o) => o.resultsPath);
+    this.registerOutputs({ result: this.result, summary: this.summary, takenAt: this.takenAt, resultsPath: this.resultsPath });
   }
 }

@@ -2,7 +2,8 @@
 // serialized): hold the host against other stacks' deployments, check that the server is
 // this stack's (its arguments as the readiness step proved them), forward a local port to it
 // over SSH, run the benchmark writing each raw per-request record as it comes (JSONL), check
-// that the same server (main PID, arguments) is still the one answering, return the summary.
+// that the same server (main PID, arguments) is still the one answering, return the numbers
+// and how they compare with the stack's previous run (summary.ts).
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { createHash } from "node:crypto";
@@ -19,12 +20,17 @@ import type { BenchmarkSettings } from "./schema";
 import { backendName, keepResult } from "./history";
 import type { MeasuredOn } from "./compare";
 import { promptNonce } from "./workload";
+import { headline, versusPrevious, type VersusPrevious } from "./summary";
 
 exitWithEngine();
 
 export interface BenchmarkInputs {
   connection: Connection;
-  urn: string;
+  /**
+   * This resource's URN, for its progress lines. Not `urn`: the SDK sends no input of that name
+   * to a provider (it is the resource's own), so lines logged against it went to the stack.
+   */
+  progressUrn: string;
   label: string;
   stack: string;
   /** The stack's systemd unit (without .service): its main PID is checked before and after. */
@@ -49,8 +55,12 @@ export interface BenchmarkInputs {
 }
 
 export interface BenchmarkOutputs extends BenchmarkInputs {
+  /** The full numbers; null when nothing was measured (benchmark.enabled false). */
   result: (BenchmarkResult & { measured_on: MeasuredOn }) | null;
-  takenAt: string;
+  /** When they were taken; null when nothing was measured. */
+  takenAt: string | null;
+  /** This run against the one before it (the state's), by the report's rule; null for a first run or none. */
+  versusPrevious: VersusPrevious | null;
 }
 
 /** What answers on the port, and who runs it: compared before and after the benchmark. */
@@ -160,9 +170,14 @@ async function holdHost(ssh: Ssh, i: BenchmarkInputs): Promise<{ release: () => 
   };
 }
 
-export async function measure(i: BenchmarkInputs): Promise<BenchmarkOutputs> {
+/**
+ * Measures (unless benchmark.enabled is false: then nothing ran, and its outputs say so with
+ * nulls); `previous`: what the resource held before (an update's old outputs), the run this
+ * one is compared with.
+ */
+export async function measure(i: BenchmarkInputs, previous?: Partial<BenchmarkOutputs>): Promise<BenchmarkOutputs> {
+  if (!i.settings.enabled) return { ...i, result: null, takenAt: null, versusPrevious: null };
   const takenAt = new Date().toISOString();
-  if (!i.settings.enabled) return { ...i, result: null, takenAt };
   const remoteHost = i.listenAddress === "0.0.0.0" ? "127.0.0.1" : i.listenAddress === "::" ? "::1" : i.listenAddress;
   return withSsh(i.connection, async (ssh) => {
     const hold = await holdHost(ssh, i);
@@ -207,7 +222,7 @@ export async function measure(i: BenchmarkInputs): Promise<BenchmarkOutputs> {
           runBenchmark(
             { baseUrl, model: i.model, apiKey: i.apiKey || undefined, signal: stop.signal },
             i.settings,
-            (m) => void progress(i.urn, `${i.label} benchmark: ${m}`),
+            (m) => void progress(i.progressUrn, `${i.label} benchmark: ${m}`),
             (r: RawRecord) => fs.appendFileSync(path.resolve(partial), JSON.stringify({ taken_at: takenAt, unit_hash: i.unitHash, prompt_nonce: nonce, ...r }) + "\n"),
             nonce,
           ),
@@ -233,12 +248,14 @@ export async function measure(i: BenchmarkInputs): Promise<BenchmarkOutputs> {
       const measured = { ...result, measured_on: { host: i.connection.host, gpu: before.gpu, gpuCount: before.gpuCount, sglangVersion: before.version, mainPid: before.mainPid } };
       // Kept beside the outputs, which a destroy empties (history.ts).
       keepResult(process.cwd(), { format: 1, stack: String(i.configuration.stack ?? ""), backend: backendName(process.env.PULUMI_BACKEND_URL), takenAt, unitHash: i.unitHash, host: i.connection.host, configuration: i.configuration, result: measured });
-      await progress(
-        i.urn,
-        `${i.label} benchmark: ${result.short.decode_tokens_per_s} tok/s decode short context (${result.short.decode_tokens_per_s_min}-${result.short.decode_tokens_per_s_max}), accept length ${result.accept_length ?? "n/a"}, coding ${result.coding ? `${result.coding.passed}/${result.coding.tasks}` : "off"}${result.warnings.length ? `; ${result.warnings.length} warning(s): ${result.warnings.join("; ")}` : ""}`,
-        false,
-      );
-      return { ...i, result: measured, takenAt };
+      const earlier = previous?.result && previous.takenAt ? { result: previous.result, takenAt: previous.takenAt, unitHash: previous.unitHash ?? "", configuration: previous.configuration ?? {} } : undefined;
+      const versus = versusPrevious({ result: measured, takenAt, unitHash: i.unitHash, configuration: i.configuration }, earlier);
+      // Ephemeral: the step's last status, gone from a terminal when it ends (a log repeats it
+      // once as the step ends). The terminal's summary is the stack output `benchmark`, shown
+      // after the update; a lasting line would also show under Diagnostics (once more in a log),
+      // above a failure's cause.
+      await progress(i.progressUrn, `${i.label} benchmark: ${headline(measured, versus)}`);
+      return { ...i, result: measured, takenAt, versusPrevious: versus };
     } finally {
       tunnel.close();
       hold.release();

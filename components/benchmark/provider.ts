@@ -39,8 +39,9 @@ function benchmarkProvider(): pulumi.dynamic.ResourceProvider {
       const outs = await load().measure(inputs);
       return { id: `${inputs.connection.host}:${inputs.port}:benchmark`, outs };
     },
-    async update(_id: string, _olds: any, news: any) {
-      return { outs: await load().measure(news) };
+    async update(_id: string, olds: any, news: any) {
+      // The run before this one: the new one is compared with it (summary.ts).
+      return { outs: await load().measure(news, olds) };
     },
   };
 }
@@ -51,9 +52,11 @@ type Inputs<T> = { [K in keyof T]: pulumi.Input<T[K]> };
 
 export class Benchmark extends pulumi.dynamic.Resource {
   declare readonly result: pulumi.Output<Handler.BenchmarkOutputs["result"]>;
-  declare readonly takenAt: pulumi.Output<string>;
+  declare readonly takenAt: pulumi.Output<string | null>;
   declare readonly resultsPath: pulumi.Output<string>;
+  /** Absent (undefined) in the state of an earlier version. */
+  declare readonly versusPrevious: pulumi.Output<Handler.BenchmarkOutputs["versusPrevious"] | undefined>;
   constructor(name: string, args: Inputs<Handler.BenchmarkInputs>, opts?: pulumi.CustomResourceOptions) {
-    super(provider, name, { ...args, result: undefined, takenAt: undefined }, { ...opts, additionalSecretOutputs: ["connection", "apiKey"] });
+    super(provider, name, { ...args, result: undefined, takenAt: undefined, versusPrevious: undefined }, { ...opts, additionalSecretOutputs: ["connection", "apiKey"] });
   }
 }

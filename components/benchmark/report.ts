@@ -7,6 +7,7 @@ import { choose, ratioText, speedups, type Choice, type Speedup } from "../verdi
 import type { Comparison, Estimate } from "../verdict/rule";
 import { normalQuantile } from "../verdict/rule";
 import { DEFAULT_VERDICT, type VerdictSettings } from "../verdict/schema";
+import { BEST, bestHeading, chartWords, NO_BEST_HEADING, NONE_NAMED, TIE, tieHeading, WITHIN_NOISE, type Mark } from "../verdict/words";
 
 /**
  * Pure: the rows of the stacks read from a backend, with what the project kept of their
@@ -48,15 +49,15 @@ function describe(c: Record<string, unknown>): string {
 
 const fmt = (x: number | null | undefined, digits = 1) => (x === null || x === undefined || Number.isNaN(x) ? "-" : x.toFixed(digits));
 
-/** The choice as the table marks a row: "(best)" or "(tie)". */
-function choiceMark(choice: Choice, stack: string): "best" | "tie" | undefined {
-  if (choice.kind === "winner") return choice.stack === stack ? "best" : undefined;
-  if (choice.kind === "tie") return choice.stacks.includes(stack) ? "tie" : undefined;
+/** The choice as the table marks a row: "(best)" or "(tie)" (components/verdict/words.ts). */
+function choiceMark(choice: Choice, stack: string): Mark | undefined {
+  if (choice.kind === "winner") return choice.stack === stack ? BEST : undefined;
+  if (choice.kind === "tie") return choice.stacks.includes(stack) ? TIE : undefined;
   return undefined;
 }
 
 /** A speedup as a cell says it: the ratio, its interval, and "within noise" where the rule calls it a tie. */
-const times = (c: Comparison | undefined) => (c === undefined ? "" : `, ${ratioText(c)}${c.verdict === "tie" ? " within noise" : ""}`);
+const times = (c: Comparison | undefined) => (c === undefined ? "" : `, ${ratioText(c)}${c.verdict === "tie" ? ` ${WITHIN_NOISE}` : ""}`);
 const spread = (d: DecodeRate) => `${fmt(d.median)} (${fmt(d.min)}-${fmt(d.max)})`;
 const minute = (iso: string | undefined) => (iso ? iso.slice(0, 16).replace("T", " ") : "-");
 const MARK = "†";
@@ -100,7 +101,7 @@ export function renderMarkdown(rows: ReportRow[], s: VerdictSettings = DEFAULT_V
     const f = figures.get(r.stack);
     const mark = choiceMark(choice, r.stack);
     const status = r.status === "destroyed" ? " (destroyed)" : r.status === "never deployed" ? " (never deployed)" : "";
-    const name = `${mark === "best" ? `**${r.stack}** (best)` : mark === "tie" ? `${r.stack} (tie)` : r.stack}${status}${flagged.has(r.stack) ? ` ${MARK}` : ""}${r.result && warned(r.result) ? ` ${WARNED}` : ""}`;
+    const name = `${mark === BEST ? `**${r.stack}** (${BEST})` : mark === TIE ? `${r.stack} (${TIE})` : r.stack}${status}${flagged.has(r.stack) ? ` ${MARK}` : ""}${r.result && warned(r.result) ? ` ${WARNED}` : ""}`;
     const where = provenanceOf(r);
     const tail = [fmt(r.restartSeconds), where.host ?? "-", where.gpu ?? "-", where.sglangVersion ?? "-", minute(where.takenAt)];
     if (!f) {
@@ -143,16 +144,16 @@ function renderChoice(choice: Choice): string {
   switch (choice.kind) {
     case "winner": {
       const others = choice.runnerUp ? `than every other eligible configuration (the closest, ${choice.runnerUp.stack}: ${ratioText(choice.runnerUp.comparison)}) and ` : "(the only eligible configuration) ";
-      said = `**Best: ${choice.stack}**: faster by the rule ${others}than ${choice.baseline.stack} (the baseline, no speculation: ${ratioText(choice.baseline.comparison)}), in short-context decode tok/s.`;
+      said = `${bestHeading(choice.stack)}: faster by the rule ${others}than ${choice.baseline.stack} (the baseline, no speculation: ${ratioText(choice.baseline.comparison)}), in short-context decode tok/s.`;
       break;
     }
     case "tie": {
       const base = choice.baseline ? ` ${choice.stacks[0]} is faster than ${choice.baseline.stack} (the baseline: ${ratioText(choice.baseline.comparison)}).` : ` No baseline was compared: ${choice.baselineWhy}.`;
-      said = `**Tie: ${choice.stacks.join(", ")} (within noise)**: the rule cannot tell ${choice.against.map((a) => `${a.stack} from ${choice.stacks[0]} (${ratioText(a.comparison)})`).join(", nor ")}, so none is named best.${base}`;
+      said = `${tieHeading(choice.stacks)}: the rule cannot tell ${choice.against.map((a) => `${a.stack} from ${choice.stacks[0]} (${ratioText(a.comparison)})`).join(", nor ")}, so ${NONE_NAMED}.${base}`;
       break;
     }
     case "none":
-      said = `**No best configuration**: ${choice.why}.`;
+      said = `${NO_BEST_HEADING}: ${choice.why}.`;
       break;
     default: {
       const never: never = choice;
@@ -161,7 +162,7 @@ function renderChoice(choice: Choice): string {
   }
   const excluded = choice.excluded.map((e) => `${e.stack} (${e.why})`).join("; ");
   const estimates = choice.estimates.length ? ` Estimates (short-context decode tok/s, the mean of each launch's median): ${choice.estimates.map((e) => `${e.stack} ${estimateText(e.estimate, e.runs, choice.settings)}`).join("; ")}.` : "";
-  return `${said}${excluded ? ` Not eligible: ${excluded}.` : ""}${estimates} The baseline (no speculation) is never best. ${ruleText(choice.settings)}\n`;
+  return `${said}${excluded ? ` Not eligible: ${excluded}.` : ""}${estimates} The baseline (no speculation) is never ${BEST}. ${ruleText(choice.settings)}\n`;
 }
 
 /** Pure: which baseline each speedup divides by, and the configurations without one (why). */
@@ -178,7 +179,7 @@ function renderSpeedups(gains: Map<string, Speedup>, s: VerdictSettings): string
     used.set(key, [...(used.get(key) ?? []), stack]);
   }
   return [
-    `Speedup (\`2.41x (2.30-2.52)\`): decode tok/s over the baseline's at the same context (each row's estimate by the rule); output tok/s over the baseline's at the same concurrency; in parentheses its ${percent(s.confidence)} interval, and "within noise" where the rule cannot tell it from no speedup. Baselines: the newest no-speculation stack measured on the same host, deployed alike but for speculation, within ${s.maxAgeDays} days of the row, its benchmark without warnings.`,
+    `Speedup, as in \`2.41x (2.30-2.52)\` after a figure: the row's figure divided by the same figure of its baseline (the no-speculation stack named for the row below): decode tok/s at the same context (each row's estimate by the rule), output tok/s at the same concurrency; in parentheses the ${percent(s.confidence)} interval of that ratio; "${WITHIN_NOISE}" where the rule cannot tell it from 1.00x (no speedup). In the verdict above, a ratio is the short-context decode estimate of the ${BEST} (in a ${TIE}, the first listed) divided by that of the configuration named with it, and ± beside an estimate is half its ${percent(s.confidence)} interval, as a share of the estimate. Baselines: the newest no-speculation stack measured on the same host, deployed alike but for speculation, within ${s.maxAgeDays} days of the row, its benchmark without warnings.`,
     "",
     ...[...used].map(([key, stacks]) => `- ${stacks.join(", ")}: ${key}.`),
     ...lines,
@@ -314,7 +315,7 @@ function panels(rows: ReportRow[], s: VerdictSettings): Panel[] {
     max: d.max,
     // The spread in numbers too: it is often narrower than a whisker can show.
     label: `${fmt(d.median)} (${fmt(d.min)}–${fmt(d.max)})${gain === undefined ? "" : ` ${gain.ratio.toFixed(2)}x${gain.verdict === "tie" ? " ~" : ""}`}`,
-    tooltip: `${stack}, ${what}: ${fmt(d.median)} tok/s decode, median of ${d.requests} requests (min ${fmt(d.min)}, max ${fmt(d.max)})${gain === undefined ? "" : `; ${ratioText(gain)} the no-speculation baseline (${gains.get(stack)!.baseline!.stack} on ${gains.get(stack)!.host})${gain.verdict === "tie" ? ", within noise" : ""}`}`,
+    tooltip: `${stack}, ${what}: ${fmt(d.median)} tok/s decode, median of ${d.requests} requests (min ${fmt(d.min)}, max ${fmt(d.max)})${gain === undefined ? "" : `; ${ratioText(gain)} the no-speculation baseline (${gains.get(stack)!.baseline!.stack} on ${gains.get(stack)!.host})${gain.verdict === "tie" ? `, ${WITHIN_NOISE}` : ""}`}`,
   });
   const shortPrompt = uniform(measured.map((f) => f.shortPromptTokens));
   const speedPanel = (detail: string, pick: (f: Figures, g: Speedup | undefined) => [DecodeRate, Comparison | undefined] | undefined, what: string): Panel => ({
@@ -375,11 +376,11 @@ function panels(rows: ReportRow[], s: VerdictSettings): Panel[] {
 function choiceLine(choice: Choice): string {
   switch (choice.kind) {
     case "winner":
-      return `Best: ${choice.stack} (faster by the rule than ${choice.runnerUp ? "every other eligible configuration and " : ""}the baseline ${choice.baseline.stack}, ${ratioText(choice.baseline.comparison)}).`;
+      return `${chartWords.best}: ${choice.stack} (faster by the rule than ${choice.runnerUp ? "every other eligible configuration and " : ""}the baseline ${choice.baseline.stack}, ${ratioText(choice.baseline.comparison)}).`;
     case "tie":
-      return `Tie within noise: ${choice.stacks.join(", ")} (the rule cannot tell them apart); none is named best.`;
+      return `${chartWords.tie}: ${choice.stacks.join(", ")} (the rule cannot tell them apart); ${NONE_NAMED}.`;
     case "none":
-      return `No best configuration: ${choice.why}.`;
+      return `${chartWords.none}: ${choice.why}.`;
     default: {
       const never: never = choice;
       throw new Error(`unknown choice ${JSON.stringify(never)}`);
@@ -435,7 +436,7 @@ export function renderSvg(rows: ReportRow[], s: VerdictSettings = DEFAULT_VERDIC
   rows.forEach((r, i) => {
     const tag = tagOf(r.stack);
     if (!tag) return;
-    parts.push(`<rect x="${MARGIN / 2}" y="${top + i * ROW_H + 2}" width="${width - MARGIN}" height="${ROW_H - 4}" rx="4" fill="${tag === "best" ? BEST_ROW : TIE_ROW}"/>`);
+    parts.push(`<rect x="${MARGIN / 2}" y="${top + i * ROW_H + 2}" width="${width - MARGIN}" height="${ROW_H - 4}" rx="4" fill="${tag === BEST ? BEST_ROW : TIE_ROW}"/>`);
   });
   for (const { panel, left } of columns) {
     const axisMax = panel.ticks[panel.ticks.length - 1];
@@ -457,7 +458,7 @@ export function renderSvg(rows: ReportRow[], s: VerdictSettings = DEFAULT_VERDIC
         parts.push(`<text x="${left}" y="${mid + 4}" font-size="${SMALL}" font-style="italic" fill="${GREY}">${escapeXml(cell)}</text>`);
         return;
       }
-      const fill = tagOf(rows[i].stack) === "best" ? BEST_FILL : BAR_FILL;
+      const fill = tagOf(rows[i].stack) === BEST ? BEST_FILL : BAR_FILL;
       parts.push(`<rect x="${left}" y="${mid - BAR_H / 2}" width="${num(at(cell.value) - left)}" height="${BAR_H}" fill="${fill}"><title>${escapeXml(cell.tooltip)}</title></rect>`);
       let end = at(cell.value);
       if (cell.min !== undefined && cell.max !== undefined) {
@@ -475,7 +476,7 @@ export function renderSvg(rows: ReportRow[], s: VerdictSettings = DEFAULT_VERDIC
   rows.forEach((r, i) => {
     const mid = rowMid(i);
     const tag = tagOf(r.stack);
-    const color = tag === "best" ? BEST_FILL : TIE_FILL;
+    const color = tag === BEST ? BEST_FILL : TIE_FILL;
     parts.push(`<text x="${MARGIN}" y="${mid - 3}"${tag ? ` font-weight="bold" fill="${color}"` : ""}>${escapeXml(r.stack)}</text>`);
     if (tag) {
       const tagX = MARGIN + textWidth(r.stack, FONT, true) + 8;

@@ -12,7 +12,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { EngineEvent, LocalWorkspace, Stack } from "@pulumi/pulumi/automation";
 import { pulumiCommand } from "../../lib/pulumi-env";
-import { figuresOf, type StoredResult } from "../benchmark/compare";
+import { figuresOf, storedResultOf } from "../benchmark/compare";
 import { overlayFor, readOverlay, mergeSettings } from "../sglang-service/overlay";
 import { servingStackIn, STARTS_IT } from "../sglang-service/remote/observe";
 import { configChanges, configWarnings, mergeConfig, projectConfigOf, stackConfigOf, stackOfPath, touchedStacks, type Touched } from "./change";
@@ -170,8 +170,8 @@ function configOf(dir: string, env: Record<string, string>, stacksDir: string, s
 }
 
 function benchmarkView(stack: string, outputs: Record<string, unknown>): BenchmarkView | undefined {
-  const result = outputs.benchmark as StoredResult | null | undefined;
-  if (!result || typeof result !== "object" || !("short" in result)) return undefined;
+  const result = storedResultOf(outputs);
+  if (!result) return undefined;
   try {
     return { stack, takenAt: String(outputs.benchmarkTakenAt ?? ""), figures: figuresOf(result) };
   } catch {

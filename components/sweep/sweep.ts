@@ -7,6 +7,7 @@
 import { mergedConfig, SimWorkspace } from "../../lib/workspace";
 import { parseDeployment } from "../sglang-service/schema";
 import { configurationOf } from "../benchmark/benchmark";
+import { storedResultOfOutputs } from "../benchmark/compare";
 
 const NS = "dflash-sglang";
 
@@ -94,7 +95,7 @@ function sameValue(a: unknown, b: unknown): boolean {
  * output carries. An output from before those fingerprints never matches.
  */
 export function alreadyMeasured(outputs: Record<string, { value: unknown } | undefined>, current: Record<string, unknown>[]): boolean {
-  return Boolean(outputs.benchmark?.value) && current.some((c) => sameValue(outputs.configuration?.value, c));
+  return storedResultOfOutputs(outputs) !== null && current.some((c) => sameValue(outputs.configuration?.value, c));
 }
 
 /** Pure: the short-context decode rate of a benchmark output: format 2's decode_tokens_per_s, else format 1's output_throughput (then a decode rate). */
@@ -145,7 +146,7 @@ export async function runSweep(o: SweepOptions): Promise<SweepOutcome[]> {
         for (const [key, value] of Object.entries({ ...o.stacks[stack], ...host.config })) o.ws.setStackConfig(stack, key.replace(`${NS}:`, ""), value);
         o.progress(host.name, `${stack}: up`);
         const up = await (await o.ws.stack(stack)).up({ signal: o.signal });
-        const tps = shortDecodeRate(up.outputs.benchmark?.value);
+        const tps = shortDecodeRate(storedResultOfOutputs(up.outputs));
         const seconds = Math.round((Date.now() - started) / 100) / 10;
         outcomes.set(stack, { stack, host: host.name, status: "succeeded", seconds, decodeTokensPerS: tps });
         o.progress(host.name, `${stack}: done in ${seconds} s${tps !== undefined ? `, ${tps} tok/s decode (short prompt)` : ""}`);

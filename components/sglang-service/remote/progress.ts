@@ -15,8 +15,21 @@ function engine() {
   return client;
 }
 
+/**
+ * Pure: a message as people see it: without the lines of the host scripts' protocol (`@@result
+ * {...}`, `@@phase ...`: script.ts), which the provider reads and nobody else should; undefined
+ * when nothing else is left. Every line this module logs passes here, so a host's output forwarded
+ * whole (a removal's, handlers.ts) shows its words alone.
+ */
+export function shownText(message: string): string | undefined {
+  const kept = message.split("\n").filter((line) => !line.startsWith("@@"));
+  return kept.some((line) => line.trim() !== "") ? kept.join("\n") : undefined;
+}
+
 /** Logs a line against `urn` (ephemeral: replaced by the next one, gone when the step ends). */
-export function progress(urn: string | undefined, message: string, ephemeral = true): Promise<void> {
+export function progress(urn: string | undefined, text: string, ephemeral = true): Promise<void> {
+  const message = shownText(text);
+  if (message === undefined) return Promise.resolve();
   const c = engine();
   if (!c) {
     process.stderr.write(`${message}\n`);

@@ -10,7 +10,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { createHash } from "node:crypto";
 import type { SimWorkspace } from "../../../lib/workspace";
-import { figuresOf, StoredResult } from "../../benchmark/compare";
+import { figuresOf, StoredResult, storedResultOfOutputs } from "../../benchmark/compare";
 import type { BenchmarkSettingsInput } from "../../benchmark/schema";
 import { failureCause, recordedElsewhere, SweepHost } from "../sweep";
 import { GridPoint, speculativeOf } from "./space";
@@ -147,10 +147,11 @@ export async function runAdaptive(o: AdaptiveRunOptions): Promise<AdaptiveRunRes
       const outputs = await (await o.ws.stack(p.name)).outputs().catch(() => ({}) as Record<string, { value: unknown }>);
       const bench = config[`${NS}:benchmark`] as { runId?: string } | undefined;
       const spec = config[`${NS}:speculative`];
-      if (!outputs.benchmark?.value || !bench?.runId || JSON.stringify(spec) !== JSON.stringify(speculativeOf(p))) continue;
+      const stored = storedResultOfOutputs(outputs);
+      if (!stored || !bench?.runId || JSON.stringify(spec) !== JSON.stringify(speculativeOf(p))) continue;
       const kind: PassKind = bench.runId.startsWith("full") ? "full" : "short";
       // Its wall time is lost with the journal line: the restart's timings stand in for the launch.
-      const figures = passFigures(outputs.benchmark.value as StoredResult, o.longContextTokens);
+      const figures = passFigures(stored, o.longContextTokens);
       const restartSeconds = round(launchSecondsOf(outputs.restartTimings?.value));
       const record: LaunchRecord = { point: p.name, host: "(resumed)", launchSeconds: restartSeconds, restartSeconds, passes: [{ kind, figures, heldSeconds: figures.benchmarkSeconds }] };
       records.push(record);
@@ -211,7 +212,7 @@ export async function runAdaptive(o: AdaptiveRunOptions): Promise<AdaptiveRunRes
       }
       const first: PassKind = o.mode === "full" ? "full" : "short";
       const result = await up(host, point, first, 1);
-      const figures = passFigures(result.outputs.benchmark.value as StoredResult, o.longContextTokens);
+      const figures = passFigures(storedResultOfOutputs(result.outputs)!, o.longContextTokens);
       // GPU time as the stack's outputs hold it: the restart (drain, stop, GPU release, load to
       // serving) and the benchmark; the engine's own time is in the wall time beside it.
       record.restartSeconds = round(launchSecondsOf(result.outputs.restartTimings?.value));
@@ -257,7 +258,7 @@ export async function runAdaptive(o: AdaptiveRunOptions): Promise<AdaptiveRunRes
           record.launchSeconds = round(record.launchSeconds + restart);
           record.restartSeconds = restart;
         }
-        const figures = passFigures(result.outputs.benchmark.value as StoredResult, o.longContextTokens);
+        const figures = passFigures(storedResultOfOutputs(result.outputs)!, o.longContextTokens);
         record.passes.push({ kind, figures, heldSeconds: figures.benchmarkSeconds });
         record.wallSeconds = round((record.wallSeconds ?? 0) + (Date.now() - passStarted) / 1000);
         save(record);

@@ -5,7 +5,7 @@
 // restart or stop during the benchmark (stack.test.ts shows the latter on a simulated host).
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { changed, notOurs } from "../../../components/benchmark/handler";
+import { changed, measure, notOurs, type BenchmarkInputs } from "../../../components/benchmark/handler";
 
 const ours = { unitName: "sglang-k26", unitHash: "a".repeat(64), serverArgs: { speculative_ddtree_budget: 8, tp_size: 8 } };
 const serving = { mainPid: 4242, unitFileHash: "a".repeat(64), loaded: true, state: "active/running", answered: true, args: { speculative_ddtree_budget: 8, tp_size: 8, model_path: "/m" } };
@@ -29,4 +29,13 @@ test("the server after is the one before only with the same main PID and argumen
   assert.equal(changed(before, { ...before, argsHash: "y" }), "main PID 4242 -> 4242, arguments changed");
   assert.equal(changed(before, { ...before, state: "deactivating/stop-sigterm" }), "main PID 4242 -> 4242, the unit is deactivating/stop-sigterm");
   assert.equal(changed(before, { ...before, mainPid: 0, state: "" }), "main PID 4242 -> 0, the unit is gone");
+});
+
+test("with benchmark.enabled false nothing is measured, and the outputs say so: no numbers, no time (issue 63), nothing compared", async () => {
+  // No host is reached: the address is one nothing listens on.
+  const i = { connection: { host: "127.0.0.1", port: 1, user: "root", privateKey: "" }, progressUrn: "", label: "sglang-k26 (stack b8)", stack: "b8", settings: { enabled: false }, resultsPath: "bench/out/b8.jsonl" } as unknown as BenchmarkInputs;
+  const out = await measure(i, { result: null, takenAt: "2026-12-06T20:57:28.463Z" });
+  assert.equal(out.result, null);
+  assert.equal(out.takenAt, null);
+  assert.equal(out.versusPrevious, null);
 });

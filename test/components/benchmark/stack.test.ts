@@ -1,5 +1,5 @@
 // Benchmark numbers as stack outputs, through the real engine on a simulated host, and
-// the report over two stacks.
+// the report over two stacks. What the terminal shows of them is a short summary (issue 63).
 import { after, before, test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
@@ -38,9 +38,19 @@ after(async () => {
   ws?.cleanup();
 });
 
-test("after up, the stack's outputs hold the numbers, when and for which config they were taken", async () => {
+/** Pure: the lines of one top-level entry of the Outputs section of an `up`'s display (none: []). */
+function outputLines(stdout: string, name: string): string[] {
+  const section = stdout.split("\nOutputs:\n")[1]?.split("\nResources:\n")[0] ?? "";
+  const lines = section.split("\n");
+  const start = lines.findIndex((l) => new RegExp(`^ {2}[ +~-] ${name} +:|^ {4}${name} +:`).test(l));
+  if (start < 0) return [];
+  const end = lines.findIndex((l, k) => k > start && /^ {2}[ +~-] \S|^ {4}\S/.test(l));
+  return lines.slice(start, end < 0 ? undefined : end);
+}
+
+test("after up, the stack's outputs hold the numbers, when and for which config they were taken; the terminal a few lines of them", async () => {
   const up = await (await ws.stack(S8)).up();
-  const b = up.outputs.benchmark.value;
+  const b = up.outputs.__benchmarkResult.value;
   assert.equal(b.format, 2);
   assert.ok(b.short.decode_tokens_per_s > 100, JSON.stringify(b.short));
   assert.ok(b.short.decode_tokens_per_s_min <= b.short.decode_tokens_per_s && b.short.decode_tokens_per_s <= b.short.decode_tokens_per_s_max);
@@ -60,6 +70,23 @@ test("after up, the stack's outputs hold the numbers, when and for which config 
   const raw = fs.readFileSync(path.join(REPO_ROOT, up.outputs.benchmarkResultsPath.value), "utf8").trim().split("\n").map((l) => JSON.parse(l));
   assert.equal(raw.filter((r: { ok: boolean }) => r.ok).length, b.completed);
   assert.ok(raw.every((r: { unit_hash: string }) => r.unit_hash === up.outputs.unitHash.value));
+  // `benchmark`: the summary, with where the full numbers are.
+  const summary = up.outputs.benchmark.value;
+  assert.match(summary.decodeTokensPerS, new RegExp(`^${b.short.decode_tokens_per_s.toFixed(1)} \\([\\d.]+-[\\d.]+\\) short, [\\d.]+ \\([\\d.]+-[\\d.]+\\) at 4096 tokens$`));
+  assert.equal(summary.acceptLength, b.accept_length);
+  assert.equal(summary.coding, "5/5 passed");
+  assert.equal(summary.versusPrevious, null, "a first run");
+  assert.equal(summary.fullNumbers, `npx pulumi stack output __benchmarkResult --json --stack ${S8}`);
+  assert.equal(summary.rawRecords, `bench/out/${S8}.jsonl`);
+  // The terminal: the summary, a line per field (it was about 300 lines); not the full numbers.
+  const shown = outputLines(up.stdout, "benchmark");
+  assert.ok(shown.length >= 10 && shown.length <= 12, shown.join("\n"));
+  assert.doesNotMatch(up.stdout, /__benchmarkResult\s*:|median_itl_ms/);
+  // Its progress is the benchmark step's (it was the stack's), and its last line is a status,
+  // not a diagnostic: in a log it shows once, not again under Diagnostics.
+  assert.match(up.stdout, new RegExp(`pulumi-nodejs:dynamic:Resource benchmark-run creating \\(\\d+s\\) sglang-k26 \\(stack ${S8}\\) benchmark: calibrating`));
+  assert.match(up.stdout, new RegExp(`benchmark-run creating \\(\\d+s\\) sglang-k26 \\(stack ${S8}\\) benchmark: measured: decode tok/s ${b.short.decode_tokens_per_s.toFixed(1)} short, [\\d.]+ at 4096 tokens; accept length ${b.accept_length}; the rest: stack output \`benchmark\`\n`));
+  assert.doesNotMatch(up.stdout.split("\nDiagnostics:\n")[1] ?? "", / benchmark: /);
 });
 
 /** /health's status on the host's server, or "refused". */
@@ -94,6 +121,8 @@ test("a no-op up does not re-run it; a new runId does, without restarting the se
   const notes = await watchWhile(up, async () => (await hosts.ssh(host, "flock -n /run/dflash-sglang/host.lock true || cat /run/dflash-sglang/host.lock.note")).stdout.trim() || undefined);
   const rerun = await up;
   assert.notEqual(rerun.outputs.benchmarkTakenAt.value, before);
+  // Measured again: its verdict against the run before it, of the same unit.
+  assert.match(rerun.outputs.benchmark.value.versusPrevious, new RegExp(`^(within noise|faster|slower): [\\d.]+x \\([\\d.]+-[\\d.]+\\) the short-context decode tok/s of the previous run \\(${before.slice(0, 16).replace("T", " ")} UTC, the same unit\\)$`));
   assert.equal(await mainPid(), pid, "measuring again does not restart anything");
   assert.ok(notes.some((n) => /^benchmark of stack bm-b8t4-w2048 \(since \d{4}-/.test(n)), `lock notes seen: ${JSON.stringify([...new Set(notes)])}`);
 });
@@ -170,7 +199,7 @@ test("the report compares two stacks in a table and a chart", async () => {
 });
 
 test("after a destroy, the report still shows the stack's last numbers, marked destroyed, and every run of a stack measured more than once", async () => {
-  const measured = (await (await ws.stack(S16)).outputs()).benchmark.value.short.decode_tokens_per_s;
+  const measured = (await (await ws.stack(S16)).outputs()).__benchmarkResult.value.short.decode_tokens_per_s;
   const destroy = await (await ws.stack(S16)).destroy();
   assert.equal(destroy.summary.result, "succeeded");
   const rows = await collectRows(ws.dir, ws.env, "bm-*");
@@ -184,5 +213,12 @@ test("after a destroy, the report still shows the stack's last numbers, marked d
   const md = renderMarkdown(rows);
   assert.match(md, /\| (\*\*)?bm-b16t4-w2048(\*\* \(best\)| \(tie\))? \(destroyed\) \|.* \| \d{4}-\d\d-\d\d \d\d:\d\d \|\n/);
   assert.match(md, /### Every run of the stacks measured more than once/);
+});
+
+test("with the benchmark turned off, no output names a measurement that never happened (issue 63)", async () => {
+  ws.setStackConfig(S8, "benchmark", { ...SETTINGS, enabled: false });
+  const up = await (await ws.stack(S8)).up();
+  assert.equal(up.summary.result, "succeeded");
+  for (const name of ["benchmark", "__benchmarkResult", "benchmarkTakenAt", "benchmarkResultsPath", "acceptLength"]) assert.equal(up.outputs[name].value, null, name);
 });
 

@@ -12,6 +12,7 @@ import { readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "
 import { sudoersFor } from "../../../components/sglang-service/become";
 import { hostShell } from "../../support/hostShell";
 import { failedUp } from "../../support/failedUp";
+import { storedResultOfOutputs } from "../../../components/benchmark/compare";
 
 const HOST = `sudo-${process.pid}`;
 const PASSWORD_HOST = `sudopw-${process.pid}`;
@@ -75,7 +76,7 @@ test("up through sudo, with a short benchmark: the server serves, its secret fil
   const up = await (await ws.stack("main")).up({ onOutput: (s) => (output += s) });
   ws.setStackConfig("main", "benchmark", { enabled: false });
   assert.equal(up.summary.result, "succeeded");
-  assert.equal((up.outputs.benchmark?.value as { measured_on?: { mainPid?: number } } | null)?.measured_on?.mainPid, await mainPid(), "measured the server this stack deployed");
+  assert.equal((storedResultOfOutputs(up.outputs) as { measured_on?: { mainPid?: number } } | null)?.measured_on?.mainPid, await mainPid(), "measured the server this stack deployed");
   assert.equal((await serving()).speculative_ddtree_budget, 16);
   assert.equal(await sh(`stat -c '%U %a' /etc/dflash-sglang/${UNIT}.*`).then((s) => [...new Set(s.split("\n"))].join()), "root 600");
   const commands = await sudoCommands();
