@@ -9,9 +9,9 @@ import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { REPO_ROOT } from "../lib/pulumi-env";
+import { alive, freshClone, machinePath } from "./support/freshClone";
 
 const README = fs.readFileSync(path.join(REPO_ROOT, "README.md"), "utf8");
 
@@ -22,37 +22,6 @@ function walkthroughLines(readme: string): string[] {
   const block = readme.slice(at).match(/```sh\n([\s\S]*?)\n```/);
   assert.ok(block, "no ```sh block after the walkthrough marker");
   return block[1].split("\n").filter((l) => l.trim() !== "");
-}
-
-/** PATH without the project's cached Node.js (which `npm test` put first): the machine's own. */
-const machinePath = () => (process.env.PATH ?? "").split(":").filter((d) => d && !d.includes("dflash-pulumi/node/")).join(":");
-
-/** A fresh clone of the working tree: its files (tracked, and new ones not ignored) in a new repository, node_modules linked file by file. */
-function freshClone(): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "walkthrough-"));
-  const files = execFileSync("git", ["ls-files", "-co", "--exclude-standard", "-z"], { cwd: REPO_ROOT, encoding: "utf8" }).split("\0").filter((f) => f && fs.existsSync(path.join(REPO_ROOT, f)));
-  for (const f of files) {
-    fs.mkdirSync(path.dirname(path.join(dir, f)), { recursive: true });
-    fs.copyFileSync(path.join(REPO_ROOT, f), path.join(dir, f));
-    fs.chmodSync(path.join(dir, f), fs.statSync(path.join(REPO_ROOT, f)).mode);
-  }
-  const git = (...args: string[]) => execFileSync("git", ["-c", "user.name=walkthrough", "-c", "user.email=walkthrough@127.0.0.1", ...args], { cwd: dir, stdio: "ignore" });
-  git("init", "-q");
-  git("add", "-A");
-  git("commit", "-qm", "fresh clone");
-  // The npm dependencies as `npm ci` leaves them, hard-linked (a fresh npm ci costs a minute;
-  // test/scripts/node-env.test.ts runs one). Their links (node_modules/.bin) point into the clone.
-  execFileSync("cp", ["-al", path.join(REPO_ROOT, "node_modules"), path.join(dir, "node_modules")]);
-  return dir;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function runLines(dir: string, lines: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
@@ -80,7 +49,7 @@ test("the README's walkthrough, run as written in a fresh clone: preview, up, re
     if (pid && pid !== process.pid && !alive(pid)) execFileSync("node", ["--import", "tsx", path.join(REPO_ROOT, "simhost/cli.ts"), "stop", name], { cwd: REPO_ROOT, stdio: "ignore" });
   }
   const mine = lines.map((l) => l.replace(/\btry1\b/g, host));
-  const dir = freshClone();
+  const dir = freshClone("walkthrough-");
   const cachedNode = (process.env.PATH ?? "").split(":").find((d) => d.includes("dflash-pulumi/node/"));
   const node22 = process.env.DFLASH_WALKTHROUGH_NODE === "22";
   if (node22) assert.ok(cachedNode, "DFLASH_WALKTHROUGH_NODE=22 needs the cached Node.js 22 on PATH (run it under npm test)");
