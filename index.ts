@@ -7,7 +7,7 @@ import { SglangFleet } from "./components/fleet";
 
 const { deployment, privateKey, nodeKeys, fleetKeys, secrets } = readStackDeployment();
 // A fleet rolls its replicas (replica 1 is `host`, as the single stack's component); the
-// benchmark measures one host and is not run for a fleet (README, "A fleet behind HAProxy").
+// benchmark measures one host and is not run for a fleet (docs/design/fleet.md).
 const fleet = deployment.fleet && fleetKeys ? new SglangFleet("fleet", { deployment, privateKey, fleetKeys, secrets }) : undefined;
 const service = fleet ? fleet.replicas[0] : new SglangService("sglang", { deployment, privateKey, nodeKeys, secrets });
 const bench = fleet
@@ -24,7 +24,7 @@ export const unitHash = service.unitHash;
 export const launchCommand = service.launchCommand;
 export const serverArgs = service.serverArgs;
 export const restartTimings = service.timings;
-// The generation serving on node 0 (its configuration kept whole on the host; README, "Generations").
+// The generation serving on node 0 (its configuration kept whole on the host; docs/design/safety.md, "Generations").
 export const generation = service.generation;
 // Of the benchmark's timed short-context requests (null without speculation or benchmark);
 // the server's own average at readiness, from a few probe tokens, is `readinessAcceptLength`.

@@ -566,7 +566,7 @@ async function main(owned: OwnedHosts): Promise<void> {
     "host), SSH unreachable while weights load, a destroy) and say their outcome in words where the usual columns do not.",
     "",
     "The SGLang column says which the host ran: its last release, v0.5.19, or main (simhost/sim/sglang/lines.ts and the",
-    "README's fidelity table: both wait up to 15 s for their schedulers after the drain with HTTP frozen, both make",
+    "the fidelity table (docs/design/simulated-hosts.md): both wait up to 15 s for their schedulers after the drain with HTTP frozen, both make",
     "\"unbalanced\" fatal by default; they differ in the start-up line's form and in --config keys of aliased fields).",
     "The two ran at once, each on hosts of its own, sharing the machine's two cores: times are those of a busy machine.",
     "",

@@ -696,7 +696,7 @@ export class SequenceRunner {
     // In a group, the rollout note of a step whose engine was killed or whose sessions dropped
     // keeps the other stacks off for its handover (the slowest node's restart budget, longer
     // than a lock wait), since readiness starts only after every node's restart: a refusal
-    // then is the designed limit (README, "One writer per host"), not a fault of the rollout.
+    // then is the designed limit (docs/design/safety.md, "One writer per host"), not a fault of the rollout.
     const lostBefore = this.lastStepLost;
 
     // What preview says this up will do.

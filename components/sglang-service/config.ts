@@ -45,6 +45,17 @@ export function secretsOutsideSecretSettings(secretKeys: string[]): string[] {
     .map((k) => `  - ${k}: holds a secret value (secure:); only the secret settings ${SECRET_KEYS.join(", ")} may. A secret anywhere else would reach a host in a command line (a unit name, an address, a flag). Set it as a plain value, or use a secret setting`);
 }
 
+/**
+ * Pure: a problem line for each secret setting set to nothing (`config set --secret apiKey
+ * "$(openssl ...)"` where openssl is missing stores ""): an empty API key would start a server
+ * that asks for no key at all, and an empty SSH key or token fails far from its cause.
+ */
+export function emptySecrets(all: Record<string, string>): string[] {
+  return SECRET_KEYS.filter((k) => all[`${CONFIG_NAMESPACE}:${k}`] === "").map(
+    (k) => `  - ${CONFIG_NAMESPACE}:${k}: is set but empty; set it to a value (e.g. \`npx pulumi config set --secret ${k}\`, which prompts for it) or remove it (\`npx pulumi config rm ${k}\`)`,
+  );
+}
+
 /** The full names of the stack's configuration keys whose values hold a secret (the engine's list; an internal of the SDK, read defensively). */
 function secretConfigKeys(): string[] {
   const isSecret = (pulumi.runtime as unknown as { isConfigSecret?: (k: string) => boolean }).isConfigSecret;
@@ -74,7 +85,7 @@ export function readStackDeployment(): StackDeployment {
   let deployment: Deployment;
   let local: Record<string, unknown> = {};
   try {
-    const unknown = [...unknownSettings(Object.keys(pulumi.runtime.allConfig())), ...secretsOutsideSecretSettings(secretConfigKeys())];
+    const unknown = [...unknownSettings(Object.keys(pulumi.runtime.allConfig())), ...secretsOutsideSecretSettings(secretConfigKeys()), ...emptySecrets(pulumi.runtime.allConfig())];
     if (unknown.length > 0) failConfig(stack, unknown);
     local = localSettings(stack);
     deployment = deploymentFromConfig((key) => config.get(key), stack, local);

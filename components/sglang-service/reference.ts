@@ -104,7 +104,7 @@ export function defaultReferenceInput(root = path.resolve(__dirname, "..", "..")
       {
         key: "verdict",
         schema: verdictSchema,
-        why: "The decision rule's settings (components/verdict/schema.ts): every report, review and sweep uses these defaults; no command reads other values from a stack file yet, so they are listed here for reference only.",
+        why: "The decision rule's settings (components/verdict/schema.ts): every report, review and sweep uses these defaults. They are not settings of a stack: `dflash-sglang:verdict` in a stack file is refused as an unknown setting. Listed for reference only.",
       },
     ],
     sources: SOURCE_FILES.map((file) => ({ file, text: fs.readFileSync(path.join(root, file), "utf8") })),
@@ -561,12 +561,23 @@ export function shown(value: unknown): string {
   return JSON.stringify(value);
 }
 
+/**
+ * Optional keys that another key's value makes required (parseDeployment's cross-checks in
+ * schema.ts, and config.ts's key reading): the reference says so beside "not set".
+ */
+export const REQUIRED_WHEN: Record<string, string> = {
+  "model.drafterPath": "required when `speculative.algorithm` is DFLASH or DDTREE (DDTREE is the default)",
+  "speculative.budget": "required when `speculative.algorithm` is DDTREE (the default)",
+  "speculative.topk": "required when `speculative.algorithm` is DDTREE (the default)",
+  "host.privateKeyPath": "required unless the secret `sshPrivateKey` is set",
+};
+
 function defaultWords(s: Setting): string {
   switch (s.presence.kind) {
     case "default":
       return `\`${shown(s.presence.value)}\``;
     case "optional":
-      return "not set (optional)";
+      return REQUIRED_WHEN[s.path] ? `not set; ${REQUIRED_WHEN[s.path]}` : "not set (optional)";
     case "required":
       if (!s.within) return "required";
       return s.within.kind === "list" ? `required in each entry of \`${s.within.path}\`` : `required when \`${s.within.path}\` is set`;
@@ -770,7 +781,7 @@ export function renderConfigReference(input: ReferenceInput = defaultReferenceIn
 
   heading(2, "Secret settings");
   out.push(
-    `The program reads these apart from the deployment, always as Pulumi secrets: set each with \`--secret\` (encrypted with the stack's passphrase or KMS key in its stack file; README, "Secrets and the passphrase"). A secret anywhere else in the \`${CONFIG_NAMESPACE}\` namespace is refused, and so is a secret-looking flag in \`model.extraArgs\` or variable in \`service.environment\`.`,
+    `The program reads these apart from the deployment, always as Pulumi secrets: set each with \`--secret\` (encrypted with the stack's passphrase or KMS key in its stack file; docs/design/pulumi.md, "Secrets and the passphrase"). A secret anywhere else in the \`${CONFIG_NAMESPACE}\` namespace is refused, and so is a secret-looking flag in \`model.extraArgs\` or variable in \`service.environment\`.`,
     "",
     "| Key | What it does | How to set it |",
     "|---|---|---|",

@@ -372,7 +372,7 @@ export function transactionBoundSeconds(x: Pick<TransactionInput, "lockWaitSecon
  *                  stack's. UNIT: the stack's unit is now UNIT on this machine (renamed, or
  *                  reached by another address; MACHINE: only if /etc/machine-id is MACHINE),
  *                  and the known-good generation is kept for it, under its name
- * Output lines are progress; the last line of a restart is `@@result {json}`.
+ * Output lines are progress; a restart prints one `@@result {json}` line, then a last line for people.
  */
 export function renderTransaction(x: TransactionInput): string {
   const t = x.timeouts;

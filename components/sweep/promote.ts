@@ -50,7 +50,7 @@ export function promotionText(p: PromoteInput | undefined): string {
     `npx pulumi up --stack ${p.stack}`,
     "```",
     "",
-    `For a fleet behind HAProxy (README, "A fleet behind HAProxy"), set these keys of ${file} in your fleet stack's file (e.g. stacks/Pulumi.serve.yaml, replacing the same keys there), then \`npx pulumi up --stack serve\`:`,
+    `For a fleet behind HAProxy (docs/guides/fleet.md), set these keys of ${file} in your fleet stack's file (e.g. stacks/Pulumi.serve.yaml, replacing the same keys there), then \`npx pulumi up --stack serve\`:`,
     "",
     "```yaml",
     YAML.stringify({ config: p.config }).trimEnd(),

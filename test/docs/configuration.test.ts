@@ -14,7 +14,7 @@ import { REPO_ROOT } from "../../lib/pulumi-env";
 import { deploymentSchema, timeoutsSchema } from "../../components/sglang-service/schema";
 import { verdictSchema } from "../../components/verdict/schema";
 import { seconds, section, trueOrFalse, wholeNumber } from "../../components/sglang-service/values";
-import { defaultReferenceInput, renderConfigReference, type ReferenceInput } from "../../components/sglang-service/reference";
+import { defaultReferenceInput, renderConfigReference, REQUIRED_WHEN, type ReferenceInput } from "../../components/sglang-service/reference";
 import { firstDifference } from "../../scripts/config-reference";
 import { runScript } from "../support/commandLines";
 
@@ -141,7 +141,7 @@ function missingFrom(doc: string): string[] {
       }
       if (!util.isDeepStrictEqual(value, leaf.default)) problems.push(`${leaf.path}: default ${JSON.stringify(leaf.default)}, the row says ${row.dflt}`);
     } else if (leaf.kind === "required" && !row.dflt.startsWith("required")) problems.push(`${leaf.path}: required, the row says ${row.dflt}`);
-    else if (leaf.kind === "optional" && row.dflt !== "not set (optional)") problems.push(`${leaf.path}: optional, the row says ${row.dflt}`);
+    else if (leaf.kind === "optional" && row.dflt !== (REQUIRED_WHEN[leaf.path] ? `not set; ${REQUIRED_WHEN[leaf.path]}` : "not set (optional)")) problems.push(`${leaf.path}: optional, the row says ${row.dflt}`);
     if (leaf.ceiling !== undefined && !new RegExp(`(^|[^\\d.])${String(leaf.ceiling).replace(".", "\\.")}([^\\d.]|$)`).test(row.type)) {
       problems.push(`${leaf.path}: ceiling ${leaf.ceiling} not in its type "${row.type}"`);
     }
@@ -262,7 +262,7 @@ test("on a small section: the key without TSDoc fails the render; documented, it
 // (d) Pinned lines.
 
 const PINNED = [
-  "| [`speculative.budget`](#speculativebudget) | whole number from 1 to 1024 | not set (optional) |",
+  "| [`speculative.budget`](#speculativebudget) | whole number from 1 to 1024 | not set; required when `speculative.algorithm` is DDTREE (the default) |",
   "- Example: `npx pulumi config set --path --stack <stack> speculative.budget 16`",
   "| [`model.path`](#modelpath) | an absolute path (text starting with /) | required |",
   "| [`timeouts.drainSeconds`](#timeoutsdrainseconds) | positive number of seconds, at most 3600 (1 h) | `300` |",

@@ -268,3 +268,17 @@ test("no change history in README.md or docs/guides/ (issue numbers, \"Before, .
   ]);
   assert.deepEqual(historyFindings("README.md", "SGLang logs its API key (sgl-project/sglang issue #37457, open).\nThe flag is used to choose the GPUs.\n"), []);
 });
+
+/** Every `README, "Heading"` a message or comment of the code cites, where README.md has no such heading. */
+function citationFindings(readme: string): string[] {
+  const have = new Set(headings(readme));
+  const files = ["index.ts", "Pulumi.yaml", ...["components", "scripts", "lib", "simhost", "bench"].flatMap((d) => fs.readdirSync(path.join(REPO_ROOT, d), { recursive: true }).map((f) => path.join(d, String(f))))].filter(
+    (f) => /\.(ts|sh|yaml)$/.test(f) && !f.includes("node_modules") && fs.statSync(path.join(REPO_ROOT, f)).isFile(),
+  );
+  return files.flatMap((f) => [...fs.readFileSync(path.join(REPO_ROOT, f), "utf8").matchAll(/README, "([^"]+)"/g)].filter((m) => !have.has(m[1])).map((m) => `${f}: cites README, "${m[1]}", which README.md has no heading of`));
+}
+
+test("every README section the code cites (`README, \"Heading\"`) is a heading of README.md", () => {
+  assert.deepEqual(citationFindings(README), []);
+  assert.deepEqual(citationFindings(README.replace(/^### Hosts where root cannot log in$/m, "### Root")).length > 0, true, "a renamed heading is found");
+});

@@ -34,7 +34,7 @@ export interface GroupRestartInputs {
 }
 
 export type GroupRestartOutputs = GroupRestartInputs & {
-  /** Each node's output (stdout and stderr), in rank order: its last line is `@@result {json}` or `@@failed`. */
+  /** Each node's output (stdout and stderr), in rank order: it holds an `@@result {json}` or `@@failed` line. */
   outputs: string[];
 };
 

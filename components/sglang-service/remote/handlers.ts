@@ -22,7 +22,7 @@ export interface ReadyNode {
   unitHash: string;
   /** The staged transaction script on this node. */
   transaction: string;
-  /** stdout of this node's restart command (its last line is `@@result {json}`). */
+  /** stdout of this node's restart command (it holds one `@@result {json}` line). */
   restartOutput: string;
 }
 
@@ -94,7 +94,7 @@ export function loadToReady(restartAt: number | undefined, ready: Pick<Readiness
   return startedByRestart && beforeThisStep >= 0 && beforeThisStep <= ENGINE_GAP_SECONDS ? mainAgeSeconds : waited;
 }
 
-/** The `@@result` line a restart printed last. */
+/** The last `@@result` line a restart printed. */
 /** Pure: a group node's restart output ends with group-restart.ts LOST_MARK (its session dropped after the go). */
 export function droppedOut(restartOutput: string): boolean {
   return restartOutput.split("\n").some((l) => l === LOST_MARK || l.startsWith(`${LOST_MARK} `));

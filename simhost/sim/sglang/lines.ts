@@ -5,7 +5,7 @@
 // simulated: v0.5.17-0.5.19 already behave as main does in everything the tool observes except
 // the traits below. What both do (resolved /server_info, the DFlash block size as the draft
 // tokens, the 15 s scheduler wait after the drain, a fatal "unbalanced" check, a ValueError for an
-// unknown algorithm) is in ./launch_server.ts and the README's fidelity table. A host picks its
+// unknown algorithm) is in ./launch_server.ts and the fidelity table of docs/design/simulated-hosts.md. A host picks its
 // line in its SGLang config (`simhost start --sglang-line release`); main is the default.
 
 export type SglangLine = "release" | "main";

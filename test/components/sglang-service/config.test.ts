@@ -7,7 +7,7 @@ import * as assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { hostFixCommands, secretsOutsideSecretSettings, unknownSettings } from "../../../components/sglang-service/config";
+import { emptySecrets, hostFixCommands, secretsOutsideSecretSettings, unknownSettings } from "../../../components/sglang-service/config";
 import { parseDeployment } from "../../../components/sglang-service/schema";
 import { mergedConfig, projectConfig, readRepoStackConfig, simWorkspace } from "../../../lib/workspace";
 
@@ -121,4 +121,11 @@ test("the host commands: only the keys still needed, the host key read from the 
     `npx pulumi config set --path --stack s host.hostKey "$(ssh-keyscan -p 2222 -t ed25519 10.0.0.5 2>/dev/null | cut -d' ' -f2-)"`,
   ]);
   assert.deepEqual(hostFixCommands({ ...(project as object), address: "x.invalid", user: "deploy", become: "sudo" }, project, "s")?.keys, ["address", "hostKey"], "the stack's own host keeps its other keys");
+});
+
+test("a secret setting set to nothing is refused (a missing openssl in `config set --secret apiKey \"$(openssl ...)\"` stores \"\": a server with no key)", () => {
+  assert.deepEqual(emptySecrets({ "dflash-sglang:apiKey": "", "dflash-sglang:hfToken": "hf_x", "other:apiKey": "" }), [
+    "  - dflash-sglang:apiKey: is set but empty; set it to a value (e.g. `npx pulumi config set --secret apiKey`, which prompts for it) or remove it (`npx pulumi config rm apiKey`)",
+  ]);
+  assert.deepEqual(emptySecrets({ "dflash-sglang:apiKey": "k" }), []);
 });

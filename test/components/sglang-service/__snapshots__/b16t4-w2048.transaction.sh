@@ -857,8 +857,8 @@ restart)
     # restart; readiness proves it again. (Installing identical secret files changes nothing.)
     install_secrets
     begin_rollout
-    say "$host already runs this unit with these secrets (pid $before_pid); nothing to restart"
     echo "@@result {\"applied\":false,\"drainSeconds\":0,\"stopSeconds\":0,\"requestsCut\":0,\"gpuReleaseSeconds\":0,\"previousMainPid\":$before_pid,\"at\":$(date +%s)}"
+    say "$host already runs this unit with these secrets (pid $before_pid); nothing to restart"
     exit 0
   fi
   # The new generation, made whole before anything stops (a full disk fails here, not half-way).
@@ -907,10 +907,11 @@ restart)
   prune_generations
   # Other stacks stay off this host until readiness has proven (or rolled back) this restart.
   begin_rollout
+  # The result for the engine, then the last line, for people (the step's row in `up` shows it).
+  echo "@@result {\"applied\":true,\"drainSeconds\":$drain_seconds,\"stopSeconds\":$stop_seconds,\"requestsCut\":$cut,\"gpuReleaseSeconds\":$gpu_seconds,\"previousMainPid\":$before_pid,\"at\":$(date +%s)}"
   if [ "$before_pid" = 0 ] && [ -n "$had_unit" ]; then say "no server ran before (${unit%.service} was installed but stopped); GPUs free in $gpu_seconds s; started the new unit"
   elif [ "$before_pid" = 0 ]; then say "no server ran before (a first install); GPUs free in $gpu_seconds s; started the new unit"
   else say "old server (pid $before_pid) drained in $drain_seconds s and gone $stop_seconds s later, GPUs free in $gpu_seconds s; started the new unit"; fi
-  echo "@@result {\"applied\":true,\"drainSeconds\":$drain_seconds,\"stopSeconds\":$stop_seconds,\"requestsCut\":$cut,\"gpuReleaseSeconds\":$gpu_seconds,\"previousMainPid\":$before_pid,\"at\":$(date +%s)}"
   ;;
 rollback)
   lock
