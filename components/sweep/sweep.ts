@@ -124,7 +124,7 @@ export async function runSweep(o: SweepOptions): Promise<SweepOutcome[]> {
       const st = await o.ws.stack(stack);
       const out = await st.outputs().catch(() => ({}) as Record<string, { value: unknown }>);
       if (alreadyMeasured(out, o.hosts.map((h) => currentConfiguration(stack, o.stacks[stack], h)))) {
-        outcomes.set(stack, { stack, status: "skipped: already measured", decodeTokensPerS: shortDecodeRate(out.benchmark!.value) });
+        outcomes.set(stack, { stack, status: "skipped: already measured", decodeTokensPerS: shortDecodeRate(storedResultOfOutputs(out)) });
         queue.splice(queue.indexOf(stack), 1);
         o.progress("-", `${stack}: already measured with its current configuration; skipped (--resume)`);
       }
