@@ -14,6 +14,7 @@ import { configValue } from "../sglang-service/config-value";
 import { CONFIG_NAMESPACE } from "../sglang-service/schema";
 import { pulumiEnv } from "../../lib/pulumi-env";
 import { stacksDirOf } from "./git";
+import { canonicalJson } from "./record";
 
 /** A secret setting as the engine shows it without decrypting: that it is secret, not its value. */
 export const SECRET = "<secret>";
@@ -77,16 +78,14 @@ function comparable(value: unknown): unknown {
   return holdsSecure(value) ? SECRET : value;
 }
 
-const canonical = (v: unknown): string => JSON.stringify(v, (_k, x) => (typeof x === "object" && x !== null && !Array.isArray(x) ? Object.fromEntries(Object.keys(x).sort().map((k) => [k, x[k]])) : x));
-
 /**
  * Pure: the settings the review and the engine read differently, one line each
  * ("host: Pulumi reads {...}, the review {...}"); empty when they agree.
  */
 export function disagreements(review: Record<string, unknown>, engine: Record<string, unknown>): string[] {
-  const shown = (v: unknown) => (v === undefined ? "nothing" : canonical(v).slice(0, 120));
+  const shown = (v: unknown) => (v === undefined ? "nothing" : canonicalJson(v).slice(0, 120));
   const keys = [...new Set([...Object.keys(review), ...Object.keys(engine)])].sort();
-  return keys.filter((k) => canonical(comparable(review[k])) !== canonical(engine[k])).map((k) => `${k}: Pulumi reads ${shown(engine[k])}, the review ${shown(comparable(review[k]))}`);
+  return keys.filter((k) => canonicalJson(comparable(review[k])) !== canonicalJson(engine[k])).map((k) => `${k}: Pulumi reads ${shown(engine[k])}, the review ${shown(comparable(review[k]))}`);
 }
 
 /**

@@ -149,15 +149,13 @@ function structureProblem(text: string): Located | undefined {
 /** Whether `offset` is in a comment: after a `#` that begins one on its line (outside any value). */
 function insideComment(text: string, offset: number, doc: YAML.Document.Parsed): boolean {
   const lineStart = text.lastIndexOf("\n", offset - 1) + 1;
-  const inValue = (at: number) => {
-    let hit = false;
-    YAML.visit(doc, {
-      Scalar(_k, n) {
-        if (n.range && at >= n.range[0] && at < n.range[1]) hit = true;
-      },
-    });
-    return hit;
-  };
+  const values: [number, number][] = [];
+  YAML.visit(doc, {
+    Scalar(_k, n) {
+      if (n.range) values.push([n.range[0], n.range[1]]);
+    },
+  });
+  const inValue = (at: number) => values.some(([from, to]) => at >= from && at < to);
   for (let i = lineStart; i < offset; i++) {
     if (text[i] === "#" && (i === 0 || /[ \t\n]/.test(text[i - 1] ?? "\n")) && !inValue(i)) return true;
   }
