@@ -56,6 +56,22 @@ export function emptySecrets(all: Record<string, string>): string[] {
   );
 }
 
+/**
+ * Pure: a problem line for an API key that starts with "-" (about one URL-safe random token in
+ * 64). SGLang merges its --config file into its command line as `--api-key VALUE`
+ * (srt/server_args_config_parser.py), and argparse takes a word that starts with "-" (but for a
+ * negative number) for an option: `argument --api-key: expected one argument`, exit 2, so the
+ * server never starts. Refused here, before anything reaches a host.
+ */
+export function optionLikeSecrets(all: Record<string, string>): string[] {
+  const key = all[`${CONFIG_NAMESPACE}:apiKey`];
+  // argparse's own exceptions: a negative number, or a word with a space, is a value.
+  if (typeof key !== "string" || !key.startsWith("-") || /^-\d+$|^-\d*\.\d+$/.test(key) || key.includes(" ")) return [];
+  return [
+    `  - ${CONFIG_NAMESPACE}:apiKey: starts with "-", which SGLang's argument parser takes for an option (SGLang would refuse to start: "argument --api-key: expected one argument"); set a key that does not, e.g. \`npx pulumi config set --secret apiKey "$(openssl rand -hex 32)"\``,
+  ];
+}
+
 /** The full names of the stack's configuration keys whose values hold a secret (the engine's list; an internal of the SDK, read defensively). */
 function secretConfigKeys(): string[] {
   const isSecret = (pulumi.runtime as unknown as { isConfigSecret?: (k: string) => boolean }).isConfigSecret;
@@ -85,7 +101,7 @@ export function readStackDeployment(): StackDeployment {
   let deployment: Deployment;
   let local: Record<string, unknown> = {};
   try {
-    const unknown = [...unknownSettings(Object.keys(pulumi.runtime.allConfig())), ...secretsOutsideSecretSettings(secretConfigKeys()), ...emptySecrets(pulumi.runtime.allConfig())];
+    const unknown = [...unknownSettings(Object.keys(pulumi.runtime.allConfig())), ...secretsOutsideSecretSettings(secretConfigKeys()), ...emptySecrets(pulumi.runtime.allConfig()), ...optionLikeSecrets(pulumi.runtime.allConfig())];
     if (unknown.length > 0) failConfig(stack, unknown);
     local = localSettings(stack);
     deployment = deploymentFromConfig((key) => config.get(key), stack, local);

@@ -80,10 +80,83 @@ export function splitSections(text: string): Record<string, string> {
   return out;
 }
 
+/** One line of a unit's journal: its text, and when `-o short-monotonic` printed one, the host's monotonic clock then (seconds since boot). */
+export interface JournalLine {
+  text: string;
+  monotonic?: number;
+}
+
+/**
+ * Pure: journal text -> its lines, without journalctl's prefix. Takes `-o cat` (no prefix), the
+ * default short format ("Nov 29 08:31:11 host python3[123]: ...") and `-o short-monotonic`
+ * ("[ 1234.567890] host python3[123]: ...", whose clock it keeps: durations between lines that a
+ * step of the wall clock cannot bend).
+ */
+export function journalLines(journal: string): JournalLine[] {
+  const out: JournalLine[] = [];
+  for (const raw of journal.split("\n")) {
+    const mono = /^\[\s*(\d+\.\d+)\] \S+ [^\s:]+(?:\[\d+\])?: ?/.exec(raw);
+    const text = (mono ? raw.slice(mono[0].length) : raw.replace(/^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [^\s:]+(\[\d+\])?: /, "")).trim();
+    if (text) out.push(mono ? { text, monotonic: Number(mono[1]) } : { text });
+  }
+  return out;
+}
+
+/** srt/entrypoints/http_server.py (_wait_and_warmup): the line SGLang logs once its warm-up request answered. */
+export const READY_LINE = "The server is fired up and ready to roll!";
+
+/**
+ * Pure: where a start had got to by the host's own evidence, its journal, whatever the tool's
+ * last look saw (on a loaded machine a server can become ready, and die, between two looks).
+ * `polled` is the tool's phase from its last look; a phase later than it, read in the journal
+ * (SGLang's ready line, then uvicorn's "Uvicorn running on": the port open, then "Load weight
+ * begin"), replaces it. Phases the journal cannot show (a GPU wait, a port held by another
+ * process, other arguments, the generation check, the stability window) are kept.
+ */
+export function phaseFromEvidence(polled: string, lines: JournalLine[]): string {
+  const polledRank = /^(starting|waiting for GPUs)/.test(polled) ? 0 : /^loading weights/.test(polled) ? 1 : /^warming up/.test(polled) ? 2 : 3;
+  const lastIndex = (re: RegExp) => {
+    for (let i = lines.length - 1; i >= 0; i--) if (re.test(lines[i].text)) return i;
+    return -1;
+  };
+  const ready = lastIndex(/The server is fired up and ready to roll!/);
+  if (ready >= 0 && polledRank < 3) {
+    const at = lines[ready].monotonic;
+    const last = [...lines].reverse().find((l) => l.monotonic !== undefined)?.monotonic;
+    const after = at !== undefined && last !== undefined ? `${(last - at).toFixed(1)} s ` : "";
+    return `serving, ${after}after becoming ready (SGLang logged "${READY_LINE}"; the tool had not yet proved it)`;
+  }
+  if (lastIndex(/Uvicorn running on /) >= 0 && polledRank < 2) return "warming up (SGLang's port had opened: uvicorn's \"Uvicorn running on\")";
+  if (lastIndex(/Load weight begin/) >= 0 && polledRank < 1) return "loading weights (SGLang logged \"Load weight begin\")";
+  return polled;
+}
+
+/**
+ * Pure: the block of the first scheduler exception (from "Scheduler hit an exception" to the
+ * traceback's last line, the exception), or nothing. With tensor parallelism every rank prints
+ * its own traceback, then the main process its SIGQUIT line and NCCL its warnings: the first
+ * rank's exception is the cause, the rest its consequences.
+ */
+function firstSchedulerException(lines: string[]): string[] | undefined {
+  const start = lines.findIndex((l) => /Scheduler hit an exception/.test(l));
+  if (start < 0) return undefined;
+  const end = lines.findIndex((l, i) => i > start && /^[A-Za-z_.]*(Error|Exception): /.test(l));
+  return end < 0 ? undefined : lines.slice(start, end + 1);
+}
+
+/** What to do when the CUDA graph capture does not fit. */
+const GRAPH_ADVICE = "lower model.memFractionStatic or add --cuda-graph-max-bs with a smaller batch to model.extraArgs";
+
 /** The most telling line of a failed start, in words a user acts on. */
 export function failureCause(journal: string): string | undefined {
-  // Accept both `journalctl -o cat` and the default short format ("Nov 29 08:31:11 host python3[123]: ...").
-  const lines = journal.split("\n").map((l) => l.replace(/^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [^\s:]+(\[\d+\])?: /, "").trim()).filter(Boolean);
+  const all = journalLines(journal).map((l) => l.text);
+  // A scheduler's crash: its own traceback first (the TP ranks after it print theirs, NCCL its aborts).
+  const first = firstSchedulerException(all);
+  if (first) return causeOf(first) ?? first[first.length - 1];
+  return causeOf(all);
+}
+
+function causeOf(lines: string[]): string | undefined {
   const find = (re: RegExp) => {
     for (let i = lines.length - 1; i >= 0; i--) {
       const m = re.exec(lines[i]);
@@ -97,6 +170,10 @@ export function failureCause(journal: string): string | undefined {
   // the check is switched off; a warning followed by running out of memory names it first (the
   // cause is the GPUs another process holds, not the model's size); followed by anything else,
   // the later error is the cause.
+  // cuda_graph_runner.py: the capture needs memory beyond the weights and KV cache; its message
+  // wraps torch's own out-of-memory text ("GPU N has a total capacity"), so it is read first.
+  const graph = find(/Capture cuda graph failed: (.*)$/);
+  if (graph) return `CUDA graph capture failed (${graph[1].trim()}); ${GRAPH_ADVICE}`;
   const oom = find(/CUDA out of memory.*?GPU (\d+)/);
   const pool = find(/Not enough memory\. Please try to increase --mem-fraction-static\.?(.*)$/);
   const unbalanced = find(/memory capacity is unbalanced\. Some GPUs may be occupied by other processes\.?\s*(.*)$/);
@@ -105,9 +182,6 @@ export function failureCause(journal: string): string | undefined {
   if (unbalancedCause && pool) return `${unbalancedCause}, then no room left for the KV cache`;
   if (oom) return `CUDA out of memory on GPU ${oom[1]} (${oom.input.replace(/^.*?CUDA out of memory\.\s*/, "")})`;
   if (pool) return `out of GPU memory: no room left for the KV cache after the weights (SGLang: "Not enough memory. Please try to increase --mem-fraction-static"${pool[1].trim() ? `; ${pool[1].trim()}` : ""}); check nvidia-smi for other processes holding GPU memory, or raise model.memFractionStatic`;
-  // cuda_graph_runner.py: the capture needs memory beyond the weights and KV cache.
-  const graph = find(/Capture cuda graph failed: (.*)$/);
-  if (graph) return `CUDA graph capture failed (${graph[1].trim()}); lower model.memFractionStatic or add --cuda-graph-max-bs with a smaller batch to model.extraArgs`;
   if (unbalancedCause) return unbalancedCause;
   // spec_info.py: ValueError (v0.5.17 on); KeyError in older releases.
   const algorithm = find(/Unknown speculative algorithm name:? *'?([\w-]*)'?/);

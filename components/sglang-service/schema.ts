@@ -381,6 +381,31 @@ function plainSecrets(c: Partial<z.output<typeof deploymentShape>>, issue: Issue
   }
 }
 
+/** Python logging's levels above INFO, by the names SGLang's --log-level takes (it upper-cases them). */
+const QUIET_LOG_LEVELS = ["WARNING", "WARN", "ERROR", "CRITICAL", "FATAL"];
+
+/**
+ * A --log-level above info in model.extraArgs is refused: the lines the tool reads are SGLang's
+ * INFO lines (srt/managers/tokenizer_manager.py, the drain's "Remaining number of requests N";
+ * srt/entrypoints/http_server.py, "The server is fired up and ready to roll!"). Without them a
+ * drained server would count as cutting an unknown number of requests (drainPolicy "fail" then
+ * rolls back for nothing), and a failure's phase could not be read from the journal.
+ */
+function quietLogs(c: Partial<z.output<typeof deploymentShape>>, issue: Issue): void {
+  const model = typeof c.model === "object" && c.model !== null ? c.model : undefined;
+  const words = Array.isArray(model?.extraArgs) ? model.extraArgs : [];
+  words.forEach((word, i) => {
+    if (typeof word !== "string") return;
+    const level = word.startsWith("--log-level=") ? word.slice("--log-level=".length) : word === "--log-level" && typeof words[i + 1] === "string" ? (words[i + 1] as string) : undefined;
+    if (level === undefined || !QUIET_LOG_LEVELS.includes(level.toUpperCase())) return;
+    issue(
+      ["model", "extraArgs", i],
+      `model.extraArgs sets --log-level ${level}, which hides SGLang's INFO lines this tool reads: the drain's "Remaining number of requests N" (a drained server would count as cutting an unknown number of requests, and drainPolicy "fail" would roll back for nothing) and "The server is fired up and ready to roll!". ` +
+        "Leave --log-level out (info) or set info or debug; for fewer access-log lines use --log-level-http warning",
+    );
+  });
+}
+
 /**
  * Pure: the GPUs (nvidia-smi indices) a CUDA_VISIBLE_DEVICES value names, or a reason it names
  * none this tool can wait for. Only distinct indices: CUDA also takes GPU UUIDs and MIG names,
@@ -440,6 +465,7 @@ function fleetRules(c: Partial<z.output<typeof deploymentShape>>, issue: Issue):
 function crossFieldRules(c: Partial<z.output<typeof deploymentShape>>, ctx: z.RefinementCtx): void {
   const issue: Issue = (path, message) => ctx.addIssue({ code: "custom", path, message });
   plainSecrets(c, issue);
+  quietLogs(c, issue);
   gpuSelection(c, issue);
   fleetRules(c, issue);
   if (Array.isArray(c.nodes) && c.nodes.length > 0 && typeof c.model === "object" && c.model !== null && typeof c.model.tpSize === "number" && c.model.tpSize % (c.nodes.length + 1) !== 0) {

@@ -431,6 +431,7 @@ export function renderTransaction(x: TransactionInput): string {
       port: x.port,
       keep_gens: x.keepGenerations,
       gpu_busy_awk: { text: hostFile("gpu-busy.awk") },
+      drain_count_awk: { text: hostFile("drain-count.awk") },
     },
     files: ["lock.sh", "generations.sh", "transaction.sh"],
   });

@@ -128,12 +128,16 @@ end_rollout() {
   if [ "$s" = "$stack" ] && [ "$u" = "$unit" ]; then rm -f "$run/rollout" "$run/rollout.due" "$run/rollout.proved"; fi
 }
 
-# SGLang's drain lines (tokenizer_manager.py sigterm_watchdog, every 5 s while it drains):
+# SGLang's drain lines (tokenizer_manager.py sigterm_watchdog, every 5 s while it drains, one per
+# tokenizer worker), read by host/drain-count.awk:
 #   Gracefully exiting... Remaining number of requests 3. Remaining requests remaining_rids=[...].
-# drain_remaining: the last count in the journal text on stdin (nothing if none).
-drain_remaining() { grep -iE 'remaining number of requests [0-9]+' | tail -n 1 | sed -nE 's/.*[Rr]emaining number of requests ([0-9]+).*/\1/p'; }
-# drained_time: when the count first read 0, from `journalctl -o short-unix` text on stdin.
-drained_time() { grep -iE 'remaining number of requests 0([^0-9]|$)' | head -n 1 | cut -d' ' -f1; }
+# tokenizer_workers: the running server's --tokenizer-worker-num (its unit's ExecStart), else 1.
+tokenizer_workers() { local n; n=$(show ExecStart | sed -nE 's/.*--tokenizer-worker-num[= ]+([0-9]+).*/\1/p' | head -n 1); echo "${n:-1}"; }
+# drain_remaining WORKERS: the requests still in flight by the journal text on stdin, across every
+# worker (nothing while unknown).
+drain_remaining() { awk -v workers="$1" -v what=count "$drain_count_awk"; }
+# drained_time WORKERS: when every worker's count had read 0, from `journalctl -o short-unix` text on stdin.
+drained_time() { awk -v workers="$1" -v what=drained "$drain_count_awk"; }
 
 # Stops the server the way SGLang expects: SIGTERM is its drain (requests in flight finish;
 # then it SIGKILLs itself). Bounded by the drain deadline, after which it is killed.
@@ -145,8 +149,8 @@ drained_time() { grep -iE 'remaining number of requests 0([^0-9]|$)' | head -n 1
 stop_server() {
   drain_seconds=0 stop_seconds=0 killed=0 cut=0
   running || return 0
-  local pid inv t0 remaining="" last="" shown=0 line drained_at=""
-  pid=$(show MainPID) inv=$(show InvocationID) t0=$(now)
+  local pid inv t0 remaining="" last="" shown=0 line drained_at="" workers
+  pid=$(show MainPID) inv=$(show InvocationID) t0=$(now) workers=$(tokenizer_workers)
   if [ "$rank" != 0 ] && [ "$1" = drain ] && [ "$node0_idle" = 0 ]; then
     # A further node ends with node 0's old server (its collectives abort); wait for that
     # so node 0 can finish what is in flight, then stop it anyway. Past node 0's own drain
@@ -158,7 +162,7 @@ stop_server() {
   fi
   systemctl stop --no-block "$unit"
   while running || { [ "$pid" -gt 0 ] && kill -0 "$pid" 2>/dev/null; }; do
-    line=$(journalctl -u "$unit" "_SYSTEMD_INVOCATION_ID=$inv" --since "@${t0%.*}" -o cat --no-pager 2>/dev/null | drain_remaining)
+    line=$(journalctl -u "$unit" "_SYSTEMD_INVOCATION_ID=$inv" --since "@${t0%.*}" -o cat --no-pager 2>/dev/null | drain_remaining "$workers")
     [ -n "$line" ] && remaining=$line
     if [ "$killed" = 0 ] && [ "$remaining" != 0 ] && past "$t0" "$drain_deadline"; then
       killed=1 cut=${remaining:-null}
@@ -209,7 +213,7 @@ stop_server() {
   fi
   local total
   total=$(since "$t0")
-  drained_at=$(journalctl -u "$unit" "_SYSTEMD_INVOCATION_ID=$inv" --since "@${t0%.*}" -o short-unix --no-pager 2>/dev/null | drained_time)
+  drained_at=$(journalctl -u "$unit" "_SYSTEMD_INVOCATION_ID=$inv" --since "@${t0%.*}" -o short-unix --no-pager 2>/dev/null | drained_time "$workers")
   if [ "$killed" = 0 ] && [ -n "$drained_at" ]; then
     drain_seconds=$(awk -v d="$drained_at" -v a="$t0" -v t="$total" 'BEGIN { x = d - a; if (x < 0) x = 0; if (x > t) x = t; printf "%.1f", x }')
   else

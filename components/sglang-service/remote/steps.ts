@@ -3,7 +3,7 @@
 // watching every node of a group and naming the node that failed first. The changes to
 // the host (drain, stop, install, start, rollback) are the staged transaction script's
 // (../script.ts). Every wait polls a condition against its own deadline.
-import { failureCause, listenerPids, parseCurlWithStatus, parseMainAge, parseSystemctlShow, publicServerArgs, redactSecrets, splitSections, unitState, UnitState } from "../parse";
+import { failureCause, journalLines, listenerPids, parseCurlWithStatus, parseMainAge, parseSystemctlShow, phaseFromEvidence, publicServerArgs, redactSecrets, splitSections, unitState, UnitState } from "../parse";
 import { Ssh } from "./ssh";
 import { bashCommand, renderHostScript } from "../hostScript";
 import { progress } from "./progress";
@@ -232,11 +232,13 @@ const BAD_GENERATIONS = 3;
 
 async function unitFailure(ssh: Ssh, r: Target, state: LiveUnit, phase: string, seconds: number): Promise<Error> {
   const unit = `${r.unitName}.service`;
-  const journal = (await ssh.run(bashCommand(renderHostScript({ about: [`dflash-sglang: the last journal lines of ${unit}.`], set: "-u", values: { service: unit, invocation: state.invocationId }, files: ["unit-journal.sh"] })))).stdout;
+  const journal = (await ssh.run(bashCommand(renderHostScript({ about: [`dflash-sglang: the journal of ${unit}'s failed run.`], set: "-u", values: { service: unit, invocation: state.invocationId }, files: ["unit-journal.sh"] })))).stdout;
+  const lines = journalLines(journal);
   // SGLang logs its arguments, API key included, at start-up: mask before showing.
   const cause = redactSecrets(failureCause(journal) ?? `exit status ${state.execMainStatus}`);
-  const tail = redactSecrets(journal.trim()).split("\n").slice(-12).map((l) => `    ${l}`).join("\n");
-  return new Error(`sglang ${r.label} on ${ssh.conn.host} failed while ${phase} after ${seconds} s: ${cause} (unit ${state.activeState}/${state.subState}).\n  Last journal lines:\n${tail}\n  See all with: journalctl -u ${unit} -n 200`);
+  const tail = redactSecrets(lines.slice(-12).map((l) => `    ${l.text}`).join("\n"));
+  // Where the start had got to: the host's journal, not only the tool's last look.
+  return new Error(`sglang ${r.label} on ${ssh.conn.host} failed while ${phaseFromEvidence(phase, lines)} after ${seconds} s: ${cause} (unit ${state.activeState}/${state.subState}).\n  Last journal lines:\n${tail}\n  See all with: journalctl -u ${unit} -n 200`);
 }
 
 /**

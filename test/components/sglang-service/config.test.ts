@@ -7,7 +7,7 @@ import * as assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { emptySecrets, hostFixCommands, secretsOutsideSecretSettings, unknownSettings } from "../../../components/sglang-service/config";
+import { emptySecrets, hostFixCommands, optionLikeSecrets, secretsOutsideSecretSettings, unknownSettings } from "../../../components/sglang-service/config";
 import { parseDeployment } from "../../../components/sglang-service/schema";
 import { mergedConfig, projectConfig, readRepoStackConfig, simWorkspace } from "../../../lib/workspace";
 
@@ -128,4 +128,14 @@ test("a secret setting set to nothing is refused (a missing openssl in `config s
     "  - dflash-sglang:apiKey: is set but empty; set it to a value (e.g. `npx pulumi config set --secret apiKey`, which prompts for it) or remove it (`npx pulumi config rm apiKey`)",
   ]);
   assert.deepEqual(emptySecrets({ "dflash-sglang:apiKey": "k" }), []);
+});
+
+// Issue 59: SGLang merges its --config file into argv as `--api-key VALUE`
+// (srt/server_args_config_parser.py), and argparse reads a word starting with "-" as an option.
+test("an API key that starts with \"-\" is refused before anything reaches a host, naming the fix; argparse's own exceptions pass", () => {
+  assert.deepEqual(optionLikeSecrets({ "dflash-sglang:apiKey": "-abc", "dflash-sglang:hfToken": "-hf" }), [
+    '  - dflash-sglang:apiKey: starts with "-", which SGLang\'s argument parser takes for an option (SGLang would refuse to start: "argument --api-key: expected one argument"); set a key that does not, e.g. `npx pulumi config set --secret apiKey "$(openssl rand -hex 32)"`',
+  ]);
+  for (const key of ["abc-", "k", "-123", "-1.5", "- a b"]) assert.deepEqual(optionLikeSecrets({ "dflash-sglang:apiKey": key }), [], key);
+  assert.deepEqual(optionLikeSecrets({}), []);
 });

@@ -4,10 +4,12 @@ import * as assert from "node:assert/strict";
 import { SGLANG_LINES, startupArgsLine } from "../../../simhost/sim/sglang/lines";
 import {
   failureCause,
+  journalLines,
   listenerPids,
   parseCurlWithStatus,
   parseMainAge,
   parseSystemctlShow,
+  phaseFromEvidence,
   publicServerArgs,
   redactSecrets,
   splitSections,
@@ -282,4 +284,67 @@ test("failure cause: an unbalanced warning followed by an OOM names the imbalanc
   // A warning followed by another error: the later error is the cause, not the warning.
   const graph = failureCause([journal.split("\n")[0], "Exception: Capture cuda graph failed: out of resources"].join("\n")) ?? "";
   assert.match(graph, /^CUDA graph capture failed \(out of resources\)/);
+});
+
+// Issue 59: what real SGLang prints, read in its source.
+
+// srt/model_executor/cuda_graph_runner.py wraps torch's own OOM text, "GPU N has a total capacity".
+test("failure cause: a CUDA graph capture that ran out of memory is named as the graph's, not as a plain OOM", () => {
+  const journal = `[2026-12-06 10:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):
+  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/model_executor/cuda_graph_runner.py", line 380, in __init__
+Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 95.59 GiB of which 1.20 GiB is free.
+Possible solutions:
+1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)`;
+  assert.match(failureCause(journal) ?? "", /^CUDA graph capture failed \(CUDA out of memory\. Tried to allocate 2\.00 GiB\. GPU 0 has a total capacity .*\); lower model\.memFractionStatic or add --cuda-graph-max-bs/);
+});
+
+/** A scheduler's traceback of `frames` frames ending in `error`, as rank `rank` prints it. */
+const rankTraceback = (rank: number, frames: number, error: string) => [
+  `[2026-12-06 10:00:0${rank} TP${rank}] Scheduler hit an exception: Traceback (most recent call last):`,
+  ...Array.from({ length: frames }, (_, i) => [`  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/managers/f${i}.py", line ${100 + i}, in f${i}`, `    f${i + 1}()`]).flat(),
+  error,
+];
+
+// With TP 8 the failing rank prints its traceback, then every other rank its own (their
+// collectives abort), then the main process its SIGQUIT line and NCCL its warnings: the cause is
+// more than 40 lines before the end, and the last exception is a consequence.
+test("failure cause: with TP 8, the first rank's exception, not the NCCL aborts after it", () => {
+  const lines = [
+    ...rankTraceback(3, 12, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB. GPU 3 has a total capacity of 95.59 GiB of which 2.00 GiB is free."),
+    ...[0, 1, 2, 4, 5, 6, 7].flatMap((r) => rankTraceback(r, 12, "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:268, remote process exited or there was a network error, NCCL version 2.21.5")),
+    "[2026-12-06 10:00:09] SIGQUIT received. signum=None, frame=None. It usually means one child failed.",
+    ...[0, 1, 2].map((r) => `[rank${r}]:[W1206 10:00:09.123456 ProcessGroupNCCL.cpp:1250] Warning: WARNING: process group has NOT been destroyed before we destruct ProcessGroupNCCL.`),
+  ];
+  assert.ok(lines.length - lines.findIndex((l) => l.startsWith("torch.OutOfMemoryError")) > 40);
+  assert.match(failureCause(lines.join("\n")) ?? "", /^CUDA out of memory on GPU 3 \(Tried to allocate 8\.00 GiB/);
+  // Not a known kind: the first rank's exception line itself.
+  const other = [...rankTraceback(0, 3, "RuntimeError: CUDA error: an illegal memory access was encountered"), ...rankTraceback(1, 3, "torch.distributed.DistBackendError: NCCL error in: x")];
+  assert.equal(failureCause(other.join("\n")), "RuntimeError: CUDA error: an illegal memory access was encountered");
+});
+
+test("journal lines: `-o short-monotonic` keeps the host's monotonic time, other forms none", () => {
+  assert.deepEqual(journalLines("[  812.345678] gpu-host-1 sglang-k26[4121]: [2026-12-06 10:00:00] The server is fired up and ready to roll!\n\nplain line"), [
+    { text: "[2026-12-06 10:00:00] The server is fired up and ready to roll!", monotonic: 812.345678 },
+    { text: "plain line" },
+  ]);
+});
+
+// A crash 5 s after SGLang's own ready line, on a machine too loaded for the tool to have seen
+// it ready: the phase comes from the journal, not from the tool's last look.
+test("a failure's phase: from the host's journal when it shows a later phase than the tool's last look", () => {
+  const journal = journalLines(
+    [
+      "[  100.000000] h sglang[1]: [2026-12-06 10:00:00 TP0] Load weight begin. avail mem=95.59 GB",
+      "[  130.000000] h sglang[1]: INFO:     Uvicorn running on http://127.0.0.1:30000 (Press CTRL+C to quit)",
+      "[  131.500000] h sglang[1]: [2026-12-06 10:00:31] The server is fired up and ready to roll!",
+      "[  136.600000] h sglang[1]: [2026-12-06 10:00:36 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+    ].join("\n"),
+  );
+  assert.equal(phaseFromEvidence("loading weights (port not open yet)", journal), 'serving, 5.1 s after becoming ready (SGLang logged "The server is fired up and ready to roll!"; the tool had not yet proved it)');
+  assert.equal(phaseFromEvidence("starting (activating/start)", journal.slice(0, 2)), "warming up (SGLang's port had opened: uvicorn's \"Uvicorn running on\")");
+  assert.equal(phaseFromEvidence("starting (activating/start)", journal.slice(0, 1)), 'loading weights (SGLang logged "Load weight begin")');
+  // What the journal cannot show, or the tool already saw, stays.
+  assert.equal(phaseFromEvidence("the first 10 s after becoming ready", journal), "the first 10 s after becoming ready");
+  assert.equal(phaseFromEvidence("waiting for GPUs to be free (ExecStartPre)", []), "waiting for GPUs to be free (ExecStartPre)");
+  assert.equal(phaseFromEvidence("serving, but with other arguments: tp_size=4 (want 8)", journal), "serving, but with other arguments: tp_size=4 (want 8)");
 });

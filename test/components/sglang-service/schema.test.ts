@@ -388,6 +388,18 @@ test("a secret in model.extraArgs or service.environment is refused, naming the 
   ]);
 });
 
+// Issue 59: SGLang's drain counts and its ready line are logger.info (srt/managers/
+// tokenizer_manager.py, srt/entrypoints/http_server.py): a level above info hides what the tool reads.
+test("a --log-level above info in model.extraArgs is refused, saying what it would hide; info and debug pass", () => {
+  const raw = validRaw();
+  for (const words of [["--log-level", "warning"], ["--log-level=ERROR"], ["--log-level", "Critical"]]) {
+    const lines = problemLines({ ...raw, model: { ...raw.model, extraArgs: ["--cuda-graph-max-bs", "8", ...words] } });
+    assert.equal(lines.length, 1, lines.join("\n"));
+    assert.match(lines[0], /^ {2}- dflash-sglang:model\.extraArgs\.2: model\.extraArgs sets --log-level \w+, which hides SGLang's INFO lines this tool reads: the drain's "Remaining number of requests N" .*Leave --log-level out \(info\) or set info or debug/);
+  }
+  for (const words of [["--log-level", "info"], ["--log-level=debug"], ["--log-level-http", "warning"]]) parseDeployment({ ...raw, model: { ...raw.model, extraArgs: words } }, STACK);
+});
+
 // Issue 26, item 4: setting only host.address per stack dropped Pulumi.yaml's whole host
 // ("host.hostKey is required") without saying why.
 test("a key Pulumi.yaml sets but the stack's own section lacks: the message says the section replaced the project's whole", () => {

@@ -187,13 +187,13 @@ test("drain progress from SGLang's own lines: the last remaining count, and when
     "1764405011.250000 gpu python3[41]: [2026-11-29 08:30:11] Gracefully exiting... Remaining number of requests 0. Remaining requests remaining_rids=[].",
   ].join("\n");
   const run = (fn: string, text: string) => inBash(transaction, fn, {}, `${text}\n`).stdout.trim();
-  assert.equal(run("drain_remaining", journal), "0");
-  assert.equal(run("drain_remaining", journal.split("\n")[0]), "3");
-  assert.equal(run("drain_remaining", "Gracefully exiting... remaining number of requests 2"), "2", "older wording");
-  assert.equal(run("drain_remaining", "nothing about a drain"), "");
-  assert.equal(run("drained_time", journal), "1764405006.250000");
-  assert.equal(run("drained_time", journal.split("\n")[0]), "");
-  assert.equal(run("drained_time", "1.0 h p[1]: Gracefully exiting... Remaining number of requests 10. x"), "", "10 is not 0");
+  assert.equal(run("drain_remaining 1", journal), "0");
+  assert.equal(run("drain_remaining 1", journal.split("\n")[0]), "3");
+  assert.equal(run("drain_remaining 1", "Gracefully exiting... remaining number of requests 2"), "2", "older wording");
+  assert.equal(run("drain_remaining 1", "nothing about a drain"), "");
+  assert.equal(run("drained_time 1", journal), "1764405006.250000");
+  assert.equal(run("drained_time 1", journal.split("\n")[0]), "");
+  assert.equal(run("drained_time 1", "1.0 h p[1]: Gracefully exiting... Remaining number of requests 10. x"), "", "10 is not 0");
 });
 
 test("requests in flight are counted in words", () => {

@@ -58,6 +58,48 @@ BEGIN { n = split(gpus, g, ","); for (i = 1; i <= n; i++) want[g[i]] = 1 }
 ($1 in want) { seen[$1] = 1; if ($2 !~ /^[0-9]+$/ || $2 + 0 > max + 0) { printf "%sGPU %s: %s MiB used", sep, $1, $2; sep = ", " } }
 END { for (i = 1; i <= n; i++) if (!(g[i] in seen)) { printf "%sGPU %s: not listed by nvidia-smi", sep, g[i]; sep = ", " } }
 DFLASH_EOF
+IFS= read -r -d '' drain_count_awk <<'DFLASH_EOF'
+# dflash-sglang: SGLang's drain counts, one reading for the transaction's stop (host/transaction.sh
+# stop_server). Input: the old server's journal lines; each tokenizer worker's watchdog
+# (srt/managers/tokenizer_manager.py sigterm_watchdog) logs every 5 s
+#   Gracefully exiting... Remaining number of requests 3. Remaining requests remaining_rids=[...].
+# and stops after its line that says 0. Variables: workers (the server's --tokenizer-worker-num,
+# 1 when unset) and what: "count" prints the requests still in flight across every worker, or
+# nothing while that is unknown (a worker not heard from yet); "drained" prints the first field
+# (`journalctl -o short-unix`'s time) of the line at which every worker had said 0.
+# With several workers (srt/managers/multi_tokenizer_mixin.py) a request id starts with its
+# worker's id (`<pid>_...`), so a line with requests names its worker; a line that says 0 names
+# none: it is the last line of the worker not heard from the longest that still had requests
+# (each logs on its own 5 s beat), or of a worker that never had any.
+{
+  line = tolower($0)
+  if (!match(line, /remaining number of requests [0-9]+/)) next
+  n = substr(line, RSTART + 29, RLENGTH - 29) + 0
+  i++
+  last = n
+  if (workers <= 1) { if (n == 0 && drained == "") drained = $1; next }
+  if (n > 0) {
+    w = "?"
+    if (match($0, /remaining_rids=\[['"]?[0-9]+_/)) { w = substr($0, RSTART, RLENGTH); sub(/^remaining_rids=\[['"]?/, "", w); sub(/_$/, "", w) }
+    count[w] = n; pos[w] = i; live[w] = 1
+    next
+  }
+  best = ""
+  for (k in live) if (live[k] && pos[k] < i && (best == "" || pos[k] < pos[best])) best = k
+  if (best != "") { live[best] = 0; count[best] = 0 }
+  zeros++
+  if (zeros >= workers && drained == "") drained = $1
+}
+END {
+  if (i == 0) exit
+  if (what == "drained") { if (drained != "") print drained; exit }
+  if (workers <= 1) { print last; exit }
+  if (zeros >= workers) { print 0; exit }
+  s = 0
+  for (k in live) if (live[k]) s += count[k]
+  if (s > 0) print s
+}
+DFLASH_EOF
 
 # --- components/sglang-service/host/lock.sh ---
 # shellcheck shell=bash
@@ -427,12 +469,16 @@ end_rollout() {
   if [ "$s" = "$stack" ] && [ "$u" = "$unit" ]; then rm -f "$run/rollout" "$run/rollout.due" "$run/rollout.proved"; fi
 }
 
-# SGLang's drain lines (tokenizer_manager.py sigterm_watchdog, every 5 s while it drains):
+# SGLang's drain lines (tokenizer_manager.py sigterm_watchdog, every 5 s while it drains, one per
+# tokenizer worker), read by host/drain-count.awk:
 #   Gracefully exiting... Remaining number of requests 3. Remaining requests remaining_rids=[...].
-# drain_remaining: the last count in the journal text on stdin (nothing if none).
-drain_remaining() { grep -iE 'remaining number of requests [0-9]+' | tail -n 1 | sed -nE 's/.*[Rr]emaining number of requests ([0-9]+).*/\1/p'; }
-# drained_time: when the count first read 0, from `journalctl -o short-unix` text on stdin.
-drained_time() { grep -iE 'remaining number of requests 0([^0-9]|$)' | head -n 1 | cut -d' ' -f1; }
+# tokenizer_workers: the running server's --tokenizer-worker-num (its unit's ExecStart), else 1.
+tokenizer_workers() { local n; n=$(show ExecStart | sed -nE 's/.*--tokenizer-worker-num[= ]+([0-9]+).*/\1/p' | head -n 1); echo "${n:-1}"; }
+# drain_remaining WORKERS: the requests still in flight by the journal text on stdin, across every
+# worker (nothing while unknown).
+drain_remaining() { awk -v workers="$1" -v what=count "$drain_count_awk"; }
+# drained_time WORKERS: when every worker's count had read 0, from `journalctl -o short-unix` text on stdin.
+drained_time() { awk -v workers="$1" -v what=drained "$drain_count_awk"; }
 
 # Stops the server the way SGLang expects: SIGTERM is its drain (requests in flight finish;
 # then it SIGKILLs itself). Bounded by the drain deadline, after which it is killed.
@@ -444,8 +490,8 @@ drained_time() { grep -iE 'remaining number of requests 0([^0-9]|$)' | head -n 1
 stop_server() {
   drain_seconds=0 stop_seconds=0 killed=0 cut=0
   running || return 0
-  local pid inv t0 remaining="" last="" shown=0 line drained_at=""
-  pid=$(show MainPID) inv=$(show InvocationID) t0=$(now)
+  local pid inv t0 remaining="" last="" shown=0 line drained_at="" workers
+  pid=$(show MainPID) inv=$(show InvocationID) t0=$(now) workers=$(tokenizer_workers)
   if [ "$rank" != 0 ] && [ "$1" = drain ] && [ "$node0_idle" = 0 ]; then
     # A further node ends with node 0's old server (its collectives abort); wait for that
     # so node 0 can finish what is in flight, then stop it anyway. Past node 0's own drain
@@ -457,7 +503,7 @@ stop_server() {
   fi
   systemctl stop --no-block "$unit"
   while running || { [ "$pid" -gt 0 ] && kill -0 "$pid" 2>/dev/null; }; do
-    line=$(journalctl -u "$unit" "_SYSTEMD_INVOCATION_ID=$inv" --since "@${t0%.*}" -o cat --no-pager 2>/dev/null | drain_remaining)
+    line=$(journalctl -u "$unit" "_SYSTEMD_INVOCATION_ID=$inv" --since "@${t0%.*}" -o cat --no-pager 2>/dev/null | drain_remaining "$workers")
     [ -n "$line" ] && remaining=$line
     if [ "$killed" = 0 ] && [ "$remaining" != 0 ] && past "$t0" "$drain_deadline"; then
       killed=1 cut=${remaining:-null}
@@ -508,7 +554,7 @@ stop_server() {
   fi
   local total
   total=$(since "$t0")
-  drained_at=$(journalctl -u "$unit" "_SYSTEMD_INVOCATION_ID=$inv" --since "@${t0%.*}" -o short-unix --no-pager 2>/dev/null | drained_time)
+  drained_at=$(journalctl -u "$unit" "_SYSTEMD_INVOCATION_ID=$inv" --since "@${t0%.*}" -o short-unix --no-pager 2>/dev/null | drained_time "$workers")
   if [ "$killed" = 0 ] && [ -n "$drained_at" ]; then
     drain_seconds=$(awk -v d="$drained_at" -v a="$t0" -v t="$total" 'BEGIN { x = d - a; if (x < 0) x = 0; if (x > t) x = t; printf "%.1f", x }')
   else

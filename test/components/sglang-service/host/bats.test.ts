@@ -29,6 +29,7 @@ const MUTANTS: [string, string, string][] = [
   ["a kill at the drain deadline cuts nothing", 'killed=1 cut=${remaining:-null}\n      say "the drain did not end', 'killed=1 cut=0\n      say "the drain did not end'],
   ["a peer's abort is not counted", '[ "$killed" = 0 ] && [ "$group_size" -gt 1 ]', '[ "$killed" = 0 ] && [ "$group_size" -gt 9 ]'],
   ["a forced exit is not counted", 'forced=$(journalctl', 'forced=$(true'],
+  ["one tokenizer worker's count is read as every worker's", "workers=$(tokenizer_workers)", "workers=1"],
   ["the rollback installs the failed unit", 'install_start "$good" || {', 'install_start "$stage/unit.service" || {'],
   ["the rollback chooses the newest generation, not the known-good", "if ! good=$(gen_dir known-good); then", "if ! good=$(gen_dir current); then"],
   ["the rollback keeps the failed configuration's secrets", 'install_gen_secrets "$good" || {', "true || {"],

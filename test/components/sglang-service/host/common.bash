@@ -22,6 +22,7 @@ transaction_values() {
   recover_s=60 keeper_beat=1 keeper_grace=5 handover_s=5 barrier_s=1 start_wait_s=5
   port=30000 keep_gens=3
   gpu_busy_awk=$(cat "$HOST_DIR/gpu-busy.awk")
+  drain_count_awk=$(cat "$HOST_DIR/drain-count.awk")
   mkdir -p "$state" "$stage" "$secrets_dir" "${live%/*}" "$run" "$BATS_TEST_TMPDIR/bin"
   PATH=$BATS_TEST_TMPDIR/bin:$PATH
 }
@@ -84,6 +85,7 @@ fake_systemctl() {
     "show MainPID") echo 0 ;;
     "show InvocationID") echo inv1 ;;
     "show Result") cat "$f/result" ;;
+    "show ExecStart") cat "$f/execstart" 2>/dev/null ;;
     *)
       case "$*" in
         kill*|"stop $unit") echo inactive > "$f/states" ;;

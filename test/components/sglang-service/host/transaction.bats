@@ -27,6 +27,20 @@ setup() {
   grep -qx "kill --signal=SIGKILL u.service" "$BATS_TEST_TMPDIR/fake/calls"
 }
 
+# --tokenizer-worker-num 2 (srt/managers/multi_tokenizer_mixin.py): each worker drains and counts
+# its own requests (ids prefixed by its pid); the last line can be a worker that is done.
+@test "drain: two tokenizer workers, one done (0) while the other still has 2: killed at the deadline, 2 cut" {
+  mkdir -p "$BATS_TEST_TMPDIR/fake"
+  echo "{ path=/usr/bin/python3 ; argv[]=/usr/bin/python3 -m sglang.launch_server --tokenizer-worker-num 2 --port 30000 ; }" > "$BATS_TEST_TMPDIR/fake/execstart"
+  drain active "Gracefully exiting... Remaining number of requests 3. Remaining requests remaining_rids=['101_a', '101_b', '101_c']." \
+    "Gracefully exiting... Remaining number of requests 1. Remaining requests remaining_rids=['102_a']." \
+    "Gracefully exiting... Remaining number of requests 2. Remaining requests remaining_rids=['101_a', '101_b']." \
+    "Gracefully exiting... Remaining number of requests 0. Remaining requests remaining_rids=[]."
+  [ "$killed" = 1 ]
+  [ "$cut" = 2 ]
+  [[ "$drained" == *"cutting 2 requests still in flight"* ]]
+}
+
 @test "drain: a server that logged no count and outlived its deadline is cut by an unknown number (null)" {
   drain active
   [ "$killed" = 1 ]
