@@ -4,7 +4,7 @@
 // exit -> first FAILED line), time to recover (FAILED line -> old config serving again,
 // i.e. `up` returned), requests lost, and notes. Writes bench/results/faults.{json,md}.
 // Run: npx tsx bench/faults.ts [--line release|main|both] (both by default: every row against
-// the last release of SGLang and against main, simhost/sim/sglang/lines.ts).
+// the newest release of SGLang, v0.5.21, and against main, simhost/sim/sglang/lines.ts).
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { execFileSync } from "node:child_process";
@@ -21,7 +21,7 @@ import { sudoersFor } from "../components/sglang-service/become";
 const { options } = parseCommandOrExit("npx tsx bench/faults.ts", {
   summary: "The fault table: each fault injected into the new configuration of a reconfiguration on a simulated host,\nwith requests in flight; outcome, time to detect, time to recover, requests lost. Writes bench/results/faults.{json,md}.",
   options: {
-    line: option({ type: oneOf(["release", "main", "both"] as const), placeholder: "LINE", description: "the SGLang the hosts run: its last release, main, or every row against each", default: "both" }),
+    line: option({ type: oneOf(["release", "main", "both"] as const), placeholder: "LINE", description: "the SGLang the hosts run: its newest release (v0.5.21), main, or every row against each", default: "both" }),
     sudo: option({
       type: oneOf(["release", "main", "both", "none"] as const),
       placeholder: "LINE",
@@ -83,6 +83,8 @@ interface Scenario {
   group?: boolean;
   /** `destroy` instead of `up`. */
   destroy?: boolean;
+  /** After a failed `up`, what undoes the row's own change besides its faults (e.g. a secret it set), before the same change is applied again. */
+  fix?: (c: Context) => Promise<void>;
   /** The outcome column, where the usual "new config serving / old config restored" does not say it. */
   judge?: (c: Context, r: { error: string; output: string }) => Promise<string>;
 }
@@ -144,6 +146,33 @@ const SCENARIOS: Scenario[] = [
   { name: "old server notices SIGTERM 5 s late", faults: { ignoreSigtermSeconds: 5 }, scoped: false },
   { name: "stale old server answers 4 s after its drain", faults: { staleSeconds: 4 }, scoped: false },
   { name: "flag unknown to the host's SGLang", faults: {}, scoped: false, extraArgs: ["--speculative-dflash-enable-ddtree"] },
+  // Issue 59: what real SGLang does that the tool must meet before anything stops.
+  {
+    name: 'API key changed to one starting with "-" (SGLang\'s argparse: "--api-key: expected one argument")',
+    faults: {},
+    scoped: false,
+    change: async (c) => {
+      c.ws.setStackConfig(STACK, "speculative", readRepoStackConfig(NEW)["dflash-sglang:speculative"]);
+      await (await c.ws.stack(STACK)).setConfig("dflash-sglang:apiKey", { value: `-k${process.pid}`, secret: true });
+    },
+    fix: async (c) => void (await (await c.ws.stack(STACK)).removeConfig("dflash-sglang:apiKey")),
+    judge: async (c, r) => (/apiKey: starts with "-"/.test(r.error) && (await servingBudget(c)) === 8 ? "clear failure before any change (old config budget 8 untouched)" : `UNEXPECTED: ${r.error.split("\n")[0] || "up succeeded"}`),
+  },
+  {
+    name: "--log-level warning in model.extraArgs (it would hide SGLang's drain counts)",
+    faults: {},
+    scoped: false,
+    extraArgs: ["--log-level", "warning"],
+    judge: async (c, r) => (/hides SGLang's INFO lines this tool reads/.test(r.error) && (await servingBudget(c)) === 8 ? "clear failure before any change (old config budget 8 untouched)" : `UNEXPECTED: ${r.error.split("\n")[0] || "up succeeded"}`),
+  },
+  {
+    // Each worker drains and counts its own requests (srt/managers/multi_tokenizer_mixin.py).
+    name: "two tokenizer workers (--tokenizer-worker-num 2), requests in flight on both",
+    faults: {},
+    scoped: false,
+    inFlight: { streams: 4, tokens: 600 },
+    setup: async (c) => c.ws.setStackConfig(STACK, "model", { ...(c.ws.stackConfig(STACK)["dflash-sglang:model"] as object), extraArgs: ["--tokenizer-worker-num", "2"] }),
+  },
   { name: "bad flag value (invalid choice)", faults: {}, scoped: false, extraArgs: ["--quantization", "fp3"] },
   {
     name: "60 s streaming generation in flight when up starts",
@@ -502,7 +531,7 @@ async function runLine(owned: OwnedHosts, line: SglangLine): Promise<Record<stri
       if (flight.streams === 1 && flight.tokens > 5000) ctx.notes.push(`the stream ran ${streams[0].seconds.toFixed(0)} s and ended with [DONE]: ${streams[0].ok}`);
       if (timings.drainSeconds !== undefined) ctx.notes.push(`drain ${timings.drainSeconds} s + exit ${timings.stopSeconds} s`);
       const info = JSON.parse((await sh(`curl -s http://${host.address}:${host.sglangPort}/server_info${sc.apiKey ? ` -H 'Authorization: Bearer ${sc.apiKey}'` : ""}`)) || "{}");
-      const exitLine = await sh(`journalctl -u ${UNIT}.service -o short-unix --no-pager | grep -E 'Main process exited, code=exited, status=1' | tail -n 1`);
+      const exitLine = await sh(`journalctl -u ${UNIT}.service -o short-unix --no-pager | grep -E 'Main process exited, code=exited, status=1|SIGQUIT received' | tail -n 1`);
       const exitedAt = exitLine ? Math.round(Number(exitLine.split(" ")[0]) * 1000) : 0;
       const serving = info.speculative_ddtree_budget;
       const outcome = sc.judge ? await sc.judge(ctx, { error, output }) : !error && serving === NEW_BUDGET ? "new config serving" : error && /Rolled back: .* is back and serving/.test(error) ? `old config restored (budget ${serving})` : error && /Preflight failed/.test(error) ? `clear failure before any change (old config budget ${serving} untouched)` : `UNEXPECTED: ${error.split("\n")[0]}`;
@@ -513,6 +542,7 @@ async function runLine(owned: OwnedHosts, line: SglangLine): Promise<Record<stri
       // `up` must converge on the new configuration by itself.
       let thenFixed = "-";
       if (error) {
+        await sc.fix?.(ctx);
         hosts.fault(HOST, "{}");
         hosts.fault(NODE1, "{}");
         ws.setStackConfig(STACK, "model", sc.group ? { ...model, tpSize: 16 } : model);
@@ -542,7 +572,8 @@ async function main(owned: OwnedHosts): Promise<void> {
   setUp({ hosts: true });
   // The lines at once, each on its own hosts and workspace (they share the machine's cores).
   const rows = (await Promise.all(LINES_RUN.map((line) => runLine(owned, line)))).flat();
-  const out = { command: `npx tsx bench/faults.ts --line ${options.line} --sudo ${options.sudo}${options.only === undefined ? "" : ` --only ${JSON.stringify(options.only)}`}`, date: new Date().toISOString(), machine: "2 cores, 24 GB", loadSeconds: 3, rows };
+  const commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: REPO_ROOT, encoding: "utf8" }).trim() + (execFileSync("git", ["status", "--porcelain", "--untracked-files=no"], { cwd: REPO_ROOT, encoding: "utf8" }).trim() ? " (with changes not committed)" : "");
+  const out = { commit, command: `npx tsx bench/faults.ts --line ${options.line} --sudo ${options.sudo}${options.only === undefined ? "" : ` --only ${JSON.stringify(options.only)}`}`, date: new Date().toISOString(), machine: "2 cores, 24 GB", loadSeconds: 3, rows };
   const dir = path.join(REPO_ROOT, "bench/results");
   fs.mkdirSync(dir, { recursive: true });
   const name = options.only === undefined ? "faults" : `faults-only-${options.only.replace(/[^A-Za-z0-9]+/g, "-").replace(/^-|-$/g, "").slice(0, 40)}`;
@@ -552,11 +583,14 @@ async function main(owned: OwnedHosts): Promise<void> {
     "",
     `Command: \`${out.command}\` (${out.date}, ${out.machine}).`,
     "",
-    `One simulated host (load ${out.loadSeconds} s) whose SGLang behaves like the real one: SIGTERM is a drain that`,
-    "ends in a self-SIGKILL (checked every 5 s), gauges are stale, /get_server_info is deprecated, errors are `sglang serve`'s.",
+    `Tool at commit ${out.commit}. One simulated host (load ${out.loadSeconds} s) whose SGLang behaves like the real one: SIGTERM is a drain`,
+    "(checked every 5 s) that ends with exit 0 through uvicorn (v0.5.20 on), a scheduler's crash ends with SGLang's SIGQUIT and",
+    "its own SIGKILL after every rank's traceback (the model runs on 8 GPUs, TP 8), gauges are stale, /get_server_info is",
+    "deprecated, errors are `sglang serve`'s.",
     `Each row reconfigures ${GOOD} -> ${NEW} with the fault injected (into the new configuration only where it says so,`,
     "so the old one can come back), with requests in flight when `pulumi up` starts (3 streams of 600 tokens unless the",
-    "row says otherwise). Detect = the server process's exit (systemd's journal line) -> the first FAILED line of `up`;",
+    "row says otherwise). Detect = the server process's exit (systemd's journal line; for a crash, SGLang's SIGQUIT line, just",
+    "before it SIGKILLs itself) -> the first FAILED line of `up`;",
     "recover = that line -> `up` returned with the previous configuration serving again. Then, fixed = after a failed",
     "`up`, the fault removed and the same change applied by the next `up` (no other step). The last twelve rows (issue 12's",
     "scenarios, then issue 18's sequences of two ordinary things at once) apply the change they name instead (a key rotation,",
@@ -565,9 +599,9 @@ async function main(owned: OwnedHosts): Promise<void> {
     "lacks, sessions dropped mid-rollback, a two-node group whose node 1 frees its GPUs late (node 1: a second simulated",
     "host), SSH unreachable while weights load, a destroy) and say their outcome in words where the usual columns do not.",
     "",
-    "The SGLang column says which the host ran: its last release, v0.5.19, or main (simhost/sim/sglang/lines.ts and the",
-    "the fidelity table (docs/design/simulated-hosts.md): both wait up to 15 s for their schedulers after the drain with HTTP frozen, both make",
-    "\"unbalanced\" fatal by default; they differ in the start-up line's form and in --config keys of aliased fields).",
+    "The SGLang column says which the host ran: its newest release, v0.5.21 (`release`), or main (simhost/sim/sglang/lines.ts",
+    "and the fidelity table, docs/design/simulated-hosts.md, which says how each was found and what was read where: both wait",
+    "up to 15 s for their schedulers after the drain with HTTP frozen, then exit 0; both make \"unbalanced\" fatal by default).",
     "The two ran at once, each on hosts of its own, sharing the machine's two cores: times are those of a busy machine.",
     "",
     "The login column says how the stack reached the hosts: as root, or (`--sudo`) as `deploy` on hosts where root may",

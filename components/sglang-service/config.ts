@@ -79,7 +79,7 @@ function secretConfigKeys(): string[] {
 }
 
 export interface StackSecrets {
-  /** `dflash-sglang:apiKey`: the server's --api-key; every probe sends it. */
+  /** `dflash-sglang:apiKey`: the server's --api-key; every probe sends it. Not empty, and not starting with "-" (SGLang's argument parser would take it for an option). */
   apiKey?: pulumi.Output<string>;
   /** `dflash-sglang:hfToken`: HF_TOKEN for the server. */
   hfToken?: pulumi.Output<string>;

@@ -147,6 +147,19 @@ function firstSchedulerException(lines: string[]): string[] | undefined {
 /** What to do when the CUDA graph capture does not fit. */
 const GRAPH_ADVICE = "lower model.memFractionStatic or add --cuda-graph-max-bs with a smaller batch to model.extraArgs";
 
+/**
+ * Pure: the journal's lines that hold the cause when they are not among its last `tail` lines:
+ * the first scheduler exception's first line and its last `keep` lines (with TP 8 the other
+ * ranks' tracebacks, SIGQUIT and NCCL lines follow it); nothing otherwise.
+ */
+export function causeExcerpt(lines: string[], tail: number, keep = 3): string[] {
+  const first = firstSchedulerException(lines);
+  if (!first) return [];
+  const end = lines.indexOf(first[first.length - 1], lines.indexOf(first[0]));
+  if (end >= lines.length - tail) return [];
+  return first.length <= keep + 1 ? first : [first[0], "...", ...first.slice(-keep)];
+}
+
 /** The most telling line of a failed start, in words a user acts on. */
 export function failureCause(journal: string): string | undefined {
   const all = journalLines(journal).map((l) => l.text);

@@ -3,7 +3,7 @@
 // watching every node of a group and naming the node that failed first. The changes to
 // the host (drain, stop, install, start, rollback) are the staged transaction script's
 // (../script.ts). Every wait polls a condition against its own deadline.
-import { failureCause, journalLines, listenerPids, parseCurlWithStatus, parseMainAge, parseSystemctlShow, phaseFromEvidence, publicServerArgs, redactSecrets, splitSections, unitState, UnitState } from "../parse";
+import { causeExcerpt, failureCause, journalLines, listenerPids, parseCurlWithStatus, parseMainAge, parseSystemctlShow, phaseFromEvidence, publicServerArgs, redactSecrets, splitSections, unitState, UnitState } from "../parse";
 import { Ssh } from "./ssh";
 import { bashCommand, renderHostScript } from "../hostScript";
 import { progress } from "./progress";
@@ -237,8 +237,11 @@ async function unitFailure(ssh: Ssh, r: Target, state: LiveUnit, phase: string, 
   // SGLang logs its arguments, API key included, at start-up: mask before showing.
   const cause = redactSecrets(failureCause(journal) ?? `exit status ${state.execMainStatus}`);
   const tail = redactSecrets(lines.slice(-12).map((l) => `    ${l.text}`).join("\n"));
+  // The first rank's exception, where the other ranks' lines pushed it out of the tail.
+  const first = causeExcerpt(lines.map((l) => l.text), 12);
+  const firstWords = first.length ? `\n  The first exception in the journal:\n${redactSecrets(first.map((l) => `    ${l}`).join("\n"))}` : "";
   // Where the start had got to: the host's journal, not only the tool's last look.
-  return new Error(`sglang ${r.label} on ${ssh.conn.host} failed while ${phaseFromEvidence(phase, lines)} after ${seconds} s: ${cause} (unit ${state.activeState}/${state.subState}).\n  Last journal lines:\n${tail}\n  See all with: journalctl -u ${unit} -n 200`);
+  return new Error(`sglang ${r.label} on ${ssh.conn.host} failed while ${phaseFromEvidence(phase, lines)} after ${seconds} s: ${cause} (unit ${state.activeState}/${state.subState}).${firstWords}\n  Last journal lines:\n${tail}\n  See all with: journalctl -u ${unit} -n 2000`);
 }
 
 /**

@@ -1,6 +1,7 @@
 // The command line of the simulated `python -m sglang.launch_server`, parsed the way
 // argparse does it (long options, `--flag value` and `--flag=value`, unambiguous
-// prefixes, exit 2 with "unrecognized arguments"). Which flags exist is a property of
+// prefixes, exit 2 with "unrecognized arguments"; a separate word that starts with `-` is an
+// option, not a value, unless it looks like a negative number or holds a space). Which flags exist is a property of
 // the host's SGLang build, so the flag table depends on a build profile.
 //
 // Follows sgl-project/sglang python/sglang/srt/server_args.py: the parser is
@@ -49,7 +50,10 @@ const COMMON: FlagSpec[] = [
   { name: "--api-key", dest: "api_key", kind: "str", default: null, help: "API key required by the server." },
   { name: "--admin-api-key", dest: "admin_api_key", kind: "str", default: null, help: "API key required by admin endpoints." },
   { name: "--ssl-keyfile-password", dest: "ssl_keyfile_password", kind: "str", default: null, help: "Password of the SSL key file." },
-  { name: "--log-level", dest: "log_level", kind: "str", default: "info", help: "Log level." },
+  // srt/utils/common.py configure_logger: upper-cased for Python's logging (./logging.ts).
+  { name: "--log-level", dest: "log_level", kind: "str", default: "info", help: "The logging level of all loggers." },
+  // srt/managers/multi_tokenizer_mixin.py: N HTTP worker processes, each its own TokenizerManager.
+  { name: "--tokenizer-worker-num", dest: "tokenizer_worker_num", kind: "int", default: 1, help: "The worker num of the tokenizer manager." },
   { name: "--random-seed", dest: "random_seed", kind: "int", default: null, help: "Random seed." },
   { name: "--max-running-requests", dest: "max_running_requests", kind: "int", default: null, help: "Maximum running requests." },
   { name: "--chunked-prefill-size", dest: "chunked_prefill_size", kind: "int", default: null, help: "Chunked prefill size." },
@@ -127,6 +131,27 @@ export function helpText(table: FlagSpec[]): string {
   return lines.join("\n") + "\n";
 }
 
+/** argparse's _negative_number_matcher (Lib/argparse.py, Python 3.12). */
+const NEGATIVE_NUMBER = /^-\d+$|^-\d*\.\d+$/;
+
+/**
+ * Pure: whether argparse takes a separate argv word for an option string rather than a value
+ * (Lib/argparse.py, _parse_optional): not when it does not start with `-` or is `-` alone; yes
+ * when it names an option (exactly, before a `=`, or as an unambiguous prefix); otherwise not
+ * when it looks like a negative number (the parser has no option that does) or holds a space;
+ * otherwise yes, an unknown option. So `--api-key -abc` leaves --api-key without its argument,
+ * while `--api-key=-abc` and `--random-seed -1` are values.
+ */
+export function isOptionWord(word: string, names: Iterable<string>): boolean {
+  // `--` (argparse's end of options) is left over here: this parser has no positionals.
+  if (word.length < 2 || !word.startsWith("-") || word === "--") return false;
+  const eq = word.indexOf("=");
+  const written = eq >= 0 ? word.slice(0, eq) : word;
+  for (const n of [...names, "-h", "--help"]) if (n === word || n === written || (written.startsWith("--") && n.startsWith(written))) return true;
+  if (NEGATIVE_NUMBER.test(word)) return false;
+  return !word.includes(" ");
+}
+
 /**
  * Pure: parses argv (without the program name) against a flag table. `requireModelPath`:
  * argparse itself refuses a missing --model-path (releases); main checks it later.
@@ -139,11 +164,13 @@ export function parseArgs(argv: string[], table: FlagSpec[], requireModelPath = 
   const unrecognized: string[] = [];
   const warnings: string[] = [];
   const fail = (msg: string): ParseResult => ({ kind: "error", status: 2, stderr: `${usage(table)}\n${PROG}: error: ${msg}\n` });
+  const option = (word: string) => isOptionWord(word, byName.keys());
 
   for (let i = 0; i < argv.length; i++) {
     const token = argv[i];
     if (token === "-h" || token === "--help") return { kind: "help", text: helpText(table) };
-    if (!token.startsWith("--")) {
+    // No positionals: a value-like word, or an option of a single dash (none is known), is left over.
+    if (!token.startsWith("--") || !option(token)) {
       unrecognized.push(token);
       continue;
     }
@@ -158,7 +185,7 @@ export function parseArgs(argv: string[], table: FlagSpec[], requireModelPath = 
     }
     if (!spec) {
       unrecognized.push(token);
-      if (eq < 0 && i + 1 < argv.length && !argv[i + 1].startsWith("--")) unrecognized.push(argv[++i]);
+      if (eq < 0 && i + 1 < argv.length && !option(argv[i + 1])) unrecognized.push(argv[++i]);
       continue;
     }
     // srt/arg_groups/argparse_actions.py, DeprecatedAliasStoreAction: a warning, then the value stored.
@@ -170,7 +197,7 @@ export function parseArgs(argv: string[], table: FlagSpec[], requireModelPath = 
     }
     let raw: string;
     if (eq >= 0) raw = token.slice(eq + 1);
-    else if (i + 1 < argv.length && !argv[i + 1].startsWith("--")) raw = argv[++i];
+    else if (i + 1 < argv.length && !option(argv[i + 1])) raw = argv[++i];
     else return fail(`argument ${spec.name}: expected one argument`);
     if (spec.choices && !spec.choices.includes(raw)) {
       return fail(`argument ${spec.name}: invalid choice: '${raw}' (choose from ${spec.choices.map((c) => `'${c}'`).join(", ")})`);

@@ -6,20 +6,30 @@
 // - SIGTERM is a drain (srt/managers/tokenizer_manager.py, SignalHandler.sigterm_handler
 //   and sigterm_watchdog): the flag is checked every 5 s; then it waits, 5 s at a time,
 //   for every request in flight (new ones are still admitted), with no deadline of its
-//   own, and ends with kill_process_tree(include_parent=True): the main process dies
-//   by SIGKILL. Before the handle loop exists (while loading) SIGTERM kills at once.
+//   own. How it ends is the line's (./lines.ts drainExit): v0.5.19 with
+//   kill_process_tree(include_parent=True), the main process dying by SIGKILL; v0.5.20 on
+//   (read at its tag) by killing the children only and handing the exit to uvicorn: exit 0.
+//   Before the handle loop exists (while loading) SIGTERM kills at once.
+// - with --tokenizer-worker-num N > 1 (srt/managers/multi_tokenizer_mixin.py) each HTTP worker
+//   has its own TokenizerManager and watchdog, counting only its own requests, whose ids carry
+//   its pid (`<pid>_<hex>`).
+// - a scheduler that fails (any GPU-side failure: memory, CUDA graph capture, a load error, a
+//   CUDA error while serving) logs its traceback, every TP rank its own, and SIGQUITs the main
+//   process, which logs so and SIGKILLs itself (./crash.ts).
+// - --log-level hides what is below it, uvicorn's lines too (./logging.ts).
 // - /health and /health_generate are one handler (srt/entrypoints/http_server.py,
 //   health_generate): 503 while starting and during the drain; else a one-token generation
 //   that counts ANY scheduler output since it began (other requests' tokens too) as alive,
 //   polled each second up to SGLANG_HEALTH_CHECK_TIMEOUT, then 503 and the server is
 //   UnHealthy. SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=false answers /health 200 at once.
-// - after the drain the schedulers get up to 15 s to exit (./lines.ts): a blocking wait in the
-//   event loop, so HTTP answers nothing meanwhile; the SIGKILL then resets the connections.
+// - after the drain the schedulers get up to 15 s to exit: a blocking wait in the event loop, so
+//   HTTP answers nothing meanwhile; the SIGKILL, or uvicorn closing its socket, then resets the
+//   connections left waiting.
 // - /get_server_info logs a deprecation warning per call; /server_info and it return
 //   every server argument including api_key (http_server.py, server_info; issue #37457).
 // - start-up logs the server args with the api key in clear, in the form of the host's
 //   SGLang line (srt/entrypoints/engine.py, _launch_subprocesses; see ./lines.ts).
-// - what differs between the last release and main is in ./lines.ts, one trait each.
+// - what differs between the lines (v0.5.21, main, v0.5.19) is in ./lines.ts, one trait each.
 // - /metrics gauges are refreshed at prefill, every 40 decode steps
 //   (--decode-log-interval) and every 30 s when idle, not on every scrape
 //   (srt/managers/scheduler_metrics_mixin.py, srt/metrics/collector.py).
@@ -30,6 +40,7 @@
 // - generation, the prefix cache and the context check: ./generation.ts.
 // - /flush_cache logs as the scheduler does (srt/managers/scheduler.py, flush_cache):
 //   "Cache flushed successfully!", or a warning naming the requests that kept it.
+import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import * as http from "node:http";
 import * as net from "node:net";
@@ -43,7 +54,9 @@ import { outOfMemory } from "./surface";
 import { parseSimConfig, type SimConfig } from "./settings";
 import { Generation } from "./generation";
 import { takeLaunchOrdinal } from "./launches";
-import { LINES, boolEnv, startupArgsLine } from "./lines";
+import { LINES, boolEnv, startupArgsLine, type LineTraits } from "./lines";
+import { type CrashLine, type CrashStage, graphCaptureFailed, oneRank, schedulerCrashLines } from "./crash";
+import { type LogLevel, levelNumber, shown } from "./logging";
 
 const CONFIG_FILE = process.env.DFLASH_SIM_SGLANG_CONFIG ?? "/etc/dflash-sim/sglang.json";
 
@@ -63,7 +76,12 @@ function readConfig(): SimConfig {
 }
 
 const stamp = (rank?: number) => `[${new Date().toISOString().replace("T", " ").slice(0, 19)}${rank === undefined ? "" : ` TP${rank}`}]`;
-const log = (msg: string, rank?: number) => process.stdout.write(`${stamp(rank)} ${msg}\n`);
+/** --log-level as given; set once the command line is parsed. */
+let logLevel = "info";
+/** A log record of `level` (or a print, "PRINT"), shown if --log-level lets it through. */
+const log = (level: LogLevel | "PRINT", msg: string, rank?: number) => {
+  if (shown(level, logLevel)) process.stdout.write(`${stamp(rank)} ${msg}\n`);
+};
 /** tokenizer_manager.py: the watchdog's period, before and during the drain. */
 const WATCHDOG_SECONDS = 5;
 /** tokenizer_manager.py sigterm_watchdog (v0.5.17 on, PR #28779): the schedulers' time to exit after the drain. */
@@ -166,7 +184,7 @@ function resolvedBlockSize(args: ServerArgs): number {
     try {
       fromDrafter = (JSON.parse(fs.readFileSync(path.join(drafter, "config.json"), "utf8")) as Record<string, unknown>).block_size;
     } catch (e) {
-      log(`WARNING: could not read the draft model's config (${(e as Error).message.split("\n")[0]}); using the default DFlash block size 16.`);
+      log("WARNING", `WARNING: could not read the draft model's config (${(e as Error).message.split("\n")[0]}); using the default DFlash block size 16.`);
     }
   }
   return typeof fromDrafter === "number" ? fromDrafter : 16;
@@ -191,6 +209,11 @@ class Server {
   httpServer?: http.Server;
   /** SIGTERM seen: drain, then exit (tokenizer_manager.gracefully_exit). */
   gracefullyExit = false;
+  /** The drain is over (every worker's count reached 0, or a force exit): the watchdogs stop. */
+  drained = false;
+  /** Which tokenizer worker took each request, round-robin, and the request's id there. */
+  readonly admitted = new WeakMap<http.ServerResponse, { worker: number; hex: string }>();
+  admittedCount = 0;
   /** The gauges as last published; a scrape reads these, not the live counts. */
   gauges = { running: 0, queued: 0 };
   gaugesAt = Date.now();
@@ -219,12 +242,35 @@ class Server {
     /** This start's ordinal on the host (./launches.ts). */
     launch: number,
   ) {
-    this.generation = new Generation({ args, spec, speedScale: config.speedScale, surface: config.surface, launch, contextLength, modelId: () => this.modelId(), onPrefill: () => this.publishGauges(), log });
+    this.generation = new Generation({ args, spec, speedScale: config.speedScale, surface: config.surface, launch, contextLength, modelId: () => this.modelId(), onPrefill: () => this.publishGauges(), log: (msg) => log("ERROR", msg) });
   }
 
   /** Requests in flight, as the drain and the gauges count them. */
   get running(): Set<http.ServerResponse> {
     return this.generation.running;
+  }
+
+  /** The tokenizer workers (--tokenizer-worker-num; 1 is the main process's own TokenizerManager). */
+  get workers(): number {
+    return Math.max(1, this.args.tokenizer_worker_num as number);
+  }
+
+  /** A request arrives: the next tokenizer worker takes it (round-robin) and names it. */
+  admit(res: http.ServerResponse): void {
+    this.admitted.set(res, { worker: this.admittedCount++ % this.workers, hex: randomBytes(16).toString("hex") });
+  }
+
+  /**
+   * The request ids a worker's watchdog lists: with one worker the simulator's own `req-N`; with
+   * several, `<worker pid>_<uuid hex>` (multi_tokenizer_mixin.py prefixes each rid with its worker id).
+   */
+  remainingRids(worker: number): string[] {
+    if (this.workers === 1) return Array.from({ length: this.running.size + this.queued }, (_, i) => `req-${i}`);
+    const pid = workerPid(process.pid, this.args, worker);
+    return [...this.running].flatMap((res) => {
+      const a = this.admitted.get(res);
+      return a && a.worker === worker ? [`${pid}_${a.hex}`] : [];
+    });
   }
 
   modelId(): string {
@@ -307,7 +353,7 @@ class Server {
    */
   health(route: string, res: http.ServerResponse): void {
     if (this.gracefullyExit) {
-      log("Health check request received during shutdown. Returning 503.");
+      log("INFO", "Health check request received during shutdown. Returning 503.");
       return void res.writeHead(503).end();
     }
     if (this.phase !== "ready" || Date.now() < this.startingUntil) return void res.writeHead(503).end();
@@ -325,7 +371,7 @@ class Server {
         }
         if (waited + 1 < HEALTH_CHECK_TIMEOUT_SECONDS) return poll(waited + 1);
         const hms = (t: number) => new Date(t).toISOString().slice(11, 19);
-        log(`Health check failed. Server couldn't get a response from detokenizer for last ${HEALTH_CHECK_TIMEOUT_SECONDS} seconds. tic start time: ${hms(tic)}. last_heartbeat time: ${hms(this.generation.lastOutputAt || tic)}`);
+        log("ERROR", `Health check failed. Server couldn't get a response from detokenizer for last ${HEALTH_CHECK_TIMEOUT_SECONDS} seconds. tic start time: ${hms(tic)}. last_heartbeat time: ${hms(this.generation.lastOutputAt || tic)}`);
         this.healthCheckFailed = true;
         res.writeHead(503).end();
       }, 1_000);
@@ -353,7 +399,7 @@ class Server {
         return json(200, { object: "list", data: [{ id: this.modelId(), object: "model", created: 0, owned_by: "sglang", root: this.args.model_path, max_model_len: this.contextLength }] });
       case "GET /get_server_info":
         // Versions that have /server_info deprecate this one; older ones had only this.
-        if (!this.config.removedEndpoints.includes("/server_info")) log("Endpoint '/get_server_info' is deprecated and will be removed in a future version. Please use '/server_info' instead.");
+        if (!this.config.removedEndpoints.includes("/server_info")) log("WARNING", "Endpoint '/get_server_info' is deprecated and will be removed in a future version. Please use '/server_info' instead.");
         return json(200, this.serverInfo());
       case "GET /server_info":
         return json(200, this.serverInfo());
@@ -367,18 +413,20 @@ class Server {
       case "POST /flush_cache":
         // scheduler.py flush_cache: refused while requests run or wait; http_server.py answers text.
         if (this.generation.flushCache()) {
-          log("Cache flushed successfully!");
+          log("INFO", "Cache flushed successfully!");
           res.writeHead(200, { "content-type": "text/plain; charset=utf-8" });
           return void res.end("Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting requests, the operation will not be performed.)\n");
         }
-        log(`Cache not flushed because there are pending requests. #queue-req: ${this.queued}, #running-req: ${this.running.size}`);
+        log("WARNING", `Cache not flushed because there are pending requests. #queue-req: ${this.queued}, #running-req: ${this.running.size}`);
         res.writeHead(400, { "content-type": "text/plain; charset=utf-8" });
         return void res.end("Flush cache failed.\n");
       case "POST /v1/chat/completions":
+        this.admit(res);
         return void this.readBody(req, res, (body) => {
           if (!this.notReady(res)) this.generation.chat(body, res);
         });
       case "POST /generate":
+        this.admit(res);
         return void this.readBody(req, res, (body) => {
           if (!this.notReady(res)) this.generation.native(body, res);
         });
@@ -440,6 +488,10 @@ async function main(): Promise<void> {
   // srt/arg_groups/argparse_actions.py: printed in bold yellow (ANSI), as SGLang prints it.
   for (const w of parsed.warnings) process.stderr.write(`\x1b[1;33m${w}\x1b[0m\n`);
   const args = parsed.args;
+  // srt/utils/common.py configure_logger: getattr(logging, log_level.upper()); a name logging
+  // lacks is an AttributeError there (the exact frame is not verified).
+  logLevel = String(args.log_level);
+  if (levelNumber(logLevel) === undefined) die(1, traceback("sglang/srt/utils/common.py, in configure_logger", `AttributeError: module 'logging' has no attribute '${logLevel.toUpperCase()}'`));
   // sglang/cli/utils.py get_model_path (main): checked after parsing, an exception, exit 1.
   if (args.model_path === null) die(1, traceback("sglang/cli/utils.py, in get_model_path", "Exception: Error: --model-path is required. Please provide the path to the model."));
   const blockSize = resolvedBlockSize(args);
@@ -454,7 +506,7 @@ async function main(): Promise<void> {
   const visible = visibleGpus(process.env.CUDA_VISIBLE_DEVICES, gpuConfig.count);
   const invalid = validate(args, visible.length, config.profile, blockSize);
   if (invalid) die(1, traceback("sglang/srt/server_args.py, in __post_init__", invalid));
-  log(startupArgsLine(config.line, reported));
+  log("INFO", startupArgsLine(config.line, reported));
 
   const tp = args.tp_size as number;
   const nnodes = args.nnodes as number;
@@ -467,10 +519,10 @@ async function main(): Promise<void> {
   const server = new Server(args, reported, spec, config, contextLength(args), launch);
   // Not a line of SGLang: the simulator says which launch-to-launch draw this start got, so a
   // reader of a sweep's journal can tell a slow launch from a slow configuration.
-  if (config.surface.noise) log(`[simulator] launch ${launch} on this host: every step of this server takes x${server.generation.launchFactor.toFixed(4)} (surface noise.launchSd ${config.surface.noise.launchSd})`);
+  if (config.surface.noise) log("INFO", `[simulator] launch ${launch} on this host: every step of this server takes x${server.generation.launchFactor.toFixed(4)} (surface noise.launchSd ${config.surface.noise.launchSd})`);
   const loadSeconds = (config.loadSeconds ?? (weightsGiB + drafterGiB) * config.loadSecondsPerGiB) * faults.loadSlowdown;
 
-  for (let r = 0; r < localTp; r++) log("Init torch distributed begin.", nodeRank * localTp + r);
+  for (let r = 0; r < localTp; r++) log("INFO", "Init torch distributed begin.", nodeRank * localTp + r);
   const ranks = Array.from({ length: localTp }, (_, i) => i);
   const weightsPerRankMiB = ((weightsGiB + drafterGiB) * 1024) / tp;
   let kvCacheMiB = 0;
@@ -483,59 +535,63 @@ async function main(): Promise<void> {
       // SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK defaults to true: "unbalanced" is fatal.
       strictBalance: boolEnv(process.env.SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK, true),
     });
-    for (const w of plan.warnings) log(`WARNING ${w}`, 0);
+    for (const w of plan.warnings) log("WARNING", `WARNING ${w}`, 0);
     if (plan.kind === "fail") return { failure: plan };
     kvCacheMiB = plan.kvCacheMiB;
     return { perGpuMiB: Object.fromEntries(ranks.map((r) => [visible[r], plan.perRankMiB])) };
   });
-  if (failure) die(1, traceback(failure.stage === "weights" ? "sglang/srt/model_executor/model_runner.py, in load_model" : "sglang/srt/model_executor/model_runner.py, in init_memory_pool", failure.error));
+  // A scheduler crash (./crash.ts): the memory check of every rank, or the one rank whose GPU the
+  // weights do not fit; every rank's KV cache.
+  const crash = (stage: CrashStage, failing: "all" | number, exception: (localRank: number) => string): never =>
+    schedulerCrash(schedulerCrashLines({ stage, failing, exception, localRanks: localTp, firstRank: nodeRank * localTp, at: new Date() }));
+  if (failure) return crash(failure.stage, failure.stage === "weights" ? (failure.rank ?? 0) : "all", () => failure.error);
 
   if (nnodes > 1) await rendezvous(String(args.dist_init_addr), nnodes, nodeRank, config.rendezvousSeconds);
 
-  log(`Load weight begin. avail mem=${(gpuConfig.memoryMiB / 1024).toFixed(2)} GB`, 0);
+  log("INFO", `Load weight begin. avail mem=${(gpuConfig.memoryMiB / 1024).toFixed(2)} GB`, 0);
   if (args.quantization === "compressed-tensors" || args.quantization === "moe_wna16") {
-    for (let r = 0; r < tp; r++) log("Using CompressedTensorsWNA16MarlinMoEMethod", r);
+    for (let r = 0; r < tp; r++) log("INFO", "Using CompressedTensorsWNA16MarlinMoEMethod", r);
   }
   if (faults.hangDuringLoad) {
-    log("Loading safetensors checkpoint shards:  37% Completed | 23/62", 0);
+    log("PRINT", "Loading safetensors checkpoint shards:  37% Completed | 23/62", 0);
     // Stuck like a hung NCCL init: the process lives on, the port never opens, for as long
     // as the fault stays set. Clearing it lets the load finish (a test holds a rollout at
     // this point, then lets it go, instead of racing a timer).
     while (faultsFor(readFaults(), args).hangDuringLoad) await sleep(0.2);
   }
+  const totalGiB = gpuConfig.memoryMiB / 1024;
   if (outOfMemory(config.surface, spec)) {
     // The surface's out-of-memory region (./surface.ts): the tree's CUDA graph capture does not
-    // fit, half-way through the load (srt/model_executor/cuda_graph_runner.py).
+    // fit on any rank, half-way through the load (srt/model_executor/cuda_graph_runner.py).
     await sleep(loadSeconds / 2);
-    die(1, traceback("sglang/srt/model_executor/cuda_graph_runner.py, in __init__", `Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 4.00 GiB (DDTree budget ${spec.budget}, topk ${spec.topk}).\nPossible solutions: a smaller --mem-fraction-static, a smaller --cuda-graph-max-bs, or --disable-cuda-graph (slower).`));
+    return crash("cuda-graph", "all", (r) => graphCaptureFailed(r, totalGiB, "4.00"));
   }
   if (faults.crashDuringLoad) {
     await sleep(loadSeconds / 2);
     const total = gpuConfig.memoryMiB;
     switch (faults.crashDuringLoad) {
       case "oom":
-        die(1, traceback("sglang/srt/model_executor/model_runner.py, in load_model", `torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB. GPU 3 has a total capacity of ${(total / 1024).toFixed(2)} GiB of which 2.00 GiB is free. Of the allocated memory ${((total - 2048) / 1024).toFixed(2)} GiB is allocated by PyTorch.`));
+        // One GPU short: its rank fails, the others' collectives abort.
+        return crash("weights", oneRank(localTp), () => `torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB. GPU 3 has a total capacity of ${(total / 1024).toFixed(2)} GiB of which 2.00 GiB is free. Of the allocated memory ${((total - 2048) / 1024).toFixed(2)} GiB is allocated by PyTorch.`);
       case "not-enough-memory":
-        die(1, traceback("sglang/srt/model_executor/model_runner.py, in init_memory_pool", `RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=${args.mem_fraction_static}`));
+        return crash("kv-cache", "all", () => `RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=${args.mem_fraction_static}`);
       case "unbalanced":
-        die(1, traceback("sglang/srt/model_executor/model_runner.py, in init_torch_distributed", `RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by other processes. pre_model_load_memory=41.20, local_gpu_memory=94.50, local_gpu_memory * 0.9=85.05`));
+        return crash("balance", "all", () => `RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by other processes. pre_model_load_memory=41.20, local_gpu_memory=94.50, local_gpu_memory * 0.9=85.05`);
       case "cuda-graph":
-        // srt/model_executor/cuda_graph_runner.py: the capture error, then SGLang's advice
-        // (CUDA_GRAPH_CAPTURE_FAILED_MSG), here in short.
-        die(1, traceback("sglang/srt/model_executor/cuda_graph_runner.py, in __init__", `Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 2.00 GiB.\nPossible solutions: a smaller --mem-fraction-static, a smaller --cuda-graph-max-bs, or --disable-cuda-graph (slower).`));
+        return crash("cuda-graph", "all", (r) => graphCaptureFailed(r, totalGiB, "2.00"));
       case "error":
-        die(1, traceback("sglang/srt/model_loader/loader.py, in load_model", "RuntimeError: Error(s) in loading state_dict: size mismatch for model.layers.3.mlp.experts.w13_weight"));
+        return crash("load-error", "all", () => "RuntimeError: Error(s) in loading state_dict: size mismatch for model.layers.3.mlp.experts.w13_weight");
     }
   }
   await sleep(loadSeconds);
-  log(`Load weight end. type=DeepseekV3ForCausalLM, dtype=torch.bfloat16, avail mem=${((gpuConfig.memoryMiB - weightsPerRankMiB) / 1024).toFixed(2)} GB, mem usage=${(weightsPerRankMiB / 1024).toFixed(2)} GB.`, 0);
-  log(`KV Cache is allocated. #tokens: ${Math.floor(kvCacheMiB * 40)}`, 0);
-  if (spec.algorithm) log(`Speculative decoding: algorithm=${spec.algorithm}, draft tokens=${spec.blockSize}, budget=${spec.budget ?? "-"}, topk=${spec.topk}, window=${spec.window ?? "full"}`, 0);
+  log("INFO", `Load weight end. type=DeepseekV3ForCausalLM, dtype=torch.bfloat16, avail mem=${((gpuConfig.memoryMiB - weightsPerRankMiB) / 1024).toFixed(2)} GB, mem usage=${(weightsPerRankMiB / 1024).toFixed(2)} GB.`, 0);
+  log("INFO", `KV Cache is allocated. #tokens: ${Math.floor(kvCacheMiB * 40)}`, 0);
+  if (spec.algorithm) log("INFO", `Speculative decoding: algorithm=${spec.algorithm}, draft tokens=${spec.blockSize}, budget=${spec.budget ?? "-"}, topk=${spec.topk}, window=${spec.window ?? "full"}`, 0);
   if (nodeRank > 0) {
     // Only the first node serves the API; the others answer a dummy health check on
     // --port and run their ranks until a peer goes away.
     dummyHealthServer(args.host as string, args.port as number);
-    log(`Node ${nodeRank} of ${nnodes} ready; requests are served by node 0 (${args.dist_init_addr}).`);
+    log("INFO", `Node ${nodeRank} of ${nnodes} ready; requests are served by node 0 (${args.dist_init_addr}).`);
     return;
   }
 
@@ -548,74 +604,134 @@ async function main(): Promise<void> {
   // The handle loop exists from here on, and with it the SIGTERM drain; until now a
   // SIGTERM ends the process at once (the default action).
   process.on("SIGTERM", () => {
-    log("SIGTERM received. signum=None frame=None. Draining requests and shutting down...");
+    // tokenizer_manager.py SignalHandler.sigterm_handler: a WARNING (read at v0.5.20's tag; its
+    // level on v0.5.19 is not verified).
+    log("WARNING", "SIGTERM received. signum=None frame=None. Draining requests and shutting down...");
     // ignoreSigtermSeconds: a process slow to notice (faults act live, read now).
     const late = faultsFor(readFaults(), args).ignoreSigtermSeconds;
     if (late > 0) setTimeout(() => (server.gracefullyExit = true), late * 1000);
     else server.gracefullyExit = true;
   });
-  void sigtermWatchdog(server, args);
+  void sigtermWatchdog(server, args, traits);
   server.startScheduler();
   server.phase = "warmup";
-  log(`INFO:     Started server process [${process.pid}]`);
-  log(`INFO:     Uvicorn running on http://${args.host}:${args.port} (Press CTRL+C to quit)`);
+  log("INFO", `INFO:     Started server process [${process.pid}]`);
+  log("INFO", `INFO:     Uvicorn running on http://${args.host}:${args.port} (Press CTRL+C to quit)`);
   await sleep(config.warmupSeconds);
   if (server.gracefullyExit) return;
   server.phase = "ready";
   server.readyAt = Date.now();
   server.startingUntil = server.readyAt + faults.healthGenerateLagSeconds * 1000;
-  log("The server is fired up and ready to roll!");
+  log("INFO", "The server is fired up and ready to roll!");
   if (faults.crashAfterReadySeconds !== null) {
     await sleep(faults.crashAfterReadySeconds);
-    die(1, traceback("sglang/srt/managers/scheduler.py, in run_scheduler_process", "RuntimeError: CUDA error: an illegal memory access was encountered"));
+    // Rank 0's kernel fails; the other ranks wait for it in their next broadcast.
+    return crash("serving", 0, () => "RuntimeError: CUDA error: an illegal memory access was encountered");
   }
 }
 
 /**
- * TokenizerManager.sigterm_watchdog: every 5 s, look for the SIGTERM flag; then every
- * 5 s, count what is in flight (rid_to_state: queued and running, new requests
- * included); at zero, kill the whole process tree, this process by SIGKILL.
+ * The simulator's stand-ins for its children's pids, in the order engine.py _launch_subprocesses
+ * starts them: the schedulers (one a local TP rank), the detokenizer, then the tokenizer workers.
  */
-async function sigtermWatchdog(server: Server, args: ServerArgs): Promise<void> {
+function schedulerPids(args: ServerArgs): number[] {
+  return Array.from({ length: (args.tp_size as number) / (args.nnodes as number) }, (_, r) => process.pid + 1 + r);
+}
+function workerPid(pid: number, args: ServerArgs, worker: number): number {
+  return pid + 1 + (args.tp_size as number) / (args.nnodes as number) + 1 + worker;
+}
+
+/** Tokenizer worker i checks 1.3 s after worker i-1 (modulo the 5 s period): their lines interleave. */
+const workerPhaseSeconds = (worker: number) => (worker * 1.3) % WATCHDOG_SECONDS;
+
+/** A scheduler crash: its lines on stderr (the logger's records level-filtered), then the main process SIGKILLs itself. */
+function schedulerCrash(lines: CrashLine[]): never {
+  for (const l of lines) if (shown(l.level, logLevel)) process.stderr.write(`${l.bare ? "" : `${stamp(l.rank)} `}${l.text}\n`);
+  // tokenizer_manager.py running_phase_sigquit_handler: kill_process_tree(include_parent=True).
+  process.kill(process.pid, "SIGKILL");
+  throw new Error("unreachable: the process SIGKILLed itself");
+}
+
+/**
+ * One tokenizer worker's TokenizerManager.sigterm_watchdog: every 5 s, look for the SIGTERM flag;
+ * then every 5 s, count what is in flight for this worker (rid_to_state: queued and running, new
+ * requests included) until it logs 0, or a force exit. "forced": the drain ends for every worker.
+ */
+async function workerWatchdog(server: Server, worker: number): Promise<"drained" | "forced"> {
+  await sleep(workerPhaseSeconds(worker));
   while (!server.gracefullyExit) await sleep(WATCHDOG_SECONDS);
   for (;;) {
-    const remaining = server.running.size + server.queued;
+    if (server.drained) return "forced";
     // A failed health check (a stuck scheduler) ends the wait at once: the requests it holds
     // would never finish.
     if (server.healthCheckFailed) {
-      log("Signal SIGTERM received while health check failed. Force exiting.");
-      break;
+      log("ERROR", "Signal SIGTERM received while health check failed. Force exiting.");
+      return "forced";
     }
     // get_bool_env_var: "true"/"1" in any case.
     if (boolEnv(process.env.SGL_FORCE_SHUTDOWN, false)) {
-      log("Signal SIGTERM received while force shutdown flag set. Force exiting.");
-      break;
+      log("ERROR", "Signal SIGTERM received while force shutdown flag set. Force exiting.");
+      return "forced";
     }
-    const rids = Array.from({ length: remaining }, (_, i) => `'req-${i}'`).join(", ");
-    log(`Gracefully exiting... Remaining number of requests ${remaining}. Remaining requests remaining_rids=[${rids}].`);
-    if (remaining === 0) break;
+    const rids = server.remainingRids(worker);
+    log("INFO", `Gracefully exiting... Remaining number of requests ${rids.length}. Remaining requests remaining_rids=[${rids.map((r) => `'${r}'`).join(", ")}].`);
+    if (rids.length === 0) return "drained";
     await sleep(WATCHDOG_SECONDS);
   }
-  // The schedulers get a ShutdownReq and up to 15 s to exit before the tree is killed, in a
-  // blocking sleep loop inside the event loop: nothing is logged, and HTTP answers nothing (the
-  // kernel still accepts connections; they are reset at the SIGKILL).
-  // How long the schedulers take is read now, like a fault: a host condition at shutdown.
-  // A stuck scheduler (hangGenerations) never takes the ShutdownReq: the whole 15 s.
+}
+
+/**
+ * The drain (one watchdog per tokenizer worker) and its end: once every worker logged 0, or at a
+ * force exit, a ShutdownReq to the schedulers and up to 15 s for them, then the line's end
+ * (./lines.ts drainExit).
+ */
+async function sigtermWatchdog(server: Server, args: ServerArgs, traits: LineTraits): Promise<void> {
+  await new Promise<void>((resolve) => {
+    let drained = 0;
+    for (let w = 0; w < server.workers; w++) {
+      void workerWatchdog(server, w).then((how) => {
+        if (how === "forced" || ++drained === server.workers) resolve();
+      });
+    }
+  });
+  server.drained = true;
+  // The schedulers get a ShutdownReq and up to 15 s to exit, in a blocking sleep loop inside the
+  // event loop: HTTP answers nothing (the kernel still accepts connections; they are reset when
+  // the process or its socket goes). How long the schedulers take is read now, like a fault: a
+  // host condition at shutdown. A stuck scheduler (hangGenerations) never takes the ShutdownReq.
   const stuck = faultsFor(readFaults(), args).hangGenerations;
-  const exitSeconds = stuck ? SCHEDULER_SHUTDOWN_WAIT_SECONDS : readConfig().schedulerExitSeconds;
+  const exitSeconds = stuck ? Infinity : readConfig().schedulerExitSeconds;
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, Math.min(exitSeconds, SCHEDULER_SHUTDOWN_WAIT_SECONDS) * 1000);
+  if (traits.drainExit === "asgi" && exitSeconds > SCHEDULER_SHUTDOWN_WAIT_SECONDS) {
+    log("WARNING", `Schedulers still alive ${SCHEDULER_SHUTDOWN_WAIT_SECONDS}s after ShutdownReq, killing them before they released: [${schedulerPids(args).join(", ")}]`);
+  }
   // staleSeconds: a process whose listener lingers after the drain (read-only routes only).
   const stale = faultsFor(readFaults(), args).staleSeconds;
   if (stale > 0) {
     server.phase = "exiting";
     await sleep(stale);
   }
-  process.kill(process.pid, "SIGKILL");
+  if (traits.drainExit === "self-sigkill") {
+    // v0.5.19: kill_process_tree(include_parent=True), this process included.
+    process.kill(process.pid, "SIGKILL");
+    return;
+  }
+  // v0.5.20 on: kill_process_tree(include_parent=False) (the schedulers and the detokenizer, which
+  // the simulator does not have), then the server-stop hook: uvicorn stops listening (new
+  // connections refused, those waiting reset), runs the lifespan shutdown and returns; the
+  // process exits normally.
+  log("INFO", "INFO:     Shutting down");
+  server.httpServer?.close();
+  server.httpServer?.closeAllConnections();
+  log("INFO", "INFO:     Waiting for application shutdown.");
+  log("INFO", "INFO:     Application shutdown complete.");
+  log("INFO", `INFO:     Finished server process [${process.pid}]`);
+  process.exit(0);
 }
 
 /** srt/utils/common.py launch_dummy_health_check_server: 200 on /health, /health_generate, /ping. */
 function dummyHealthServer(host: string, port: number): void {
-  log(`Starting dummy health check server at ${host}:${port}`);
+  log("INFO", `Starting dummy health check server at ${host}:${port}`);
   http
     .createServer((req, res) => {
       const p = new URL(req.url ?? "/", "http://x").pathname;
@@ -623,7 +739,7 @@ function dummyHealthServer(host: string, port: number): void {
       res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ detail: "Not Found" }));
     })
     // uvicorn runs it on its own; a failed bind is logged and the rank runs on without it.
-    .on("error", (e: Error) => log(`ERROR:    [Errno 98] error while attempting to bind on address ('${host}', ${port}): ${e.message}`))
+    .on("error", (e: Error) => log("ERROR", `ERROR:    [Errno 98] error while attempting to bind on address ('${host}', ${port}): ${e.message}`))
     .listen(port, host);
 }
 
@@ -655,7 +771,7 @@ async function rendezvous(addr: string, nnodes: number, rank: number, timeoutSec
         if (peers.size === nnodes - 1) clearInterval(timer);
       }, 250);
     });
-    log(`All ${nnodes} nodes joined at ${addr}.`);
+    log("INFO", `All ${nnodes} nodes joined at ${addr}.`);
     return;
   }
   for (;;) {
@@ -668,7 +784,7 @@ async function rendezvous(addr: string, nnodes: number, rank: number, timeoutSec
       sock.write(`${rank}\n`);
       sock.on("close", () => abort(`lost node 0 at ${addr}`));
       sock.on("error", () => undefined);
-      log(`Joined node 0 at ${addr} as node ${rank}.`);
+      log("INFO", `Joined node 0 at ${addr} as node ${rank}.`);
       return;
     }
     if (Date.now() > deadline) abort(`timed out after ${timeoutSeconds} s connecting to node 0 at ${addr}`);

@@ -26,7 +26,8 @@ export interface MemoryPlanInput {
 
 export type MemoryPlan =
   | { kind: "ok"; perRankMiB: number; kvCacheMiB: number; warnings: string[] }
-  | { kind: "fail"; stage: "balance" | "weights" | "kv-cache"; error: string; warnings: string[] };
+  /** `rank`: the one rank (index into `ranks`) that fails; every rank fails where it is absent. */
+  | { kind: "fail"; stage: "balance" | "weights" | "kv-cache"; error: string; warnings: string[]; rank?: number };
 
 const gib = (mib: number) => (mib / 1024).toFixed(2);
 
@@ -41,7 +42,8 @@ export function planMemory(p: MemoryPlanInput): MemoryPlan {
     if (p.strictBalance) return { kind: "fail", stage: "balance", error: `RuntimeError: ${detail}`, warnings };
     warnings.push(detail);
   }
-  const short = p.ranks.find((_, i) => free[i] < p.weightsPerRankMiB);
+  const shortRank = p.ranks.findIndex((_, i) => free[i] < p.weightsPerRankMiB);
+  const short = p.ranks[shortRank];
   if (short) {
     const f = short.totalMiB - short.usedMiB;
     return {
@@ -49,6 +51,7 @@ export function planMemory(p: MemoryPlanInput): MemoryPlan {
       stage: "weights",
       error: `torch.OutOfMemoryError: CUDA out of memory. Tried to allocate ${gib(p.weightsPerRankMiB - f + 512)} GiB. GPU ${short.index} has a total capacity of ${gib(short.totalMiB)} GiB of which ${gib(Math.max(0, f))} GiB is free. Of the allocated memory ${gib(short.usedMiB)} GiB is allocated by other processes.`,
       warnings,
+      rank: shortRank,
     };
   }
   const kvCacheMiB = minFree - p.weightsPerRankMiB - minFree * (1 - p.memFractionStatic);

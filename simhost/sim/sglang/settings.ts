@@ -6,12 +6,12 @@
 // not in the list is refused, naming the valid ones. Pure; it imports nothing outside
 // simhost/sim (it is compiled into the hosts' simulator).
 import { BUILD_PROFILES, type BuildProfile } from "./flags";
-import { SGLANG_LINES, type SglangLine } from "./lines";
+import { ALL_SGLANG_LINES, type SglangLine } from "./lines";
 import { parseSurface, type PerfSurface } from "./surface";
 
 export interface SimConfig {
   profile: BuildProfile;
-  /** The last release or main (./lines.ts). */
+  /** The newest release, main or v0.5.19 (./lines.ts). */
   line: SglangLine;
   /** Fixed load time; when absent it scales with model size. */
   loadSeconds?: number;
@@ -47,7 +47,7 @@ const oneOf = (words: readonly string[]): Check => (v) => (typeof v === "string"
 /** Every setting: what it is, what it takes (checked), its default in words. */
 export const SIM_SETTINGS: Record<keyof SimConfig, { about: string; check: Check; default: string }> = {
   profile: { about: "the SGLang build simulated", check: oneOf(BUILD_PROFILES), default: `"${DEFAULTS.profile}"; simhost start: Pulumi.yaml's sglangBuild` },
-  line: { about: "the SGLang line simulated: the last release (v0.5.19) or main", check: oneOf(SGLANG_LINES), default: `"${DEFAULTS.line}"` },
+  line: { about: "the SGLang line simulated: the newest release (v0.5.21), main or v0.5.19", check: oneOf(ALL_SGLANG_LINES), default: `"${DEFAULTS.line}"` },
   loadSeconds: { about: "seconds the weights take to load", check: seconds, default: "from the model's size, at loadSecondsPerGiB" },
   loadSecondsPerGiB: { about: "load seconds per GiB of weights, where loadSeconds is not set", check: seconds, default: String(DEFAULTS.loadSecondsPerGiB) },
   warmupSeconds: { about: "seconds of warm-up after the load", check: seconds, default: String(DEFAULTS.warmupSeconds) },

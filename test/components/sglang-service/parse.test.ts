@@ -3,6 +3,7 @@ import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { SGLANG_LINES, startupArgsLine } from "../../../simhost/sim/sglang/lines";
 import {
+  causeExcerpt,
   failureCause,
   journalLines,
   listenerPids,
@@ -317,6 +318,12 @@ test("failure cause: with TP 8, the first rank's exception, not the NCCL aborts 
   ];
   assert.ok(lines.length - lines.findIndex((l) => l.startsWith("torch.OutOfMemoryError")) > 40);
   assert.match(failureCause(lines.join("\n")) ?? "", /^CUDA out of memory on GPU 3 \(Tried to allocate 8\.00 GiB/);
+  // Shown beside the journal's last lines, which hold none of it.
+  const excerpt = causeExcerpt(lines, 12);
+  assert.equal(excerpt.length, 5);
+  assert.match(excerpt[0], /TP3\] Scheduler hit an exception/);
+  assert.match(excerpt[4], /^torch\.OutOfMemoryError/);
+  assert.deepEqual(causeExcerpt(lines.slice(0, 30), 12), [], "within the last lines already");
   // Not a known kind: the first rank's exception line itself.
   const other = [...rankTraceback(0, 3, "RuntimeError: CUDA error: an illegal memory access was encountered"), ...rankTraceback(1, 3, "torch.distributed.DistBackendError: NCCL error in: x")];
   assert.equal(failureCause(other.join("\n")), "RuntimeError: CUDA error: an illegal memory access was encountered");

@@ -2,7 +2,7 @@
 // (prepare_server_args: prog "sglang serve"; add_cli_args: fields and deprecated aliases).
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { flagTable, mergeConfigFile, parseArgs } from "../../../simhost/sim/sglang/flags";
+import { flagTable, isOptionWord, mergeConfigFile, parseArgs } from "../../../simhost/sim/sglang/flags";
 
 const upstream = flagTable("upstream");
 const fork = flagTable("ddtree-fork");
@@ -45,7 +45,7 @@ test("a bad choice or value is `sglang serve: error: argument ...`, exit 2", () 
   }
 });
 
-// srt/server_args.py (v0.5.19 and main): DeprecatedAliasStoreAction, help=argparse.SUPPRESS
+// srt/server_args.py (every line): DeprecatedAliasStoreAction, help=argparse.SUPPRESS
 // (PR #25424); srt/arg_groups/argparse_actions.py prints the deprecation warning.
 test("the deprecated --speculative-dflash-draft-window-size: accepted with a warning, stored in the canonical field, hidden from --help", () => {
   const r = parseArgs(["--model-path", "/m", "--speculative-dflash-draft-window-size", "1024"], upstream);
@@ -62,8 +62,8 @@ test("the deprecated --speculative-dflash-draft-window-size: accepted with a war
 });
 
 // srt/server_args_config_parser.py ConfigArgumentMerger: v0.5.19 finds the alias's action first
-// and refuses the canonical key (issue #36326, open at its date); main merges the canonical key
-// and refuses the alias's.
+// and refuses the canonical key (issue #36326, open at its date); main and v0.5.21 merge the
+// canonical key and refuse the alias's.
 test("--config: the window's canonical key refused by v0.5.19 (issue #36326), merged by main; its alias key refused by both", () => {
   const canonical = "speculative-draft-window-size: 1024\n";
   const alias = "speculative-dflash-draft-window-size: 1024\n";
@@ -87,7 +87,7 @@ test("type errors and missing values are reported per argument", () => {
   assert.equal(bad.kind === "error" && bad.stderr.includes("argument --tp-size: invalid int value: 'eight'"), true);
   const missing = parseArgs(["--model-path"], upstream);
   assert.equal(missing.kind === "error" && missing.stderr.includes("argument --model-path: expected one argument"), true);
-  // The release's argparse requires --model-path; main checks it after parsing (exit 1, see server.test.ts).
+  // v0.5.19's argparse requires --model-path; main and v0.5.21 check it after parsing (exit 1, see lines.test.ts).
   const required = parseArgs([], upstream);
   assert.equal(required.kind === "error" && required.stderr.includes("the following arguments are required: --model-path"), true);
   assert.equal(parseArgs([], upstream, false).kind, "ok");
@@ -100,4 +100,44 @@ test("--help lists every accepted flag of the profile", () => {
   for (const f of fork) assert.ok(r.text.includes(f.name), `${f.name} in --help`);
   const up = parseArgs(["-h"], upstream);
   assert.equal(up.kind === "help" && up.text.includes("--speculative-ddtree-budget"), false);
+});
+
+// Lib/argparse.py _parse_optional: a separate word that starts with `-` is an option string unless
+// it looks like a negative number (_negative_number_matcher) or holds a space; `--flag=value` is
+// always a value.
+test("a value starting with `-`: an option to argparse (`expected one argument`, exit 2) unless a negative number, spaced, or after `=`", () => {
+  const refused = parseArgs(["--model-path", "/m", "--api-key", "-abc"], upstream);
+  assert.equal(refused.kind, "error");
+  if (refused.kind === "error") {
+    assert.equal(refused.status, 2);
+    assert.match(refused.stderr, /\nsglang serve: error: argument --api-key: expected one argument\n$/);
+  }
+  const eq = parseArgs(["--model-path", "/m", "--api-key=-abc"], upstream);
+  assert.equal(eq.kind === "ok" && eq.args.api_key, "-abc");
+  const negative = parseArgs(["--model-path", "/m", "--random-seed", "-1", "--mem-fraction-static", "-.5", "--api-key", "-1.25"], upstream);
+  assert.deepEqual(negative.kind === "ok" && [negative.args.random_seed, negative.args.mem_fraction_static, negative.args.api_key], [-1, -0.5, "-1.25"]);
+  const spaced = parseArgs(["--model-path", "/m", "--api-key", "-a b"], upstream);
+  assert.equal(spaced.kind === "ok" && spaced.args.api_key, "-a b");
+  const alone = parseArgs(["--model-path", "/m", "-abc"], upstream);
+  assert.match(alone.kind === "error" ? alone.stderr : "", /error: unrecognized arguments: -abc\n$/);
+  const dash = parseArgs(["--model-path", "/m", "--api-key", "-"], upstream);
+  assert.equal(dash.kind === "ok" && dash.args.api_key, "-", "a lone dash is a value");
+  assert.equal(isOptionWord("--tp", upstream.map((f) => f.name)), true, "a prefix of an option");
+  assert.equal(isOptionWord("-1e5", []), true, "not argparse's negative number: an option");
+});
+
+// srt/server_args_config_parser.py: a YAML scalar becomes two words, `--key value`, never `--key=value`.
+test("--config: `api-key: \"-abc\"` reaches argparse as `--api-key -abc` and is refused", () => {
+  const merged = mergeConfigFile(["--model-path", "/m", "--config", "/c.yaml"], upstream, () => 'api-key: "-abc"\nrandom-seed: -7\n');
+  assert.deepEqual(merged, { kind: "ok", argv: ["--api-key", "-abc", "--random-seed", "-7", "--model-path", "/m"] });
+  const r = parseArgs(merged.kind === "ok" ? merged.argv : [], upstream);
+  assert.match(r.kind === "error" ? r.stderr : "", /sglang serve: error: argument --api-key: expected one argument\n$/);
+});
+
+// srt/managers/multi_tokenizer_mixin.py: --tokenizer-worker-num (int, default 1).
+test("--tokenizer-worker-num: an int, 1 by default", () => {
+  const r = parseArgs(["--model-path", "/m", "--tokenizer-worker-num", "4"], upstream);
+  assert.equal(r.kind === "ok" && r.args.tokenizer_worker_num, 4);
+  const d = parseArgs(["--model-path", "/m"], upstream);
+  assert.equal(d.kind === "ok" && d.args.tokenizer_worker_num, 1);
 });

@@ -1,14 +1,13 @@
-// The two SGLangs the simulator follows (simhost/sim/sglang/lines.ts): the last release, v0.5.19,
-// and main (read at 001067ff), where they differ, and the behaviours both share that the
-// simulator once got wrong. Every test names the file of sgl-project/sglang (under python/sglang/)
-// it follows.
+// The SGLangs the simulator follows (simhost/sim/sglang/lines.ts): the newest release, v0.5.21,
+// main, and v0.5.19, where they differ, and the behaviours they share that the simulator once got
+// wrong. Every test names the file of sgl-project/sglang (under python/sglang/) it follows.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { freePort, launch, sandbox, status, until } from "../../support/localSim";
 import { streamChat as streamAt } from "../../support/streamChat";
-import { SGLANG_LINES, SglangLine, boolEnv, startupArgsLine } from "../../../simhost/sim/sglang/lines";
+import { ALL_SGLANG_LINES, LINES, SGLANG_LINES, SglangLine, boolEnv, startupArgsLine } from "../../../simhost/sim/sglang/lines";
 
 const baseArgs = (dir: string, port: number) => ["--model-path", path.join(dir, "model"), "--tp-size", "8", "--port", String(port), "--host", "127.0.0.1", "--enable-metrics",
   "--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", path.join(dir, "drafter")];
@@ -34,10 +33,22 @@ const streamChat = (port: number, maxTokens: number) => streamAt(`http://127.0.0
 const inFlight = async (port: number) => ((await (await fetch(`http://127.0.0.1:${port}/get_load`)).json()) as { num_reqs: number }[])[0].num_reqs;
 
 // Python's repr (Objects/unicodeobject.c unicode_repr): a str with a ' and no " is quoted with ".
-test("the two start-up line forms (srt/entrypoints/engine.py): a dataclass repr in the release, a dict on main, the key in clear in both, quoted as Python quotes it", () => {
+test("the lines: v0.5.21 and main share main's traits and end a drain through uvicorn; v0.5.19 keeps its own", () => {
+  assert.deepEqual(SGLANG_LINES, ["release", "main"], "the fault table's two");
+  assert.deepEqual(ALL_SGLANG_LINES, ["release", "main", "v0.5.19"]);
+  const { version: rv, ...release } = LINES.release;
+  const { version: mv, ...main } = LINES.main;
+  assert.deepEqual(release, main);
+  assert.deepEqual([rv, mv, LINES["v0.5.19"].version], ["0.5.21-sim", "0.5.22.dev0-sim", "0.5.19-sim"]);
+  assert.deepEqual(LINES["v0.5.19"], { version: "0.5.19-sim", startupArgs: "dataclass", configAliasKeys: "canonical-refused", modelPathRequiredByArgparse: true, drainExit: "self-sigkill" });
+  assert.equal(LINES.main.drainExit, "asgi");
+});
+
+test("the two start-up line forms (srt/entrypoints/engine.py): a dataclass repr in v0.5.19, a dict on main and v0.5.21, the key in clear in both, quoted as Python quotes it", () => {
   const args = { model_path: "/m", api_key: "sk-it's", tp_size: 8, enable_metrics: true, context_length: null };
-  assert.equal(startupArgsLine("release", args), `server_args=ServerArgs(model_path='/m', api_key="sk-it's", tp_size=8, enable_metrics=True, context_length=None)`);
+  assert.equal(startupArgsLine("v0.5.19", args), `server_args=ServerArgs(model_path='/m', api_key="sk-it's", tp_size=8, enable_metrics=True, context_length=None)`);
   assert.equal(startupArgsLine("main", args), `server_args={'model_path': '/m', 'api_key': "sk-it's", 'tp_size': 8, 'enable_metrics': True, 'context_length': None}`);
+  assert.equal(startupArgsLine("release", args), startupArgsLine("main", args));
   assert.equal(startupArgsLine("main", { api_key: `a'b"c\\d` }), `server_args={'api_key': 'a\\'b"c\\\\d'}`, "both quotes: single, its ' escaped");
   assert.equal(startupArgsLine("main", { api_key: 'say "hi"' }), `server_args={'api_key': 'say "hi"'}`);
 });
@@ -52,7 +63,7 @@ test("SGL_FORCE_SHUTDOWN and friends are read as SGLang's get_bool_env_var reads
 // http_server.py server_info: resolved values on both lines (v0.5.17 on);
 // srt/arg_groups/speculative_hook.py: the DFlash block size stands for the draft tokens;
 // srt/server_args.py: max_running_requests resolves to 48 for DFLASH when unset (both lines).
-for (const line of SGLANG_LINES) {
+for (const line of ALL_SGLANG_LINES) {
   test(`${line}: the start-up line, /server_info (resolved values) and the DFlash block size`, async () => {
     await serving(line, {}, ["--speculative-dflash-block-size", "8", "--api-key", "sk-line"], async ({ port, log }) => {
       const info = (await (await fetch(`http://127.0.0.1:${port}/server_info`, { headers: { authorization: "Bearer sk-line" } })).json()) as Record<string, unknown>;
@@ -60,12 +71,12 @@ for (const line of SGLANG_LINES) {
       assert.equal(info.speculative_num_draft_tokens, 8, "the block size copied in");
       assert.equal(info.served_model_name, info.model_path, "filled in");
       assert.equal(info.max_running_requests, 48, "DFLASH's default (PR #25424, before v0.5.19)");
-      if (line === "main") {
-        assert.match(log(), /server_args=\{'model_path': '[^']*', .*'api_key': 'sk-line'/);
-        assert.match(String(info.version), /dev/);
-      } else {
+      if (line === "v0.5.19") {
         assert.match(log(), /server_args=ServerArgs\(model_path='[^']*', .*api_key='sk-line'/);
         assert.match(String(info.version), /^0\.5\.19\b/);
+      } else {
+        assert.match(log(), /server_args=\{'model_path': '[^']*', .*'api_key': 'sk-line'/);
+        assert.match(String(info.version), line === "main" ? /^0\.5\.22\.dev/ : /^0\.5\.21\b/);
       }
       // /health runs a one-token generation, polled after a 1 s sleep (http_server.py, health_generate).
       const t0 = Date.now();
@@ -137,15 +148,15 @@ test("the deprecated window alias on the command line: served on both lines, wit
 // srt/speculative/spec_info.py: the lookup of an unknown name; sglang/cli/utils.py
 // get_model_path (main) and argparse's required --model-path (release).
 test("an unknown algorithm and a missing --model-path, as each line reports them", async () => {
-  for (const line of SGLANG_LINES) {
+  for (const line of ALL_SGLANG_LINES) {
     const sb = sandbox({ line, profile: "upstream" });
     try {
       const unknown = await launch(sb.env, baseArgs(sb.dir, 1).map((a) => (a === "DFLASH" ? "DDTREE" : a))).exited;
       assert.equal(unknown.code, 1);
       assert.match(unknown.stderr, /^ValueError: Unknown speculative algorithm name: DDTREE$/m, line);
       const noModel = await launch(sb.env, ["--port", "1"]).exited;
-      assert.equal(noModel.code, line === "main" ? 1 : 2);
-      assert.match(noModel.stderr, line === "main" ? /Exception: Error: --model-path is required\./ : /sglang serve: error: the following arguments are required: --model-path/);
+      assert.equal(noModel.code, line === "v0.5.19" ? 2 : 1);
+      assert.match(noModel.stderr, line === "v0.5.19" ? /sglang serve: error: the following arguments are required: --model-path/ : /Exception: Error: --model-path is required\./);
     } finally {
       sb.cleanup();
     }
@@ -153,12 +164,14 @@ test("an unknown algorithm and a missing --model-path, as each line reports them
 });
 
 // tokenizer_manager.py sigterm_watchdog (v0.5.17 on, PR #28779): after the last count of 0, a
-// ShutdownReq to the schedulers and a blocking wait of up to 15 s for them inside the event loop
-// before kill_process_tree: HTTP answers nothing meanwhile, nothing is logged, and the
-// connections left waiting are reset by the SIGKILL.
-test("after the drain the schedulers get up to 15 s to exit, on both lines, HTTP frozen meanwhile", async () => {
-  // The three at once, each in its own sandbox.
-  await Promise.all(([["release", 30], ["main", 2], ["main", 30]] as const).map(([line, schedulerExitSeconds]) =>
+// ShutdownReq to the schedulers and a blocking wait of up to 15 s for them inside the event loop:
+// HTTP answers nothing meanwhile, and the connections left waiting are reset at the end. v0.5.19
+// ends with kill_process_tree(include_parent=True), logging nothing more; v0.5.20 on (read at its
+// tag) warns of schedulers still alive at 15 s, kills the children only and hands the exit to
+// uvicorn, which logs its shutdown and exits 0.
+test("after the drain the schedulers get up to 15 s to exit, on every line, HTTP frozen meanwhile; then each line's end", async () => {
+  // The four at once, each in its own sandbox.
+  await Promise.all(([["v0.5.19", 30], ["main", 2], ["main", 30], ["release", 0.5]] as const).map(([line, schedulerExitSeconds]) =>
     serving(line, { schedulerExitSeconds }, [], async ({ port, log, child }) => {
       child.child.kill("SIGTERM");
       await until("the drain's last count", async () => (/Remaining number of requests 0\./.test(log()) ? true : undefined), 10_000);
@@ -173,16 +186,38 @@ test("after the drain the schedulers get up to 15 s to exit, on both lines, HTTP
       const exit = await child.exited;
       const exitedAt = Date.now();
       const took = (exitedAt - drainedAt) / 1000;
-      assert.equal(exit.signal, "SIGKILL");
       const expected = Math.min(schedulerExitSeconds, 15);
       // The upper bound only tells the cases apart (2 s from 15 s, 15 s from 30 s), with room for a loaded machine.
       assert.ok(took >= expected - 0.1 && took < expected + 7, `${line} exited ${took} s after the drain, its schedulers taking ${schedulerExitSeconds} s`);
       for (const answer of await Promise.all(probes)) assert.match(String(answer), /^failed: /, `${line}: an HTTP answer during the scheduler wait: ${answer}`);
-      // Neither probe settled during the wait: both were left hanging until the kill reset them.
+      // Neither probe settled during the wait: both were left hanging until the end reset them.
       for (const at of settled) assert.ok(at >= exitedAt - 500, `${line}: a probe settled ${(exitedAt - at) / 1000} s before the exit`);
-      assert.doesNotMatch(log(), /ShutdownReq|schedulers did not exit|Force exiting/);
-      assert.equal(log().trimEnd().split("\n").at(-1)?.includes("Remaining number of requests 0."), true, "nothing logged after the last count");
+      assert.doesNotMatch(log(), /Force exiting/);
+      const after = log().slice(log().lastIndexOf("Remaining number of requests 0.")).trimEnd().split("\n").slice(1).map((l) => l.replace(/^\[[^\]]*\] /, ""));
+      if (line === "v0.5.19") {
+        assert.equal(exit.signal, "SIGKILL", "kill_process_tree(include_parent=True)");
+        assert.deepEqual(after, [], "nothing logged after the last count");
+        return;
+      }
+      assert.deepEqual([exit.code, exit.signal], [0, null], `${line}: uvicorn's normal exit`);
+      const still = schedulerExitSeconds > 15 ? [`Schedulers still alive 15s after ShutdownReq, killing them before they released: [${Array.from({ length: 8 }, (_, r) => child.child.pid! + 1 + r).join(", ")}]`] : [];
+      assert.deepEqual(after, [...still, "INFO:     Shutting down", "INFO:     Waiting for application shutdown.", "INFO:     Application shutdown complete.", `INFO:     Finished server process [${child.child.pid}]`]);
     }),
+  ));
+});
+
+// The staleSeconds fault (a listener lingering after the drain) on both ends.
+test("staleSeconds: read-only routes answer after the drain, then each line ends its own way", async () => {
+  await Promise.all((["v0.5.19", "main"] as const).map((line) =>
+    serving(line, { schedulerExitSeconds: 0 }, [], async ({ port, log, child }) => {
+      child.child.kill("SIGTERM");
+      await until("the drain's last count", async () => (/Remaining number of requests 0\./.test(log()) ? true : undefined), 10_000);
+      await until("stale answers", async () => ((await status(port, "/v1/models")) === 200 ? true : undefined), 5_000);
+      assert.equal(await status(port, "/health"), "refused", "only the read-only routes: the rest are cut");
+      const exit = await child.exited;
+      assert.deepEqual([exit.code, exit.signal], line === "v0.5.19" ? [null, "SIGKILL"] : [0, null]);
+      assert.equal(await status(port, "/v1/models"), "refused");
+    }, {}, { staleSeconds: 2 }),
   ));
 });
 
@@ -208,11 +243,12 @@ test("a stuck scheduler: its hung requests are counted by the drain, which ends 
     child.child.kill("SIGTERM");
     const sent = Date.now();
     const exit = await child.exited;
-    assert.equal(exit.signal, "SIGKILL");
+    assert.deepEqual([exit.code, exit.signal], [0, null], "main: the exit handed to uvicorn");
     // The line as SGLang logs it: no count of the requests it leaves.
     assert.match(log(), /Signal SIGTERM received while health check failed\. Force exiting\.$/m);
-    // The stuck scheduler never takes the ShutdownReq: the whole 15 s wait (schedulerExitSeconds 0 aside).
+    // The stuck scheduler never takes the ShutdownReq: the whole 15 s wait (schedulerExitSeconds 0 aside), then the warning.
     assert.ok(Date.now() - sent >= 15_000, `exited ${(Date.now() - sent) / 1000} s after SIGTERM`);
+    assert.match(log(), /\] Schedulers still alive 15s after ShutdownReq, killing them before they released: \[\d+(, \d+){7}\]$/m);
   }, env, { hangGenerations: true });
 });
 
@@ -222,7 +258,7 @@ test("SGL_FORCE_SHUTDOWN=True skips the drain of a request in flight", async () 
     await until("the request", async () => ((await inFlight(port)) === 1 ? true : undefined));
     child.child.kill("SIGTERM");
     const exit = await child.exited;
-    assert.equal(exit.signal, "SIGKILL");
+    assert.equal(exit.code, 0);
     assert.match(log(), /Signal SIGTERM received while force shutdown flag set\. Force exiting\./);
     assert.equal(await stream, false, "the request was cut");
   }, { SGL_FORCE_SHUTDOWN: "True" });
@@ -257,7 +293,7 @@ test("GPUs 0-3 held by another server: \"unbalanced\" is fatal on both lines", a
     try {
       await ready(port);
       const r = await launch(sb.env, baseArgs(sb.dir, await freePort())).exited;
-      assert.equal(r.code, 1);
+      assert.equal(r.signal, "SIGKILL", "a scheduler's failure: SIGQUIT, then the main process kills itself");
       assert.match(r.stderr, /^RuntimeError: The memory capacity is unbalanced\. Some GPUs may be occupied by other processes\./m, line);
     } finally {
       holder.child.kill("SIGKILL");
@@ -267,13 +303,15 @@ test("GPUs 0-3 held by another server: \"unbalanced\" is fatal on both lines", a
   }
 });
 
-// srt/model_executor/cuda_graph_runner.py: a failed capture ends the load.
-test("a CUDA graph capture failure ends the load with SGLang's wording", async () => {
+// srt/model_executor/cuda_graph_runner.py: a failed capture ends the load; its message wraps
+// torch's own out-of-memory text, which names the rank's device, then SGLang's advice.
+test("a CUDA graph capture failure ends the load with SGLang's wording, torch's OOM naming each rank's GPU", async () => {
   const sb = sandbox({}, { crashDuringLoad: "cuda-graph" });
   try {
     const r = await launch(sb.env, baseArgs(sb.dir, await freePort())).exited;
-    assert.equal(r.code, 1);
-    assert.match(r.stderr, /^Exception: Capture cuda graph failed: /m);
+    assert.equal(r.signal, "SIGKILL");
+    for (let gpu = 0; gpu < 8; gpu++) assert.match(r.stderr, new RegExp(`^Exception: Capture cuda graph failed: CUDA out of memory\\. Tried to allocate 2\\.00 GiB\\. GPU ${gpu} has a total capacity of [\\d.]+ GiB of which `, "m"));
+    assert.match(r.stderr, /\nPossible solutions:\n1\. set --mem-fraction-static to a smaller value \(e\.g\., 0\.8 or 0\.7\)\n2\. set --cuda-graph-max-bs to a smaller value \(e\.g\., 16\)\n3\. disable torch compile by not using --enable-torch-compile\n4\. disable CUDA graph by --disable-cuda-graph\. \(Not recommended\. Huge performance loss\)\nOpen an issue on GitHub https:\/\/github\.com\/sgl-project\/sglang\/issues\/new\/choose \n/);
   } finally {
     sb.cleanup();
   }

@@ -111,9 +111,10 @@ test("metrics carry SGLang's labels and go stale: a finished request still shows
 
 // srt/managers/tokenizer_manager.py: SignalHandler.sigterm_handler sets gracefully_exit;
 // sigterm_watchdog checks it every 5 s, waits (5 s at a time) for rid_to_state to empty,
-// admits new requests meanwhile, then kill_process_tree(os.getpid(), include_parent=True)
-// ends the main process by SIGKILL. http_server.py health_generate: 503 during shutdown.
-test("SIGTERM drains: in-flight and newly arriving requests finish, health says 503, then the process SIGKILLs itself", async () => {
+// admits new requests meanwhile, then (main, v0.5.20 on) kills its children only and hands the
+// exit to uvicorn: exit 0. http_server.py health_generate: 503 during shutdown. (v0.5.19's
+// SIGKILL of itself: lines.test.ts.)
+test("SIGTERM drains: in-flight and newly arriving requests finish, health says 503, then uvicorn exits 0", async () => {
   const sb = sandbox({ speedScale: 0.5 });
   const port = await freePort();
   const server = launch(sb.env, baseArgs(sb.dir, port));
@@ -128,12 +129,52 @@ test("SIGTERM drains: in-flight and newly arriving requests finish, health says 
     assert.equal(late.done, true, "a request arriving during the drain is served");
     assert.equal((await first).done, true, "the in-flight request completes");
     const exit = await server.exited;
-    assert.equal(exit.signal, "SIGKILL", "kill_process_tree kills the main process too");
+    assert.deepEqual([exit.code, exit.signal], [0, null], "the children killed, the exit handed to uvicorn");
+    assert.equal(await status(port, "/health"), "refused", "uvicorn stopped listening");
     assert.match(server.log(), /Gracefully exiting\.\.\. Remaining number of requests [1-9]\d*\./);
     assert.match(server.log(), /Gracefully exiting\.\.\. Remaining number of requests 0\./);
   } finally {
     server.child.kill("SIGKILL");
     sb.cleanup();
+  }
+});
+
+// srt/managers/multi_tokenizer_mixin.py: with --tokenizer-worker-num N > 1 every HTTP worker is its
+// own TokenizerManager with its own SIGTERM watchdog, counting its own requests, whose rids carry
+// its worker id (its pid): `<pid>_<hex>`.
+test("tokenizer workers: each logs its own count with its own pid-prefixed rids; the drain ends when every one logged 0", async () => {
+  const sb = sandbox({ schedulerExitSeconds: 0 }, { hangGenerations: true });
+  const port = await freePort();
+  const server = launch(sb.env, [...baseArgs(sb.dir, port), "--tokenizer-worker-num", "2"]);
+  try {
+    await until("ready", async () => (server.log().includes("The server is fired up and ready to roll!") ? true : undefined));
+    // Three hung requests, round-robin: two for worker 0, one for worker 1.
+    for (let i = 0; i < 3; i++) void streamChat(port, 10).catch(() => undefined);
+    await until("three in flight", async () => ((((await (await fetch(`http://127.0.0.1:${port}/get_load`)).json()) as { num_reqs: number }[])[0].num_reqs === 3) ? true : undefined));
+    server.child.kill("SIGTERM");
+    const counts = () => [...server.log().matchAll(/Gracefully exiting\.\.\. Remaining number of requests (\d+)\. Remaining requests remaining_rids=\[(.*)\]\.$/gm)];
+    await until("both workers' counts", async () => (new Set(counts().map((m) => m[1])).size === 2 ? true : undefined), 15_000);
+    const byCount = new Map(counts().map((m) => [Number(m[1]), m[2].split(", ").map((r) => /^'(\d+)_[0-9a-f]{32}'$/.exec(r)?.[1])]));
+    assert.equal(byCount.get(2)?.length, 2);
+    assert.equal(byCount.get(1)?.length, 1);
+    const [pid0, pid1] = [byCount.get(2)![0], byCount.get(1)![0]];
+    assert.ok(pid0 && pid1 && pid0 !== pid1 && byCount.get(2)![1] === pid0, `each worker's rids carry its own pid: ${pid0}, ${pid1}`);
+  } finally {
+    server.child.kill("SIGKILL");
+    await server.exited;
+    sb.cleanup();
+  }
+  // Idle, two workers: each logs its 0 once, then the drain's end.
+  const idle = sandbox({ schedulerExitSeconds: 0 });
+  try {
+    const s = launch(idle.env, [...baseArgs(idle.dir, port), "--tokenizer-worker-num", "2"]);
+    await ready(port);
+    s.child.kill("SIGTERM");
+    assert.equal((await s.exited).code, 0);
+    assert.equal((s.log().match(/Remaining number of requests 0\. Remaining requests remaining_rids=\[\]\.$/gm) ?? []).length, 2);
+    assert.match(s.log(), /Finished server process/);
+  } finally {
+    idle.cleanup();
   }
 });
 
@@ -155,7 +196,7 @@ test("SIGTERM while idle ends within the watchdog's 5 s period; while loading, a
     const t0 = Date.now();
     idle.child.kill("SIGTERM");
     const exit = await idle.exited;
-    assert.equal(exit.signal, "SIGKILL");
+    assert.equal(exit.code, 0);
     // At most one watchdog period (5 s) and the schedulers' 0.5 s; the bound tells it from the
     // 15 s wait of schedulers that never exit, with room for a loaded machine.
     assert.ok(Date.now() - t0 < 5_000 + 500 + 5_000, `idle stop took ${Date.now() - t0} ms`);
@@ -196,7 +237,7 @@ test("a new process started before the old one's memory is released dies with CU
     await first.exited;
     const second = launch(sb.env, baseArgs(sb.dir, port));
     const r = await second.exited;
-    assert.equal(r.code, 1);
+    assert.equal(r.signal, "SIGKILL", "a scheduler's failure: SIGQUIT to the main process, which kills itself");
     assert.match(r.stderr, /^torch\.OutOfMemoryError: CUDA out of memory\. Tried to allocate [\d.]+ GiB\. GPU 0 has a total capacity/m);
     // Waiting for the release (a condition, not a sleep) lets the next start succeed.
     const smi = () => spawnSync(process.execPath, ["--import", "tsx", path.join(SIM, "nvidia-smi.ts"), "--query-gpu=index,memory.used", "--format=csv,noheader,nounits"], { env: sb.env, encoding: "utf8" }).stdout;
@@ -240,6 +281,11 @@ test("--config YAML: values apply, the command line wins, an unknown key is an a
   const bad = await launch(sb.env, [...baseArgs(sb.dir, port), "--config", yaml]).exited;
   assert.equal(bad.code, 2);
   assert.match(bad.stderr, /^sglang serve: error: unrecognized arguments: --not-a-flag 3$/m);
+  // Each scalar becomes two words, `--api-key -abc`: argparse takes -abc for an option.
+  fs.writeFileSync(yaml, 'api-key: "-abc"\n');
+  const dashed = await launch(sb.env, [...baseArgs(sb.dir, port), "--config", yaml]).exited;
+  assert.equal(dashed.code, 2);
+  assert.match(dashed.stderr, /^sglang serve: error: argument --api-key: expected one argument$/m);
   const txt = path.join(sb.dir, "server.txt");
   fs.writeFileSync(txt, "port: 1\n");
   const wrong = await launch(sb.env, [...baseArgs(sb.dir, port), "--config", txt]).exited;

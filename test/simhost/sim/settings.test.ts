@@ -21,7 +21,8 @@ test("an unknown setting is refused with the nearest one and every valid one", (
 test("a value of the wrong kind is refused naming the setting and what it takes", () => {
   assert.throws(() => checkSimSettings({ loadSeconds: "6" }), /^Error: setting loadSeconds must be a number of seconds, 0 or more; got "6"$/);
   assert.throws(() => checkSimSettings({ profile: "fork" }), /^Error: setting profile must be one of "upstream", "ddtree-fork"; got "fork"$/);
-  assert.throws(() => checkSimSettings({ line: "nightly" }), /^Error: setting line must be one of "release", "main"; got "nightly"$/);
+  assert.throws(() => checkSimSettings({ line: "nightly" }), /^Error: setting line must be one of "release", "main", "v0\.5\.19"; got "nightly"$/);
+  assert.equal(parseSimConfig({ line: "v0.5.19" }).line, "v0.5.19", "the older release users still run");
   assert.throws(() => checkSimSettings({ speedScale: 0 }), /^Error: setting speedScale must be a positive number; got 0$/);
   assert.throws(() => checkSimSettings({ removedEndpoints: "/get_server_info" }), /^Error: setting removedEndpoints must be a list of paths/);
   assert.throws(() => checkSimSettings({ surface: { nodecost: 1 } }), /^Error: setting surface must be surface: surface has unknown key\(s\) nodecost/);
