@@ -82,7 +82,16 @@ export interface StartOptions {
    * Defaults to none: root logs in.
    */
   sudoers?: string;
+  /**
+   * The host's own locale (/etc/locale.conf for systemd and its services, /etc/default/locale
+   * for SSH sessions, through PAM), one the host image has generated: LOCALES. Defaults to none
+   * (C). A host whose locale writes 1,5 for 1.5 (de_DE) or whose [a-z] has no i (tr_TR).
+   */
+  locale?: (typeof LOCALES)[number];
 }
+
+/** The locales the host image has generated (simhost/rootfs.sh host_locales), besides C and C.UTF-8. */
+export const LOCALES = ["de_DE.UTF-8", "tr_TR.UTF-8"] as const;
 
 /** What a start gets for the options it is not given. */
 export const START_DEFAULTS = { gpus: 8, gpuMemoryMiB: 97887, bootTimeoutMs: 60_000 } as const;
@@ -216,6 +225,8 @@ export interface HostTreeParams {
   holdBoot?: boolean;
   /** StartOptions.sudoers. */
   sudoers?: string;
+  /** StartOptions.locale. */
+  locale?: string;
 }
 
 /** The unit that keeps a host's boot from finishing (StartOptions.holdBoot). */
@@ -304,6 +315,10 @@ export function renderHostTree(p: HostTreeParams): HostEntry[] {
     // server that runs as another user than root (service.runAs) takes GPU memory too.
     file("/etc/tmpfiles.d/dflash-sim.conf", "d /run/gpu-sim 0777 root root -\nd /run/gpu-sim/procs 0777 root root -\nd /var/lib/dflash-sim/launches 0777 root root -\n"),
   ];
+  if (p.locale !== undefined) {
+    if (!(LOCALES as readonly string[]).includes(p.locale)) throw new Error(`locale ${JSON.stringify(p.locale)} is not one the host image has; use one of ${LOCALES.join(", ")}`);
+    entries.push(file("/etc/locale.conf", `LANG=${p.locale}\n`), file("/etc/default/locale", `LANG=${p.locale}\n`));
+  }
   if (p.sudoers !== undefined) {
     entries.push(
       // sshd reads the keys as the user: root-owned and readable (StrictModes accepts root's).
@@ -777,6 +792,7 @@ export async function start(name: string, opts: StartOptions = {}): Promise<Host
         facts: inspectRootfs(rootfs),
         holdBoot: opts.holdBoot,
         sudoers: opts.sudoers,
+        locale: opts.locale,
       }),
     );
     const knownHostsPath = path.join(stateDir, "known_hosts");

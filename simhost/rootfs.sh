@@ -7,8 +7,11 @@ set -euo pipefail
 suite=bookworm
 # haproxy and socat (its runtime API's client) for the fleet's load-balancer host
 # (components/fleet); disabled below, so GPU hosts do not run it.
-packages=systemd,systemd-sysv,dbus,openssh-server,iproute2,python3,curl,procps,sudo,haproxy,socat
-recipe_hash=$( (echo "$suite $packages"; cat "${BASH_SOURCE[0]}") | sha256sum | cut -c1-16)
+# locales: hosts whose own locale writes numbers and orders letters otherwise (start --locale).
+packages=systemd,systemd-sysv,dbus,openssh-server,iproute2,python3,curl,procps,sudo,haproxy,socat,locales
+# The locales a host may be given (simhost start --locale); C.UTF-8 is glibc's own.
+host_locales="de_DE.UTF-8 tr_TR.UTF-8"
+recipe_hash=$( (echo "$suite $packages $host_locales"; cat "${BASH_SOURCE[0]}") | sha256sum | cut -c1-16)
 cache_root=${DFLASH_SIMHOST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dflash-pulumi/simhost}
 dest="$cache_root/rootfs-$suite-$recipe_hash"
 
@@ -39,6 +42,8 @@ start=$(date +%s)
 say "debootstrap $suite from $mirror (cold: about 2 minutes)"
 debootstrap --variant=minbase --include="$packages" "$suite" "$tmp" "$mirror" >"$cache_root/debootstrap.log" 2>&1 \
   || fail "debootstrap failed; last lines of $cache_root/debootstrap.log:$(echo; tail -n 15 "$cache_root/debootstrap.log")"
+for l in $host_locales; do echo "$l UTF-8" >> "$tmp/etc/locale.gen"; done
+chroot "$tmp" locale-gen >"$cache_root/locale-gen.log" 2>&1 || fail "locale-gen failed; see $cache_root/locale-gen.log"
 # A plain user for hosts where root may not log in over SSH (simhost start's sudoers option
 # gives it its key and its sudo rights); "*": no password, and not a locked account.
 chroot "$tmp" useradd --create-home --shell /bin/bash --password '*' deploy

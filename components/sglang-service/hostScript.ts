@@ -87,6 +87,9 @@ export interface HostScript {
   component?: { folder: string; renderer: string };
 }
 
+/** The locale every host script runs under (glibc's built-in C.UTF-8: C's numbers and ranges, UTF-8 text). */
+export const HOST_LOCALE = "C.UTF-8";
+
 /** Pure: a host script: shebang, what it is, its values, then its files verbatim. */
 export function renderHostScript(s: HostScript): string {
   for (const l of s.about) if (/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(l)) throw new Error(`refusing to render a comment line with a newline or control character: ${JSON.stringify(l)}`);
@@ -96,6 +99,9 @@ export function renderHostScript(s: HostScript): string {
     ...s.about.map((l) => `# ${l}`.trimEnd()),
     `# Rendered by components/${folder}/${renderer}: the values below, then ${s.files.map((f) => `host/${f}`).join(", ")} verbatim. Do not edit.`,
     `set ${s.set}`,
+    // Whatever the host's own locale: numbers with a point (de_DE writes 1,5), character classes
+    // as written (tr_TR's [a-z] has no i), messages in English; UTF-8 text stays text.
+    `export LC_ALL=${HOST_LOCALE}`,
     "",
     "# --- values ---",
     hostValues(s.values),

@@ -234,8 +234,23 @@ function preflightValues(s: PreflightInput): Record<string, HostValue> {
     gpus_chosen: !s.gpus.every((g, i) => g === i),
     run_as: s.runAs ?? "root",
     credentials: s.credentials === true,
+    write_dirs: WRITTEN_DIRS.map(([dir]) => dir),
+    write_whats: WRITTEN_DIRS.map(([, what]) => what),
+    write_min_kib: WRITE_MIN_KIB,
   };
 }
+
+/** Every folder a restart and its rollback write on a node, and what it holds (host/checks.sh check_writable). */
+const WRITTEN_DIRS: readonly (readonly [string, string])[] = [
+  [HELPER_DIR, "the unit's helper scripts"],
+  ["/etc/systemd/system", "the unit files"],
+  [STATE_DIR, "the configurations' generations"],
+  [SECRETS_DIR, "the secret files"],
+  [RUN_DIR, "the host lock and rollout notes"],
+];
+
+/** Free space a restart needs where it writes: its generation (unit, helpers, secrets) and the previous one's, with a wide margin. */
+const WRITE_MIN_KIB = 10 * 1024;
 
 /**
  * Check before you stop: the preflight alone (reads only), run on the node that will run

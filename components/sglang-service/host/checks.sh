@@ -2,7 +2,7 @@
 # shellcheck disable=SC2154 # the values (label, host, python, flags, paths, gpus, run_as...) come from the rendered header (script.ts preflightValues)
 # dflash-sglang: the preflight checks (reads only), shared by the stand-alone preflight
 # (host/preflight.sh) and the staging script (host/stage.sh): the host's SGLang accepts every
-# flag, the paths exist, the node has the GPUs, and a server that runs as another user can
+# flag, the paths exist, the folders it writes can be written, the node has the GPUs, and a server that runs as another user can
 # use what it needs. Exits 1, naming every problem, if the host cannot run the configuration.
 #
 # Values: label host python help_s cmd_s; flags (the launch flags), flag_canonicals (for a
@@ -11,7 +11,7 @@
 # flag; '' for a flag the tool derives itself), index by index; closest_awk (host/closest.awk);
 # paths and path_whats, index by index; gpus (a comma list), gpu_count, gpus_chosen (yes: chosen
 # by CUDA_VISIBLE_DEVICES); run_as, credentials (yes: the unit gets its secrets as systemd
-# credentials).
+# credentials); write_dirs and write_whats, index by index, and write_min_kib.
 
 # A here-string, not `printf | grep -q`: grep -q exits at its match, and with pipefail the
 # printf still writing (bash writes line by line) would die of SIGPIPE and fail the test.
@@ -96,6 +96,30 @@ check_run_as() {
   fi
 }
 
+# Every folder the restart and its rollback write (write_dirs, write_whats, index by index) can
+# be written, with write_min_kib free: a read-only /usr/local (an image-based or hardened host)
+# or a full disk fails here, before anything stops, not half-way through a restart whose
+# rollback would then fail the same way. A folder not made yet: the nearest one that exists
+# (mkdir -p makes the rest). Reads only: access(2) (`test -w`, which a read-only file system
+# fails even for root) and df.
+check_writable() {
+  local i d free why
+  for i in "${!write_dirs[@]}"; do
+    d=${write_dirs[i]}
+    while [ ! -e "$d" ] && [ "$d" != / ]; do d=$(dirname "$d"); done
+    if [ ! -w "$d" ]; then
+      why="not writable by root"
+      [[ ",$(findmnt -no OPTIONS --target "$d" 2>/dev/null)," == *,ro,* ]] && why="on a read-only file system (mounted at $(findmnt -no TARGET --target "$d" 2>/dev/null))"
+      problems+=("${write_dirs[i]} (${write_whats[i]}) cannot be written: $d is $why. A restart writes there after it has stopped the old server, and so would its rollback: make it writable (or mount a writable file system there), then run pulumi up again.")
+      continue
+    fi
+    free=$(df -Pk "$d" 2>/dev/null | awk 'NR == 2 { print $4 }')
+    if [[ "$free" =~ ^[0-9]+$ ]] && [ "$free" -lt "$write_min_kib" ]; then
+      problems+=("${write_dirs[i]} (${write_whats[i]}) has $free KiB free on its file system, less than the $write_min_kib KiB a restart and its rollback write: free some space there, then run pulumi up again.")
+    fi
+  done
+}
+
 # The node's GPUs: as many as the server needs, or each one CUDA_VISIBLE_DEVICES chose.
 check_gpus() {
   local smi smi_rc count missing
@@ -122,6 +146,7 @@ preflight() {
   problems=()
   check_flags
   for i in "${!paths[@]}"; do [ -d "${paths[i]}" ] || problems+=("${path_whats[i]} ${paths[i]} does not exist on the host."); done
+  check_writable
   check_run_as
   check_gpus
   if [ ${#problems[@]} -gt 0 ]; then

@@ -3,8 +3,9 @@
 # dflash-sglang: one look of the readiness step at a node (reads only), in sections: the
 # unit's state (host/show.sh), who listens on its port, the server's answer on its info
 # endpoint (with the stack's API key header file, where it has one), and the host's clock
-# with how long the main process has run (a load begins when the restart starts the unit,
-# before this step begins). A section that cannot be read is empty.
+# (seconds since boot: /proc/uptime, as the restart's @@result "at", host/transaction.sh) with
+# how long the main process has run (a load begins when the restart starts the unit, before this
+# step begins). A section that cannot be read is empty.
 
 # A process's age in seconds, to a hundredth: when it started, in the kernel's clock ticks
 # since boot (/proc/PID/stat, field 22), against /proc/uptime, as ps computes etimes (which it
@@ -28,6 +29,9 @@ if ! (return 0 2>/dev/null); then
   curl -s -m 5 -w '\n@@status %{http_code}\n' ${curl_auth[@]+"${curl_auth[@]}"} "$info_url" || true
   echo @@section age
   # A line, even when a read fails: the host's clock and the main process's age, both to a
-  # hundredth of a second.
-  echo "$(date +%s.%2N) $(main_age "$(systemctl show -p MainPID --value "$service" 2>/dev/null)")"
+  # hundredth of a second. The clock is the time since boot, never the wall clock: readiness
+  # subtracts the restart's "at" from it (handlers.ts loadToReady), and an NTP step between the
+  # two would move one and not the other (issue 60).
+  read -r up _ < /proc/uptime || up=""
+  echo "$up $(main_age "$(systemctl show -p MainPID --value "$service" 2>/dev/null)")"
 fi

@@ -6,7 +6,10 @@
 # 1 s sleep), and systemd marks the unit active only when this ends, so a longer pause would
 # only delay that.
 url=$1 timeout=$2 pid=$3 headers=${4:-}
-deadline=$(( $(date +%s) + timeout ))
+# Seconds since boot (/proc/uptime), never the wall clock: an NTP correction or a resumed VM
+# steps that by hours (issue 60), which would end this wait at once or hold it for hours.
+up_s() { local up _; read -r up _ < /proc/uptime && echo "${up%.*}"; }
+deadline=$(( $(up_s) + timeout ))
 while :; do
   if ! kill -0 "$pid" 2>/dev/null; then
     echo "server process $pid exited before it was ready" >&2
@@ -18,7 +21,7 @@ while :; do
     code=$(curl -s -o /dev/null -w '%{http_code}' -m 10 "$url" || true)
   fi
   [ "$code" = 200 ] && exit 0
-  if [ "$(date +%s)" -ge "$deadline" ]; then
+  if [ "$(up_s)" -ge "$deadline" ]; then
     echo "$url not ready after ${timeout}s (last status $code)" >&2
     exit 1
   fi

@@ -66,7 +66,7 @@ interface RestartResult {
   stopSeconds: number;
   requestsCut: number | null;
   gpuReleaseSeconds: number;
-  /** The host's clock (epoch seconds) when it started the new unit. */
+  /** The host's monotonic clock (seconds since boot, /proc/uptime) when it started the new unit: ready-probe.sh's clock. */
   at?: number;
   /** False when the host already ran this unit (nothing restarted). */
   applied?: boolean;
@@ -94,15 +94,26 @@ export function loadToReady(restartAt: number | undefined, ready: Pick<Readiness
   return startedByRestart && beforeThisStep >= 0 && beforeThisStep <= ENGINE_GAP_SECONDS ? mainAgeSeconds : waited;
 }
 
-/** The last `@@result` line a restart printed. */
 /** Pure: a group node's restart output ends with group-restart.ts LOST_MARK (its session dropped after the go). */
 export function droppedOut(restartOutput: string): boolean {
   return restartOutput.split("\n").some((l) => l === LOST_MARK || l.startsWith(`${LOST_MARK} `));
 }
 
+/**
+ * Pure: the restart's result, or null when it printed none, or one that does not parse (a host
+ * script run under a locale that writes `0,2` for 0.2 did, before every host script set its own
+ * locale): its timings are then unknown, never an exception that would skip readiness and with it
+ * the rollback.
+ */
 export function parseRestartResult(stdout: string): RestartResult | null {
   const line = stdout.split("\n").reverse().find((l) => l.startsWith("@@result "));
-  return line ? (JSON.parse(line.slice("@@result ".length)) as RestartResult) : null;
+  if (!line) return null;
+  try {
+    const r = JSON.parse(line.slice("@@result ".length)) as unknown;
+    return r !== null && typeof r === "object" && !Array.isArray(r) ? (r as RestartResult) : null;
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -426,8 +437,16 @@ async function rollback(nodes: NodeStep[], i: ReadyInputs): Promise<string> {
       }
     }
     const back = await Promise.all(i.nodes.map((n, k) => transaction(nodes[k].ssh, n, nodes[0].t, `rollback ${n.unitHash}`)));
-    const stopped = back.find((r) => r.code !== 0);
-    if (stopped) return stopped.out.split("\n").filter((l) => !l.startsWith(t.label)).join("\n") || stopped.out;
+    const stopped = back.findIndex((r) => r.code !== 0);
+    if (stopped >= 0) {
+      const r = back[stopped];
+      const said = r.out.split("\n").filter((l) => !l.startsWith(t.label)).join("\n") || r.out;
+      // The step said how it ended (restored, recovering, HOST DOWN, rollback off): that stands.
+      if (ROLLBACK_VERDICT.test(r.out)) return said;
+      // It ended without a word of it (the OOM killer, an operator's kill, a wedged systemd):
+      // what the node runs now, read from the node, is what the user needs.
+      return `${await afterKilledRollback(nodes[stopped], i.nodes[stopped].unitHash, r.code)}${said ? `\n${said}` : ""}`;
+    }
     // The known-good generation the transaction restored ($state/known-good, host/known-good.sh).
     const read = await nodes[0].ssh.run(
       bashCommand(renderHostScript({ about: [`dflash-sglang: the known-good configuration of ${t.unitName}.`], set: "-u", values: { state: `${STATE_DIR}/${t.unitName}`, curl_headers: secretPaths(t.unitName).curlHeaders }, files: ["known-good.sh"] })),
@@ -453,6 +472,30 @@ async function rollback(nodes: NodeStep[], i: ReadyInputs): Promise<string> {
   } finally {
     await Promise.all(i.nodes.map((n, k) => transaction(nodes[k].ssh, n, nodes[0].t, "release").catch(() => undefined)));
   }
+}
+
+/** A line by which the transaction's rollback step says how it ended. */
+const ROLLBACK_VERDICT = /Rolled back:|HOST DOWN|RECOVERING:|Rollback is off|NOT ROLLED BACK/;
+
+/**
+ * Pure: what a node runs after a rollback step that ended without its verdict (killed), in
+ * words: its unit's state and which configuration is installed (`failedHash`: the one that
+ * failed), saying HOST DOWN where nothing of it runs.
+ */
+export function killedRollbackWords(label: string, host: string, code: number, unitName: string, state: Pick<NodeState, "hash" | "state"> | undefined, failedHash: string, why = ""): string {
+  const ended = `the rollback's host step on ${host} ended before it finished (exit status ${code}: killed, e.g. by the OOM killer or an operator)`;
+  if (!state) return `ROLLBACK FAILED, HOST DOWN?: ${label}: ${ended}, and the node could not be read since (${why}): nothing is known to serve. Run \`pulumi up\` again once the host answers.`;
+  const installed = state.hash === null ? "no unit of it is installed" : state.hash === failedHash ? `the configuration that failed (${failedHash.slice(0, 12)}) is still installed` : `the previous configuration (${state.hash.slice(0, 12)}) is installed`;
+  if (state.state === "active") return `ROLLBACK INTERRUPTED: ${label}: ${ended}; ${installed} and ${unitName} is active (serving; not proven by this run). Run \`pulumi up\` again: it proves what serves, or restores the previous configuration.`;
+  if (state.state === "activating") return `ROLLBACK INTERRUPTED: ${label}: ${ended}; ${installed} and ${unitName} is still starting (activating), so nothing serves yet. Run \`pulumi up\` again: it proves what serves, or restores the previous configuration.`;
+  return `ROLLBACK FAILED, HOST DOWN: ${label}: ${ended}; ${installed} and ${unitName} is ${state.state || "not running"}: nothing serves. Run \`pulumi up\` again: it restores the previous configuration.`;
+}
+
+/** A node after a rollback step that ended without its verdict: read, then said (never throws). */
+async function afterKilledRollback(n: NodeStep, failedHash: string, code: number): Promise<string> {
+  const t = n.t;
+  const state = await nodeState(n.ssh, t.unitName).catch((e: Error) => e);
+  return state instanceof Error ? killedRollbackWords(t.label, n.ssh.conn.host, code, t.unitName, undefined, failedHash, state.message.split("\n")[0]) : killedRollbackWords(t.label, n.ssh.conn.host, code, t.unitName, state, failedHash);
 }
 
 /**

@@ -9,6 +9,7 @@ import * as net from "node:net";
 import * as path from "node:path";
 import { asSshUser, Become, sudoRefusal, sudoRefusedMessage } from "../become";
 import { CONTROL_SOCKET, HOST_ALIAS, KeyAgent, openKeyAgent } from "./key-agent";
+import { monotonicMs } from "../../../lib/monotonic";
 
 export interface Connection {
   host: string;
@@ -55,7 +56,8 @@ export class Ssh {
    */
   static async open(conn: Connection, opts: { retryMs?: number; onRetry?: (why: string) => void } = {}): Promise<Ssh> {
     const ssh = await Ssh.prepare(conn);
-    const until = Date.now() + (opts.retryMs ?? 0);
+    // On the monotonic clock (issue 60): a step of the wall clock neither ends the retries at once nor holds them for hours.
+    const until = monotonicMs() + (opts.retryMs ?? 0);
     let told = false;
     for (;;) {
       const r = await ssh.run("true", { timeoutMs: 30_000 }).catch((e: Error) => {
@@ -63,7 +65,7 @@ export class Ssh {
         throw e;
       });
       if (r.code === 0) return ssh;
-      if (r.code === 255 && transientSshFailure(r.stderr) && Date.now() < until) {
+      if (r.code === 255 && transientSshFailure(r.stderr) && monotonicMs() < until) {
         if (!told) opts.onRetry?.(r.stderr.trim());
         told = true;
         await new Promise((resolve) => setTimeout(resolve, 1000));
@@ -226,9 +228,9 @@ export class Ssh {
     const child = spawn("ssh", [...this.baseArgs(false), "-N", "-o", "ExitOnForwardFailure=yes", "-L", `127.0.0.1:${localPort}:${remoteHost}:${remotePort}`, "--", `${this.conn.user}@${this.conn.host}`], { stdio: ["ignore", "ignore", "pipe"] });
     let stderr = "";
     child.stderr.on("data", (d) => (stderr += d));
-    const deadline = Date.now() + 15_000;
+    const deadline = monotonicMs() + 15_000;
     while (!(await canConnect(localPort))) {
-      if (child.exitCode !== null || Date.now() > deadline) {
+      if (child.exitCode !== null || monotonicMs() > deadline) {
         child.kill();
         throw new Error(`could not forward a local port to ${remoteHost}:${remotePort} on ${this.conn.host}: ${stderr.trim() || "timed out"}`);
       }

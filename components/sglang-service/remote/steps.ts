@@ -7,9 +7,11 @@ import { causeExcerpt, failureCause, journalLines, listenerPids, parseCurlWithSt
 import { Ssh } from "./ssh";
 import { bashCommand, renderHostScript } from "../hostScript";
 import { progress } from "./progress";
+import { monotonicMs } from "../../../lib/monotonic";
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-const elapsed = (since: number) => Math.round((Date.now() - since) / 100) / 10;
+/** Seconds, to a tenth, since `since` (monotonicMs: every wait here times itself on it, never on the wall clock, issue 60). */
+const elapsed = (since: number) => Math.round((monotonicMs() - since) / 100) / 10;
 
 export interface Timeouts {
   drainSeconds: number;
@@ -84,7 +86,7 @@ async function unitNow(ssh: Ssh, unit: string, timeoutMs = 20_000): Promise<Live
   return r?.code === 0 ? observedUnit(r.stdout) : undefined;
 }
 
-interface PollOptions {
+export interface PollOptions {
   /** What is awaited, as shown in progress lines; may change while waiting. */
   status: () => string;
   deadlineSeconds: number;
@@ -101,27 +103,29 @@ const PROBE_GRACE_SECONDS = 3;
  * Polls fn until it returns a value, showing progress when the status changes or every 5 s.
  * fn gets the seconds left before the deadline and must bound its probes by them (plus
  * PROBE_GRACE_SECONDS), so that a hung probe cannot hold the wait past its deadline; a probe
- * that fails once the deadline has passed is the deadline.
+ * that fails once the deadline has passed is the deadline. Timed on the monotonic clock: a step
+ * of the wall clock neither ends the wait at once nor holds it for hours (issue 60). Exported for
+ * its test (remote/steps.test.ts).
  */
-async function poll<T>(opts: PollOptions, fn: (elapsedS: number, leftS: number) => Promise<T | undefined>): Promise<T> {
-  const started = Date.now();
-  let shownAt = 0;
+export async function poll<T>(opts: PollOptions, fn: (elapsedS: number, leftS: number) => Promise<T | undefined>): Promise<T> {
+  const started = monotonicMs();
+  let shownAt = -Infinity;
   let shown = "";
   for (;;) {
-    const leftS = Math.max(0, opts.deadlineSeconds - (Date.now() - started) / 1000);
+    const leftS = Math.max(0, opts.deadlineSeconds - (monotonicMs() - started) / 1000);
     let v: T | undefined;
     try {
       v = await fn(elapsed(started), leftS);
     } catch (e) {
-      if (Date.now() - started > opts.deadlineSeconds * 1000) throw await opts.onTimeout();
+      if (monotonicMs() - started > opts.deadlineSeconds * 1000) throw await opts.onTimeout();
       throw e;
     }
     if (v !== undefined) return v;
-    if (Date.now() - started > opts.deadlineSeconds * 1000) throw await opts.onTimeout();
+    if (monotonicMs() - started > opts.deadlineSeconds * 1000) throw await opts.onTimeout();
     const status = opts.status();
-    if (status !== shown || Date.now() - shownAt > 5000) {
+    if (status !== shown || monotonicMs() - shownAt > 5000) {
       shown = status;
-      shownAt = Date.now();
+      shownAt = monotonicMs();
       await progress(opts.urn, `${opts.label}: ${status} (${elapsed(started)} s, deadline ${opts.deadlineSeconds} s)`);
     }
     await sleep(opts.intervalMs);
@@ -149,7 +153,7 @@ const isRunning = (u: LiveUnit) => u.activeState === "active" || u.activeState =
  * group at once, with that node's journal. Resolves when `until.done` is set.
  */
 async function watchPeers(peers: NodeStep[], until: { done: boolean }, phase: string): Promise<void> {
-  const started = Date.now();
+  const started = monotonicMs();
   const seen = new Map<NodeStep, number>();
   while (!until.done && peers.length > 0) {
     for (const p of peers) {
@@ -157,7 +161,7 @@ async function watchPeers(peers: NodeStep[], until: { done: boolean }, phase: st
       if (!state) continue;
       const lastPid = seen.get(p) ?? 0;
       if (state.mainPid > 0) seen.set(p, state.mainPid);
-      if ((lastPid > 0 && state.mainPid !== lastPid) || state.activeState === "failed" || endedForRestart(state) || (state.activeState === "inactive" && Date.now() - started > 10_000)) {
+      if ((lastPid > 0 && state.mainPid !== lastPid) || state.activeState === "failed" || endedForRestart(state) || (state.activeState === "inactive" && monotonicMs() - started > 10_000)) {
         if (until.done) return;
         throw await unitFailure(p.ssh, p.t, state, phase, elapsed(started));
       }
@@ -169,7 +173,7 @@ async function watchPeers(peers: NodeStep[], until: { done: boolean }, phase: st
 /** Readiness of a group: node 0 must serve while every other node stays up. */
 export async function waitReadyGroup(nodes: NodeStep[], r: Omit<ReadinessInput, keyof Target>): Promise<ReadinessResult> {
   const until = { done: false };
-  const started = Date.now();
+  const started = monotonicMs();
   try {
     return await Promise.race([waitReady(nodes[0].ssh, { ...nodes[0].t, ...r }), watchPeers(nodes.slice(1), until, "the group was starting").then(() => new Promise<never>(() => undefined))]);
   } catch (e) {
@@ -208,7 +212,7 @@ export interface ReadinessResult {
   mainPid: number;
   /** Seconds this step waited for the server to serve. */
   loadToReadySeconds: number;
-  /** The host's clock (epoch seconds) when the main process started, and how long it had run when it served (to a tenth of a second; host/ready-probe.sh). */
+  /** The host's clock (seconds since its boot, as the restart's @@result "at": issue 60) when the main process started, and how long it had run when it served (to a tenth of a second; host/ready-probe.sh). */
   mainStartedAt?: number;
   mainAgeSeconds?: number;
   acceptLength: number | null;
@@ -266,7 +270,7 @@ export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessR
         files: ["show.sh", "ready-probe.sh"],
       }),
     );
-  const started = Date.now();
+  const started = monotonicMs();
   let phase = "starting";
   let sawStart = false;
   let badGenerations = 0;
@@ -386,7 +390,7 @@ export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessR
 
   // A server that dies right after its first answer is not a good configuration.
   if (r.safety.stableSeconds > 0) {
-    const stableFrom = Date.now();
+    const stableFrom = monotonicMs();
     phase = `ready; checking it stays up for ${r.safety.stableSeconds} s`;
     await poll(
       {
@@ -407,7 +411,7 @@ export async function waitReady(ssh: Ssh, r: ReadinessInput): Promise<ReadinessR
         if (state.mainPid !== ready.mainPid || state.activeState === "failed" || state.activeState === "inactive") {
           throw await unitFailure(ssh, r, state, `the first ${r.safety.stableSeconds} s after becoming ready`, elapsed(started));
         }
-        return Date.now() - stableFrom >= r.safety.stableSeconds * 1000 ? true : undefined;
+        return monotonicMs() - stableFrom >= r.safety.stableSeconds * 1000 ? true : undefined;
       },
     );
   }

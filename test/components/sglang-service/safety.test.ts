@@ -132,6 +132,45 @@ test("after the faults are gone, the same config deploys", async () => {
   assert.equal((await serving()).speculative_ddtree_budget, 16);
 });
 
+// Issue 60: the rollback's own host step SIGKILLed (the OOM killer, an operator). It used to
+// fail with the new configuration's cause and a shell error (".../group-failed: No such file or
+// directory"), saying nothing of what the node ran; nothing served.
+test("the rollback's host step killed: up says what the node runs now (HOST DOWN here), no shell error; the next up converges", async () => {
+  // The failed server's GPUs stay busy 10 s after it dies: the rollback step waits for them, and is killed then.
+  hosts.fault(HOST, JSON.stringify({ crashDuringLoad: "oom", gpuReleaseDelaySeconds: 10, match: { speculative_ddtree_budget: 8 } }));
+  ws.setStackConfig("main", "speculative", spec("b8t4-w2048"));
+  let killing: Promise<string> | undefined;
+  const killRollbackStep = async (): Promise<string> => {
+    const until = Date.now() + 60_000;
+    while (Date.now() < until) {
+      const unit = (await hosts.ssh(host, "systemctl list-units --plain --no-legend 'dflash-step-*-rollback-*' | awk 'NR == 1 { print $1 }'")).stdout.trim();
+      if (unit) {
+        await sh(`systemctl kill --signal=SIGKILL ${unit}`);
+        return unit;
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return "";
+  };
+  let message = "";
+  try {
+    await (await ws.stack("main")).up({ onOutput: (o) => void (killing ??= /rolling back/.test(o) ? killRollbackStep() : undefined) });
+  } catch (e) {
+    message = (e as Error).message;
+  } finally {
+    hosts.fault(HOST, "{}");
+  }
+  assert.ok(await killing, "the rollback's host step was found and killed");
+  assert.match(message, /CUDA out of memory on GPU 3/);
+  assert.match(message, /ROLLBACK FAILED, HOST DOWN: .*the rollback's host step on 127\.0\.0\.\d+ ended before it finished \(exit status \d+: killed.*\); the configuration that failed \([0-9a-f]{12}\) is still installed and sglang-k26 is (failed|inactive): nothing serves/);
+  assert.doesNotMatch(message, /No such file or directory/);
+  // The next `up`, faults gone, converges on the configuration asked for.
+  assert.equal((await (await ws.stack("main")).up()).summary.result, "succeeded");
+  assert.equal((await serving()).speculative_ddtree_budget, 8);
+  ws.setStackConfig("main", "speculative", spec("b16t4-w2048"));
+  assert.equal((await (await ws.stack("main")).up()).summary.result, "succeeded");
+});
+
 // Issue 12, scenario 11: the GPUs free later than their deadline. The earlier version's
 // rollback waited for them with the same deadline and ended "ROLLBACK FAILED, HOST DOWN",
 // the unit inactive, although the memory was free seconds later.

@@ -179,7 +179,8 @@ stop_server drain; echo "killed=$killed cut=$cut"`;
   assert.match(flag, /^killed=1 cut=null$/m);
 });
 
-// srt/managers/tokenizer_manager.py sigterm_watchdog, as `journalctl -o cat` / `-o short-unix` print it.
+// srt/managers/tokenizer_manager.py sigterm_watchdog, as `journalctl -o cat` / `-o short-unix` /
+// `-o short-monotonic` (the transaction's: seconds since boot, issue 60) print it.
 test("drain progress from SGLang's own lines: the last remaining count, and when it first reached 0", () => {
   const journal = [
     "1764405001.250000 gpu python3[41]: [2026-11-29 08:30:01] Gracefully exiting... Remaining number of requests 3. Remaining requests remaining_rids=['a', 'b', 'c'].",
@@ -193,6 +194,7 @@ test("drain progress from SGLang's own lines: the last remaining count, and when
   assert.equal(run("drain_remaining 1", "nothing about a drain"), "");
   assert.equal(run("drained_time 1", journal), "1764405006.250000");
   assert.equal(run("drained_time 1", journal.split("\n")[0]), "");
+  assert.equal(run("drained_time 1", journal.replace(/^1764405006\.250000/m, "[ 1006.250000]")), "1006.250000", "short-monotonic");
   assert.equal(run("drained_time 1", "1.0 h p[1]: Gracefully exiting... Remaining number of requests 10. x"), "", "10 is not 0");
 });
 
@@ -407,9 +409,11 @@ test("another server of ours active on the node (or waiting for its GPUs in a re
 test("a rollout note keeps other stacks off the host while its claim lasts (renewed by whoever proves it), and not once the claim runs out", () => {
   const run = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-run-"));
   try {
+    // Claims count seconds since boot (issue 60: a step of the wall clock moves no claim).
+    const UP = "$(cut -d. -f1 /proc/uptime)";
     const holder = (setup: string) => inBash(transaction, `run=${run}; ${setup}; rollout_holder`);
-    const note = (s: string, validFor = 600) => `echo "${s} sglang-k26.service $(( $(date +%s) + ${validFor} )) stack \\"${s}\\" (unit sglang-k26, from 127.0.0.1, since now)" > ${run}/rollout; rm -f ${run}/rollout.due`;
-    const due = (inSeconds: number, s = "other") => `echo "$(( $(date +%s) + ${inSeconds} )) ${s} sglang-k26.service" > ${run}/rollout.due`;
+    const note = (s: string, validFor = 600) => `echo "${s} sglang-k26.service $(( ${UP} + ${validFor} )) stack \\"${s}\\" (unit sglang-k26, from 127.0.0.1, since now)" > ${run}/rollout; rm -f ${run}/rollout.due`;
+    const due = (inSeconds: number, s = "other") => `echo "$(( ${UP} + ${inSeconds} )) ${s} sglang-k26.service" > ${run}/rollout.due`;
     // Claimed: the moments before the readiness step, or renewed by it.
     assert.match(holder(`${note("other")}; ${due(30)}`).stdout, /stack "other" .*proving its restart\)/);
     // The claim ran out: nobody proves it (its engine is gone).
@@ -422,16 +426,24 @@ test("a rollout note keeps other stacks off the host while its claim lasts (rene
     assert.match(holder(note("other")).stdout, /proving its restart/);
     assert.match(holder(`${note("other")}; ${due(-5, "third")}`).stdout, /proving its restart/);
     assert.equal(holder(`${note("other", -1)}; ${due(-5, "third")}`).stdout, "");
+    // An older script's note and claim, in epoch seconds: they count until they expire, on the wall clock.
+    const epochNote = (validFor: number) => `echo "other sglang-k26.service $(( $(date +%s) + ${validFor} )) stack \\"other\\" (unit sglang-k26, from 127.0.0.1, since now)" > ${run}/rollout; rm -f ${run}/rollout.due`;
+    assert.match(holder(epochNote(600)).stdout, /proving its restart/);
+    assert.equal(holder(epochNote(-1)).stdout, "");
+    assert.match(holder(`${epochNote(-1)}; echo "$(( $(date +%s) + 30 )) other sglang-k26.service" > ${run}/rollout.due`).stdout, /proving its restart/);
+    const epochGone = holder(`${epochNote(600)}; echo "$(( $(date +%s) - 5 )) other sglang-k26.service" > ${run}/rollout.due`);
+    assert.equal(epochGone.stdout, "");
+    assert.match(epochGone.stderr, /has had no one proving it since \d{4}-\d\d-\d\dT[\d:]+Z/);
     // This stack's own: nothing.
     assert.equal(holder(`${note("b16t4-w2048")}; ${due(30, "b16t4-w2048")}`).stdout, "");
     // begin_rollout claims the note for the handover to readiness; end_rollout takes both away.
-    const begun = inBash(transaction, `run=${run}; handover_s=45; begin_rollout; read -r d ds du < ${run}/rollout.due; echo "$(( d - $(date +%s) )) $ds $du"; end_rollout; ls ${run}`);
+    const begun = inBash(transaction, `run=${run}; handover_s=45; begin_rollout; read -r d ds du < ${run}/rollout.due; echo "$(( d - ${UP} )) $ds $du"; end_rollout; ls ${run}`);
     assert.match(begun.stdout.trim(), /^4[45] b16t4-w2048 sglang-k26\.service$/, begun.stderr);
     // \`prove\` renews the claim of this stack's note while its input is open, and ends when the input ends
     // or once the note has gone.
     const proved = inBash(
       transaction,
-      `run=${run}; keeper_beat=0.2; keeper_grace=40; stack=mine; ${note("mine")}; ${due(-100, "mine")}; (main prove < <(sleep 1.5) > ${run}/out &); sleep 0.7; read -r d _ < ${run}/rollout.due; echo "$(( d - $(date +%s) ))"; sleep 1.5; cat ${run}/out; (main prove < <(sleep 30 >/dev/null 2>&1) > ${run}/out2 & echo $! > ${run}/pid); sleep 0.7; rm ${run}/rollout; sleep 1; case "$(ps -p "$(cat ${run}/pid)" -o stat= 2>/dev/null)" in ""|Z*) echo ended ;; *) echo still ;; esac`,
+      `run=${run}; keeper_beat=0.2; keeper_grace=40; stack=mine; ${note("mine")}; ${due(-100, "mine")}; (main prove < <(sleep 1.5) > ${run}/out &); sleep 0.7; read -r d _ < ${run}/rollout.due; echo "$(( d - ${UP} ))"; sleep 1.5; cat ${run}/out; (main prove < <(sleep 30 >/dev/null 2>&1) > ${run}/out2 & echo $! > ${run}/pid); sleep 0.7; rm ${run}/rollout; sleep 1; case "$(ps -p "$(cat ${run}/pid)" -o stat= 2>/dev/null)" in ""|Z*) echo ended ;; *) echo still ;; esac`,
     );
     const lines = proved.stdout.trim().split("\n");
     assert.deepEqual(lines.slice(1), ["@@keeping", "@@taken", "ended"], proved.stderr);

@@ -3,6 +3,7 @@
 #   restart HASH [force] | rollback HASH | good HASH | release | prove | remove [UNIT [MACHINE-ID]]
 # Rendered by components/sglang-service/script.ts: the values below, then host/lock.sh, host/generations.sh, host/transaction.sh verbatim. Do not edit.
 set -uo pipefail
+export LC_ALL=C.UTF-8
 
 # --- values ---
 label='sglang-k26 (stack b16t4-w2048)'
@@ -65,19 +66,28 @@ IFS= read -r -d '' drain_count_awk <<'DFLASH_EOF'
 #   Gracefully exiting... Remaining number of requests 3. Remaining requests remaining_rids=[...].
 # and stops after its line that says 0. Variables: workers (the server's --tokenizer-worker-num,
 # 1 when unset) and what: "count" prints the requests still in flight across every worker, or
-# nothing while that is unknown (a worker not heard from yet); "drained" prints the first field
-# (`journalctl -o short-unix`'s time) of the line at which every worker had said 0.
+# nothing while that is unknown (a worker not heard from yet); "drained" prints the time of the
+# line at which every worker had said 0: `journalctl -o short-monotonic`'s "[ 1234.567890]"
+# (seconds since boot, the transaction's clock: never the wall clock, which can step during a
+# drain, issue 60) as 1234.567890, or the first field of any other output (short-unix's).
 # With several workers (srt/managers/multi_tokenizer_mixin.py) a request id starts with its
 # worker's id (`<pid>_...`), so a line with requests names its worker; a line that says 0 names
 # none: it is the last line of the worker not heard from the longest that still had requests
 # (each logs on its own 5 s beat), or of a worker that never had any.
+function stamp(  t) {
+  if ($0 !~ /^\[ *[0-9]+(\.[0-9]+)?\]/) return $1
+  t = $0
+  sub(/^\[ */, "", t)
+  sub(/\].*/, "", t)
+  return t
+}
 {
   line = tolower($0)
   if (!match(line, /remaining number of requests [0-9]+/)) next
   n = substr(line, RSTART + 29, RLENGTH - 29) + 0
   i++
   last = n
-  if (workers <= 1) { if (n == 0 && drained == "") drained = $1; next }
+  if (workers <= 1) { if (n == 0 && drained == "") drained = stamp(); next }
   if (n > 0) {
     w = "?"
     if (match($0, /remaining_rids=\[['"]?[0-9]+_/)) { w = substr($0, RSTART, RLENGTH); sub(/^remaining_rids=\[['"]?/, "", w); sub(/_$/, "", w) }
@@ -88,7 +98,7 @@ IFS= read -r -d '' drain_count_awk <<'DFLASH_EOF'
   for (k in live) if (live[k] && pos[k] < i && (best == "" || pos[k] < pos[best])) best = k
   if (best != "") { live[best] = 0; count[best] = 0 }
   zeros++
-  if (zeros >= workers && drained == "") drained = $1
+  if (zeros >= workers && drained == "") drained = stamp()
 }
 END {
   if (i == 0) exit
@@ -373,7 +383,22 @@ systemctl() { bounded_cmd systemctl "$@"; }
 journalctl() { bounded_cmd journalctl "$@"; }
 systemd-run() { bounded_cmd systemd-run "$@"; }
 
-now() { date +%s.%N; }
+# Every deadline and duration here reads the time since boot (/proc/uptime's first field:
+# CLOCK_BOOTTIME, to a hundredth of a second), never the wall clock: an NTP correction or a
+# resumed VM steps that by hours (issue 60), which ended a drain at once (an open stream cut, then
+# a false "did not exit") or would hold it for hours. The wall clock is only for what a person reads.
+now() { local up _; read -r up _ < /proc/uptime && echo "$up"; }
+# The same in whole seconds: the claims in $run (rollout, rollout.due), which other processes of
+# this host compare. /run is emptied at a reboot, so no claim outlives the boot whose clock it counts.
+up_s() { local up; up=$(now) && echo "${up%.*}"; }
+# A claim's time T for a person (UTC): seconds since boot, converted at print time; 10 digits and
+# more is an older script's epoch seconds (uptime reaches 10^9 s only after 31 years).
+claim_time() {
+  if [ "${#1}" -ge 10 ]; then date -u -d "@$1" +%FT%TZ
+  else date -u -d "@$(( $(date +%s) - ($(up_s) - $1) ))" +%FT%TZ; fi
+}
+# Whether a claim's time T (as claim_time reads it) is still to come. Not a number: it is not.
+claim_lasts() { awk -v t="$1" -v up="$(up_s)" -v wall="$(date +%s)" 'BEGIN { exit !(t + 0 > (t + 0 >= 1e9 ? wall : up)) }'; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 past() { awk -v a="$1" -v b="$(now)" -v s="$2" 'BEGIN { exit !(b - a > s) }'; }
 say() { echo "$label: $*"; }
@@ -433,25 +458,26 @@ whoami_note() { echo "stack \"$stack\" (unit ${unit%.service}, from ${SSH_CLIENT
 # cover the moments until the readiness step starts, and that step (`prove`, in its own SSH
 # session) renews it every few seconds while it proves or rolls back. A note whose claim ran out
 # has nobody proving it (its engine was killed): it holds no one off. A note without a claim
-# (written by an older version of this script) counts until it expires.
+# (written by an older version of this script) counts until it expires. Both times are seconds
+# since boot (up_s), or an older script's epoch seconds (claim_lasts tells them apart).
 rollout_holder() {
   local s u until who due ds du
   [ -f "$run/rollout" ] && read -r s u until who < "$run/rollout" || return 0
   if [ "$s" = "$stack" ] && [ "$u" = "$unit" ]; then return 0; fi
   # The claim decides when it is this note's (it names the note's stack and unit); a note
   # without one (an older script's, or a claim left by another note) counts until it expires.
-  read -r due ds du < "$run/rollout.due" 2>/dev/null || due=""
+  read -r due ds du 2>/dev/null < "$run/rollout.due" || due=""
   if [[ "$due" =~ ^[0-9]+$ ]] && [ "$ds" = "$s" ] && [ "$du" = "$u" ]; then
-    if [ "$due" -le "$(date +%s)" ]; then
-      echo "the restart of stack $s (${u%.service}) on $host has had no one proving it since $(date -u -d "@$due" +%FT%TZ) (its engine is gone): not waiting for it" >&2
+    if ! claim_lasts "$due"; then
+      echo "the restart of stack $s (${u%.service}) on $host has had no one proving it since $(claim_time "$due") (its engine is gone): not waiting for it" >&2
       return 0
     fi
-  elif ! awk -v u="$until" -v n="$(date +%s)" 'BEGIN { exit !(u > n) }'; then
+  elif ! claim_lasts "$until"; then
     return 0
   fi
   echo "${who%)}; proving its restart)"
 }
-# Writes a claim on this stack's note until $1 (epoch), whole (rename).
+# Writes a claim on this stack's note until $1 (seconds since boot: up_s), whole (rename).
 claim_until() {
   (umask 077; echo "$1 $stack $unit" > "$run/rollout.due.$$") && mv -f "$run/rollout.due.$$" "$run/rollout.due"
 }
@@ -460,8 +486,8 @@ claim_until() {
 begin_rollout() {
   # A restart nobody has proven yet: whatever readiness step proved an earlier one is done with it.
   rm -f "$run/rollout.proved"
-  claim_until "$(( $(date +%s) + handover_s ))"
-  (umask 077; echo "$stack $unit $(( $(date +%s) + prove_s )) $(whoami_note)" > "$run/rollout.$$") && mv -f "$run/rollout.$$" "$run/rollout"
+  claim_until "$(( $(up_s) + handover_s ))"
+  (umask 077; echo "$stack $unit $(( $(up_s) + prove_s )) $(whoami_note)" > "$run/rollout.$$") && mv -f "$run/rollout.$$" "$run/rollout"
 }
 end_rollout() {
   local s u until
@@ -477,7 +503,8 @@ tokenizer_workers() { local n; n=$(show ExecStart | sed -nE 's/.*--tokenizer-wor
 # drain_remaining WORKERS: the requests still in flight by the journal text on stdin, across every
 # worker (nothing while unknown).
 drain_remaining() { awk -v workers="$1" -v what=count "$drain_count_awk"; }
-# drained_time WORKERS: when every worker's count had read 0, from `journalctl -o short-unix` text on stdin.
+# drained_time WORKERS: when every worker's count had read 0, from `journalctl -o short-monotonic` text
+# on stdin (seconds since boot, the clock of stop_server's t0).
 drained_time() { awk -v workers="$1" -v what=drained "$drain_count_awk"; }
 
 # Stops the server the way SGLang expects: SIGTERM is its drain (requests in flight finish;
@@ -486,11 +513,14 @@ drained_time() { awk -v workers="$1" -v what=drained "$drain_count_awk"; }
 # follows is its own exit (SGLang, v0.5.17 on, waits up to 15 s for its schedulers, its HTTP
 # frozen meanwhile, after a poll of up to 5 s), which is not killed at the drain deadline, and
 # a kill by systemd's TimeoutStopSec then is no cut (killed stays 0).
+# Its deadlines and durations count from t0, seconds since boot (now): a step of the wall clock
+# during the drain kills nothing (issue 60). The journal is read from where it stood just before
+# `systemctl stop` (its cursor), not from a wall-clock --since, which the same step would move.
 # Sets drain_seconds, stop_seconds, killed and cut.
 stop_server() {
   drain_seconds=0 stop_seconds=0 killed=0 cut=0
   running || return 0
-  local pid inv t0 remaining="" last="" shown=0 line drained_at="" workers
+  local pid inv t0 remaining="" last="" shown=0 line drained_at="" workers cursor sel
   pid=$(show MainPID) inv=$(show InvocationID) t0=$(now) workers=$(tokenizer_workers)
   if [ "$rank" != 0 ] && [ "$1" = drain ] && [ "$node0_idle" = 0 ]; then
     # A further node ends with node 0's old server (its collectives abort); wait for that
@@ -501,9 +531,17 @@ stop_server() {
     while running && ! past "$t0" "$(( drain_deadline + ${stop_s%.*} ))"; do sleep "$poll"; done
     t0=$(now)
   fi
+  # This server's lines (its invocation), after the last one it logged before the stop. The
+  # cursor is read with the same matches as the reads: journalctl before v255 skips the first
+  # matching line after a cursor whose own line does not match (systemd issue 30288). No cursor
+  # (nothing logged yet, or journalctl failed): the invocation's lines whole; SGLang logs its
+  # drain counts only after its SIGTERM.
+  sel=(-u "$unit" "_SYSTEMD_INVOCATION_ID=$inv")
+  cursor=$(journalctl "${sel[@]}" -n 0 --show-cursor -q --no-pager 2>/dev/null | sed -n 's/^-- cursor: //p' | tail -n 1)
+  [ -n "$cursor" ] && sel+=(--after-cursor "$cursor")
   systemctl stop --no-block "$unit"
   while running || { [ "$pid" -gt 0 ] && kill -0 "$pid" 2>/dev/null; }; do
-    line=$(journalctl -u "$unit" "_SYSTEMD_INVOCATION_ID=$inv" --since "@${t0%.*}" -o cat --no-pager 2>/dev/null | drain_remaining "$workers")
+    line=$(journalctl "${sel[@]}" -o cat --no-pager 2>/dev/null | drain_remaining "$workers")
     [ -n "$line" ] && remaining=$line
     if [ "$killed" = 0 ] && [ "$remaining" != 0 ] && past "$t0" "$drain_deadline"; then
       killed=1 cut=${remaining:-null}
@@ -527,7 +565,7 @@ stop_server() {
   # node's rank went away (its collectives aborted), cut them: counted like a kill, so that
   # requestsCut says so and drainPolicy "fail" holds.
   if [ "$killed" = 0 ] && [ "$group_size" -gt 1 ] && [ "$remaining" != 0 ] &&
-    journalctl -u "$unit" "_SYSTEMD_INVOCATION_ID=$inv" --since "@${t0%.*}" -o cat --no-pager 2>/dev/null | grep -qE 'communicator was aborted|lost node [0-9]|Connection reset by peer'; then
+    journalctl "${sel[@]}" -o cat --no-pager 2>/dev/null | grep -qE 'communicator was aborted|lost node [0-9]|Connection reset by peer'; then
     killed=1 cut=${remaining:-null}
     say "the old server was ended by another node's abort during its drain (its collectives aborted), cutting $(in_flight "$remaining")"
   fi
@@ -537,7 +575,7 @@ stop_server() {
   # number where it logged none.
   local forced
   if [ "$killed" = 0 ] && [ "$remaining" != 0 ] &&
-    forced=$(journalctl -u "$unit" "_SYSTEMD_INVOCATION_ID=$inv" --since "@${t0%.*}" -o cat --no-pager 2>/dev/null | grep -oE 'Signal SIGTERM received while .* Force exiting\.' | tail -n 1) && [ -n "$forced" ]; then
+    forced=$(journalctl "${sel[@]}" -o cat --no-pager 2>/dev/null | grep -oE 'Signal SIGTERM received while .* Force exiting\.' | tail -n 1) && [ -n "$forced" ]; then
     killed=1 cut=${remaining:-null}
     case "$forced" in
       *"health check failed"*) say "SGLang gave up its drain (its health check had failed: a stuck scheduler) and exited, cutting $(in_flight "$remaining")" ;;
@@ -554,7 +592,10 @@ stop_server() {
   fi
   local total
   total=$(since "$t0")
-  drained_at=$(journalctl -u "$unit" "_SYSTEMD_INVOCATION_ID=$inv" --since "@${t0%.*}" -o short-unix --no-pager 2>/dev/null | drained_time "$workers")
+  # The line's time on the kernel's monotonic clock (short-monotonic), against t0 from /proc/uptime
+  # (CLOCK_BOOTTIME): the two differ only by the time the host spent suspended since boot, which
+  # a GPU server does not; a drain time outside 0..total (such a difference) is clamped.
+  drained_at=$(journalctl "${sel[@]}" -o short-monotonic --no-pager 2>/dev/null | drained_time "$workers")
   if [ "$killed" = 0 ] && [ -n "$drained_at" ]; then
     drain_seconds=$(awk -v d="$drained_at" -v a="$t0" -v t="$total" 'BEGIN { x = d - a; if (x < 0) x = 0; if (x > t) x = t; printf "%.1f", x }')
   else
@@ -903,7 +944,7 @@ restart)
     # restart; readiness proves it again. (Installing identical secret files changes nothing.)
     install_secrets
     begin_rollout
-    echo "@@result {\"applied\":false,\"drainSeconds\":0,\"stopSeconds\":0,\"requestsCut\":0,\"gpuReleaseSeconds\":0,\"previousMainPid\":$before_pid,\"at\":$(date +%s)}"
+    echo "@@result {\"applied\":false,\"drainSeconds\":0,\"stopSeconds\":0,\"requestsCut\":0,\"gpuReleaseSeconds\":0,\"previousMainPid\":$before_pid,\"at\":$(now)}"
     say "$host already runs this unit with these secrets (pid $before_pid); nothing to restart"
     exit 0
   fi
@@ -954,7 +995,10 @@ restart)
   # Other stacks stay off this host until readiness has proven (or rolled back) this restart.
   begin_rollout
   # The result for the engine, then the last line, for people (the step's row in `up` shows it).
-  echo "@@result {\"applied\":true,\"drainSeconds\":$drain_seconds,\"stopSeconds\":$stop_seconds,\"requestsCut\":$cut,\"gpuReleaseSeconds\":$gpu_seconds,\"previousMainPid\":$before_pid,\"at\":$(date +%s)}"
+  # Its "at" is seconds since boot (now), as ready-probe.sh's clock, which readiness compares it
+  # with (handlers.ts loadToReady: the main process started by this restart?), so that a step of
+  # the wall clock between the two cannot change the answer.
+  echo "@@result {\"applied\":true,\"drainSeconds\":$drain_seconds,\"stopSeconds\":$stop_seconds,\"requestsCut\":$cut,\"gpuReleaseSeconds\":$gpu_seconds,\"previousMainPid\":$before_pid,\"at\":$(now)}"
   if [ "$before_pid" = 0 ] && [ -n "$had_unit" ]; then say "no server ran before (${unit%.service} was installed but stopped); GPUs free in $gpu_seconds s; started the new unit"
   elif [ "$before_pid" = 0 ]; then say "no server ran before (a first install); GPUs free in $gpu_seconds s; started the new unit"
   else say "old server (pid $before_pid) drained in $drain_seconds s and gone $stop_seconds s later, GPUs free in $gpu_seconds s; started the new unit"; fi
@@ -962,7 +1006,8 @@ restart)
 rollback)
   lock
   failed_before_install=no
-  if read -r _ _ how < "$state/group-failed" 2>/dev/null && [ "$how" = before-install ]; then failed_before_install=yes; fi
+  # (2>/dev/null first: a redirection applies in order, and a missing mark is the usual case.)
+  if read -r _ _ how 2>/dev/null < "$state/group-failed" && [ "$how" = before-install ]; then failed_before_install=yes; fi
   rm -f "$state/group-failed"
   adopt_last_good || echo "$label: could not keep the known-good record of an earlier version of this tool as a generation in $state (disk full?)" >&2
   hold_restarts "$unit" || echo "$label: could not hold off systemd's restarts of $unit (a runtime drop-in under /run/systemd/system); rolling back anyway" >&2
@@ -1014,7 +1059,7 @@ prove)
       read -r s u _ < "$run/rollout"
       if [ "$s" = "$stack" ] && [ "$u" = "$unit" ]; then
         seen=1
-        claim_until "$(( $(date +%s) + keeper_grace ))"
+        claim_until "$(( $(up_s) + keeper_grace ))"
         if [ -n "$token" ] && [ ! -e "$run/rollout.proved" ]; then
           (umask 077; echo "$stack $unit $token" > "$run/rollout.proved.$$") && mv -f "$run/rollout.proved.$$" "$run/rollout.proved"
         fi

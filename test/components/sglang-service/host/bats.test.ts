@@ -30,6 +30,10 @@ const MUTANTS: [string, string, string][] = [
   ["a peer's abort is not counted", '[ "$killed" = 0 ] && [ "$group_size" -gt 1 ]', '[ "$killed" = 0 ] && [ "$group_size" -gt 9 ]'],
   ["a forced exit is not counted", 'forced=$(journalctl', 'forced=$(true'],
   ["one tokenizer worker's count is read as every worker's", "workers=$(tokenizer_workers)", "workers=1"],
+  // Issue 60: the drain's clock, and the journal it reads.
+  ["a step of the wall clock ends the drain at once (its clock the wall clock again)", 'now() { local up _; read -r up _ < /proc/uptime && echo "$up"; }', "now() { date +%s.%N; }"],
+  ["the drain reads what the server logged before its stop (no cursor)", '[ -n "$cursor" ] && sel+=(--after-cursor "$cursor")', "true"],
+  ["the drain's end is read on the wall clock, against a start since boot", "-o short-monotonic --no-pager", "-o short-unix --no-pager"],
   ["the rollback installs the failed unit", 'install_start "$good" || {', 'install_start "$stage/unit.service" || {'],
   ["the rollback chooses the newest generation, not the known-good", "if ! good=$(gen_dir known-good); then", "if ! good=$(gen_dir current); then"],
   ["the rollback keeps the failed configuration's secrets", 'install_gen_secrets "$good" || {', "true || {"],

@@ -42,3 +42,12 @@ test("two workers: one that never had a request says 0 first; nothing is known u
   assert.equal(read("count", 2, [count(0, []), count(4, ["7_a", "7_b", "7_c", "7_d"])]), "4");
   assert.equal(read("count", 2, [count(0, []), count(4, ["7_a", "7_b", "7_c", "7_d"]), count(0, [])]), "0");
 });
+
+// Issue 60: the transaction reads the drain's end on the kernel's clock since boot (`journalctl -o
+// short-monotonic`, "[ 1234.567890]", padded), its own clock (/proc/uptime), never the wall clock.
+test("drained: the time of `-o short-monotonic` lines, padded or not", () => {
+  const text = (stamps: string[]) => stamps.map((t, i) => `${t} host sglang[1]: ${count(i === stamps.length - 1 ? 0 : 2, i === stamps.length - 1 ? [] : ["a", "b"])}`).join("\n") + "\n";
+  const drained = (input: string) => execFileSync("awk", ["-v", "workers=1", "-v", "what=drained", PROGRAM], { input, encoding: "utf8", env: { PATH: process.env.PATH, LC_ALL: "C" } }).trim();
+  assert.equal(drained(text(["[    7.250000]", "[   12.500000]"])), "12.500000");
+  assert.equal(drained(text(["[14165.763633]", "[14170.763633]"])), "14170.763633");
+});

@@ -93,6 +93,68 @@ setup() {
   running
 }
 
+# Issue 60: the wall clock steps (an NTP correction, a resumed VM) while the old server drains.
+# The drain's deadline counts the time since boot: the drain ends by itself, nothing is cut, and
+# no "did not exit" is reported of a server that exited.
+@test "drain: the wall clock stepping 2 h ahead mid-drain kills nothing: the drain ends by itself, nothing cut, no false \"did not exit\"" {
+  step_clock_at_stop 7200
+  drain "active active active active inactive" "Gracefully exiting... Remaining number of requests 2." "Gracefully exiting... Remaining number of requests 0."
+  [ "$drain_rc" = 0 ]
+  [ "$killed" = 0 ]
+  [ "$cut" = 0 ]
+  ! grep -q '^kill' "$BATS_TEST_TMPDIR/fake/calls" || false
+  [[ "$drained" != *"did not end within"* ]]
+  [[ "$drained" != *"did not exit within"* ]]
+  # Its times are a moment's, not two hours'.
+  awk -v d="$drain_seconds" -v s="$stop_seconds" 'BEGIN { exit !(d >= 0 && d < 60 && s >= 0 && s < 60) }'
+}
+
+@test "drain: the wall clock stepping 2 h back mid-drain still kills a drain that outlives its deadline, at that deadline" {
+  step_clock_at_stop -7200
+  # The server would end by itself after 300 reads of its state (seconds past the 1 s deadline).
+  drain "$(printf 'active %.0s' {1..300}) inactive" "Gracefully exiting... Remaining number of requests 3."
+  [ "$drain_rc" = 0 ]
+  [[ "$drained" == *"the drain did not end within 1 s (timeouts.drainSeconds); killing the old server, cutting 3 requests still in flight"* ]]
+  [ "$killed" = 1 ]
+  [ "$cut" = 3 ]
+}
+
+# drain_seconds: the line at which SGLang said 0, on the journal's monotonic clock (short-monotonic),
+# against t0 (seconds since boot); the rest until the process had gone is stop_seconds.
+@test "drain: the drain's end is read from the journal's monotonic time, the clock of its start: drained at once, then a slow exit" {
+  drain "$(printf 'active %.0s' {1..40}) inactive" "Gracefully exiting... Remaining number of requests 0."
+  [ "$killed" = 0 ]
+  awk -v d="$drain_seconds" -v s="$stop_seconds" 'BEGIN { exit !(d <= 0.2 && s >= 0.2) }'
+  grep -q -- "-o short-monotonic" "$BATS_TEST_TMPDIR/fake/journal-calls"
+}
+
+# The drain is read from the journal's cursor before the stop, never from a wall-clock --since
+# (which the same step would move), and always within the server's own invocation.
+@test "drain: what the server logged before its stop is not read as its drain (the journal after its cursor, this invocation's alone)" {
+  fake_unit active
+  fake_journal "Gracefully exiting... Remaining number of requests 0."
+  drain_rc=0
+  stop_server drain > "$BATS_TEST_TMPDIR/drained" 2>&1 || drain_rc=$?
+  [ "$drain_rc" = 0 ]
+  [ "$killed" = 1 ]
+  [ "$cut" = null ]
+  grep -qx -- "-u u.service _SYSTEMD_INVOCATION_ID=inv1 -n 0 --show-cursor -q --no-pager" "$BATS_TEST_TMPDIR/fake/journal-calls"
+  grep -q -- "--after-cursor c2 -o cat" "$BATS_TEST_TMPDIR/fake/journal-calls"
+  ! grep -q -- "--since" "$BATS_TEST_TMPDIR/fake/journal-calls" || false
+  ! grep -v -- "_SYSTEMD_INVOCATION_ID=inv1" "$BATS_TEST_TMPDIR/fake/journal-calls" || false
+}
+
+@test "drain: without a cursor (journalctl gave none) the invocation's lines are read whole" {
+  fake_unit active active active inactive
+  touch "$BATS_TEST_TMPDIR/fake/no-cursor"
+  printf '%s\n' "Gracefully exiting... Remaining number of requests 1." "Gracefully exiting... Remaining number of requests 0." > "$BATS_TEST_TMPDIR/fake/at-stop"
+  stop_server drain
+  [ "$killed" = 0 ]
+  [ "$cut" = 0 ]
+  ! grep -q -- "--after-cursor" "$BATS_TEST_TMPDIR/fake/journal-calls" || false
+  grep -q -- "_SYSTEMD_INVOCATION_ID=inv1 -o cat" "$BATS_TEST_TMPDIR/fake/journal-calls"
+}
+
 # --- the GPU wait ------------------------------------------------------------------------
 
 @test "GPU wait: free when each of this node's GPUs uses at most gpu_free_mib; other GPUs do not count" {
@@ -120,6 +182,19 @@ setup() {
   run wait_gpus
   [ "$status" = 1 ]
   [ "$SECONDS" -lt 10 ]
+}
+
+# Issue 60: the GPU wait's deadline counts the time since boot, not the wall clock.
+@test "GPU wait: the wall clock stepping 2 h ahead does not end the wait early; 2 h back does not hold it past its deadline" {
+  stepping_nvidia_smi 3 7200
+  wait_gpus
+  [ "$(cat "$BATS_TEST_TMPDIR/fake/smi.calls")" = 4 ]
+  rm -f "$BATS_TEST_TMPDIR/fake/smi.calls"
+  # Busy for 300 reads (seconds past its 1 s deadline), the clock 2 h back: it fails at its deadline.
+  stepping_nvidia_smi 300 -7200
+  run wait_gpus
+  [ "$status" = 1 ]
+  [[ "$output" == *"FAILED: GPU memory on 127.0.0.10 was not released within 1 s after the old server exited"* ]]
 }
 
 @test "GPU wait: without its GPU reading (a header that could not be read) nothing is free" {
@@ -177,6 +252,39 @@ setup() {
   echo "s u.service $(( $(date +%s) + 60 )) x" > "$run/rollout"
   run rollout_holder
   [ -z "$output" ]
+}
+
+# Issue 60: the claims in /run are seconds since boot (up_s), which other processes of the host
+# compare; a wall clock 2 h off changes nothing. A person reads the time in wall-clock UTC.
+@test "lock: a rollout claim counts seconds since boot, whatever the wall clock says; an older script's epoch claim counts until it expires" {
+  step_clock 7200
+  echo "other u.service $(( $(boot_s) + 60 )) stack \"other\" (unit u, from x)" > "$run/rollout"
+  echo "$(( $(boot_s) + 60 )) other u.service" > "$run/rollout.due"
+  run rollout_holder
+  [ "$output" = 'stack "other" (unit u, from x; proving its restart)' ]
+  step_clock -7200
+  run rollout_holder
+  [ "$output" = 'stack "other" (unit u, from x; proving its restart)' ]
+  echo "$(( $(boot_s) - 1 )) other u.service" > "$run/rollout.due"
+  run --separate-stderr rollout_holder
+  [ -z "$output" ]
+  [[ "$stderr" == *"has had no one proving it since $("$REAL_DATE" -u -d "@$(( $("$REAL_DATE" +%s) - 7200 ))" +%FT%H)"* ]]
+  # A note without its claim (an older script's): its own expiry, seconds since boot or epoch.
+  rm -f "$run/rollout.due"
+  echo "other u.service $(( $(boot_s) + 60 )) stack \"other\" (unit u, from x)" > "$run/rollout"
+  [ -n "$(rollout_holder)" ]
+  # An epoch is the wall clock's, read as it stands.
+  step_clock 0
+  echo "other u.service $(( $("$REAL_DATE" +%s) + 60 )) stack \"other\" (unit u, from x)" > "$run/rollout"
+  [ -n "$(rollout_holder)" ]
+  echo "other u.service $(( $("$REAL_DATE" +%s) - 60 )) stack \"other\" (unit u, from x)" > "$run/rollout"
+  [ -z "$(rollout_holder)" ]
+  # begin_rollout claims the handover in seconds since boot.
+  begin_rollout
+  read -r due _ < "$run/rollout.due"
+  read -r _ _ until _ < "$run/rollout"
+  [ $(( due - $(boot_s) )) -ge $(( handover_s - 1 )) ] && [ $(( due - $(boot_s) )) -le "$handover_s" ]
+  [ $(( until - $(boot_s) )) -ge $(( prove_s - 1 )) ] && [ $(( until - $(boot_s) )) -le "$prove_s" ]
 }
 
 # --- the rollback's choice ---------------------------------------------------------------

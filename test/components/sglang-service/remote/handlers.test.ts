@@ -3,7 +3,7 @@
 // group, or report drift to `refresh` that is not there).
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { droppedOut, groupFailures, loadToReady, parseNodeState } from "../../../../components/sglang-service/remote/handlers";
+import { droppedOut, groupFailures, killedRollbackWords, loadToReady, parseNodeState, parseRestartResult } from "../../../../components/sglang-service/remote/handlers";
 import { LOST_MARK, lostAfterGo } from "../../../../components/sglang-service/remote/group-restart";
 
 const HASH = "a".repeat(64);
@@ -66,4 +66,27 @@ test("a node whose session dropped after the group's go is handed to readiness, 
   assert.deepEqual(groupFailures([lost, "@@result {}"], [state("h1"), state(null)], ["h1", "h1"]).map((f) => f.rank), [0]);
   assert.match(groupFailures([lost], [state("h1")], ["h1"])[0].why, /session dropped after the group's go/);
   assert.deepEqual(groupFailures([lost], [state(null)], ["h1"]), [], "no mark: it did not fail there");
+});
+
+// Issue 60: a host whose locale writes 0,2 for 0.2 made the restart's result line invalid JSON,
+// and its parse threw before readiness, past the rollback.
+test("a restart result that does not parse is unknown (null), never an exception", () => {
+  assert.deepEqual(parseRestartResult('x\n@@result {"applied":true,"drainSeconds":0.2,"requestsCut":0}\nlast line'), { applied: true, drainSeconds: 0.2, requestsCut: 0 });
+  assert.equal(parseRestartResult('@@result {"applied":true,"drainSeconds":0,2,"requestsCut":0}'), null);
+  assert.equal(parseRestartResult("@@result null"), null);
+  assert.equal(parseRestartResult("no result"), null);
+});
+
+// Issue 60: a rollback's host step SIGKILLed (the OOM killer, an operator) said nothing of what
+// the node ran then; the unit failed 30 s later, nothing serving, and `up` did not say so.
+test("a rollback step that ended without its verdict: what the node runs, read from it, in words", () => {
+  const failed = "f".repeat(64);
+  const good = "a".repeat(64);
+  const say = (state: { hash: string | null; state: string } | undefined) => killedRollbackWords("u (stack s)", "10.0.0.5", 137, "u", state, failed, "ssh: connect timed out");
+  assert.match(say({ hash: failed, state: "failed" }), /^ROLLBACK FAILED, HOST DOWN: u \(stack s\): the rollback's host step on 10\.0\.0\.5 ended before it finished \(exit status 137: killed.*\); the configuration that failed \(ffffffffffff\) is still installed and u is failed: nothing serves\. Run `pulumi up` again/);
+  assert.match(say({ hash: good, state: "inactive" }), /^ROLLBACK FAILED, HOST DOWN: .*the previous configuration \(aaaaaaaaaaaa\) is installed and u is inactive: nothing serves/);
+  assert.match(say({ hash: good, state: "activating" }), /^ROLLBACK INTERRUPTED: .*the previous configuration \(aaaaaaaaaaaa\) is installed and u is still starting \(activating\), so nothing serves yet/);
+  assert.match(say({ hash: good, state: "active" }), /^ROLLBACK INTERRUPTED: .*u is active \(serving; not proven by this run\)/);
+  assert.match(say({ hash: null, state: "inactive" }), /no unit of it is installed and u is inactive: nothing serves/);
+  assert.match(say(undefined), /^ROLLBACK FAILED, HOST DOWN\?: .*could not be read since \(ssh: connect timed out\)/);
 });
