@@ -11,7 +11,7 @@ import * as YAML from "yaml";
 import { simHostConfigLines, withSimHostOverlay } from "../lib/workspace";
 import { OVERLAY_FILE, parseOverlay } from "../components/sglang-service/overlay";
 import { sudoersFor } from "../components/sglang-service/become";
-import { configure, fault, hostInfo, projectBuildProfile, reboot, reclaimOrphans, start, START_DEFAULTS, status, stop, stopAll, validateHostName, type ModelSpec } from "./hosts";
+import { configure, fault, hostInfo, LOCALES, projectBuildProfile, reboot, reclaimOrphans, start, START_DEFAULTS, status, stop, stopAll, validateHostName, type ModelSpec } from "./hosts";
 
 const hostName: ValueType<string> = {
   expects: "a host name: 1-63 lower-case letters, digits and '-', starting with a letter or digit",
@@ -80,6 +80,7 @@ const PROGRAM = {
           placeholder: "RIGHTS",
           description: "root may not log in over SSH: deploy logs in and runs the host steps through sudo, which allows it all, the README's sudoers lines (listed), or all with a password",
         }),
+        locale: option({ type: oneOf(LOCALES), placeholder: "LOCALE", description: "the host's own locale (its services' and its SSH sessions'), instead of C" }),
       },
       notes: SETTINGS_NOTES,
     },
@@ -151,6 +152,7 @@ async function main(): Promise<void> {
         models: options.models,
         bootTimeoutMs: options["boot-timeout"] * 1000,
         ...(options.sudo ? { sudoers: SUDO_RIGHTS[options.sudo] } : {}),
+        ...(options.locale ? { locale: options.locale } : {}),
         onProgress: (message) => console.error(`simhost: ${message}`),
       });
       console.log(JSON.stringify(host));

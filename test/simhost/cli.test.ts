@@ -43,7 +43,7 @@ test("mistakes are refused naming what is valid, before any host image is built 
   const cases: [string[], string, string][] = [
     [[], "npm run simhost: missing command: one of start, stop, reboot, status, reclaim, fault, stack-config, configure", "npm run simhost -- --help"],
     [["strat", NAME], 'unknown command "strat"; did you mean start?', "npm run simhost -- --help"],
-    [["start", NAME, "--gpu", "4"], "npm run simhost -- start: unknown option --gpu; did you mean --gpus? (valid: --gpus, --gpu-memory-mib, --sglang, --models, --boot-timeout, --sudo, --help)", start],
+    [["start", NAME, "--gpu", "4"], "npm run simhost -- start: unknown option --gpu; did you mean --gpus? (valid: --gpus, --gpu-memory-mib, --sglang, --models, --boot-timeout, --sudo, --locale, --help)", start],
     [["start", NAME, "--gpus"], "--gpus needs a value (N, a positive whole number)", start],
     [["start", NAME, "--gpus", "0"], '--gpus must be a positive whole number, got "0"', start],
     [["start", NAME, "--sglang", "{profile: x}"], '--sglang must be a JSON object, e.g. {"profile":"ddtree-fork"}, got "{profile: x}": not valid JSON', start],
