@@ -1,31 +1,62 @@
 // A `pulumi up` that was killed (not just interrupted) leaves its stack locked in a DIY
-// backend; Pulumi's own remedy is `pulumi cancel`. A lock is provably stale when the process
-// that took it, on this machine, no longer exists; only then do we clear it. A lock taken on
-// another machine (a colleague's, on a shared backend) is never judged from here.
+// backend; Pulumi's own remedy is `pulumi cancel`. We run it for a lock only when the lock's
+// owner is PROVEN gone, never from a hostname and a pid alone.
+//
+// Why: a lock names a pid, a user, a hostname and a time, and nothing else. Two machines can
+// share a hostname (cloned VMs, containers), and a pid is only meaningful on the machine, in
+// the boot and the pid namespace it was given in. Judging "same hostname, pid not alive here"
+// as stale let an operator's guard cancel a colleague's live lock on a shared backend: two
+// updates then ran on one stack at once (issue 60).
+//
+// The rule: a lock is stale when
+//   - its hostname is this machine's, and
+//   - a record left by a pulumi this project started on this machine (lib/lock-owners.ts:
+//     scripts/pulumi.sh and the Automation API's engine write one just before they exec
+//     pulumi) names the lock's pid, with this boot's id, this pid namespace, the hostname,
+//     the lock's user and backend (where known), and
+//   - the lock was not taken before that process started (a second of slack): an older lock
+//     is not that process's, and
+//   - that process is gone: no process has the pid, or a zombie has it, or one with other
+//     start ticks that started after the lock was taken (one that started before could be
+//     the holder itself, a pulumi that left no record).
+// Anything else is held: the guard says who holds it and how to clear it by hand, and clears
+// nothing. Records whose process is gone and which no lock names are pruned as locks are read.
 //
 // Pulumi keeps a lock as the object .pulumi/locks/<org>/<project>/<stack>/<id>.json of its
 // backend: a file in a file:// backend folder, a row of the state table in a postgres://
 // one (its key prefixed with the database name; read here with psql).
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { postgresProgram, psqlTarget } from "./postgres";
+import { backendKey, lockOwnersDir, Machine, OwnerRecord, pruneOwnerRecords, readOwnerRecord, thisMachine, USER_HZ } from "./lock-owners";
 
 export interface StackLock {
+  project: string;
   stack: string;
   pid: number;
   hostname: string;
+  /** Who took it ("" when the lock does not say). */
+  username: string;
+  /** When it was taken, as the lock says (RFC 3339; "" when it does not say). */
+  timestamp: string;
   /** The lock's file, or its key in the state table. */
   where: string;
+}
+
+/** A lock not proven stale, and why not. */
+export interface HeldLock extends StackLock {
+  why: string;
 }
 
 /** The backend's locks of one project, or why they could not be read. */
 export type LockReading = { locks: StackLock[] } | { unreadable: string };
 
 export interface StaleLocks {
-  /** Locks whose holder died on this machine. */
+  /** Locks whose holder is proven gone (see the rule above). */
   stale: StackLock[];
+  /** The other locks of the project, each with why it is not judged stale. */
+  held: HeldLock[];
   /** Set when the backend's locks could not be read: none is cleared, and this says why. */
   unreadable?: string;
 }
@@ -33,24 +64,72 @@ export interface StaleLocks {
 interface LockContent {
   pid: number;
   hostname: string;
+  username?: unknown;
+  timestamp?: unknown;
 }
 
 const LOCKS = ".pulumi/locks";
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
+/** Slack between the clocks of a record (whole seconds, rounded down) and of a lock. */
+const SLACK_MS = 1000;
+
+export type Judgement = { stale: true } | { stale: false; why: string };
+
+/**
+ * Pure: whether `lock` is proven stale, given the owner record of its pid (if any), this
+ * machine, and the key of the backend it was read from (lib/lock-owners.ts backendKey).
+ */
+export function judgeLock(lock: StackLock, record: OwnerRecord | undefined, here: Machine, backend?: string): Judgement {
+  const held = (why: string): Judgement => ({ stale: false, why });
+  const pid = lock.pid;
+  if (lock.hostname !== here.hostname) return held(`it runs, or was killed, on that machine`);
+  if (!record) return held(`it may be running on another machine with the same hostname (no pulumi this project started here left a record as pid ${pid})`);
+  if (!here.bootId || record.bootId !== here.bootId) return held(`it may be running on another machine with the same hostname (the record of pid ${pid} here is of another boot)`);
+  if (record.hostname !== here.hostname) return held(`it may be running on another machine with the same hostname (the record of pid ${pid} here was written under the hostname ${record.hostname})`);
+  if (record.pidNs !== (here.pidNs ?? "")) return held(`it may be running in another container of this machine (the record of pid ${pid} here is of another pid namespace)`);
+  if (backend && record.backend && record.backend !== backend) return held(`it may be running on another machine with the same hostname (the pulumi recorded here as pid ${pid} used another backend)`);
+  if (lock.username && record.username && lock.username !== record.username) return held(`it may be running on another machine with the same hostname (the pulumi recorded here as pid ${pid} ran as ${record.username})`);
+  const taken = Date.parse(lock.timestamp);
+  const started = Date.parse(record.startedAt);
+  if (!Number.isFinite(taken) || !Number.isFinite(started)) return held(`it may be running on another machine with the same hostname (the lock's time, or the start of the pulumi recorded here as pid ${pid}, cannot be read)`);
+  if (taken < started - SLACK_MS) return held(`it may be running on another machine with the same hostname (the lock is older than the pulumi recorded here as pid ${pid})`);
+  const now = here.process(pid);
+  if (now && !now.zombie) {
+    if (now.startTicks === record.startTicks) return held(`it still runs on this machine`);
+    // The pid was given to another process since. One that started before the lock was
+    // taken could be the holder (a pulumi that left no record).
+    if (here.bootTimeMs === undefined) return held(`it may still run on this machine (pid ${pid} runs a process whose start cannot be told)`);
+    const nowStarted = here.bootTimeMs + (now.startTicks * 1000) / USER_HZ;
+    if (nowStarted <= taken + 2 * SLACK_MS) return held(`it may still run on this machine (pid ${pid} runs a process that started before the lock was taken)`);
   }
+  return { stale: true };
 }
 
-/** Locks in the backend whose holder died on this machine. */
-export function staleLocks(backendUrl: string, project: string): StaleLocks {
-  const reading = stackLocks(backendUrl, project);
-  if ("unreadable" in reading) return { stale: [], unreadable: reading.unreadable };
-  return { stale: reading.locks.filter((l) => l.hostname === os.hostname() && !alive(l.pid)) };
+export interface StaleLockOptions {
+  /** Where owner records are (lib/lock-owners.ts lockOwnersDir of the environment pulumi ran with). */
+  ownersDir?: string;
+  /** This machine (tests give their own). */
+  machine?: Machine;
+}
+
+/** The backend's locks of `project`, judged (see the rule above); prunes the owner records that prove nothing any more. */
+export function staleLocks(backendUrl: string, project: string, opts: StaleLockOptions = {}): StaleLocks {
+  // Every project's locks: those of others may name a record's pid too (pruning below).
+  const reading = stackLocks(backendUrl, null);
+  if ("unreadable" in reading) return { stale: [], held: [], unreadable: reading.unreadable };
+  const ownersDir = "ownersDir" in opts ? opts.ownersDir : lockOwnersDir();
+  const here = opts.machine ?? thisMachine();
+  const backend = backendKey(backendUrl);
+  const stale: StackLock[] = [];
+  const held: HeldLock[] = [];
+  for (const lock of reading.locks) {
+    if (lock.project !== project) continue;
+    const judged = judgeLock(lock, readOwnerRecord(ownersDir, lock.pid), here, backend);
+    if (judged.stale) stale.push(lock);
+    else held.push({ ...lock, why: judged.why });
+  }
+  pruneOwnerRecords(ownersDir, new Set(reading.locks.map((l) => l.pid)), backend, here);
+  return { stale, held };
 }
 
 /**
@@ -96,8 +175,8 @@ function parsesAsObject(file: string): boolean {
   }
 }
 
-/** Every stack lock of `project` in a file:// or postgres:// backend. */
-export function stackLocks(backendUrl: string, project: string): LockReading {
+/** Every stack lock of `project` (of every project with null) in a file:// or postgres:// backend. */
+export function stackLocks(backendUrl: string, project: string | null): LockReading {
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(backendUrl)?.[1].toLowerCase();
   switch (scheme) {
     case "file":
@@ -111,37 +190,40 @@ export function stackLocks(backendUrl: string, project: string): LockReading {
 
 /**
  * The lock named by an object key (`.pulumi/locks/<org>/<project>/<stack>/<id>.json`) and
- * its JSON content, if it is one of `project`'s; null otherwise or when it cannot be read
- * (left to Pulumi's own message).
+ * its JSON content, if it is one of `project`'s (any project's with null); null otherwise or
+ * when it cannot be read (left to Pulumi's own message).
  */
-export function parseLock(key: string, content: string, project: string, where = key): StackLock | null {
+export function parseLock(key: string, content: string, project: string | null, where = key): StackLock | null {
   const parts = key.split("/");
-  if (parts.length !== 6 || `${parts[0]}/${parts[1]}` !== LOCKS || parts[3] !== project || !parts[5].endsWith(".json")) return null;
+  if (parts.length !== 6 || `${parts[0]}/${parts[1]}` !== LOCKS || (project !== null && parts[3] !== project) || !parts[5].endsWith(".json")) return null;
   try {
     const lock = JSON.parse(content) as LockContent;
     if (!Number.isInteger(lock.pid) || typeof lock.hostname !== "string") return null;
-    return { stack: parts[4], pid: lock.pid, hostname: lock.hostname, where };
+    const text = (v: unknown) => (typeof v === "string" ? v : "");
+    return { project: parts[3], stack: parts[4], pid: lock.pid, hostname: lock.hostname, username: text(lock.username), timestamp: text(lock.timestamp), where };
   } catch {
     return null;
   }
 }
 
-function fileLocks(backendUrl: string, project: string): StackLock[] {
+function fileLocks(backendUrl: string, project: string | null): StackLock[] {
   const root = backendUrl.slice("file://".length).split("?")[0];
   const out: StackLock[] = [];
   for (const org of safeList(path.join(root, LOCKS))) {
-    const projectDir = path.join(root, LOCKS, org, project);
-    for (const stack of safeList(projectDir)) {
-      for (const f of safeList(path.join(projectDir, stack))) {
-        const file = path.join(projectDir, stack, f);
-        let content: string;
-        try {
-          content = fs.readFileSync(file, "utf8");
-        } catch {
-          continue;
+    for (const proj of project === null ? safeList(path.join(root, LOCKS, org)) : [project]) {
+      const projectDir = path.join(root, LOCKS, org, proj);
+      for (const stack of safeList(projectDir)) {
+        for (const f of safeList(path.join(projectDir, stack))) {
+          const file = path.join(projectDir, stack, f);
+          let content: string;
+          try {
+            content = fs.readFileSync(file, "utf8");
+          } catch {
+            continue;
+          }
+          const lock = parseLock(`${LOCKS}/${org}/${proj}/${stack}/${f}`, content, project, file);
+          if (lock) out.push(lock);
         }
-        const lock = parseLock(`${LOCKS}/${org}/${project}/${stack}/${f}`, content, project, file);
-        if (lock) out.push(lock);
       }
     }
   }
@@ -152,7 +234,7 @@ function fileLocks(backendUrl: string, project: string): StackLock[] {
  * psql's rows of (key, content) as it prints them with zero bytes between fields and rows;
  * keys start with `keyPrefix` (see psqlTarget).
  */
-export function parseLockRows(stdout: string, keyPrefix: string, project: string): StackLock[] {
+export function parseLockRows(stdout: string, keyPrefix: string, project: string | null): StackLock[] {
   const fields = stdout.split("\0");
   if (fields.length % 2 === 1 && fields[fields.length - 1].trim() === "") fields.pop();
   const out: StackLock[] = [];
@@ -165,7 +247,7 @@ export function parseLockRows(stdout: string, keyPrefix: string, project: string
   return out;
 }
 
-function postgresLocks(backendUrl: string, project: string): LockReading {
+function postgresLocks(backendUrl: string, project: string | null): LockReading {
   const psql = postgresProgram("psql");
   if (!psql) return { unreadable: "psql is not installed (Debian: apt-get install postgresql-client)" };
   let target;

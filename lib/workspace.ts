@@ -11,6 +11,7 @@ import * as YAML from "yaml";
 import { EngineEvent, LocalWorkspace, PulumiCommand, Stack, SummaryEvent, UpdateSummary } from "@pulumi/pulumi/automation";
 import { REPO_ROOT, pulumiCommand, pulumiEnv } from "./pulumi-env";
 import { removeTornMetadata, staleLocks } from "./stale-locks";
+import { lockOwnersDir, renderRecordingEngine } from "./lock-owners";
 import { forgetBackend } from "../components/benchmark/history";
 import { shellQuote } from "../components/sglang-service/render";
 import { OVERLAY_FILE } from "../components/sglang-service/overlay";
@@ -253,14 +254,31 @@ export function simWorkspace(stacks: Record<string, Record<string, unknown>>, op
     fs.writeFileSync(stackFile(name), YAML.stringify({ ...existing, config }));
   }
   const env = workspaceEnv(dir, root, opts);
+  // The pinned CLI behind a wrapper that leaves the owner record of each pulumi it starts
+  // (lib/lock-owners.ts), so that a lock a killed one leaves can be proven stale; in a session
+  // of its own with engineInOwnSession. Written anew (a rename: a running one keeps its file)
+  // only when it changed.
   const engine = async (): Promise<PulumiCommand> => {
     const pinned = await pulumiCommand(root);
-    if (!opts.engineInOwnSession) return pinned;
     const bin = path.join(dir, "engine", "bin");
-    fs.mkdirSync(bin, { recursive: true });
-    fs.writeFileSync(path.join(bin, "pulumi"), renderOwnSessionEngine(pinned.command), { mode: 0o755 });
+    const file = path.join(bin, "pulumi");
+    const script = renderRecordingEngine(pinned.command, { ownSession: !!opts.engineInOwnSession });
+    let current: string | undefined;
+    try {
+      current = fs.readFileSync(file, "utf8");
+    } catch {
+      current = undefined;
+    }
+    if (current !== script) {
+      fs.mkdirSync(bin, { recursive: true });
+      const tmp = `${file}.${process.pid}.tmp`;
+      fs.writeFileSync(tmp, script, { mode: 0o755 });
+      fs.renameSync(tmp, file);
+    }
     return PulumiCommand.get({ root: path.dirname(bin), skipVersionCheck: true });
   };
+  // Where that wrapper leaves its records: from the environment it runs with.
+  const ownersDir = lockOwnersDir({ ...process.env, ...env });
   const selectedStacks = new Map<string, Promise<Stack>>();
   return {
     dir,
@@ -274,7 +292,7 @@ export function simWorkspace(stacks: Record<string, Record<string, unknown>>, op
       if (!stateFile || !(fs.existsSync(`${stateFile}.json`) || fs.existsSync(`${stateFile}.json.gz`))) selectedStacks.delete(name);
       // A killed `up` leaves the stack locked (`pulumi cancel` is Pulumi's remedy), and may
       // leave a torn metadata file that fails every read of the stack (stale-locks.ts).
-      const killed = staleLocks(env.PULUMI_BACKEND_URL, project.name).stale.some((l) => l.stack === name);
+      const killed = staleLocks(env.PULUMI_BACKEND_URL, project.name, { ownersDir }).stale.some((l) => l.stack === name);
       if (killed) removeTornMetadata(env.PULUMI_BACKEND_URL);
       let selected = selectedStacks.get(name);
       if (!selected) {

@@ -6,10 +6,15 @@
 // - stacks whose secrets open with the empty passphrase (lib/secrets-passphrase.ts) are
 //   reported with the steps to rotate;
 // - with --clear-stale-locks (before `up`, `preview`, `refresh`, `destroy`): a stack locked by
-//   a `pulumi` process that no longer exists on this machine gets `pulumi cancel` (Pulumi's
-//   documented remedy), with a note saying so. Locks of live processes, and locks taken on
-//   other machines, are never touched. Where the backend's locks cannot be read (a backend
-//   other than file:// or postgres://, or no psql), a note says the check was skipped;
+//   a `pulumi` process proven gone (lib/stale-locks.ts: one this project started on this
+//   machine in this boot, which left a record, and which no longer runs) gets `pulumi cancel`
+//   (Pulumi's documented remedy), with a note saying so. Any other lock of the stack (all the
+//   project's stacks when the command names none) is never touched: a note says who holds it,
+//   that it may be running on another machine with the same hostname, and how to clear it by
+//   hand. Pulumi then runs all the same and, if the lock is still there, fails with its own
+//   lock error: its check is atomic where ours is not (the holder may finish in between), and
+//   `preview` takes no lock. Where the backend's locks cannot be read (a backend other than
+//   file:// or postgres://, or no psql), a note says the check was skipped;
 // - with --stack-named X (the command names --stack X): where X has no stack file in the
 //   project's stacks/ and no stack in the backend, the stacks that exist (stack files, and
 //   `pulumi stack ls`) and how to add X are listed before Pulumi's "no stack named 'X' found",
@@ -28,7 +33,7 @@ const { options } = parseCommandOrExit("scripts/pulumi-guard.ts", {
   summary: "Checks the secrets passphrase and the stacks' secrets before a Pulumi command in the project folder; clears stack locks left by killed pulumi processes.",
   options: {
     "allow-empty-passphrase": flag("the command moves a stack off the empty passphrase (stack change-secrets-provider): do not refuse an empty one"),
-    "clear-stale-locks": flag("run `pulumi cancel` for each stack of PULUMI_BACKEND_URL locked by a pulumi process that no longer runs here"),
+    "clear-stale-locks": flag("run `pulumi cancel` for each stack of PULUMI_BACKEND_URL locked by a pulumi process proven gone (started here, this boot, no longer running); say who holds the other locks"),
     "stack-named": option({ type: text, placeholder: "STACK", description: "the stack the Pulumi command names: where it has neither a stack file nor a stack in the backend, list those that exist and how to add it" }),
   },
 });
@@ -43,8 +48,10 @@ const project = projectOf(process.cwd()) ?? { projectDir: REPO_ROOT, stacksDir: 
 process.stderr.write(renderLeakReport(stacksWithEmptyPassphrase(project.stacksDir, process.env.PULUMI_BACKEND_URL), project.projectDir));
 
 if (options["clear-stale-locks"]) {
-  const name = YAML.parse(fs.readFileSync(path.join(REPO_ROOT, "Pulumi.yaml"), "utf8")).name as string;
-  const { stale, unreadable } = staleLocks(process.env.PULUMI_BACKEND_URL ?? "", name);
+  // The project of the folder the command was typed in, as Pulumi takes it.
+  const projectFile = ["Pulumi.yaml", "Pulumi.yml"].map((f) => path.join(project.projectDir, f)).find((f) => fs.existsSync(f)) ?? path.join(REPO_ROOT, "Pulumi.yaml");
+  const name = YAML.parse(fs.readFileSync(projectFile, "utf8")).name as string;
+  const { stale, held, unreadable } = staleLocks(process.env.PULUMI_BACKEND_URL ?? "", name);
   if (unreadable) {
     process.stderr.write(`note: no check for stack locks left by a killed pulumi (${unreadable}); if pulumi says the stack is locked by a process that no longer runs, run \`npx pulumi cancel --stack <stack>\`\n`);
   }
@@ -53,6 +60,14 @@ if (options["clear-stale-locks"]) {
   for (const lock of stale) {
     process.stderr.write(`note: stack ${lock.stack} was locked by pulumi pid ${lock.pid}, which no longer runs (killed?); running \`pulumi cancel\` for it\n`);
     execFileSync("pulumi", ["cancel", "--yes", "--stack", lock.stack], { stdio: "inherit" });
+  }
+  // The named stack's locks (its short name: locks are kept by stack name), else every stack's.
+  const stackNamed = options["stack-named"]?.split("/").pop();
+  for (const lock of held.filter((l) => stackNamed === undefined || l.stack === stackNamed)) {
+    const since = lock.timestamp ? ` since ${lock.timestamp.replace(/\.\d+(?=Z|[+-]\d\d:\d\d$)/, "")}` : "";
+    process.stderr.write(
+      `pulumi: stack ${lock.stack} is locked by pulumi pid ${lock.pid} on host ${lock.hostname}${lock.username ? ` (user ${lock.username})` : ""}${since}; ${lock.why}; wait for it to finish, or, if you know that process is gone, run \`npx pulumi cancel --stack ${lock.stack}\`\n`,
+    );
   }
 }
 

@@ -16,6 +16,43 @@ for dir in "${dirs[@]}"; do
 done
 export PATH="$path"
 . "$root/scripts/pulumi-env.sh"
+# >>> lock owner record (POSIX sh: lib/lock-owners.ts puts this same text into the Automation
+# API's engine wrapper, lib/workspace.ts)
+# Who may clear a stack lock (lib/stale-locks.ts): a lock names only a pid and a hostname, and
+# machines can share a hostname (cloned VMs, containers). So every pulumi the project starts
+# first leaves a record of itself on this machine: its pid, this boot, its pid namespace, its
+# start time in clock ticks (pid and start ticks name one process in a boot), when it started,
+# the hostname, the user and a hash of the backend URL (never the URL: it may hold a password).
+# It is written by the process that then execs pulumi, so the pid is pulumi's. A lock is proven
+# stale only against such a record. Best effort: without one, locks are never cleared here.
+dflash_record_lock_owner() {
+  _dflash_dir=${DFLASH_LOCK_OWNERS_DIR:-}
+  if [ -z "$_dflash_dir" ]; then
+    if [ -n "${XDG_CACHE_HOME:-}" ]; then _dflash_dir=$XDG_CACHE_HOME/dflash-pulumi/lock-owners
+    elif [ -n "${HOME:-}" ]; then _dflash_dir=$HOME/.cache/dflash-pulumi/lock-owners
+    else return 0; fi
+  fi
+  _dflash_boot=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null) || return 0
+  _dflash_stat=$(cat "/proc/$$/stat" 2>/dev/null) || return 0
+  # Fields after the command name (which may hold spaces): the 3rd field of stat comes first,
+  # the 22nd (starttime) is the 20th. Split on purpose (numbers and a state letter: no glob).
+  # shellcheck disable=SC2086
+  set -- ${_dflash_stat##*) }
+  _dflash_ticks=${20:-}
+  case $_dflash_ticks in '' | *[!0-9]*) return 0 ;; esac
+  _dflash_ns=$(readlink "/proc/$$/ns/pid" 2>/dev/null) || _dflash_ns=""
+  _dflash_host=$(cat /proc/sys/kernel/hostname 2>/dev/null) || _dflash_host=$(hostname)
+  _dflash_user=$(id -un 2>/dev/null) || _dflash_user=""
+  _dflash_backend=$(printf '%s' "${PULUMI_BACKEND_URL:-}" | sha256sum 2>/dev/null | cut -c1-16) || _dflash_backend=""
+  _dflash_at=$(date -u +%Y-%m-%dT%H:%M:%SZ) || return 0
+  mkdir -p "$_dflash_dir" 2>/dev/null || return 0
+  if printf '{"pid":%s,"bootId":"%s","pidNs":"%s","startTicks":%s,"startedAt":"%s","hostname":"%s","username":"%s","backend":"%s"}\n' \
+    "$$" "$_dflash_boot" "$_dflash_ns" "$_dflash_ticks" "$_dflash_at" "$_dflash_host" "$_dflash_user" "$_dflash_backend" >"$_dflash_dir/.$$.tmp" 2>/dev/null; then
+    mv -f "$_dflash_dir/.$$.tmp" "$_dflash_dir/$$.json" 2>/dev/null || rm -f "$_dflash_dir/.$$.tmp"
+  fi
+  return 0
+}
+# <<< lock owner record
 # Before any command: an empty secrets passphrase is refused, stacks whose secrets open with
 # the empty one are reported, and (before the commands that take the stack lock) locks left by
 # a killed pulumi are cleared (scripts/pulumi-guard.ts). Only `stack change-secrets-provider`,
@@ -65,7 +102,12 @@ case "$words" in
     # stack is removed, that line is its removed state's: where the file holds no secret it
     # encrypts and the committed file has no such line, it is taken out, leaving the file as
     # committed.
-    if $remove_config; then exec pulumi "$@"; fi
+    # (The `pulumi stack rm` run as a child below leaves no record: a lock it left would never
+    # be judged stale here, only reported.)
+    if $remove_config; then
+      dflash_record_lock_owner || true
+      exec pulumi "$@"
+    fi
     # The project Pulumi runs: this folder's if it has one, else the wrapper's.
     project=$root
     [ -f "$PWD/Pulumi.yaml" ] && project=$PWD
@@ -88,4 +130,5 @@ case "$words" in
     exit "$status"
     ;;
 esac
+dflash_record_lock_owner || true
 exec pulumi "$@"

@@ -9,7 +9,8 @@
 //   results, and its no-op `up` from another checkout changes nothing (state names no
 //   checkout: before, it recorded each checkout's path, and refresh or destroy failed once
 //   the recording checkout was gone);
-// - a lock left by a killed `pulumi` is cleared by the next operation on this machine.
+// - a lock left by a killed `pulumi` (started by the project's wrapper, which records it) is
+//   cleared by the next operation on this machine.
 import { after, before, test } from "node:test";
 import * as assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
@@ -208,9 +209,10 @@ function killSession(sid: number): void {
 }
 
 test("a lock left by a killed pulumi is cleared by the next operation on this machine", async () => {
-  // A real `pulumi refresh` of the second operator, in a session of its own, killed with
+  // A real `npx pulumi refresh` of the second operator (the wrapper, which leaves the owner
+  // record that lets this machine prove the lock stale), in a session of its own, killed with
   // its plugins while it holds gamma's lock.
-  const refresh = spawn("pulumi", ["refresh", "--yes", "--skip-preview", "--non-interactive", "--stack", "gamma"], { cwd: op2!.dir, env: op2!.env, detached: true, stdio: "ignore" });
+  const refresh = spawn(path.join(REPO_ROOT, "scripts/pulumi.sh"), ["refresh", "--yes", "--skip-preview", "--non-interactive", "--stack", "gamma"], { cwd: op2!.dir, env: op2!.env, detached: true, stdio: "ignore" });
   const exited = new Promise<void>((resolve) => refresh.once("exit", () => resolve()));
   try {
     await until("the refresh holds gamma's lock", () => locksOf("gamma").length > 0);
