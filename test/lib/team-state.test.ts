@@ -13,7 +13,7 @@
 //   cleared by the next operation on this machine.
 import { after, before, test } from "node:test";
 import * as assert from "node:assert/strict";
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -27,6 +27,7 @@ import { runSweep, sweepBackend } from "../../components/sweep/sweep";
 import { startPostgres, ThrowawayPostgres } from "../support/postgres";
 import { hostShell } from "../support/hostShell";
 import { storedResultOfOutputs } from "../../components/benchmark/compare";
+import { killSession } from "../support/killSession";
 
 const NAME = `team-state-${process.pid}`;
 const UNIT = "sglang-k26";
@@ -187,26 +188,6 @@ test("two operators' ups of two stacks of one host, at once, take turns on the h
   }
 });
 
-/**
- * SIGKILL to the leader of a session this test started, then to every process left in it:
- * Pulumi puts each plugin in a process group of its own, but they stay in the session of
- * the `pulumi` that started them (and, once it is dead, nothing starts more).
- */
-function killSession(sid: number): void {
-  const kill = (pid: number) => {
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {
-      // already gone
-    }
-  };
-  kill(sid);
-  execFileSync("ps", ["-eo", "pid=,sid="], { encoding: "utf8" })
-    .split("\n")
-    .map((l) => l.trim().split(/\s+/).map(Number))
-    .filter(([pid, s]) => s === sid && pid > 0)
-    .forEach(([pid]) => kill(pid));
-}
 
 test("a lock left by a killed pulumi is cleared by the next operation on this machine", async () => {
   // A real `npx pulumi refresh` of the second operator (the wrapper, which leaves the owner

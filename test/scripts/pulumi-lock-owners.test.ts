@@ -13,7 +13,7 @@
 //   the other operator does not clear and its own operator's next guard proves stale and does.
 import { after, before, test, TestContext } from "node:test";
 import * as assert from "node:assert/strict";
-import { ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
+import { ChildProcess, spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -21,6 +21,7 @@ import { REPO_ROOT } from "../../lib/pulumi-env";
 import { backendKey, parseProcStat, readOwnerRecord, renderRecordingEngine, thisMachine } from "../../lib/lock-owners";
 import { StackLock, stackLocks } from "../../lib/stale-locks";
 import { startPostgres, ThrowawayPostgres } from "../support/postgres";
+import { killSession } from "../support/killSession";
 
 const WRAPPER = path.join(REPO_ROOT, "scripts/pulumi.sh");
 const NAME = `lock-owners-${process.pid}`;
@@ -140,22 +141,6 @@ function up(op: (typeof operators)[number], gate: string, isolated: boolean): Ru
   return start("unshare", ["--pid", "--fork", "--mount-proc", "bash", "-c", script, WRAPPER, ...UP], project, envOf(op, gate));
 }
 
-/** SIGKILL to a session this test started: its leader, then every process left in it. */
-function killSession(sid: number): void {
-  const kill = (pid: number) => {
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {
-      // already gone
-    }
-  };
-  kill(sid);
-  execFileSync("ps", ["-eo", "pid=,sid="], { encoding: "utf8" })
-    .split("\n")
-    .map((l) => l.trim().split(/\s+/).map(Number))
-    .filter(([pid, s]) => s === sid && pid > 0)
-    .forEach(([pid]) => kill(pid));
-}
 
 const CANCELLED = /running `pulumi cancel`/;
 const PROBLEM = /problem deleting the lock/;
