@@ -254,6 +254,12 @@ export function simWorkspace(stacks: Record<string, Record<string, unknown>>, op
     fs.writeFileSync(stackFile(name), YAML.stringify({ ...existing, config }));
   }
   const env = workspaceEnv(dir, root, opts);
+  // A `pulumi` run from this workspace's environment (a test or benchmark that spawns the CLI
+  // itself, to kill it mid-run) records itself too: the recording wrapper comes first on PATH.
+  const pathBin = path.join(dir, "engine", "path");
+  fs.mkdirSync(pathBin, { recursive: true });
+  fs.writeFileSync(path.join(pathBin, "pulumi"), renderRecordingEngine(path.join(env.PATH.split(":")[0], "pulumi")), { mode: 0o755 });
+  env.PATH = `${pathBin}:${env.PATH}`;
   // The pinned CLI behind a wrapper that leaves the owner record of each pulumi it starts
   // (lib/lock-owners.ts), so that a lock a killed one leaves can be proven stale; in a session
   // of its own with engineInOwnSession. Written anew (a rename: a running one keeps its file)
