@@ -154,15 +154,6 @@ export interface WorkspaceOptions {
 }
 
 /**
- * Pure: a `pulumi` that runs `engine` in a new session. setsid(1) calls setsid(2) in place
- * (its caller is never a process group leader: it is spawned by the Automation API within
- * the caller's group), so the engine keeps the PID the Automation API signals.
- */
-export function renderOwnSessionEngine(engine: string): string {
-  return `#!/bin/sh\n# pulumi in a session of its own (lib/workspace.ts, engineInOwnSession)\nexec setsid ${shellQuote(engine)} "$@"\n`;
-}
-
-/**
  * The Automation API follows every `up`, `refresh` and `destroy` with three CLI runs of its own
  * (`stack output` masked, then with secrets, then `stack history`), about 1.5 s of CPU each time:
  * a third of a no-op `up` on a 2-core machine. A stack of a workspace here gets the same results

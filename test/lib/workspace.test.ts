@@ -1,4 +1,4 @@
-// The engine in a session of its own (simWorkspace's engineInOwnSession, used by the sweep):
+// The engine in a session of its own (simWorkspace's engineInOwnSession, used by the sweep; lib/lock-owners.ts renderRecordingEngine):
 // the rendered `pulumi` runs the engine as a session leader, outside the caller's process
 // group (so a Ctrl-C at the terminal does not reach it), under the PID the Automation API
 // spawned and signals. A stand-in engine reports what it is; its path needs quoting.
@@ -8,7 +8,7 @@ import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { renderOwnSessionEngine } from "../../lib/workspace";
+import { renderRecordingEngine } from "../../lib/lock-owners";
 
 /** pid, session and process group of a process, from /proc/PID/stat. */
 function ids(stat: string): { pid: number; pgid: number; sid: number } {
@@ -23,8 +23,8 @@ test("the engine runs in a new session, as the process the Automation API spawne
     fs.mkdirSync(path.dirname(engine));
     fs.writeFileSync(engine, '#!/bin/sh\ncat /proc/$$/stat\nprintf "%s\\n" "$@"\n', { mode: 0o755 });
     const wrapper = path.join(dir, "pulumi");
-    fs.writeFileSync(wrapper, renderOwnSessionEngine(engine), { mode: 0o755 });
-    const child = spawn(wrapper, ["up", "--stack", "b16t4 w2048"], { stdio: ["ignore", "pipe", "inherit"] });
+    fs.writeFileSync(wrapper, renderRecordingEngine(engine, { ownSession: true }), { mode: 0o755 });
+    const child = spawn(wrapper, ["up", "--stack", "b16t4 w2048"], { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, DFLASH_LOCK_OWNERS_DIR: path.join(dir, "owners") } });
     let out = "";
     child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
     assert.equal(await new Promise((resolve) => child.on("exit", resolve)), 0);
