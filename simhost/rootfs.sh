@@ -8,7 +8,9 @@ suite=bookworm
 # haproxy and socat (its runtime API's client) for the fleet's load-balancer host
 # (components/fleet); disabled below, so GPU hosts do not run it.
 # locales: hosts whose own locale writes numbers and orders letters otherwise (start --locale).
-packages=systemd,systemd-sysv,dbus,openssh-server,iproute2,python3,curl,procps,sudo,haproxy,socat,locales
+# libfaketime: a wall clock that steps for the processes started after (the campaign's clock-step:
+# the machine's own clock is shared with every host and the machine, and is never touched).
+packages=systemd,systemd-sysv,dbus,openssh-server,iproute2,python3,curl,procps,sudo,haproxy,socat,locales,libfaketime
 # The locales a host may be given (simhost start --locale); C.UTF-8 is glibc's own.
 host_locales="de_DE.UTF-8 tr_TR.UTF-8"
 recipe_hash=$( (echo "$suite $packages $host_locales"; cat "${BASH_SOURCE[0]}") | sha256sum | cut -c1-16)

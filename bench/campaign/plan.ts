@@ -23,7 +23,11 @@ export type StackName = (typeof STACKS)[number];
  * for the whole up (a wedged driver, a stuck import), the host rebooted cleanly or its power cut
  * in one phase of the up (REBOOT_PHASES), node 0 of a group stalled (its host lock held by a
  * root process of the harness for longer than node 1 waits for it), and a process not of this
- * tool holding the host lock (FOREIGN_LOCK_HOLDERS).
+ * tool holding the host lock (FOREIGN_LOCK_HOLDERS); and hosts and operators as teams have them
+ * (issue 60): a folder the restart writes mounted read-only (READ_ONLY_DIRS), the host's own
+ * locale one that writes 0,2 or whose [a-z] has no i (DRAWN_LOCALES), the host's wall clock
+ * stepped mid-up (CLOCK_STEPS), the rollback's host step SIGKILLed, and a second operator (a
+ * machine of the same hostname: another pid namespace) running `up` of the same stack at once.
  */
 export const FAULTS = [
   "none",
@@ -49,6 +53,11 @@ export const FAULTS = [
   "power-cut",
   "stalled-node0",
   "foreign-lock",
+  "read-only-path",
+  "locale",
+  "clock-step",
+  "killed-rollback",
+  "racing-operators",
 ] as const;
 export type FaultKind = (typeof FAULTS)[number];
 
@@ -71,6 +80,18 @@ export type RebootPhase = (typeof REBOOT_PHASES)[number];
  */
 export const FOREIGN_LOCK_HOLDERS = ["nobody", "root"] as const;
 export type ForeignLockHolder = (typeof FOREIGN_LOCK_HOLDERS)[number];
+
+/** read-only-path: the folders a restart writes that may be read-only (components/sglang-service/script.ts WRITTEN_DIRS; /run is the system's). */
+export const READ_ONLY_DIRS = ["/usr/local", "/etc/systemd/system", "/var/lib/dflash-sglang", "/etc/dflash-sglang"] as const;
+export type ReadOnlyDir = (typeof READ_ONLY_DIRS)[number];
+
+/** locale: the host's own locale for the up (simhost/rootfs.sh host_locales). */
+export const DRAWN_LOCALES = ["de_DE.UTF-8", "tr_TR.UTF-8"] as const;
+export type DrawnLocale = (typeof DRAWN_LOCALES)[number];
+
+/** clock-step: how far the host's wall clock steps (an NTP correction, a VM resumed), in one phase of the up (REBOOT_PHASES). */
+export const CLOCK_STEPS = ["+2h", "-1h"] as const;
+export type ClockStep = (typeof CLOCK_STEPS)[number];
 
 export type KeyChange = "keep" | "set" | "rotate" | "remove";
 
@@ -98,6 +119,14 @@ export interface UpChange {
   rebootAt?: RebootPhase;
   /** For foreign-lock: who holds the host lock. */
   lockHolder?: ForeignLockHolder;
+  /** For read-only-path: the folder mounted read-only on node 0 before the up. */
+  readOnly?: ReadOnlyDir;
+  /** For locale: the hosts' own locale during the up. */
+  locale?: DrawnLocale;
+  /** For clock-step: the step, in phase `phaseAt`. */
+  clockStep?: ClockStep;
+  /** For clock-step and racing-operators: the phase of the up in which the clock steps, or the second operator's up starts. */
+  phaseAt?: RebootPhase;
   /** Run `preview` of the change first and compare what it said with what `up` did. */
   previewFirst?: boolean;
 }
@@ -221,6 +250,10 @@ export function planSequence(seed: number, index: number, steps: number, weights
         // The phase from the moment already drawn (a new draw would change every later one).
         ...((REBOOT_FAULTS as readonly string[]).includes(fault) ? { rebootAt: REBOOT_PHASES[Math.floor(at) % REBOOT_PHASES.length] } : {}),
         ...(fault === "foreign-lock" ? { lockHolder: FOREIGN_LOCK_HOLDERS[Math.floor(at) % FOREIGN_LOCK_HOLDERS.length] } : {}),
+        ...(fault === "read-only-path" ? { readOnly: READ_ONLY_DIRS[Math.floor(at) % READ_ONLY_DIRS.length] } : {}),
+        ...(fault === "locale" ? { locale: DRAWN_LOCALES[Math.floor(at) % DRAWN_LOCALES.length] } : {}),
+        ...(fault === "clock-step" ? { clockStep: CLOCK_STEPS[Math.floor(at / 4) % CLOCK_STEPS.length], phaseAt: REBOOT_PHASES[Math.floor(at) % REBOOT_PHASES.length] } : {}),
+        ...(fault === "racing-operators" ? { phaseAt: REBOOT_PHASES[Math.floor(at) % REBOOT_PHASES.length] } : {}),
       });
     } else if (r < 0.79) out.push({ op: "preview", stack });
     else if (r < 0.86) out.push({ op: "refresh", stack });

@@ -3,8 +3,12 @@
 // steps, each operator step and fault kind used, client requests by outcome, violations.
 import { FAULTS, FaultWeights, Step, TIMED_FAULTS } from "./plan";
 
-/** Faults of the host's own commands or lock, which act in preflight or before anything stops: counted even where the up was refused there. */
-const HOST_FAULTS = ["hang-nvidia-smi", "hang-help", "stalled-node0", "foreign-lock"];
+/**
+ * Faults of the host's own commands, lock, folders or locale, or of the stack's lock, which act
+ * in preflight or before anything stops: counted even where the up was refused there (a
+ * read-only folder is refused there by design).
+ */
+const HOST_FAULTS = ["hang-nvidia-smi", "hang-help", "stalled-node0", "foreign-lock", "read-only-path", "locale", "racing-operators"];
 import type { SequenceResult, StepRecord } from "./runner";
 
 /** The JSON a campaign run writes (bench/results/campaign-<seed>.json). */

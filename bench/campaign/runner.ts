@@ -19,13 +19,15 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { spawn } from "node:child_process";
+import * as os from "node:os";
 import type { EngineEvent } from "@pulumi/pulumi/automation";
 import { descendants, killEngine } from "../../lib/engine-process";
 import * as hosts from "../../simhost/hosts";
 import { projectConfig, readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../lib/workspace";
 import { sudoersFor } from "../../components/sglang-service/become";
 import { RUN_DIR } from "../../components/sglang-service/script";
-import { allowedAfter, FaultKind, ForeignLockHolder, Proven, REBOOT_FAULTS, RebootPhase, secretForms, Serving, servingOf, StackName, Step, STACKS, TimedFault, TIMED_FAULTS } from "./plan";
+import { allowedAfter, ClockStep, DrawnLocale, FaultKind, ForeignLockHolder, Proven, REBOOT_FAULTS, RebootPhase, secretForms, Serving, servingOf, StackName, Step, STACKS, TimedFault, TIMED_FAULTS } from "./plan";
+import { REPO_ROOT } from "../../lib/pulumi-env";
 
 export const UNIT = "sglang-k26";
 const RENAMED = `${UNIT}-renamed`;
@@ -77,6 +79,25 @@ const REBOOT_PHASE_LINES: Record<RebootPhase, RegExp> = {
   loading: /started the new unit/,
   readiness: /sglang-ready (updating|creating)/,
 };
+
+/**
+ * clock-step: the host's wall clock steps for what it starts, as libfaketime (in the host image)
+ * gives it: the shells and `date` of every unit the manager starts after the up begins (the
+ * tool's host steps, the server's ExecStartPre helpers) and of every SSH session, read from a
+ * file whose offset the harness changes at the phase drawn, so a step already running sees the
+ * clock jump. The monotonic clock and /proc/uptime are untouched, as a real step leaves them;
+ * systemd's own tools and the simulated SGLang stay on the real clock (libfaketime breaks
+ * sd-event's loop, and the simulator is not what is tested). The machine's clock, shared with
+ * every host, is never touched.
+ */
+const CLOCK_FILE = "/run/dflash-campaign-clock";
+const CLOCK_ENV = ["LD_PRELOAD=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1", `FAKETIME_TIMESTAMP_FILE=${CLOCK_FILE}`, "FAKETIME_CACHE_DURATION=1", "FAKETIME_DONT_FAKE_MONOTONIC=1", "FAKETIME_ONLY_CMDS=date,bash,sh,dash"];
+/** racing-operators: how long the second operator's up may take to end on the lock (its engine start, the guard). */
+const RACER_MS = 120_000;
+/** racing-operators: what a second operator's up says when it ends on the stack's lock, and what it must never do. */
+const RACER_LOCKED = /the stack is currently locked/;
+const RACER_NAMED = /is locked by pulumi pid \d+ on host /;
+const RACER_CANCELLED = /running `pulumi cancel`|problem deleting the lock/;
 
 /** What happened to one client request sent while a step ran. */
 export type RequestOutcome = "completed" | "refused" | "cut";
@@ -175,6 +196,10 @@ function simFault(kind: FaultKind, serving: Serving, previous: Serving | null, r
     case "foreign-lock":
       // nobody's: readiness waits on a load that never ends, and so a rollback comes.
       return lockHolder === "nobody" ? { hangDuringLoad: true, ...match } : undefined;
+    case "killed-rollback":
+      // The new configuration crashes, and its GPUs free 7 s late (within the 8 s deadline): the
+      // rollback's host step waits for them, and is SIGKILLed there.
+      return { crashDuringLoad: "oom", gpuReleaseDelaySeconds: 7, ...match };
     default:
       return undefined;
   }
@@ -183,7 +208,7 @@ function simFault(kind: FaultKind, serving: Serving, previous: Serving | null, r
 /** Faults of the old server: armed only when one runs. */
 const OLD_SERVER_FAULTS: FaultKind[] = ["late-sigterm", "stale-server"];
 /** Faults of the rollout or of the host, not of a server: armed whatever serves (stalled-node0: in a group). */
-const ROLLOUT_FAULTS: FaultKind[] = ["gpu-late", "ssh-outage-loading", ...TIMED_FAULTS, "hang-nvidia-smi", "hang-help", ...REBOOT_FAULTS, "stalled-node0"];
+const ROLLOUT_FAULTS: FaultKind[] = ["gpu-late", "ssh-outage-loading", ...TIMED_FAULTS, "hang-nvidia-smi", "hang-help", ...REBOOT_FAULTS, "stalled-node0", "read-only-path", "locale", "clock-step", "racing-operators"];
 
 /** Progress lines of an operation and the phase each begins (the last one seen is where it is). */
 const PHASES: [RegExp, string][] = [
@@ -519,6 +544,109 @@ export class SequenceRunner {
     await hosts.ssh(this.host, `systemctl stop campaign-${fault} 2>/dev/null; true`, { timeoutMs: 30_000 });
   }
 
+  private nodes(): hosts.HostInfo[] {
+    return [this.host, ...(this.node1 ? [this.node1] : [])];
+  }
+
+  /** A harness command on every node (as root); one that fails is the harness's error, naming the node. */
+  private async onNodes(what: string, cmd: string, nodes = this.nodes()): Promise<void> {
+    await Promise.all(
+      nodes.map(async (h) => {
+        const r = await hosts.ssh(h, cmd, { timeoutMs: 30_000 });
+        if (r.code !== 0) throw new Error(`the harness could not ${what} on ${h.name}: exit ${r.code} ${r.stderr.trim().slice(0, 300)}`);
+      }),
+    );
+  }
+
+  /**
+   * read-only-path: `dir` on node 0 mounted read-only over itself (recursively: the simulator's
+   * own binds below /usr/local stay); false where the folder does not exist (nothing armed).
+   */
+  private async mountReadOnly(dir: string): Promise<boolean> {
+    const r = await hosts.ssh(this.host, `[ -d ${dir} ] || exit 3; mount --rbind ${dir} ${dir} && mount -o remount,bind,ro ${dir}`, { timeoutMs: 30_000 });
+    if (r.code === 3) return false;
+    if (r.code !== 0) throw new Error(`the harness could not make ${dir} read-only on ${this.host.name}: ${r.stderr.trim()}`);
+    return true;
+  }
+
+  /** The hosts' own locale (/etc/default/locale for SSH sessions, /etc/locale.conf for systemd) set to `locale`, or back to what it was. */
+  private async hostLocale(locale: DrawnLocale | null): Promise<void> {
+    const files = "/etc/default/locale /etc/locale.conf";
+    await this.onNodes(
+      locale ? `set the locale ${locale}` : "restore the locale",
+      locale
+        ? `for f in ${files}; do if [ -e "$f" ]; then cp -a "$f" "$f.campaign-saved"; else : > "$f.campaign-absent"; fi; echo 'LANG=${locale}' > "$f"; done`
+        : `for f in ${files}; do if [ -e "$f.campaign-saved" ]; then mv -f "$f.campaign-saved" "$f"; elif [ -e "$f.campaign-absent" ]; then rm -f "$f" "$f.campaign-absent"; fi; done`,
+    );
+  }
+
+  /** clock-step: every node's shells and `date` read the wall clock through CLOCK_FILE (offset +0) from now on, or no longer. */
+  private async clockHook(on: boolean): Promise<void> {
+    const names = CLOCK_ENV.map((e) => e.split("=")[0]).join(" ");
+    await this.onNodes(
+      on ? "hook the wall clock" : "unhook the wall clock",
+      on
+        ? `echo +0 > ${CLOCK_FILE} && systemctl set-environment ${CLOCK_ENV.join(" ")} && printf '%s\\n' ${CLOCK_ENV.join(" ")} >> /etc/environment`
+        : `systemctl unset-environment ${names} && sed -i '/^LD_PRELOAD=\\|^FAKETIME_/d' /etc/environment && echo +0 > ${CLOCK_FILE}`,
+    );
+  }
+
+  /**
+   * clock-step: the wall clock of every node steps by `by`; proven on node 0 by a unit started
+   * then (as the tool's host steps are), whose `date` must read the harness's clock plus the step.
+   */
+  private async stepClock(by: ClockStep): Promise<void> {
+    await this.onNodes(`step the clock ${by}`, `echo '${by}' > ${CLOCK_FILE}`);
+    const want = (by.startsWith("-") ? -1 : 1) * Number(by.slice(1, -1)) * 3600;
+    const r = await hosts.ssh(this.host, "systemd-run --wait --pipe --quiet --collect date +%s", { timeoutMs: 30_000 });
+    const off = Number(r.stdout.trim()) - Date.now() / 1000;
+    if (!(Math.abs(off - want) < 60)) throw new Error(`the harness's clock step ${by} did not take on ${this.host.name}: a unit's date reads ${r.stdout.trim() || r.stderr.trim()} (offset ${off.toFixed(0)} s)`);
+  }
+
+  /** killed-rollback: SIGKILLs the rollback's host step on node 0 once it runs (within 60 s); its unit's name, or "" if none came. */
+  private async killRollbackStep(): Promise<string> {
+    const until = Date.now() + 60_000;
+    while (Date.now() < until) {
+      const unit = (await this.sh("systemctl list-units --plain --no-legend 'dflash-step-*-rollback-*' | awk 'NR == 1 { print $1 }'")).stdout;
+      if (unit) {
+        await this.sh(`systemctl kill --signal=SIGKILL ${unit}`);
+        return unit;
+      }
+      await sleep(100);
+    }
+    return "";
+  }
+
+  /**
+   * racing-operators: a second operator runs `npx pulumi up` of the same stack while this up
+   * holds its lock, from a machine of the same hostname (another pid namespace, starting from
+   * other pids, with a lock-owner record of its own). Resolves to what it said and when it
+   * began an update (its "Updating (" line), if it did.
+   */
+  private race(stack: StackName): Promise<{ code: number | null; out: string; updatingAt?: number; endedAt: number }> {
+    const owners = fs.mkdtempSync(path.join(os.tmpdir(), "campaign-racer-"));
+    const script = 'for ((i = 0; i < 300; i++)); do (:); done; exec "$0" "$@"';
+    const args = ["--pid", "--fork", "--mount-proc", "--kill-child", "bash", "-c", script, path.join(REPO_ROOT, "scripts", "pulumi.sh"), "up", "--yes", "--skip-preview", "--non-interactive", "--stack", stack];
+    const child = spawn("unshare", args, { cwd: this.ws.dir, env: { ...this.ws.env, DFLASH_LOCK_OWNERS_DIR: owners }, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let updatingAt: number | undefined;
+    const read = (d: Buffer) => {
+      out += d.toString();
+      if (updatingAt === undefined && /Updating \(/.test(out)) updatingAt = Date.now();
+    };
+    child.stdout.on("data", read);
+    child.stderr.on("data", read);
+    const limit = setTimeout(() => child.kill("SIGKILL"), RACER_MS);
+    return new Promise((resolve) =>
+      child.on("close", (code) => {
+        clearTimeout(limit);
+        fs.rmSync(owners, { recursive: true, force: true });
+        this.engineLog += `\n==== the second operator's up ${stack} (exit ${code}) ====\n${out}`;
+        resolve({ code, out, updatingAt, endedAt: Date.now() });
+      }),
+    );
+  }
+
   async baseline(): Promise<string[]> {
     await (await this.ws.stack("a")).up();
     const serving = servingOf(readRepoStackConfig(this.stacks.a.config)["dflash-sglang:speculative"] as Speculative);
@@ -736,6 +864,14 @@ export class SequenceRunner {
     // The stall ends when the harness's holder lets go of node 0's lock (holdLock: STALL_SECONDS).
     const stallEndsAt = Date.now() + STALL_SECONDS * 1000;
     const rootHeld = armed && rootHoldsLock ? await this.holdLock("foreign-lock", "root") : undefined;
+    // Hosts as teams have them (issue 60), set before the up and undone after it.
+    const readOnly = armed && step.fault === "read-only-path" && step.readOnly ? ((await this.mountReadOnly(step.readOnly)) ? step.readOnly : undefined) : undefined;
+    const pidsBeforeUp = readOnly ? await this.pids() : undefined;
+    if (armed && step.fault === "locale" && step.locale) await this.hostLocale(step.locale);
+    const clockHooked = armed && step.fault === "clock-step" && step.clockStep !== undefined;
+    if (clockHooked) await this.clockHook(true);
+    let racer: Awaited<ReturnType<SequenceRunner["race"]>> | undefined;
+    let killedRollback: string | undefined;
     const requests = this.traffic(2);
     // While node 0 is stalled, a request every 2 s, so that some are in flight when node 1 moves
     // on without it (the old group's collectives abort with node 1's old rank). Only while it is
@@ -776,6 +912,11 @@ export class SequenceRunner {
         // patience, not a bound of the tool, which waits for a group's node rebootSeconds.
         during = hosts.reboot(this.host.name, { kind: step.fault === "power-cut" ? "power-cut" : "clean", bootTimeoutMs: REBOOT_BOOT_MS }).catch((e: Error) => (harnessError = `the harness could not reboot ${this.host.name}: ${e.message.split("\n")[0]}`));
       }
+      // The wall clock steps, a second operator starts `up` of this stack, as the up enters the phase drawn.
+      if (step.fault === "clock-step" && step.clockStep && step.phaseAt && REBOOT_PHASE_LINES[step.phaseAt].test(upOutput)) during = this.stepClock(step.clockStep).catch((e: Error) => (harnessError = e.message));
+      if (step.fault === "racing-operators" && step.phaseAt && REBOOT_PHASE_LINES[step.phaseAt].test(upOutput)) during = this.race(step.stack).then((r) => (racer = r));
+      // The rollback's host step is SIGKILLed (the OOM killer, an operator) once it runs.
+      if (step.fault === "killed-rollback" && /rolling back/.test(upOutput)) during = this.killRollbackStep().then((u) => (killedRollback = u));
       // A local user takes the host lock while readiness waits on the load that hangs.
       if (step.fault === "foreign-lock" && step.lockHolder === "nobody" && /sglang-ready (updating|creating)/.test(upOutput)) {
         during = this.holdLock("foreign-lock", "nobody").then(
@@ -787,9 +928,16 @@ export class SequenceRunner {
     const timed = armed && (TIMED_FAULTS as readonly string[]).includes(step.fault) && step.atSeconds !== undefined ? { fault: step.fault as TimedFault, atSeconds: step.atSeconds, atOutput: step.atOutput } : undefined;
     const bound = stepBoundSeconds();
     const r = await this.operate("up", step.stack, timed, watch, events, bound + HUNG_UP_GRACE_SECONDS);
+    const upEndedAt = Date.now();
     upEnded = true;
     await steady;
     await during;
+    // Undone before the checks: what comes back by itself may write, and the next step meets the host as it was
+    // (lazily: a process started meanwhile may still run the simulator's node from the read-only copy).
+    const pidsAfterUp = readOnly ? await this.pids() : undefined;
+    if (readOnly) await this.onNodes(`unmount ${readOnly}`, `umount -R -l ${readOnly}`, [this.host]);
+    if (armed && step.fault === "locale" && step.locale) await this.hostLocale(null);
+    if (clockHooked) await this.clockHook(false);
     // Cleared: the hung commands answer, the lock holders end. A foreign lock's hung load stays
     // through the checks: what serves then is what the rollback left, not a load let go on.
     if (step.fault === "stalled-node0" || step.fault === "foreign-lock") await this.releaseLock(step.fault);
@@ -803,7 +951,9 @@ export class SequenceRunner {
     // With no known-good (nothing proven since the last destroy, or ever) a failed up has
     // nothing to roll back to: it may leave nothing serving, even where a configuration that
     // never passed readiness served before it (a failed first install's, left as it was).
-    const violations = await this.check(allowedAfter(this.proven, attempted, r.ok, r.message, this.knownGood), output, undefined, false, !r.ok && this.knownGood === null);
+    // A killed rollback may leave nothing serving, where the up said so (HOST DOWN, or a rollback interrupted with nothing serving yet).
+    const saidDown = killedRollback !== undefined && /HOST DOWN|ROLLBACK INTERRUPTED/.test(r.message);
+    const violations = await this.check(allowedAfter(this.proven, attempted, r.ok, r.message, this.knownGood), `${output}\n${r.message}`, undefined, false, (!r.ok && this.knownGood === null) || saidDown);
     if (step.fault === "foreign-lock") hosts.fault(faulted.name, "{}");
     if (harnessError) violations.push(harnessError);
     if (r.hungIn !== undefined) violations.push(`up did not end by itself: killed by the runner ${HUNG_UP_GRACE_SECONDS} s past its bound of ${bound} s, in phase ${r.hungIn}`);
@@ -817,7 +967,27 @@ export class SequenceRunner {
     // change is one the host refuses (a flag it lacks, a tpSize it cannot hold) or the two
     // stacks' units (renamed apart) compete for the GPUs.
     // A root process not of this tool that holds the lock for less than the lock wait is waited for.
-    const ridesOut = ["none", "ssh-outage-loading", "slow-load", "late-sigterm", "stale-server"].includes(step.fault) || rootHoldsLock || !armed;
+    // A host whose locale is not C, a wall clock that steps, a second operator held off by the lock: ridden out too.
+    const ridesOut = ["none", "ssh-outage-loading", "slow-load", "late-sigterm", "stale-server", "locale", "clock-step", "racing-operators"].includes(step.fault) || rootHoldsLock || !armed || (step.fault === "read-only-path" && !readOnly);
+    if (readOnly) {
+      // A folder the restart writes is read-only: preflight refuses the change before anything stops, naming it.
+      if (r.ok) violations.push(`up succeeded although ${readOnly} was read-only`);
+      else if (!/cannot be written: .*read-only file system/.test(r.message) && !competing && !/is being reconfigured by/.test(r.message)) violations.push(`up with ${readOnly} read-only failed, but not in preflight on that folder: ${r.message.split("\n").find((l) => /FAILED|error: (?!update failed)/.test(l))?.trim().slice(0, 300) ?? r.message.slice(0, 300)}`);
+      if (pidsAfterUp !== pidsBeforeUp) violations.push(`up with ${readOnly} read-only stopped or restarted a server (main pids ${pidsBeforeUp} -> ${pidsAfterUp}); preflight should have refused it first`);
+    }
+    if (killedRollback) {
+      // The rollback's host step SIGKILLed: the up says what the node runs now, with no shell error.
+      if (r.ok) violations.push(`up succeeded although its rollback's host step ${killedRollback} was killed`);
+      else if (!/HOST DOWN|ROLLBACK INTERRUPTED|ROLLBACK FAILED|Rolled back/.test(r.message)) violations.push(`the rollback's host step ${killedRollback} was killed and up did not say what the node runs now: ${r.message.slice(0, 300)}`);
+      if (/No such file or directory/.test(r.message)) violations.push(`a killed rollback printed a shell error: ${r.message.split("\n").find((l) => /No such file/.test(l))?.trim().slice(0, 200)}`);
+    }
+    if (racer) {
+      // The second operator is held off by the stack's lock, told who holds it, and cancels nothing.
+      if (RACER_CANCELLED.test(racer.out)) violations.push(`the second operator's up cancelled or broke the first one's lock: ${racer.out.split("\n").find((l) => RACER_CANCELLED.test(l))?.trim().slice(0, 200)}`);
+      if (racer.code === 0 && racer.updatingAt !== undefined && racer.updatingAt < upEndedAt) violations.push("two ups of one stack ran at once: the second operator's update began before the first one ended");
+      if (racer.code !== 0 && racer.endedAt < upEndedAt && !(RACER_LOCKED.test(racer.out) && RACER_NAMED.test(racer.out))) violations.push(`the second operator's up ended while the first one ran, without saying the stack is locked and by whom: ${racer.out.trim().split("\n").slice(-3).join(" | ").slice(0, 300)}`);
+      if (racer.code === null) violations.push(`the second operator's up did not end within ${RACER_MS / 1000} s (killed by the runner)`);
+    }
     if (rootHeld && /waiting for .* to finish with this host/.test(upOutput) && !/not a dflash-sglang deployment/.test(upOutput)) violations.push("up waited for a host lock held by a process not of this tool without naming it (pid, user, command)");
     const handover = this.node1 !== undefined && lostBefore && /is being reconfigured by .*proving its restart/.test(r.message);
     this.lastStepLost = !r.ok && r.fired === true;
@@ -834,9 +1004,22 @@ export class SequenceRunner {
         : r.fired && step.fault === "pulumi-killed"
           ? `pulumi SIGKILLed at ${step.atOutput ? `/${step.atOutput}/` : `${step.atSeconds} s`}`
           : (r.message.split("\n").find((l) => /(FAILED|error: (?!update failed))/.test(l)) ?? r.message.slice(0, 200)).trim().slice(0, 240);
-    const moment = ["ssh-outage-loading", "sessions-dropped-rollback", "foreign-lock", ...REBOOT_FAULTS].includes(step.fault);
-    const fired = timed ? r.fired : rootHeld !== undefined ? rootHeld : armed && moment ? during !== undefined : undefined;
-    const phase = r.phase ?? (rebooted ? step.rebootAt : foreignHeld !== undefined ? `readiness, ${foreignHeld ? "held by nobody" : "refused to nobody"}` : rootHeld !== undefined ? `before the up, ${rootHeld ? "held by root" : "not taken by root"}` : undefined);
+    const moment = ["ssh-outage-loading", "sessions-dropped-rollback", "foreign-lock", "clock-step", "racing-operators", ...REBOOT_FAULTS].includes(step.fault);
+    const fired =
+      step.fault === "killed-rollback" && armed ? !!killedRollback : step.fault === "read-only-path" && armed ? readOnly !== undefined : timed ? r.fired : rootHeld !== undefined ? rootHeld : armed && moment ? during !== undefined : undefined;
+    const phase =
+      r.phase ??
+      (rebooted
+        ? step.rebootAt
+        : foreignHeld !== undefined
+          ? `readiness, ${foreignHeld ? "held by nobody" : "refused to nobody"}`
+          : rootHeld !== undefined
+            ? `before the up, ${rootHeld ? "held by root" : "not taken by root"}`
+            : racer
+              ? `${step.phaseAt}, the second operator's up ${racer.code === 0 ? (racer.updatingAt !== undefined ? "ran after it" : "ended") : RACER_LOCKED.test(racer.out) ? "refused on the lock" : `failed (exit ${racer.code})`}`
+              : step.fault === "clock-step" && during !== undefined
+                ? `${step.phaseAt}, clock ${step.clockStep}`
+                : undefined);
     return { step, ok: r.ok, armed, ...(fired !== undefined ? { fired } : {}), ...(phase ? { phase } : {}), cause, requests: outcomes, violations, upSeconds: r.seconds, ...(r.hungIn !== undefined ? { hung: true } : {}) };
   }
 }
@@ -845,7 +1028,7 @@ export function describe(s: Step): string {
   if (s.op === "destroy" && s.fault) return `destroy ${s.stack}, fault ${s.fault} at ${s.atSeconds} s`;
   if (s.op !== "up") return `${s.op} ${s.stack}`;
   const extras = [s.token && `hfToken ${s.token}`, s.rename && "renamed unit", s.badFlag && "unknown flag", s.badTp && "tpSize too large", s.otherPort && "other ssh port", s.servicePort && "service port toggled", s.proceed && "drainPolicy toggled", s.previewFirst && "preview first"].filter(Boolean);
-  return `up ${s.stack} -> ${s.config}, key ${s.key}, fault ${s.fault}${s.rebootAt && !s.atOutput ? ` in ${s.rebootAt}` : ""}${s.lockHolder ? ` by ${s.lockHolder}` : ""}${s.atOutput ? ` at /${s.atOutput}/${s.atSeconds !== undefined ? ` or ${s.atSeconds} s` : ""}` : s.atSeconds !== undefined ? ` at ${s.atSeconds} s` : ""}${extras.length ? ` (${extras.join(", ")})` : ""}`;
+  return `up ${s.stack} -> ${s.config}, key ${s.key}, fault ${s.fault}${s.rebootAt && !s.atOutput ? ` in ${s.rebootAt}` : ""}${s.lockHolder ? ` by ${s.lockHolder}` : ""}${s.readOnly ? ` on ${s.readOnly}` : ""}${s.locale ? ` ${s.locale}` : ""}${s.clockStep ? ` ${s.clockStep}` : ""}${s.phaseAt ? ` in ${s.phaseAt}` : ""}${s.atOutput ? ` at /${s.atOutput}/${s.atSeconds !== undefined ? ` or ${s.atSeconds} s` : ""}` : s.atSeconds !== undefined ? ` at ${s.atSeconds} s` : ""}${extras.length ? ` (${extras.join(", ")})` : ""}`;
 }
 
 /**

@@ -2,7 +2,7 @@
 // step kind and fault kind is drawn; the model allows what a failed `up` may leave.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { allowedAfter, FAULTS, FOREIGN_LOCK_HOLDERS, fillWeights, formatWeights, mix, onlyWeights, parseWeights, planCampaignSequence, planSequence, REBOOT_FAULTS, REBOOT_PHASES, shorter, TIMED_FAULTS } from "../../bench/campaign/plan";
+import { allowedAfter, CLOCK_STEPS, DRAWN_LOCALES, FAULTS, FOREIGN_LOCK_HOLDERS, READ_ONLY_DIRS, fillWeights, formatWeights, mix, onlyWeights, parseWeights, planCampaignSequence, planSequence, REBOOT_FAULTS, REBOOT_PHASES, shorter, TIMED_FAULTS } from "../../bench/campaign/plan";
 import { describe as describeStep, outcomeCounts, phaseOf } from "../../bench/campaign/runner";
 
 test("a plan is a function of its seed and index; other seeds give other plans", () => {
@@ -47,6 +47,27 @@ test("a reboot fault says the phase it lands in, a foreign lock its holder", () 
   assert.equal(describeStep({ ...up, fault: "power-cut", rebootAt: "drain" }), "up a -> b8t4-w2048, key keep, fault power-cut in drain");
   assert.equal(describeStep({ ...up, fault: "foreign-lock", lockHolder: "nobody" }), "up a -> b8t4-w2048, key keep, fault foreign-lock by nobody");
   assert.equal(describeStep({ ...up, fault: "reboot-clean", rebootAt: "loading", atOutput: "x" }), "up a -> b8t4-w2048, key keep, fault reboot-clean at /x/", "a regression case's own line");
+});
+
+test("hosts and operators as teams have them (issue 60): each kind carries what it draws, and every value of it is drawn", () => {
+  const ups = Array.from({ length: 200 }, (_, i) => planSequence(9, i, 4, onlyWeights("read-only-path,locale,clock-step,killed-rollback,racing-operators"), true))
+    .flat()
+    .flatMap((s) => (s.op === "up" ? [s] : []));
+  const of = (kind: string) => ups.filter((u) => u.fault === kind);
+  assert.deepEqual(new Set(of("read-only-path").map((u) => u.readOnly)), new Set(READ_ONLY_DIRS));
+  assert.deepEqual(new Set(of("locale").map((u) => u.locale)), new Set(DRAWN_LOCALES));
+  assert.deepEqual(new Set(of("clock-step").map((u) => u.clockStep)), new Set(CLOCK_STEPS));
+  for (const kind of ["clock-step", "racing-operators"]) assert.deepEqual(new Set(of(kind).map((u) => u.phaseAt)), new Set(REBOOT_PHASES), kind);
+  for (const u of ups) {
+    assert.equal("readOnly" in u, u.fault === "read-only-path", JSON.stringify(u));
+    assert.equal("locale" in u, u.fault === "locale", JSON.stringify(u));
+    assert.equal("phaseAt" in u, u.fault === "clock-step" || u.fault === "racing-operators", JSON.stringify(u));
+    assert.equal("rebootAt" in u, false, JSON.stringify(u));
+  }
+  assert.ok(of("killed-rollback").length > 0);
+  const up = { op: "up" as const, stack: "a" as const, config: "b8t4-w2048" as const, key: "keep" as const };
+  assert.equal(describeStep({ ...up, fault: "clock-step", clockStep: "+2h", phaseAt: "drain" }), "up a -> b8t4-w2048, key keep, fault clock-step +2h in drain");
+  assert.equal(describeStep({ ...up, fault: "read-only-path", readOnly: "/usr/local" }), "up a -> b8t4-w2048, key keep, fault read-only-path on /usr/local");
 });
 
 test("one sequence in four runs on a two-node group, one in two through sudo (groups too, on every other seed); neighbouring seeds draw unrelated first steps", () => {
