@@ -953,7 +953,9 @@ export class SequenceRunner {
     // never passed readiness served before it (a failed first install's, left as it was).
     // A killed rollback may leave nothing serving, where the up said so (HOST DOWN, or a rollback interrupted with nothing serving yet).
     const saidDown = killedRollback !== undefined && /HOST DOWN|ROLLBACK INTERRUPTED/.test(r.message);
-    const violations = await this.check(allowedAfter(this.proven, attempted, r.ok, r.message, this.knownGood), `${output}\n${r.message}`, undefined, false, (!r.ok && this.knownGood === null) || saidDown);
+    // Nothing served before an up refused before it stopped anything (an earlier step said HOST DOWN): nothing may serve after it (seed 6060, seq. 8).
+    const stillDown = !r.ok && this.proven === null && /Preflight failed|nothing was stopped/.test(r.message);
+    const violations = await this.check(allowedAfter(this.proven, attempted, r.ok, r.message, this.knownGood), `${output}\n${r.message}`, undefined, false, (!r.ok && this.knownGood === null) || saidDown || stillDown);
     if (step.fault === "foreign-lock") hosts.fault(faulted.name, "{}");
     if (harnessError) violations.push(harnessError);
     if (r.hungIn !== undefined) violations.push(`up did not end by itself: killed by the runner ${HUNG_UP_GRACE_SECONDS} s past its bound of ${bound} s, in phase ${r.hungIn}`);
@@ -1051,7 +1053,9 @@ export async function runSequence(start: StartHost, stop: (name: string) => Prom
     result.violations.push(...(await seq.baseline()).map((v) => `baseline: ${v}`));
     for (const [i, step] of steps.entries()) {
       if (result.violations.length) break;
-      const rec = await seq.run(step);
+      // The harness's own failure (a host it could not set up) ends the sequence, kept with its
+      // journals and counted against the run (never dropped), instead of ending the campaign.
+      const rec = await seq.run(step).catch((e: Error): StepRecord => ({ step, ok: false, seconds: 0, requests: [], violations: [`the harness failed, not the tool (the sequence ends here): ${e.message.split("\n").slice(0, 6).join(" | ")}`] }));
       result.steps.push(rec);
       say(`  [${label}.${i + 1}] ${describe(step)}${rec.fired === false ? " (its moment never came)" : ""}: ${rec.ok ? "ok" : `failed (${rec.cause})`} in ${rec.seconds.toFixed(1)} s${rec.requests.length ? `, requests ${outcomeCounts(rec.requests)}` : ""}${rec.violations.length ? `; VIOLATED: ${rec.violations.join("; ")}` : ""}`);
       result.violations.push(...rec.violations.map((v) => `step ${i + 1} (${describe(step)}): ${v}`));
