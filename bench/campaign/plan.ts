@@ -81,8 +81,13 @@ export type RebootPhase = (typeof REBOOT_PHASES)[number];
 export const FOREIGN_LOCK_HOLDERS = ["nobody", "root"] as const;
 export type ForeignLockHolder = (typeof FOREIGN_LOCK_HOLDERS)[number];
 
-/** read-only-path: the folders a restart writes that may be read-only (components/sglang-service/script.ts WRITTEN_DIRS; /run is the system's). */
-export const READ_ONLY_DIRS = ["/usr/local", "/etc/systemd/system", "/var/lib/dflash-sglang", "/etc/dflash-sglang"] as const;
+/**
+ * read-only-path: the folders a restart writes that may be read-only (components/sglang-service/script.ts
+ * WRITTEN_DIRS; /run is the system's). /usr/local/lib, not /usr/local: the simulator's node is bound
+ * into /usr/local/bin, and undoing a read-only mount over it unmounted that bind too (seed 6060,
+ * seq. 66 and 68: the next preflight found no node); host-conditions.test.ts covers /usr/local whole.
+ */
+export const READ_ONLY_DIRS = ["/usr/local/lib", "/etc/systemd/system", "/var/lib/dflash-sglang", "/etc/dflash-sglang"] as const;
 export type ReadOnlyDir = (typeof READ_ONLY_DIRS)[number];
 
 /** locale: the host's own locale for the up (simhost/rootfs.sh host_locales). */

@@ -559,11 +559,11 @@ export class SequenceRunner {
   }
 
   /**
-   * read-only-path: `dir` on node 0 mounted read-only over itself (recursively: the simulator's
-   * own binds below /usr/local stay); false where the folder does not exist (nothing armed).
+   * read-only-path: `dir` on node 0 mounted read-only over itself (none of READ_ONLY_DIRS has a
+   * mount below it); false where the folder does not exist (nothing armed).
    */
   private async mountReadOnly(dir: string): Promise<boolean> {
-    const r = await hosts.ssh(this.host, `[ -d ${dir} ] || exit 3; mount --rbind ${dir} ${dir} && mount -o remount,bind,ro ${dir}`, { timeoutMs: 30_000 });
+    const r = await hosts.ssh(this.host, `[ -d ${dir} ] || exit 3; mount --bind ${dir} ${dir} && mount -o remount,bind,ro ${dir}`, { timeoutMs: 30_000 });
     if (r.code === 3) return false;
     if (r.code !== 0) throw new Error(`the harness could not make ${dir} read-only on ${this.host.name}: ${r.stderr.trim()}`);
     return true;
@@ -933,9 +933,9 @@ export class SequenceRunner {
     await steady;
     await during;
     // Undone before the checks: what comes back by itself may write, and the next step meets the host as it was
-    // (lazily: a process started meanwhile may still run the simulator's node from the read-only copy).
+    // (lazily: a process started meanwhile may still hold a file there).
     const pidsAfterUp = readOnly ? await this.pids() : undefined;
-    if (readOnly) await this.onNodes(`unmount ${readOnly}`, `umount -R -l ${readOnly}`, [this.host]);
+    if (readOnly) await this.onNodes(`unmount ${readOnly}`, `umount -l ${readOnly}`, [this.host]);
     if (armed && step.fault === "locale" && step.locale) await this.hostLocale(null);
     if (clockHooked) await this.clockHook(false);
     // Cleared: the hung commands answer, the lock holders end. A foreign lock's hung load stays

@@ -67,7 +67,7 @@ test("hosts and operators as teams have them (issue 60): each kind carries what 
   assert.ok(of("killed-rollback").length > 0);
   const up = { op: "up" as const, stack: "a" as const, config: "b8t4-w2048" as const, key: "keep" as const };
   assert.equal(describeStep({ ...up, fault: "clock-step", clockStep: "+2h", phaseAt: "drain" }), "up a -> b8t4-w2048, key keep, fault clock-step +2h in drain");
-  assert.equal(describeStep({ ...up, fault: "read-only-path", readOnly: "/usr/local" }), "up a -> b8t4-w2048, key keep, fault read-only-path on /usr/local");
+  assert.equal(describeStep({ ...up, fault: "read-only-path", readOnly: "/usr/local/lib" }), "up a -> b8t4-w2048, key keep, fault read-only-path on /usr/local/lib");
 });
 
 test("one sequence in four runs on a two-node group, one in two through sudo (groups too, on every other seed); neighbouring seeds draw unrelated first steps", () => {
