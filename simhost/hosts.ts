@@ -677,7 +677,11 @@ export function ssh(host: HostInfo, command: string, opts: SshOptions = {}): Pro
  * machine"), and waits (at most 10 s) until it does.
  */
 export async function addSshPort(host: HostInfo, port: number): Promise<void> {
-  const r = await ssh(host, `echo 'ListenAddress ${host.address}:${port}' > /etc/ssh/sshd_config.d/20-port-${port}.conf && systemctl reload ssh || { s=$?; journalctl -u ssh -n 12 --no-pager -o short-monotonic >&2; exit $s; }`);
+  // sshd's own reload (-t, then SIGHUP), not `systemctl reload ssh`: with the host's locale
+  // tr_TR taken up by systemd (a daemon-reload after /etc/locale.conf changed: the campaign's
+  // locale kind), ssh.service's ExecReload (`kill -HUP $MAINPID`) failed, printing kill's usage
+  // (seed 6060, seq. 88 and 96).
+  const r = await ssh(host, `echo 'ListenAddress ${host.address}:${port}' > /etc/ssh/sshd_config.d/20-port-${port}.conf && LC_ALL=C /usr/sbin/sshd -t && LC_ALL=C /bin/kill -HUP "$(systemctl show -p MainPID --value ssh)" || { s=$?; journalctl -u ssh -n 12 --no-pager -o short-monotonic >&2; exit $s; }`);
   if (r.code !== 0) throw new Error(`cannot add SSH port ${port} on ${host.name}: ${r.stderr.trim()}`);
   const deadline = Date.now() + 10_000;
   while ((await ssh(host, `ss -ltn | grep -q '${host.address}:${port} '`)).code !== 0) {
