@@ -363,7 +363,7 @@ export class SequenceRunner {
    */
   private async hostStory(): Promise<string> {
     const cmd = `systemctl list-units --all --no-legend --plain '${UNIT}*.service' '${RENAMED}*.service' 2>&1 | head -5; systemctl list-unit-files --no-legend '${UNIT}*.service' '${RENAMED}*.service' 2>&1 | head -5; journalctl -b --no-pager -q -n 6 -o cat -u '${UNIT}*' -u '${RENAMED}*' 2>&1 | cut -c1-200`;
-    const nodes = [this.host, ...(this.node1 ? [this.node1] : [])];
+    const nodes = this.nodes();
     const told = await Promise.all(nodes.map((h) => hosts.ssh(h, cmd, { timeoutMs: 20_000 }).then((r) => r.stdout.trim(), (e: Error) => `(unreadable: ${e.message.split("\n")[0]})`)));
     return told.map((t, k) => `\n    node ${k}: ${t.split("\n").join(" | ")}`).join("");
   }
@@ -395,7 +395,7 @@ export class SequenceRunner {
    */
   private async quiet(deadline: number): Promise<void> {
     const busy = async (h: hosts.HostInfo) => (await hosts.ssh(h, "systemctl list-units --state=active,activating --no-legend --plain 'dflash-step-*' 'dflash-recover-*' | wc -l", { timeoutMs: 20_000 }).catch(() => ({ stdout: "1" }))).stdout.trim() !== "0";
-    for (const h of [this.host, ...(this.node1 ? [this.node1] : [])]) while (Date.now() < deadline && (await busy(h))) await sleep(1000);
+    for (const h of this.nodes()) while (Date.now() < deadline && (await busy(h))) await sleep(1000);
   }
 
   /** What the host serves now: configuration, unit and owning stack, and which key it takes. */
