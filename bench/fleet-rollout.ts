@@ -68,7 +68,7 @@ async function main(owned: OwnedHosts): Promise<void> {
   const d = parseDeployment(mergedConfig(ws.stackConfig(STACK)), STACK);
   const baseUrl = `http://${hs[3].address}:8080`;
   const show = async () => {
-    const r = await hosts.ssh(hs[3], bashCommand(renderBalancerStep(d, "show")));
+    const r = await hosts.ssh(hs[3], bashCommand(renderBalancerStep(d, STACK, "show")));
     return (parseServers(r.stdout) ?? []).map((s) => standing(s));
   };
   const budgetsNow = () => Promise.all(hs.slice(0, 3).map(async (h) => ((await (await fetch(`http://${h.address}:${h.sglangPort}/server_info`)).json()) as { speculative_ddtree_budget: number }).speculative_ddtree_budget));

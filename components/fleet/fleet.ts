@@ -5,15 +5,15 @@
 // and a replica leaves only while minHealthy others serve (host/balancer-step.sh). HAProxy's
 // configuration is rendered here (render.ts) and applied with @pulumi/command, like the unit.
 import * as pulumi from "@pulumi/pulumi";
-import * as command from "@pulumi/command";
 import { Deployment, minHealthyOf } from "../sglang-service/schema";
 import type { StackSecrets } from "../sglang-service/config";
-import { commandConnection, connectionOf, hostStep, ProgramError, SglangService } from "../sglang-service/sglangService";
+import { childUrn, connectionOf, ProgramError, SglangService } from "../sglang-service/sglangService";
 import { Ssh } from "../sglang-service/remote/ssh";
 import { bashCommand } from "../sglang-service/hostScript";
 import { renderUnit, sha256 } from "../sglang-service/render";
 import { startDynamicProviders } from "../sglang-service/provider";
-import { urlHostPort, frontendOf, parseServers, renderBalancerScript, renderBalancerStep, replicaDeployment, replicasOf, ServerState, standing } from "./render";
+import { balancerPaths, BalancerView, frontendOf, haproxyConfigHash, mustRejoin, parseBalancer, renderBalancerRemoval, renderBalancerScript, renderBalancerStep, replicaDeployment, replicasOf, ServerState, standing, urlHostPort } from "./render";
+import { BalancerConfig, FLEET_PROVIDER_VERSION } from "./provider";
 
 export interface SglangFleetArgs {
   deployment: Deployment;
@@ -30,19 +30,37 @@ const STEP_MARGIN_SECONDS = 30;
 /**
  * Pure: the longest each balancer step may take (host/balancer*.sh): its own wait plus every
  * host command it runs, each bounded by timeouts.commandSeconds (a runtime API call by that
- * and 2 s more): `show` two calls; `leave` the lock, two calls, a generation asked of each
- * other replica, the drain and its save, and one more reading past its wait; `rejoin` the
- * same without the others; the configuration eight commands (version, check, state, save,
- * enable, reload, the API's answer).
+ * and 2 s more): `show` eight calls (the unit, the runtime API three times, the listeners
+ * twice, the servers); `leave` the lock, two calls, a generation asked of each other replica,
+ * the drain and its save, and one more reading past its wait; `rejoin` the same without the
+ * others; the configuration sixteen commands (version, check, listeners, state, save, enable,
+ * reload, the wait for the new worker) plus, once, the gentle stop of the HAProxy it takes over
+ * from (timeouts.drainSeconds); its removal the same stop and six commands.
  */
-export function stepBounds(d: Deployment, replicas: number): { show: number; leave: number; rejoin: number; configure: number } {
+export function stepBounds(d: Deployment, replicas: number): { show: number; leave: number; rejoin: number; configure: number; remove: number } {
   const call = d.timeouts.commandSeconds + 2;
   return {
-    show: 2 * call + STEP_MARGIN_SECONDS,
+    show: 8 * call + STEP_MARGIN_SECONDS,
     leave: d.timeouts.drainSeconds + (replicas + 6) * call + STEP_MARGIN_SECONDS,
     rejoin: d.fleet!.loadBalancer.joinSeconds + 6 * call + STEP_MARGIN_SECONDS,
-    configure: 8 * call + STEP_MARGIN_SECONDS,
+    configure: d.timeouts.drainSeconds + 16 * call + STEP_MARGIN_SECONDS,
+    remove: d.timeouts.drainSeconds + 6 * call + STEP_MARGIN_SECONDS,
   };
+}
+
+/**
+ * Pure: how this stack's HAProxy differs from what `up` would leave there: "in place", or the
+ * differences in words (the program passes it to the balancer resource: anything but "in
+ * place" is a change, so `up` repairs drift and preview shows it).
+ */
+export function balancerDrift(v: BalancerView, expectedHash: string): string {
+  const found: string[] = [];
+  if (v.instance !== "active") found.push(v.instance === "absent" || v.instance === "inactive" ? "not running" : `its unit is ${v.instance}`);
+  if (v.config !== expectedHash) found.push(v.config === "absent" ? "no configuration file" : "its configuration file differs");
+  if (v.instance === "active" && v.running !== expectedHash) found.push(v.running === "none" ? "its runtime API does not answer" : "the running worker loaded another configuration");
+  if (v.instance === "active" && !v.listening) found.push("it does not listen on the stack's address and port");
+  if (v.legacy === "active") found.push("Debian's haproxy.service still runs the configuration an earlier version wrote");
+  return found.length ? found.join("; ") : "in place";
 }
 
 /** Pure: the rollout order (replica indices): those not serving in the balancer first, then the rest, each group in replica order. */
@@ -74,38 +92,67 @@ export class SglangFleet extends pulumi.ComponentResource {
     // The balancer as it stands now, for preview and for `up` (a replica a cut-short rollout
     // left drained is put back). A balancer host that cannot be read stops the run here.
     const bounds = stepBounds(d, replicas.length);
-    const shown = lbConn.apply(async (c) => {
-      const r = await Ssh.once(c, bashCommand(renderBalancerStep(d, "show")), bounds.show * 1000).catch((e: Error) => {
+    const paths = balancerPaths(stack);
+    const expectedHash = haproxyConfigHash(d, stack);
+    const view = lbConn.apply(async (c) => {
+      const r = await Ssh.once(c, bashCommand(renderBalancerStep(d, stack, "show")), bounds.show * 1000).catch((e: Error) => {
         throw new ProgramError(`stack ${stack}: the fleet's balancer host: ${e.message}`);
       });
-      return parseServers(r.stdout);
+      const v = parseBalancer(r.stdout);
+      // The place is someone else's: refused here, in preview too, before anything changes.
+      if (v.conflicts.length > 0) {
+        throw new ProgramError(
+          `stack ${stack}: the fleet's balancer cannot listen on ${urlHostPort(frontendOf(f).address, f.loadBalancer.port)} on ${lbHost.address}:\n${v.conflicts.map((c) => `  ${c}`).join("\n")}\n` +
+            `Nothing was changed. Choose another fleet.loadBalancer.port (or listenAddress) for stack ${stack}, or free that port, then run up again.`,
+        );
+      }
+      return v;
     });
+    const shown = view.apply((v) => v.servers);
+    const operatorStates = f.loadBalancer.operatorStates;
     const standings = shown.apply((servers) => replicas.map((r) => standing(servers?.find((s: ServerState) => s.server === r.server))));
     // The rollout's order: replicas that serve nothing now first (taking them out costs no
     // capacity, and a dead replica brought back first makes room under minHealthy), then the
     // others in their own order.
     const order = standings.apply((st) => rolloutOrder(st));
-    pulumi.all([shown, order]).apply(async ([servers, o]) => {
+    const drift = view.apply((v) => balancerDrift(v, expectedHash));
+    pulumi.all([view, order, drift]).apply(async ([v, o, dr]) => {
       const front = frontendOf(f);
-      const lines = o.map((k, pos) => `  ${pos + 1}. ${replicas[k].server} (${replicas[k].address}:${replicas[k].port}): ${standing(servers?.find((s) => s.server === replicas[k].server))} in the balancer`);
+      const note = (st: string) =>
+        st.startsWith("held ") ? (operatorStates === "keep" ? ": held by an operator, rolled but kept out (operatorStates keep)" : ": held by an operator, put back once rolled (operatorStates clear)") : st === "waiting to join" ? ": gets requests only once it runs this configuration" : "";
+      const lines = o.map((k, pos) => {
+        const st = standing(v.servers?.find((s) => s.server === replicas[k].server));
+        return `  ${pos + 1}. ${replicas[k].server} (${replicas[k].address}:${replicas[k].port}): ${st} in the balancer${note(st)}`;
+      });
+      const own = `its own HAProxy ${paths.unitName} (${paths.config}) on ${lbHost.address}`;
+      const state =
+        v.servers === null && v.legacy === null
+          ? `${own}, not there yet; nothing else on that host is touched`
+          : v.legacy === "active"
+            ? `${own}; up takes over from Debian's haproxy.service, which runs the /etc/haproxy/haproxy.cfg an earlier version wrote for this stack: starts its own beside it, then stops and disables haproxy.service once its requests end, and renames that file`
+            : `${own}${dr === "in place" ? "" : `, which drifted (${dr}): up repairs it`}; nothing else on that host is touched`;
       await pulumi.log.info(
-        `fleet of stack ${stack}: ${replicas.length} replicas behind HAProxy on ${lbHost.address} (clients: http://${urlHostPort(front.address, front.port)}); ` +
-          `${servers === null ? "HAProxy is not configured there yet; " : ""}` +
+        `fleet of stack ${stack}: ${replicas.length} replicas behind ${state} (clients: http://${urlHostPort(front.address, front.port)}); ` +
           `up rolls them in this order, ${f.maxUnavailable} at a time, never fewer than ${minHealthyOf(f)} serving:\n${lines.join("\n")}`,
         this,
       );
     });
 
-    // HAProxy's configuration on the balancer host, checked there before it replaces the old one.
-    const balancer = new command.remote.Command(
-      `${name}-haproxy`,
+    // This stack's HAProxy on the balancer host, checked there before it replaces the old one.
+    const balancer = new BalancerConfig(
+      `${name}-balancer`,
       {
-        connection: pulumi.all([shown, commandConnection(args.fleetKeys.loadBalancer, lbHost)]).apply(([, c]) => c),
-        // Bounded as a whole (@pulumi/command has no timeout of its own): each command in it is too.
-        ...hostStep(lbHost, `timeout -k 5 ${bounds.configure} bash -s # HAProxy for the fleet of stack ${stack}`, renderBalancerScript(d, stack)),
-        addPreviousOutputInEnv: false,
+        connection: pulumi.all([view, lbConn]).apply(([, c]) => c),
+        script: renderBalancerScript(d, stack),
+        scriptSeconds: bounds.configure,
+        removal: renderBalancerRemoval(d, stack),
+        removalSeconds: bounds.remove,
+        observed: drift,
+        label: `the fleet's balancer (stack ${stack})`,
+        urn: childUrn(FLEET_TYPE, `${name}-balancer`),
+        providerVersion: FLEET_PROVIDER_VERSION,
       },
-      { parent: this, additionalSecretOutputs: ["connection"] },
+      { parent: this },
     );
 
     // What each replica should run once rolled (the hash its component computes the same way).
@@ -125,9 +172,9 @@ export class SglangFleet extends pulumi.ComponentResource {
       const steps = pulumi.all([lbConn, peers]).apply(([connection, ps]) => ({
         connection,
         server: r.server,
-        leave: bashCommand(renderBalancerStep(d, "leave", r.server, d.timeouts.drainSeconds)),
-        join: bashCommand(renderBalancerStep(d, "rejoin", r.server, f.loadBalancer.joinSeconds)),
-        show: bashCommand(renderBalancerStep(d, "show")),
+        leave: bashCommand(renderBalancerStep(d, stack, "leave", r.server, d.timeouts.drainSeconds)),
+        join: bashCommand(renderBalancerStep(d, stack, "rejoin", r.server, f.loadBalancer.joinSeconds)),
+        show: bashCommand(renderBalancerStep(d, stack, "show")),
         leaveSeconds: bounds.leave,
         joinSeconds: bounds.rejoin,
         showSeconds: bounds.show,
@@ -137,7 +184,7 @@ export class SglangFleet extends pulumi.ComponentResource {
         deployment: rd,
         privateKey: keys[k],
         secrets: args.secrets,
-        replicaOf: { balancer: steps, standing: standings.apply((s) => s[k]), after },
+        replicaOf: { balancer: steps, standing: standings.apply((s) => s[k]), rejoin: standings.apply((s) => mustRejoin(s[k], operatorStates)), after },
       });
       services.push(service);
     });

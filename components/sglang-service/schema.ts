@@ -316,6 +316,19 @@ export const fleetSchema = section("fleet", {
      * two checks (rise 2) at the slowest checkSeconds take 2 min. Defaults to 120 s.
      */
     joinSeconds: seconds("fleet.loadBalancer.joinSeconds", 1800).default(120),
+    /**
+     * Seconds over which a replica that (re)joins the balancer ramps from a small share of the
+     * requests to its full share (HAProxy's slowstart): its prefix cache is empty after a
+     * restart. 0 turns it off. At most 600 (10 min). Defaults to 30 s.
+     */
+    slowstartSeconds: secondsOrNone("fleet.loadBalancer.slowstartSeconds", 600).default(30),
+    /**
+     * A replica an operator took out by hand (`set server ... state maint` or `drain` on this
+     * stack's HAProxy runtime API): "keep" leaves it out across `up` (it is still rolled, out of
+     * the balancer, and preview names it); "clear" puts it back once rolled, as any replica.
+     * Defaults to "keep".
+     */
+    operatorStates: oneOf("fleet.loadBalancer.operatorStates", ["keep", "clear"]).default("keep"),
   }),
 });
 

@@ -42,6 +42,8 @@ export interface SglangServiceArgs {
     balancer: pulumi.Input<BalancerSteps>;
     /** How it stood in the balancer when the program read it (fleet/render.ts standing). */
     standing: pulumi.Input<string>;
+    /** Whether `up` must take it out and put it back whatever else changed (fleet/render.ts mustRejoin). */
+    rejoin: pulumi.Input<boolean>;
     /** What its restart waits for: the balancer's configuration, or the replica before it in the rollout's order. */
     after: pulumi.Input<pulumi.Resource[]>;
   };
@@ -279,6 +281,7 @@ export class SglangService extends pulumi.ComponentResource {
           secretStdin: restartStdin,
           balancer: pulumi.secret(fleet.balancer),
           standing: fleet.standing,
+          rejoin: fleet.rejoin,
           finishSeconds: groupFinishSeconds(d.timeouts),
           label,
           urn: childUrn(COMPONENT_TYPE, `${name}-restart`),

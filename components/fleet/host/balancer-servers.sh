@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# shellcheck disable=SC2154 # the values (backend, server) come from the rendered header (components/fleet/render.ts)
+# shellcheck disable=SC2154 # the values (backend, server, state_dir) come from the rendered header (components/fleet/render.ts)
 # dflash-sglang: the balancer's servers as the fleet's steps read them, through the runtime API
 # (host/balancer-api.sh `api`, which comes first).
 
@@ -30,14 +30,25 @@ servers() {
     }' <(printf '%s\n' "$states") <(printf '%s\n' "$stats")
 }
 
-# serving LINE: whether a line of `servers` is a server HAProxy sends requests to
-# (running, its check passing, neither draining nor in maintenance).
+# serving LINE: whether a line of `servers` is a server HAProxy sends requests to: running
+# (op 2, or 1 while its slowstart ramps it up), its check passing, neither draining nor in
+# maintenance (admin bit 4 alone is the configuration's `disabled`, which a `state ready` lifted).
 serving() {
   local op admin status
   op=$(sed -n 's/.* op=\([0-9]*\) .*/\1/p' <<<"$1")
   admin=$(sed -n 's/.* admin=\([0-9]*\) .*/\1/p' <<<"$1")
   status=$(sed -n 's/.* status=\([^ ]*\) .*/\1/p' <<<"$1")
-  [ "$op" = 2 ] && [ "$admin" = 0 ] && [[ "$status" == UP* ]]
+  { [ "$op" = 2 ] || [ "$op" = 1 ]; } && [ -n "$admin" ] && [ $((admin & ~4)) = 0 ] && [[ "$status" == UP* ]]
+}
+
+# held LINE: whether a line of `servers` is a replica an operator took out by hand: in
+# maintenance or draining, after this stack put it in (joined/NAME), and not by a rollout of
+# this stack (left/NAME).
+held() {
+  local name admin
+  name=${1%% *}
+  admin=$(sed -n 's/.* admin=\([0-9]*\) .*/\1/p' <<<"$1")
+  [ -n "$admin" ] && [ $((admin & (1 | 2 | 8 | 16 | 32 | 64))) != 0 ] && [ -e "$state_dir/joined/$name" ] && [ ! -e "$state_dir/left/$name" ]
 }
 
 # set_state STATE: `set server $backend/$server state STATE`; status 1 when HAProxy did not

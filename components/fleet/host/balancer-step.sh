@@ -1,24 +1,53 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2154 # the values (action, backend, server, min_healthy, wait_seconds, ...) come from the rendered header (components/fleet/render.ts)
-# dflash-sglang: one step of the fleet's rollout on the balancer (host/balancer-api.sh and balancer-servers.sh):
-#   show   the backend's servers, a line each (`servers`), or "@@absent" where HAProxy does
-#          not answer (not configured yet). Reads only.
+# dflash-sglang: one step of the fleet's rollout on this stack's HAProxy (host/balancer-api.sh,
+# balancer-servers.sh and balancer-listen.sh come first):
+#   show   reads only: how this stack's HAProxy stands ("@@instance", "@@config", "@@running",
+#          "@@listening", "@@conflict", "@@legacy" lines), which replicas this stack put in
+#          ("@@joined NAME") or a rollout took out ("@@left NAME"), then the backend's servers, a
+#          line each (`servers`), or "@@absent" where no HAProxy of this stack answers (not
+#          configured yet; an earlier version's Debian HAProxy answers for it until `up` migrates).
 #   leave  takes $server out: refused (exit 6, nothing changed) where that would leave fewer
 #          than $min_healthy replicas serving, as HAProxy sees them and as each answers a
-#          generation itself (/health_generate from here); then `state drain` (no new request
-#          goes there) and waits until HAProxy holds no session or queued request for it, at
-#          most $wait_seconds (past it, it says so: the server's own drain decides then).
-#   rejoin puts $server back (`state ready`) and waits until its health check, a generation,
-#          passes (at most $wait_seconds; exit 8 past it: HAProxy sends nothing to a server
-#          whose check fails, so it is in the balancer but serves no request).
+#          generation itself (/health_generate from here); then marks it as taken out by a
+#          rollout (left/NAME), `state drain` (no new request goes there), and waits until
+#          HAProxy holds no session or queued request for it, at most $wait_seconds (past it, it
+#          says so: the server's own drain decides then). A replica an operator holds out
+#          (`held`) is left as it is ("@@held", operator_states keep).
+#   rejoin puts $server back (`state ready`), marks it as put in by this stack (joined/NAME),
+#          and waits until its health check, a generation, passes (at most $wait_seconds; exit 8
+#          past it: HAProxy sends nothing to a server whose check fails, so it is in the balancer
+#          but serves no request). A replica an operator holds out stays out ("@@held").
 # Every state change is saved for HAProxy's reload and restart (save_server_state).
 line_of() { servers "$backend" | awk -v s="$server" '$1 == s'; }
 field() { sed -n "s/.* $1=\\([^ ]*\\).*/\\1/p" <<<"$2"; }
+# kept_out LINE: whether this step leaves the replica as an operator set it.
+kept_out() { [ "$operator_states" = keep ] && held "$1"; }
+mark() { mkdir -p "$state_dir/$1" && : >"$state_dir/$1/$server"; }
 
 case "$action" in
 show)
-  if ! out=$(servers "$backend"); then echo "@@absent"; exit 0; fi
-  printf '%s\n' "$out"
+  echo "@@instance $(timeout -k 2 "$command_seconds" systemctl is-active "$unit_name" 2>/dev/null || true)"
+  if [ -f "$config_path" ]; then
+    echo "@@config $(sed -n 's/^    description dflash-sglang config sha256:\([0-9a-f]*\)$/\1/p' "$config_path" | head -n1)"
+  else
+    echo "@@config absent"
+  fi
+  echo "@@running $(running_hash || echo none)"
+  if we_listen; then echo "@@listening yes"; else echo "@@listening no"; fi
+  conflicts | sed 's/^/@@conflict /'
+  if legacy_ours; then echo "@@legacy $(timeout -k 2 "$command_seconds" systemctl is-active "$legacy_unit" 2>/dev/null || true)"; fi
+  for f in "$state_dir"/joined/* "$state_dir"/left/*; do
+    [ -e "$f" ] && echo "@@$(basename "$(dirname "$f")") $(basename "$f")"
+  done
+  if out=$(servers "$backend"); then
+    printf '%s\n' "$out"
+  elif legacy_ours && out=$(socket=$legacy_socket servers "$backend"); then
+    echo "@@from-legacy"
+    printf '%s\n' "$out"
+  else
+    echo "@@absent"
+  fi
   ;;
 leave)
   # One leave at a time on this balancer (maxUnavailable > 1 runs several): the count of the
@@ -28,25 +57,30 @@ leave)
   all=$(servers "$backend") || { echo "FAILED: HAProxy on $balancer does not answer on its runtime API ($socket)"; exit 1; }
   mine=$(awk -v s="$server" '$1 == s' <<<"$all")
   [ -n "$mine" ] || { echo "FAILED: HAProxy on $balancer has no server $server in backend $backend"; exit 1; }
-  if serving "$mine"; then
-    # Leaving costs a serving replica: count the others that serve, both views.
-    count=0 names=()
-    while read -r name addr _; do
-      [ "$name" = "$server" ] && continue
-      serving "$(awk -v s="$name" '$1 == s' <<<"$all")" || continue
-      if timeout -k 2 "$command_seconds" curl -fsS -o /dev/null -m "$command_seconds" "http://$addr/health_generate"; then
-        count=$((count + 1)) names+=("$name")
+  if kept_out "$mine"; then
+    echo "@@held $server $(field status "$mine")"
+  else
+    if serving "$mine"; then
+      # Leaving costs a serving replica: count the others that serve, both views.
+      count=0 names=()
+      while read -r name addr _; do
+        [ "$name" = "$server" ] && continue
+        serving "$(awk -v s="$name" '$1 == s' <<<"$all")" || continue
+        if timeout -k 2 "$command_seconds" curl -fsS -o /dev/null -m "$command_seconds" "http://$addr/health_generate"; then
+          count=$((count + 1)) names+=("$name")
+        fi
+      done <<<"$all"
+      if [ "$count" -lt "$min_healthy" ]; then
+        echo "FAILED: taking $server out of the balancer would leave $count replica(s) serving (${names[*]:-none}), fewer than fleet.minHealthy ($min_healthy); nothing was changed. The servers, as HAProxy on $balancer sees them:"
+        printf '%s\n' "$all"
+        exit 6
       fi
-    done <<<"$all"
-    if [ "$count" -lt "$min_healthy" ]; then
-      echo "FAILED: taking $server out of the balancer would leave $count replica(s) serving (${names[*]:-none}), fewer than fleet.minHealthy ($min_healthy); nothing was changed. The servers, as HAProxy on $balancer sees them:"
-      printf '%s\n' "$all"
-      exit 6
+      echo "@@others serving $count: ${names[*]}"
     fi
-    echo "@@others serving $count: ${names[*]}"
+    mark left || { echo "FAILED: cannot write $state_dir/left/$server on $balancer"; exit 1; }
+    set_state drain || { echo "FAILED: HAProxy on $balancer did not take 'set server $backend/$server state drain'"; exit 1; }
+    save_server_state || true
   fi
-  set_state drain || { echo "FAILED: HAProxy on $balancer did not take 'set server $backend/$server state drain'"; exit 1; }
-  save_server_state || true
   flock -u 9
   start=$SECONDS
   while :; do
@@ -61,7 +95,13 @@ leave)
   done
   ;;
 rejoin)
+  mine=$(line_of)
+  if [ -n "$mine" ] && kept_out "$mine"; then
+    echo "@@held $server $(field status "$mine")"
+    exit 0
+  fi
   set_state ready || { echo "FAILED: HAProxy on $balancer did not take 'set server $backend/$server state ready'"; exit 1; }
+  mark joined && rm -f "$state_dir/left/$server"
   save_server_state || true
   start=$SECONDS
   while :; do

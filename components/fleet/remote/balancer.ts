@@ -9,6 +9,7 @@ import { progress } from "../../sglang-service/remote/progress";
 import { sha256, shellQuote } from "../../sglang-service/render";
 import { readLiveUnit } from "../../sglang-service/remote/observe";
 import { parseServers, standing } from "../render";
+import { bashCommand } from "../../sglang-service/hostScript";
 
 /** The balancer as a replica's steps need it: where it is, and the rendered step scripts. */
 export interface BalancerSteps {
@@ -69,8 +70,11 @@ export async function leaveBalancer(b: BalancerSteps, label: string, urn?: strin
   await progress(urn, `${label}: taking ${b.server} out of the balancer (HAProxy on ${b.connection.host}), then waiting for its requests there to end`);
   const r = await step(b, b.leave, b.leaveSeconds);
   if (r.code !== 0) throw new Error(`${label}: ${failureLines(r) || `the balancer step ended with exit ${r.code}`}`);
+  const held = /^@@held (\S+) (\S+)/m.exec(r.stdout);
   const left = /^@@left (\S+) (\d+)(?: open=(\S+))?$/m.exec(r.stdout);
-  const line = left?.[3]
+  const line = held
+    ? `${b.server} is held out of the balancer by an operator (${held[2]}): left as it is (fleet.loadBalancer.operatorStates "keep"); ${left?.[3] ? `${left[3]} request(s) through HAProxy were still open after ${left[2]} s` : "HAProxy holds no request for it"}`
+    : left?.[3]
     ? `${b.server} left the balancer; ${left[3]} request(s) through HAProxy were still open after ${left[2]} s: the server's own drain decides now (timeouts.drainPolicy)`
     : `${b.server} left the balancer; HAProxy holds no request for it (${left?.[2] ?? "?"} s)`;
   await progress(urn, `${label}: ${line}`, false);
@@ -83,7 +87,10 @@ export async function joinBalancer(b: BalancerSteps, label: string, urn?: string
   const r = await step(b, b.join, b.joinSeconds);
   if (r.code !== 0) throw new Error(`${label}: ${failureLines(r) || `the balancer step ended with exit ${r.code}`}`);
   const joined = /^@@joined (\S+) (\d+)$/m.exec(r.stdout);
-  const line = `${b.server} is back in the balancer and serving (its health check passed after ${joined?.[2] ?? "?"} s)`;
+  const held = /^@@held (\S+) (\S+)/m.exec(r.stdout);
+  const line = held
+    ? `${b.server} stays out of the balancer: an operator holds it (${held[2]}; fleet.loadBalancer.operatorStates "keep")`
+    : `${b.server} is back in the balancer and serving (its health check passed after ${joined?.[2] ?? "?"} s)`;
   await progress(urn, `${label}: ${line}`, false);
   return line;
 }
@@ -121,6 +128,8 @@ export interface ReplicaRestartInputs {
   balancer: BalancerSteps;
   /** How the replica stood in the balancer when the program read it (render.ts standing). */
   standing: string;
+  /** Whether `up` must take it out and put it back whatever else changed (render.ts mustRejoin). */
+  rejoin: boolean;
   /** Longest the transaction may take, seconds (script.ts groupFinishSeconds). */
   finishSeconds: number;
   label: string;
@@ -151,4 +160,41 @@ export async function applyReplicaRestart(i: ReplicaRestartInputs): Promise<Repl
     false,
   );
   return { ...i, stdout: `@@balancer ${new Date().toISOString()} ${left}\n${r.stdout}` };
+}
+
+/** Inputs of this stack's HAProxy on the balancer host (provider.ts BalancerConfig). */
+export interface BalancerConfigInputs {
+  connection: Connection;
+  /** host/balancer.sh rendered (render.ts renderBalancerScript), and the longest it may take. */
+  script: string;
+  scriptSeconds: number;
+  /** host/balancer-remove.sh rendered (render.ts renderBalancerRemoval), run on delete. */
+  removal: string;
+  removalSeconds: number;
+  /** "in place", or how the host differs from what this stack last applied (fleet.ts). */
+  observed: string;
+  label: string;
+  urn?: string;
+  providerVersion: string;
+}
+
+export type BalancerConfigOutputs = BalancerConfigInputs & { result: string };
+
+/** Configures, starts or reloads this stack's HAProxy, checked (host/balancer.sh); throws with what the host said. */
+export async function applyBalancerConfig(i: BalancerConfigInputs): Promise<BalancerConfigOutputs> {
+  await progress(i.urn, `${i.label}: ${i.observed === "in place" ? "configuring" : `repairing (${i.observed})`} this stack's HAProxy on ${i.connection.host}`);
+  const r = await Ssh.once(i.connection, bashCommand(i.script), Math.ceil(i.scriptSeconds * 1000));
+  if (r.code !== 0) throw new Error(`${i.label}: the balancer host ${i.connection.host}: ${failureLines(r) || `its configuration step ended with exit ${r.code}`}`);
+  const result = /^@@balancer (.*)$/m.exec(r.stdout)?.[1] ?? "?";
+  const migrated = /^@@migrated (\S+) (\d+)( cut)?$/m.exec(r.stdout);
+  if (migrated) await progress(i.urn, `${i.label}: took over from ${migrated[1]}, which ran the configuration an earlier version wrote: stopped it after its requests ended (${migrated[2]} s${migrated[3] ? ", some cut at timeouts.drainSeconds" : ""}) and disabled it`, false);
+  await progress(i.urn, `${i.label}: HAProxy ${result}, running this configuration and listening`, false);
+  return { ...i, observed: "in place", result };
+}
+
+/** Removes this stack's HAProxy from the balancer host, and nothing else (host/balancer-remove.sh). */
+export async function removeBalancerConfig(i: BalancerConfigInputs): Promise<void> {
+  await progress(i.urn, `${i.label}: removing this stack's HAProxy from ${i.connection.host} (its requests finish first)`);
+  const r = await Ssh.once(i.connection, bashCommand(i.removal), Math.ceil(i.removalSeconds * 1000));
+  if (r.code !== 0) throw new Error(`${i.label}: removing this stack's HAProxy from ${i.connection.host}: ${failureLines(r) || `exit ${r.code}`}`);
 }

@@ -7,8 +7,8 @@ import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { ConfigError, parseDeployment, minHealthyOf } from "../../../components/sglang-service/schema";
-import { frontendOf, parseServers, renderHaproxyConfig, replicaDeployment, replicasOf, serverName, standing, urlHostPort } from "../../../components/fleet/render";
-import { rolloutOrder } from "../../../components/fleet/fleet";
+import { balancerPaths, frontendOf, haproxyConfigHash, mustRejoin, parseBalancer, parseServers, renderBalancerUnit, renderHaproxyConfig, replicaDeployment, replicasOf, serverName, standing, urlHostPort } from "../../../components/fleet/render";
+import { balancerDrift, rolloutOrder } from "../../../components/fleet/fleet";
 import { testStackConfig } from "../sglang-service/stackConfig";
 
 const UPDATE = process.env.UPDATE_SNAPSHOTS === "1";
@@ -69,21 +69,84 @@ test("the fleet section: unknown keys, a replica twice, the balancer on a replic
   assert.match(problems(withFleet({ ...FLEET, replicas: [{ address: "10.0.0.6" }] })), /dflash-sglang:fleet\.replicas\.0\.hostKey: is required/);
 });
 
-test("the balancer's answers: each server's line parsed, its standing in words; no HAProxy yet is null", () => {
-  const servers = parseServers(
+test("the balancer's answers: each server's line parsed, with this stack's marks; its standing in words; no HAProxy yet is null", () => {
+  const view = parseBalancer(
     [
-      "replica1 10.0.0.5:30000 op=2 admin=0 scur=3 qcur=1 status=UP check=L7OK",
-      "replica2 10.0.0.6:30000 op=2 admin=8 scur=0 qcur=0 status=DRAIN check=L7OK",
-      "replica3 10.0.0.7:30000 op=0 admin=1 scur=0 qcur=0 status=MAINT check=L4CON",
-      "replica4 10.0.0.8:30000 op=0 admin=0 scur=0 qcur=0 status=DOWN_1/2 check=L7STS",
+      "@@instance active",
+      "@@config abc",
+      "@@running abc",
+      "@@listening yes",
+      "@@joined replica1",
+      "@@joined replica2",
+      "@@left replica2",
+      "@@joined replica4",
+      "@@joined replica5",
+      "@@joined replica7",
+      "replica1 10.0.0.5:30000 op=2 admin=4 scur=3 qcur=1 status=UP check=L7OK",
+      "replica2 10.0.0.6:30000 op=2 admin=12 scur=0 qcur=0 status=DRAIN check=L7OK",
+      "replica3 10.0.0.7:30000 op=0 admin=5 scur=0 qcur=0 status=MAINT check=",
+      "replica4 10.0.0.8:30000 op=0 admin=5 scur=0 qcur=0 status=MAINT check=",
+      "replica5 10.0.0.9:30000 op=2 admin=12 scur=2 qcur=0 status=DRAIN check=L7OK",
+      "replica6 10.0.0.10:30000 op=0 admin=4 scur=0 qcur=0 status=DOWN_1/2 check=L7STS",
+      "replica7 10.0.0.11:30000 op=1 admin=4 scur=0 qcur=0 status=UP check=L7OK",
     ].join("\n"),
   );
+  const servers = view.servers;
   assert.ok(servers);
-  assert.deepEqual(servers[0], { server: "replica1", address: "10.0.0.5:30000", op: 2, admin: 0, sessions: 3, queued: 1, status: "UP", check: "L7OK" });
-  assert.equal(servers[3].status, "DOWN 1/2");
-  assert.deepEqual(servers.map((s) => standing(s)), ["serving", "draining", "in maintenance", "down"]);
+  assert.deepEqual(servers[0], { server: "replica1", address: "10.0.0.5:30000", op: 2, admin: 4, sessions: 3, queued: 1, status: "UP", check: "L7OK", joined: true, left: false });
+  assert.equal(servers[5].status, "DOWN 1/2");
+  // admin 4 alone: the configuration's `disabled`, lifted by `state ready`; op 1: in its slowstart.
+  assert.deepEqual(
+    servers.map((s) => standing(s)),
+    ["serving", "draining", "waiting to join", "held in maintenance", "held draining", "down", "serving"],
+  );
+  assert.deepEqual({ ...view, servers: undefined }, { servers: undefined, instance: "active", config: "abc", running: "abc", listening: true, conflicts: [], legacy: null });
   assert.equal(standing(undefined), "absent");
   assert.equal(parseServers("@@absent\n"), null);
+  // What `up` takes out and puts back whatever else changed: a rollout cut short, a new replica; a hold only where the stack clears holds.
+  assert.deepEqual(
+    ["serving", "draining", "in maintenance", "waiting to join", "held in maintenance", "held draining", "down", "absent"].map((st) => [mustRejoin(st, "keep"), mustRejoin(st, "clear")]),
+    [[false, false], [true, true], [true, true], [true, true], [false, true], [false, true], [false, false], [false, false]],
+  );
+});
+
+test("the balancer's drift: anything but this stack's configuration running, loaded and listening is named (up repairs it)", () => {
+  const v = { servers: [], instance: "active", config: "h1", running: "h1", listening: true, conflicts: [], legacy: null };
+  assert.equal(balancerDrift(v, "h1"), "in place");
+  assert.equal(balancerDrift({ ...v, instance: "absent", config: "absent", running: "none", listening: false }, "h1"), "not running; no configuration file");
+  assert.equal(balancerDrift({ ...v, config: "h0" }, "h1"), "its configuration file differs");
+  assert.equal(balancerDrift({ ...v, running: "h0" }, "h1"), "the running worker loaded another configuration");
+  assert.equal(balancerDrift({ ...v, listening: false }, "h1"), "it does not listen on the stack's address and port");
+  assert.equal(balancerDrift({ ...v, instance: "failed" }, "h1"), "its unit is failed");
+  assert.equal(balancerDrift({ ...v, legacy: "active" }, "h1"), "Debian's haproxy.service still runs the configuration an earlier version wrote");
+});
+
+test("each stack's HAProxy is its own: unit, configuration, socket and states named by the stack; the configuration names its own hash", () => {
+  const d = parseDeployment(withFleet(FLEET), "fleet-test");
+  assert.deepEqual(balancerPaths("b16t4-w2048"), {
+    unitName: "dflash-balancer-b16t4-w2048.service",
+    unit: "/etc/systemd/system/dflash-balancer-b16t4-w2048.service",
+    configDir: "/etc/dflash-sglang/balancer",
+    config: "/etc/dflash-sglang/balancer/b16t4-w2048.cfg",
+    runDir: "/run/dflash-balancer-b16t4-w2048",
+    socket: "/run/dflash-balancer-b16t4-w2048/admin.sock",
+    masterSocket: "/run/dflash-balancer-b16t4-w2048/master.sock",
+    stateDir: "/var/lib/dflash-sglang/balancer/b16t4-w2048",
+    stateFile: "/var/lib/dflash-sglang/balancer/b16t4-w2048/server-state",
+    lock: "/run/dflash-balancer-b16t4-w2048.lock",
+  });
+  const text = renderHaproxyConfig(d, "fleet-test");
+  assert.match(text, new RegExp(`\\n    description dflash-sglang config sha256:${haproxyConfigHash(d, "fleet-test")}\\n`));
+  assert.notEqual(haproxyConfigHash(d, "fleet-test"), haproxyConfigHash(d, "other"));
+  // Every server starts out of rotation; slowstart by default, off at 0.
+  assert.match(text, /default-server check inter 2000ms fastinter 250ms downinter 250ms fall 2 rise 2 slowstart 30000ms disabled\n/);
+  const off = parseDeployment(withFleet({ ...FLEET, loadBalancer: { ...FLEET.loadBalancer, slowstartSeconds: 0 } }), "fleet-test");
+  assert.match(renderHaproxyConfig(off, "fleet-test"), /fall 2 rise 2 disabled\n/);
+  const unit = renderBalancerUnit("fleet-test");
+  assert.match(unit, /^ExecStart=\/usr\/sbin\/haproxy -Ws -f \$\{CONFIG\} -p \/run\/dflash-balancer-fleet-test\/haproxy.pid -S \/run\/dflash-balancer-fleet-test\/master.sock$/m);
+  // The reload signal by number: procps's kill refuses signal names under tr_TR.
+  assert.match(unit, /^ExecReload=\/bin\/kill -12 \$MAINPID$/m);
+  assert.match(problems(withFleet({ ...FLEET, loadBalancer: { ...FLEET.loadBalancer, operatorStates: "forget" } })), /fleet\.loadBalancer\.operatorStates.*one of "keep", "clear"/);
 });
 
 test("the rollout's order: replicas that serve nothing first, then the others, each in replica order", () => {

@@ -7,7 +7,7 @@ import * as hosts from "../../../simhost/hosts";
 import { mergedConfig, readRepoStackConfig, simHostConfig, simWorkspace, SimWorkspace } from "../../../lib/workspace";
 import { parseDeployment } from "../../../components/sglang-service/schema";
 import { bashCommand } from "../../../components/sglang-service/hostScript";
-import { parseServers, renderBalancerStep, serverName, standing } from "../../../components/fleet/render";
+import { balancerPaths, parseServers, renderBalancerStep, serverName, standing } from "../../../components/fleet/render";
 import { LedgerReport, startLedger } from "../../../components/fleet/ledger";
 import { streamChat } from "../../../components/benchmark/client";
 import { failedUp } from "../../support/failedUp";
@@ -44,7 +44,7 @@ function alias(text: string): string {
 
 /** The balancer's servers as HAProxy sees them, by name (replica1..3): "serving", "draining", ... */
 async function balancer(): Promise<Record<string, string>> {
-  const r = await hosts.ssh(hs[3], bashCommand(renderBalancerStep(deployment(), "show")));
+  const r = await hosts.ssh(hs[3], bashCommand(renderBalancerStep(deployment(), STACK, "show")));
   assert.equal(r.code, 0, r.stderr);
   const servers = parseServers(r.stdout);
   assert.ok(servers && servers.length > 0, `HAProxy shows no servers: ${r.stdout}${r.stderr}`);
@@ -95,7 +95,7 @@ test("first up: HAProxy configured on its own host, every replica serving behind
   assert.equal(up.outputs.fleetEndpoint.value, `http://${hs[3].address}:8080`);
   assert.deepEqual(up.outputs.fleetReplicas.value.map((r: { generation: number }) => r.generation), [1, 1, 1]);
   // The configuration HAProxy runs is the rendered one, with checks that generate.
-  const cfg = (await hosts.ssh(hs[3], "cat /etc/haproxy/haproxy.cfg")).stdout;
+  const cfg = (await hosts.ssh(hs[3], `cat ${balancerPaths(STACK).config}`)).stdout;
   assert.match(cfg, /http-check send meth GET uri \/health_generate/);
   for (const h of hs.slice(0, 3)) assert.ok(cfg.includes(`server ${serverName(h)} ${h.address}:${h.sglangPort}\n`), cfg);
   // Streamed answers pass through as they come: through HAProxy, the tokens arrive spread
@@ -260,7 +260,7 @@ test("a replica removed from the list leaves HAProxy's configuration, then its u
   const after = await Promise.all(hs.slice(0, 2).map(async (h) => (await hosts.ssh(h, "systemctl show -p MainPID --value sglang-k26.service")).stdout.trim()));
   assert.deepEqual(after, before);
   // HAProxy reloaded without it before its server heard its SIGTERM.
-  const reloaded = (await journalSince(hs[3], "-u haproxy.service", since)).find((e) => /^Reloaded /.test(e.text));
+  const reloaded = (await journalSince(hs[3], `-u ${balancerPaths(STACK).unitName}`, since)).find((e) => /^Reloaded /.test(e.text));
   const sigterm = (await journalSince(hs[2], "-u sglang-k26.service", since)).find((e) => /SIGTERM received/.test(e.text));
   assert.ok(reloaded && sigterm, `no reload of HAProxy (${reloaded?.text}) or no SIGTERM of replica 3's server (${sigterm?.text}) in their journals`);
   assert.ok(reloaded.at < sigterm.at, `replica 3's server was stopped ${((reloaded.at - sigterm.at) / 1000).toFixed(1)} s before HAProxy's configuration left it out`);

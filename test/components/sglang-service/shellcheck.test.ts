@@ -8,7 +8,7 @@ import { execFileSync, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { renderBalancerScript, renderBalancerStep } from "../../../components/fleet/render";
+import { renderBalancerRemoval, renderBalancerScript, renderBalancerStep } from "../../../components/fleet/render";
 import { parseDeployment } from "../../../components/sglang-service/schema";
 import { gpuIndices, launchFlags, renderUnit, usesCredentials } from "../../../components/sglang-service/render";
 import { helperScripts, renderPreflightScript, renderStageRemoval, renderStageScript, renderTransaction, transactionInput } from "../../../components/sglang-service/script";
@@ -60,7 +60,8 @@ function hostScripts(): Record<string, string> {
   const lb = (address: string) => ({ address, hostKey: (base.host as { hostKey: string }).hostKey });
   const fleet = parseDeployment({ ...base, fleet: { replicas: [lb("127.0.0.11"), lb("127.0.0.12")], loadBalancer: { host: lb("127.0.0.13") } } }, "shellcheck");
   out["balancer configuration"] = renderBalancerScript(fleet, "shellcheck");
-  for (const action of ["show", "leave", "rejoin"] as const) out[`balancer ${action}`] = renderBalancerStep(fleet, action, "replica2", 30);
+  out["balancer removal"] = renderBalancerRemoval(fleet, "shellcheck");
+  for (const action of ["show", "leave", "rejoin"] as const) out[`balancer ${action}`] = renderBalancerStep(fleet, "shellcheck", action, "replica2", 30);
   return out;
 }
 

@@ -15,6 +15,11 @@ setup() {
   printf '#!/bin/bash\nfor a; do case "$a" in http://*) h=${a#http://}; grep -qxF "${h%%%%/*}" curl-fails && exit 22;; esac; done\nexit 0\n' >bin/curl
   chmod +x bin/curl
   : >curl-fails
+  # No real unit or listener is read: ss prints ./ss-lines, systemctl says inactive.
+  printf '#!/bin/bash\ncat ss-lines 2>/dev/null\n' >bin/ss
+  printf '#!/bin/bash\necho inactive\nexit 3\n' >bin/systemctl
+  chmod +x bin/ss bin/systemctl
+  mkdir -p state cfg
   PATH=$BATS_TEST_TMPDIR/bin:$PATH
 }
 
@@ -37,10 +42,14 @@ step() {
   (
     socket=$BATS_TEST_TMPDIR/admin.sock state_file=$BATS_TEST_TMPDIR/server-state command_seconds=2
     lock_file=$BATS_TEST_TMPDIR/lock balancer=127.0.0.9:22 action=$1 backend=sglang server=${2:-} min_healthy=${MIN_HEALTHY:-2} wait_seconds=${WAIT:-3} poll=0.01
+    state_dir=$BATS_TEST_TMPDIR/state operator_states=${OPERATOR_STATES:-keep} unit_name=dflash-balancer-s.service config_path=$BATS_TEST_TMPDIR/cfg/s.cfg config_dir=$BATS_TEST_TMPDIR/cfg
+    listen_address=${LISTEN_ADDRESS:-127.0.0.9} listen_port=8080 legacy_unit=haproxy.service legacy_config=$BATS_TEST_TMPDIR/legacy.cfg legacy_socket=$BATS_TEST_TMPDIR/legacy.sock legacy_head="# HAProxy for the SGLang fleet of stack s ("
     # shellcheck source=../../../../components/fleet/host/balancer-api.sh
     source "$FLEET_HOST_DIR/balancer-api.sh"
     # shellcheck source=../../../../components/fleet/host/balancer-servers.sh
     source "$FLEET_HOST_DIR/balancer-servers.sh"
+    # shellcheck source=../../../../components/fleet/host/balancer-listen.sh
+    source "$FLEET_HOST_DIR/balancer-listen.sh"
     # The runtime API: canned answers (./next-servers, once present, replaces the servers after
     # each `show stat`: a state that changes over time), every command logged.
     api() {
@@ -68,6 +77,7 @@ step() {
   servers_are "replica1 2 0 3 UP" "replica2 2 8 0 DRAIN" "replica3 0 0 0 DOWN"
   run step show
   [ "$status" -eq 0 ]
+  mapfile -t lines < <(grep -v '^@@' <<<"$output")
   [ "${lines[0]}" = "replica1 127.0.0.11:30000 op=2 admin=0 scur=3 qcur=0 status=UP check=L7OK" ]
   [ "${lines[1]}" = "replica2 127.0.0.12:30000 op=2 admin=8 scur=0 qcur=0 status=DRAIN check=L7OK" ]
   [ "${lines[2]}" = "replica3 127.0.0.13:30000 op=0 admin=0 scur=0 qcur=0 status=DOWN check=L7OK" ]
@@ -137,6 +147,7 @@ step() {
   ADDRESS_PREFIX=fd00::1 servers_are "replica1 2 0 0 UP"
   run step show
   [ "$status" -eq 0 ]
+  mapfile -t lines < <(grep -v '^@@' <<<"$output")
   [ "${lines[0]}" = "replica1 [fd00::11]:30000 op=2 admin=0 scur=0 qcur=0 status=UP check=L7OK" ]
 }
 
@@ -156,4 +167,76 @@ step() {
   [ "$status" -eq 1 ]
   [[ "$output" == *"held the balancer's lock"*"nothing was changed"* ]]
   ! grep -q "^set server" api.log
+}
+
+@test "leave and rejoin mark the replica: taken out by a rollout (left/), put in by this stack (joined/); show lists the marks" {
+  servers_are "replica1 2 4 0 UP" "replica2 2 4 0 UP" "replica3 2 4 0 UP"
+  run step leave replica1
+  [ "$status" -eq 0 ]
+  [ -e state/left/replica1 ]
+  servers_are "replica1 2 4 0 UP" "replica2 2 4 0 UP"
+  run step rejoin replica1
+  [ "$status" -eq 0 ]
+  [ ! -e state/left/replica1 ] && [ -e state/joined/replica1 ]
+  run step show
+  [[ "$output" == *"@@joined replica1"* ]]
+  [[ "$output" != *"@@left replica1"* ]]
+}
+
+@test "serving: the configuration's disabled bit alone (admin 4) and a slowstart (op 1) count as serving; maintenance and drain do not" {
+  servers_are "replica1 1 4 0 UP" "replica2 2 4 0 UP" "replica3 2 5 0 MAINT"
+  run step leave replica3
+  [ "$status" -eq 0 ]
+  [[ "$output" != *"@@others serving"* ]]
+  servers_are "replica1 1 4 0 UP" "replica2 2 4 0 UP" "replica3 2 4 0 UP"
+  run step leave replica3
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"@@others serving 2: replica1 replica2"* ]]
+}
+
+@test "an operator's maintenance is kept: leave and rejoin change nothing of a replica this stack put in and did not take out" {
+  mkdir -p state/joined && : >state/joined/replica1
+  servers_are "replica1 0 5 0 MAINT" "replica2 2 4 0 UP" "replica3 2 4 0 UP"
+  run step leave replica1
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"@@held replica1 MAINT"* ]]
+  run step rejoin replica1
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"@@held replica1 MAINT"* ]]
+  ! grep -q "^set server" api.log
+  [ ! -e state/left/replica1 ]
+}
+
+@test "operatorStates clear: the operator's maintenance is lifted like a rollout's" {
+  mkdir -p state/joined && : >state/joined/replica1
+  servers_are "replica1 0 5 0 MAINT" "replica2 2 4 0 UP" "replica3 2 4 0 UP"
+  OPERATOR_STATES=clear run step leave replica1
+  [ "$status" -eq 0 ]
+  grep -qx "set server sglang/replica1 state drain" api.log
+  servers_are "replica1 2 4 0 UP" "replica2 2 4 0 UP" "replica3 2 4 0 UP"
+  OPERATOR_STATES=clear run step rejoin replica1
+  [ "$status" -eq 0 ]
+  grep -qx "set server sglang/replica1 state ready" api.log
+}
+
+@test "a new replica (never put in by this stack) in maintenance is not an operator's hold: it is rolled and put in" {
+  servers_are "replica1 0 5 0 MAINT" "replica2 2 4 0 UP" "replica3 2 4 0 UP"
+  run step leave replica1
+  grep -qx "set server sglang/replica1 state drain" api.log
+  servers_are "replica1 2 4 0 UP" "replica2 2 4 0 UP" "replica3 2 4 0 UP"
+  run step rejoin replica1
+  [ "$status" -eq 0 ]
+  grep -qx "set server sglang/replica1 state ready" api.log
+}
+
+@test "conflicts: another process on the stack's address and port, a wildcard listener, another stack's configuration are named; this stack's own listener is not" {
+  printf '%s\n' 'LISTEN 0 4096 127.0.0.9:8080 0.0.0.0:* users:(("sshd",pid=999999,fd=3))' 'LISTEN 0 4096 127.0.0.8:8080 0.0.0.0:* users:(("nginx",pid=999998,fd=3))' 'LISTEN 0 4096 [::]:8080 [::]:*' >ss-lines
+  printf 'frontend x\n    bind 127.0.0.9:8080\n' >cfg/other.cfg
+  printf 'frontend y\n    bind 127.0.0.9:9090\n' >cfg/third.cfg
+  run step show
+  [[ "$output" == *"@@conflict 127.0.0.9:8080 is taken by sshd pid 999999"* ]]
+  [[ "$output" == *"@@conflict [::]:8080 is taken by a process this host does not name"* ]]
+  [[ "$output" == *"@@conflict 127.0.0.9:8080 is configured for the HAProxy of the fleet of stack other"* ]]
+  [[ "$output" != *"127.0.0.8"* ]]
+  [[ "$output" != *"stack third"* ]]
 }

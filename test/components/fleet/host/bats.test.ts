@@ -1,6 +1,7 @@
 // The balancer steps' bash tests (balancer-step.bats) run in `npm test`, and they can fail: a
 // copy of components/fleet/host/ with the minHealthy check, the lock, the wait for HAProxy's
-// sessions, the wait for the rejoin's check or the check of HAProxy's answer taken out makes them fail.
+// sessions, the wait for the rejoin's check, the check of HAProxy's answer, the operator's hold, the
+// marks or the conflict checks taken out makes them fail.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
@@ -24,15 +25,25 @@ const MUTANTS: [string, string, string][] = [
   ["the leave does not wait for HAProxy's sessions to end", 'if [ "${scur:-x}" = 0 ] && [ "${qcur:-x}" = 0 ]; then', "if true; then"],
   ["the rejoin does not wait for the check to pass", 'if serving "$mine"; then echo "@@joined', 'if true; then echo "@@joined'],
   ["two leaves count and drain at once", 'flock -w "$command_seconds" 9 ||', "true ||"],
+  ["an operator's hold is lifted", 'kept_out() { [ "$operator_states" = keep ] && held "$1"; }', "kept_out() { false; }"],
+  ["a leave does not mark the replica as taken out by a rollout", "    mark left ||", "    true ||"],
 ];
 
 /** The same for balancer-servers.sh. */
 const SERVER_MUTANTS: [string, string, string][] = [
   ["HAProxy's refusal of a state change goes unnoticed", '[ -z "${out//[[:space:]]/}" ] ||', "true ||"],
   ["an IPv6 address is not bracketed", 'if (a ~ /:/) a = "[" a "]";', ""],
+  ["the configuration's disabled bit counts as maintenance", "[ $((admin & ~4)) = 0 ]", '[ "$admin" = 0 ]'],
+  ["a new replica counts as an operator's hold", '[ -e "$state_dir/joined/$name" ] &&', ""],
 ];
 
-for (const [file, what, from, to] of [...MUTANTS.map((m) => ["balancer-step.sh", ...m]), ...SERVER_MUTANTS.map((m) => ["balancer-servers.sh", ...m])]) {
+/** The same for balancer-listen.sh. */
+const LISTEN_MUTANTS: [string, string, string][] = [
+  ["a wildcard listener is not a conflict", "case \"$1\" in 0.0.0.0 | '*' | '::' | '') return 0 ;; esac", ""],
+  ["another stack's configuration is not read", 'done < <(awk \'$1 == "bind" { print $2 }\' "$file")', "done < /dev/null"],
+];
+
+for (const [file, what, from, to] of [...MUTANTS.map((m) => ["balancer-step.sh", ...m]), ...SERVER_MUTANTS.map((m) => ["balancer-servers.sh", ...m]), ...LISTEN_MUTANTS.map((m) => ["balancer-listen.sh", ...m])]) {
   test(`a mutant of the balancer steps (${file}) fails the bash tests: ${what}`, () => {
     const dir = mutated(FLEET_HOST_DIR, file, from, to);
     try {
