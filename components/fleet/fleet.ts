@@ -126,7 +126,7 @@ export class SglangFleet extends pulumi.ComponentResource {
       });
       const own = `its own HAProxy ${paths.unitName} (${paths.config}) on ${lbHost.address}`;
       const state =
-        v.servers === null && v.legacy === null
+        v.config === "absent" && v.instance !== "active" && v.legacy === null
           ? `${own}, not there yet; nothing else on that host is touched`
           : v.legacy === "active"
             ? `${own}; up takes over from Debian's haproxy.service, which runs the /etc/haproxy/haproxy.cfg an earlier version wrote for this stack: starts its own beside it, then stops and disables haproxy.service once its requests end, and renames that file`
@@ -184,7 +184,7 @@ export class SglangFleet extends pulumi.ComponentResource {
         deployment: rd,
         privateKey: keys[k],
         secrets: args.secrets,
-        replicaOf: { balancer: steps, standing: standings.apply((s) => s[k]), rejoin: standings.apply((s) => mustRejoin(s[k], operatorStates)), after },
+        replicaOf: { balancer: steps, standing: standings.apply((s) => s[k]), rejoin: pulumi.all([view, standings]).apply(([v, s]) => mustRejoin(v, s[k], operatorStates)), after },
       });
       services.push(service);
     });

@@ -358,6 +358,8 @@ export interface BalancerView {
   /** The hash of the configuration the running worker loaded ("none": it does not answer). */
   running: string;
   listening: boolean;
+  /** Whether it has saved servers' states (a balancer host rebuilt, or never configured, has none). */
+  states: boolean;
   /** What else listens on (or is configured for) the stack's address and port, in words. */
   conflicts: string[];
   /** Debian's haproxy.service runs (or ran) the configuration an earlier version wrote for this stack: its is-active, or null. */
@@ -382,6 +384,7 @@ export function parseBalancer(stdout: string): BalancerView {
     config: tag("config")[0] || "absent",
     running: tag("running")[0] || "none",
     listening: tag("listening")[0] === "yes",
+    states: tag("states")[0] === "yes",
     conflicts: tag("conflict"),
     legacy: tag("legacy")[0] ?? null,
   };
@@ -415,7 +418,15 @@ export function standing(s: ServerState | undefined): Standing {
   return (s.op === 2 || s.op === 1) && s.status.startsWith("UP") ? "serving" : "down";
 }
 
-/** Pure: whether `up` takes a replica that stands so out and puts it back, whatever else changed (a rollout cut short, a new replica, a hold the stack clears). */
-export function mustRejoin(st: string, operatorStates: "keep" | "clear"): boolean {
-  return st === "draining" || st === "in maintenance" || st === "waiting to join" || (operatorStates === "clear" && st.startsWith("held "));
+/**
+ * Pure: whether `up` takes a replica that stands so out and puts it back, whatever else changed:
+ * a rollout cut short, a replica never put in (or absent from a HAProxy that answers: the
+ * configuration adds it `disabled`), a hold the stack clears. Where this stack's HAProxy does
+ * not answer (`servers` null), every replica where it has no saved states (never configured,
+ * or a balancer host rebuilt: every server would come up `disabled`), none where it has (they
+ * come back as saved).
+ */
+export function mustRejoin(v: Pick<BalancerView, "servers" | "states">, st: string, operatorStates: "keep" | "clear"): boolean {
+  if (v.servers === null) return !v.states;
+  return st === "draining" || st === "in maintenance" || st === "waiting to join" || st === "absent" || (operatorStates === "clear" && st.startsWith("held "));
 }

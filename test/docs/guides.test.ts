@@ -245,7 +245,7 @@ describe("the guides, run as written in fresh clones against simulated hosts", {
       const info = (await (await fetch(`http://${a}:30001/server_info`)).json()) as Record<string, unknown>;
       assert.equal(info.speculative_ddtree_budget, 16, a);
     }
-    const stat = (await hosts.ssh(hs[3], "echo 'show stat' | socat stdio /run/haproxy/admin.sock")).stdout.split("\n");
+    const stat = (await hosts.ssh(hs[3], "echo 'show stat' | socat stdio /run/dflash-balancer-fleet/admin.sock")).stdout.split("\n");
     const head = stat[0].replace(/^# /, "").split(",");
     const rows = stat.slice(1).map((l) => l.split(",")).filter((c) => c[head.indexOf("svname")]?.startsWith("replica-"));
     assert.deepEqual(rows.map((c) => `${c[head.indexOf("svname")]} ${c[head.indexOf("status")]}`).sort(), [r1, r2, r3].map((a) => `replica-${a} UP`).sort());

@@ -3,7 +3,7 @@
 # dflash-sglang: one step of the fleet's rollout on this stack's HAProxy (host/balancer-api.sh,
 # balancer-servers.sh and balancer-listen.sh come first):
 #   show   reads only: how this stack's HAProxy stands ("@@instance", "@@config", "@@running",
-#          "@@listening", "@@conflict", "@@legacy" lines), which replicas this stack put in
+#          "@@listening", "@@states" (saved), "@@conflict", "@@legacy" lines), which replicas this stack put in
 #          ("@@joined NAME") or a rollout took out ("@@left NAME"), then the backend's servers, a
 #          line each (`servers`), or "@@absent" where no HAProxy of this stack answers (not
 #          configured yet; an earlier version's Debian HAProxy answers for it until `up` migrates).
@@ -29,12 +29,16 @@ case "$action" in
 show)
   echo "@@instance $(timeout -k 2 "$command_seconds" systemctl is-active "$unit_name" 2>/dev/null || true)"
   if [ -f "$config_path" ]; then
-    echo "@@config $(sed -n 's/^    description dflash-sglang config sha256:\([0-9a-f]*\)$/\1/p' "$config_path" | head -n1)"
+    # The hash the file names, where the rest of the file still hashes to it (else: edited by hand).
+    named=$(sed -n 's/^    description dflash-sglang config sha256:\([0-9a-f]*\)$/\1/p' "$config_path" | head -n1)
+    actual=$(sed 's/^    description dflash-sglang config sha256:[0-9a-f]*$/    description -/' "$config_path" | sha256sum | awk '{ print $1 }')
+    if [ -n "$named" ] && [ "$named" = "$actual" ]; then echo "@@config $named"; else echo "@@config edited"; fi
   else
     echo "@@config absent"
   fi
   echo "@@running $(running_hash || echo none)"
   if we_listen; then echo "@@listening yes"; else echo "@@listening no"; fi
+  if [ -s "$state_file" ]; then echo "@@states yes"; else echo "@@states no"; fi
   conflicts | sed 's/^/@@conflict /'
   if legacy_ours; then echo "@@legacy $(timeout -k 2 "$command_seconds" systemctl is-active "$legacy_unit" 2>/dev/null || true)"; fi
   for f in "$state_dir"/joined/* "$state_dir"/left/*; do

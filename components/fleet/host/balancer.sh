@@ -86,6 +86,13 @@ fi
 if [ -f "$state_file" ]; then
   keep_states "$state_file" >"$state_file.kept" && mv -f "$state_file.kept" "$state_file"
 fi
+# The marks of replicas the new configuration no longer has: one added back later is new again
+# (it waits to join), not an operator's hold.
+servers_now=" $(awk '$1 == "server" { printf "%s ", $2 }' "$tmp")"
+for mark in "$state_dir"/joined/* "$state_dir"/left/*; do
+  [ -e "$mark" ] || continue
+  [[ "$servers_now" == *" $(basename "$mark") "* ]] || rm -f "$mark"
+done
 
 had_config=no had_unit=no
 [ -f "$config_path" ] && cp -p "$config_path" "$config_path.prev.$$" && had_config=yes

@@ -76,6 +76,7 @@ test("the balancer's answers: each server's line parsed, with this stack's marks
       "@@config abc",
       "@@running abc",
       "@@listening yes",
+      "@@states yes",
       "@@joined replica1",
       "@@joined replica2",
       "@@left replica2",
@@ -100,18 +101,21 @@ test("the balancer's answers: each server's line parsed, with this stack's marks
     servers.map((s) => standing(s)),
     ["serving", "draining", "waiting to join", "held in maintenance", "held draining", "down", "serving"],
   );
-  assert.deepEqual({ ...view, servers: undefined }, { servers: undefined, instance: "active", config: "abc", running: "abc", listening: true, conflicts: [], legacy: null });
+  assert.deepEqual({ ...view, servers: undefined }, { servers: undefined, instance: "active", config: "abc", running: "abc", listening: true, states: true, conflicts: [], legacy: null });
   assert.equal(standing(undefined), "absent");
   assert.equal(parseServers("@@absent\n"), null);
   // What `up` takes out and puts back whatever else changed: a rollout cut short, a new replica; a hold only where the stack clears holds.
   assert.deepEqual(
-    ["serving", "draining", "in maintenance", "waiting to join", "held in maintenance", "held draining", "down", "absent"].map((st) => [mustRejoin(st, "keep"), mustRejoin(st, "clear")]),
-    [[false, false], [true, true], [true, true], [true, true], [false, true], [false, true], [false, false], [false, false]],
+    ["serving", "draining", "in maintenance", "waiting to join", "held in maintenance", "held draining", "down", "absent"].map((st) => [mustRejoin(view, st, "keep"), mustRejoin(view, st, "clear")]),
+    [[false, false], [true, true], [true, true], [true, true], [false, true], [false, true], [false, false], [true, true]],
   );
+  // No HAProxy of this stack answers: every replica rejoins where no states were saved (a new or rebuilt balancer), none where they were.
+  assert.equal(mustRejoin({ servers: null, states: false }, "absent", "keep"), true);
+  assert.equal(mustRejoin({ servers: null, states: true }, "absent", "keep"), false);
 });
 
 test("the balancer's drift: anything but this stack's configuration running, loaded and listening is named (up repairs it)", () => {
-  const v = { servers: [], instance: "active", config: "h1", running: "h1", listening: true, conflicts: [], legacy: null };
+  const v = { servers: [], instance: "active", config: "h1", running: "h1", listening: true, states: true, conflicts: [], legacy: null };
   assert.equal(balancerDrift(v, "h1"), "in place");
   assert.equal(balancerDrift({ ...v, instance: "absent", config: "absent", running: "none", listening: false }, "h1"), "not running; no configuration file");
   assert.equal(balancerDrift({ ...v, config: "h0" }, "h1"), "its configuration file differs");

@@ -52,9 +52,9 @@ async function balancer(): Promise<Record<string, string>> {
 }
 
 /** Budgets the replicas' servers run, from each server's own /server_info. */
-async function budgets(): Promise<number[]> {
+async function budgets(replicas = 3): Promise<number[]> {
   return Promise.all(
-    hs.slice(0, 3).map(async (h) => {
+    hs.slice(0, replicas).map(async (h) => {
       const info = (await (await fetch(`http://${h.address}:${h.sglangPort}/server_info`)).json()) as Record<string, unknown>;
       return info.speculative_ddtree_budget as number;
     }),
@@ -76,9 +76,17 @@ async function underLoad(fn: () => Promise<void>): Promise<LedgerReport> {
 
 const clean = (r: LedgerReport) => assert.deepEqual({ failed: r.failed, cut: r.cut, problems: r.problems }, { failed: 0, cut: 0, problems: [] }, `the clients saw ${r.failed} failed and ${r.cut} cut of ${r.sent}`);
 
+/** A single-host stack on replica 3's host serving budget 4: a sweep host, as a team has them. */
+const sweepConfig = () => {
+  const base = readRepoStackConfig("b8t4-w2048");
+  return { ...base, ...simHostConfig(hs[2]), "dflash-sglang:speculative": { ...(base["dflash-sglang:speculative"] as object), budget: 4 }, "dflash-sglang:safety": { stableSeconds: 1 }, "dflash-sglang:benchmark": { enabled: false } };
+};
+/** A second fleet on the same balancer host (its own replicas: replica 3's host and replica 2's). */
+const secondFleet = (port: number) => ({ ...config(8), ...simHostConfig(hs[2]), "dflash-sglang:fleet": { replicas: [entry(hs[1])], loadBalancer: { host: entry(hs[3]), port } } });
+
 before(async () => {
   hs = await Promise.all(NAMES.map((n) => hosts.start(n, { sglang: { profile: "ddtree-fork", loadSeconds: 2, warmupSeconds: 0.5 } })));
-  ws = simWorkspace({ [STACK]: config(8) });
+  ws = simWorkspace({ [STACK]: config(8), sweep: sweepConfig(), fleet2: secondFleet(8080) });
 });
 
 after(async () => {
@@ -265,3 +273,123 @@ test("a replica removed from the list leaves HAProxy's configuration, then its u
   assert.ok(reloaded && sigterm, `no reload of HAProxy (${reloaded?.text}) or no SIGTERM of replica 3's server (${sigterm?.text}) in their journals`);
   assert.ok(reloaded.at < sigterm.at, `replica 3's server was stopped ${((reloaded.at - sigterm.at) / 1000).toFixed(1)} s before HAProxy's configuration left it out`);
 });
+
+/** HAProxy's log of this stack's HAProxy since `since`: each request routed, to which replica (replica1..3), when. */
+async function routed(since: number): Promise<{ server: string; at: number }[]> {
+  // HAProxy's accept date, [06/Dec/2026:02:43:44.083] (the hosts' clock is UTC).
+  const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+  return (await journalSince(hs[3], "-t haproxy", since))
+    .map((e) => /\[(\d\d)\/(\w{3})\/(\d{4}):(\d\d):(\d\d):(\d\d)\.(\d{3})\] \S+ \S+\/(replica\d) .*"POST /.exec(alias(e.text)))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => ({ server: m[8], at: Date.UTC(Number(m[3]), MONTHS.indexOf(m[2]), Number(m[1]), Number(m[4]), Number(m[5]), Number(m[6]), Number(m[7])) }));
+}
+
+const mainPid = async (h: hosts.HostInfo, unit: string) => (await hosts.ssh(h, `systemctl show -p MainPID --value ${unit}`)).stdout.trim();
+const otherService = (address: string) => ["global", "    stats socket /run/haproxy/admin.sock mode 660 level admin", "defaults", "    mode http", "    timeout connect 5s", "    timeout client 30s", "    timeout server 30s", "frontend other", `    bind ${address}:9000`, '    http-request return status 200 content-type text/plain string "other-service"', ""].join("\n");
+
+test("the balancer host is shared: another service's HAProxy is never touched; a second fleet on the same port, and a port another service holds, are refused naming the holder, changing nothing", async () => {
+  // Debian's own HAProxy serves another service on :9000, as a team's balancer host has it.
+  const other = await hosts.ssh(hs[3], `cat >/etc/haproxy/haproxy.cfg <<'EOF'\n${otherService(hs[3].address)}EOF\nsystemctl restart haproxy && systemctl is-active haproxy`);
+  assert.equal(other.code, 0, other.stdout + other.stderr);
+  const otherAnswers = async () => (await hosts.ssh(hs[3], `curl -s -m 5 http://${hs[3].address}:9000/`)).stdout;
+  assert.equal(await otherAnswers(), "other-service");
+  const otherBefore = { pid: await mainPid(hs[3], "haproxy.service"), cfg: (await hosts.ssh(hs[3], "sha256sum /etc/haproxy/haproxy.cfg")).stdout };
+
+  // A second fleet stack on the same balancer host and port: refused in preview and in up, naming the first.
+  const second = await ws.stack("fleet2");
+  const refusal = await second.preview().then(
+    () => assert.fail("the second fleet's preview on the first one's port succeeded"),
+    (e: Error) => e.message,
+  );
+  assert.match(refusal, new RegExp(`${hs[3].address.replaceAll(".", "\\.")}:8080 is taken by the HAProxy of the fleet of stack fleet \\(dflash-balancer-fleet\\.service, haproxy pid \\d+\\)`));
+  assert.match(refusal, /Nothing was changed\. Choose another fleet\.loadBalancer\.port \(or listenAddress\) for stack fleet2/);
+  const report = await underLoad(async () => {
+    assert.match(await failedUp(second, "the second fleet took the first one's port"), /is taken by the HAProxy of the fleet of stack fleet/);
+    // A port the other service holds.
+    ws.setStackConfig("fleet2", "fleet", (secondFleet(9000) as Record<string, unknown>)["dflash-sglang:fleet"]);
+    assert.match(await failedUp(await ws.stack("fleet2"), "the second fleet took the other service's port"), /:9000 is taken by haproxy pid \d+ of haproxy\.service/);
+  });
+  clean(report);
+  assert.equal((await hosts.ssh(hs[2], "test -e /etc/systemd/system/sglang-k26.service")).code, 1, "the refused fleet installed a unit on its host");
+
+  // The fleet itself moved onto a port sshd holds: refused before anything changed; it keeps serving on 8080.
+  ws.setStackConfig(STACK, "fleet", { replicas: [entry(hs[1])], loadBalancer: { host: entry(hs[3]), port: 22, checkSeconds: 0.5 } });
+  const stack = await ws.stack(STACK);
+  const clients = await underLoad(async () => {
+    assert.match(await failedUp(stack, "the fleet moved onto sshd's port"), new RegExp(`${hs[3].address.replaceAll(".", "\\.")}:22 is taken by sshd pid \\d+ of ssh\\.service`));
+  });
+  clean(clients);
+  ws.setStackConfig(STACK, "fleet", { replicas: [entry(hs[1])], loadBalancer: { host: entry(hs[3]), port: 8080, checkSeconds: 0.5 } });
+
+  // A rollout of the fleet: the other service's HAProxy is neither reloaded nor edited, and still answers.
+  setBudget(16);
+  clean(
+    await underLoad(async () => {
+      assert.equal((await stack.up()).summary.result, "succeeded");
+    }),
+  );
+  assert.deepEqual(await budgets(2), [16, 16]);
+  assert.deepEqual({ pid: await mainPid(hs[3], "haproxy.service"), cfg: (await hosts.ssh(hs[3], "sha256sum /etc/haproxy/haproxy.cfg")).stdout }, otherBefore);
+  assert.equal(await otherAnswers(), "other-service");
+});
+
+test("a replica added while it serves another configuration (a sweep host) gets no client request until its rollout proved it runs the fleet's", async () => {
+  const sweep = await ws.stack("sweep");
+  assert.equal((await sweep.up()).summary.result, "succeeded");
+  assert.equal((await budgets())[2], 4);
+  const since = Date.now();
+  ws.setStackConfig(STACK, "fleet", { replicas: [entry(hs[1]), entry(hs[2])], loadBalancer: { host: entry(hs[3]), port: 8080, checkSeconds: 0.5 } });
+  const stack = await ws.stack(STACK);
+  clean(
+    await underLoad(async () => {
+      assert.equal((await stack.up()).summary.result, "succeeded");
+    }),
+  );
+  assert.deepEqual(await budgets(), [16, 16, 16]);
+  assert.deepEqual(await balancer(), { replica1: "serving", replica2: "serving", replica3: "serving" });
+  // Replica 3 got requests only from its new server on: none before the sweep's server heard its SIGTERM and the fleet's started.
+  const lines = await journalSince(hs[2], "-u sglang-k26.service", since);
+  const sigterm = lines.find((e) => /SIGTERM received/.test(e.text));
+  const started = sigterm && lines.find((e) => e.at > sigterm.at && /Starting sglang-k26\.service/.test(e.text));
+  assert.ok(started, "replica 3's sweep server was not replaced");
+  const requests = await routed(since);
+  assert.ok(requests.some((r) => r.server === "replica3" && r.at > started.at), "HAProxy routed nothing to replica 3 after it joined: the check would prove nothing");
+  assert.deepEqual(requests.filter((r) => r.server === "replica3" && r.at <= started.at), [], "requests reached replica 3 while it served the sweep's configuration");
+});
+
+test("an operator's maintenance is kept across up (preview and up say so), and comes back only by hand", async () => {
+  const sock = balancerPaths(STACK).socket;
+  const r = await hosts.ssh(hs[3], `echo 'set server sglang/${serverName(hs[1])} state maint' | socat - UNIX-CONNECT:${sock}`);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal((await balancer()).replica2, "held in maintenance");
+  const stack = await ws.stack(STACK);
+  let out = "";
+  const up = await stack.up({ onOutput: (t) => (out += t) });
+  assert.deepEqual(up.summary.resourceChanges, { same: up.summary.resourceChanges?.same }, "a no-change up changed something");
+  assert.match(alias(out), /replica2 \([\d.:]+\): held in maintenance in the balancer: held by an operator, rolled but kept out \(operatorStates keep\)/);
+  assert.equal((await balancer()).replica2, "held in maintenance");
+  await hosts.ssh(hs[3], `echo 'set server sglang/${serverName(hs[1])} state ready' | socat - UNIX-CONNECT:${sock}`);
+  await until(async () => (await balancer()).replica2 === "serving", "replica 2 back in the balancer by hand");
+});
+
+test("a balancer that drifted (its HAProxy stopped by hand, its file edited) shows in preview and is repaired by up, the replicas' states kept", async () => {
+  const p = balancerPaths(STACK);
+  const stack = await ws.stack(STACK);
+  assert.equal((await hosts.ssh(hs[3], `echo '# edited by hand' >>${p.config} && systemctl stop ${p.unitName}`)).code, 0);
+  const preview = await stack.preview();
+  assert.match(preview.stdout, /which drifted \(not running; its configuration file differs\): up repairs it/);
+  assert.equal(preview.changeSummary.update, 1, JSON.stringify(preview.changeSummary));
+  assert.equal((await stack.up()).summary.result, "succeeded");
+  assert.doesNotMatch((await hosts.ssh(hs[3], `cat ${p.config}`)).stdout, /edited by hand/);
+  await until(async () => Object.values(await balancer()).every((st) => st === "serving"), "every replica serving after the repair");
+  const again = await stack.up();
+  assert.deepEqual(again.summary.resourceChanges, { same: again.summary.resourceChanges?.same });
+});
+
+async function until(check: () => Promise<boolean>, what: string, seconds = 20): Promise<void> {
+  const deadline = Date.now() + seconds * 1000;
+  while (!(await check())) {
+    assert.ok(Date.now() < deadline, `not within ${seconds} s: ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}

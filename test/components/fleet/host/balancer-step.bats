@@ -240,3 +240,15 @@ step() {
   [[ "$output" != *"127.0.0.8"* ]]
   [[ "$output" != *"stack third"* ]]
 }
+
+@test "show: the configuration file's hash, as it names it, where the rest of the file still hashes to it; else edited" {
+  servers_are "replica1 2 4 0 UP"
+  printf 'global\n    description -\nbackend sglang\n' >cfg/s.cfg
+  h=$(sha256sum <cfg/s.cfg | awk '{ print $1 }')
+  sed -i "s/^    description -$/    description dflash-sglang config sha256:$h/" cfg/s.cfg
+  run step show
+  [[ "$output" == *"@@config $h"* ]]
+  echo '# edited by hand' >>cfg/s.cfg
+  run step show
+  [[ "$output" == *"@@config edited"* ]]
+}
