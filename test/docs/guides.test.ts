@@ -223,7 +223,7 @@ describe("the guides, run as written in fresh clones against simulated hosts", {
     if (ledger && !report) report = ledger.stop();
     assert.equal(r.code, 0, `the guide stopped:\n${tail(r)}`);
     const [first, second] = outputs(r, rollout);
-    assert.match(first, new RegExp(`fleet of stack fleet: 3 replicas behind HAProxy on ${esc(lb)} \\(clients: http://${esc(lb)}:8080\\).*never fewer than 2 serving`));
+    assert.match(first, new RegExp(`fleet of stack fleet: 3 replicas behind its own HAProxy dflash-balancer-fleet\\.service \\(/etc/dflash-sglang/balancer/fleet\\.cfg\\) on ${esc(lb)}, not there yet; nothing else on that host is touched \\(clients: http://${esc(lb)}:8080\\).*never fewer than 2 serving`));
     assert.match(outputs(r, "curl ")[0], /"id":"\/models\/Kimi-K2\.6"/, "served through the balancer");
     const [before, afterwards] = outputs(r, "npx pulumi preview");
     for (const a of [r1, r2, r3]) {
