@@ -47,7 +47,6 @@ show)
   if out=$(servers "$backend"); then
     printf '%s\n' "$out"
   elif legacy_ours && out=$(socket=$legacy_socket servers "$backend"); then
-    echo "@@from-legacy"
     printf '%s\n' "$out"
   else
     echo "@@absent"
