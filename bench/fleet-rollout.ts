@@ -143,20 +143,20 @@ async function main(owned: OwnedHosts): Promise<void> {
   const dir = path.join(REPO_ROOT, "bench", "results");
   fs.writeFileSync(path.join(dir, "fleet-rollout.json"), `${JSON.stringify({ options, rollouts, crash: { before, afterCrash, report: crashReport, account, afterFix, fixSeconds, fixReport } }, null, 2)}\n`);
   const fmt = (s: Summary, digits = 1) => `${s.median.toFixed(digits)} (${s.min.toFixed(digits)}-${s.max.toFixed(digits)})`;
-  const total = (k: "sent" | "completed" | "failed" | "cut") => rollouts.reduce((a, r) => a + r.ledger[k], 0);
+  const total = (k: "sent" | "completed" | "failed" | "cut" | "garbled") => rollouts.reduce((a, r) => a + r.ledger[k], 0);
   const md = [
     "# A fleet's rollout as its clients see it",
     "",
     `Command: \`npm run fleet -- --runs ${options.runs} --rate ${options.rate} --load ${options.load}\` (bench/fleet-rollout.ts), ${new Date().toISOString().slice(0, 16)} UTC, on this 2-core machine.`,
-    `Three replicas on simulated hosts (simulated SGLang, weights load in ${options.load} s) behind HAProxy 2.6 (Debian bookworm's) on a simulated host of its own; health checks every 2 s (a generation, GET /health_generate). A client sends ${options.rate} requests/s through the balancer during each whole \`pulumi up\` (every third streams; 256 tokens each, about 1.3 s at the simulator's speed, so requests are in flight at every drain). Beside each rollout, the same change on a single-host stack (its own simulated host).`,
+    `Three replicas on simulated hosts (simulated SGLang, weights load in ${options.load} s) behind HAProxy 2.6 (Debian bookworm's) on a simulated host of its own; health checks every 2 s (a generation, GET /health_generate) and an agent check on each replica as often (a four-token chat completion whose answer must be text). A client sends ${options.rate} requests/s through the balancer during each whole \`pulumi up\` (every third streams; 256 tokens each, about 1.3 s at the simulator's speed, so requests are in flight at every drain). Beside each rollout, the same change on a single-host stack (its own simulated host).`,
     "",
     "| rollout | budget | rollout s | single-host up s | rollout / (3 x single) | leaves' waits s | rejoins' waits s | sent | completed | failed | cut | fewest replicas serving |",
     "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ...rollouts.map((r, i) => `| ${i + 1} | ${r.budget} | ${r.rolloutSeconds.toFixed(1)} | ${r.singleHostSeconds.toFixed(1)} | ${(r.rolloutSeconds / (3 * r.singleHostSeconds)).toFixed(2)} | ${r.leaveSeconds} | ${r.rejoinSeconds} | ${r.ledger.sent} | ${r.ledger.completed} | ${r.ledger.failed} | ${r.ledger.cut} | ${r.fewestServing} |`),
     "",
-    "The waits are whole seconds as the steps reported them, summed over the three replicas (a leave waits for HAProxy's sessions to the replica to end; a rejoin for two passing checks, 2 s apart). The rest of the difference from three single-host changes is not broken down here (among it: each balancer step's SSH login, the minHealthy check's generations, and the engine running the replicas' steps one after another).",
+    "The waits are whole seconds as the steps reported them, summed over the three replicas (a leave waits for HAProxy's sessions to the replica to end; a rejoin for two passing checks, 2 s apart). The rest of the difference from three single-host changes is not broken down here (among it: each balancer step's SSH login, the minHealthy check's generations (asked of the other replicas at once), and the engine running the replicas' steps one after another; readiness no longer leaves the balancer again after its replica's restart in the same \`up\`).",
     "",
-    `Median (min-max) of ${rollouts.length}: rollout ${fmt(roll)} s, single-host up ${fmt(one)} s, ratio ${fmt(ratio, 2)}. All rollouts: ${total("sent")} requests sent, ${total("completed")} completed, **${total("failed")} failed, ${total("cut")} cut**.`,
+    `Median (min-max) of ${rollouts.length}: rollout ${fmt(roll)} s, single-host up ${fmt(one)} s, ratio ${fmt(ratio, 2)}. All rollouts: ${total("sent")} requests sent, ${total("completed")} completed, **${total("failed")} failed, ${total("cut")} cut, ${total("garbled")} garbled**.`,
     "",
     `Completed requests per 10 s of the last rollout (the capacity the clients saw): ${rollouts.at(-1)?.ledger.completedPer10s.join(", ")}. Replicas serving, sampled each second: ${rollouts.at(-1)?.serving.join(" ")}.`,
     "",

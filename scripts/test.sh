@@ -16,7 +16,7 @@ mapfile -t all < <(find test -name '*.test.ts' -not -path '*/fixtures/*' | sort)
 # The longest files first (a scheduling hint, measured in bench/results/test-time.md), so that
 # the slots run out of work together rather than one long file running alone at the end.
 longest=(test/campaign/cases.test.ts test/docs/guides.test.ts test/components/sglang-service/safety.test.ts test/components/sglang-service/real-sglang.test.ts
-  test/components/review/review.test.ts test/components/fleet/rollout.test.ts test/components/sglang-service/multinode-barrier.test.ts test/components/sglang-service/generations.test.ts
+  test/components/review/review.test.ts test/components/fleet/rollout.test.ts test/components/fleet/faults.test.ts test/components/sglang-service/multinode-barrier.test.ts test/components/sglang-service/generations.test.ts
   test/components/sglang-service/multinode.test.ts test/components/benchmark/stack.test.ts test/components/sglang-service/reboot-state.test.ts
   test/readme-walkthrough.test.ts test/components/sglang-service/replace.test.ts)
 files=("${longest[@]}")

@@ -12,7 +12,7 @@ import { Ssh } from "../sglang-service/remote/ssh";
 import { bashCommand } from "../sglang-service/hostScript";
 import { renderUnit, sha256 } from "../sglang-service/render";
 import { startDynamicProviders } from "../sglang-service/provider";
-import { balancerPaths, BalancerView, frontendOf, haproxyConfigHash, mustRejoin, parseBalancer, renderBalancerRemoval, renderBalancerScript, renderBalancerStep, replicaDeployment, replicasOf, ServerState, standing, urlHostPort } from "./render";
+import { balancerPaths, BalancerView, renderAgentInstall, renderAgentRemoval, frontendOf, haproxyConfigHash, mustRejoin, parseBalancer, renderBalancerRemoval, renderBalancerScript, renderBalancerStep, replicaDeployment, replicasOf, ServerState, standing, urlHostPort } from "./render";
 import { BalancerConfig, FLEET_PROVIDER_VERSION } from "./provider";
 
 export interface SglangFleetArgs {
@@ -63,6 +63,13 @@ export function balancerDrift(v: BalancerView, expectedHash: string): string {
   return found.length ? found.join("; ") : "in place";
 }
 
+/** Pure: what a replica last ran, from this stack's mark of its last rejoin (render.ts ServerState lastJoined), in words. */
+export function lastRan(last: { unitHash: string; at: string } | null, unitHash: string): string {
+  if (last === null) return "what it last ran is not recorded on the balancer";
+  const ran = last.unitHash === unitHash ? "this configuration" : last.unitHash === "unknown" ? "what its failed restart left (its known-good configuration where it rolled back)" : `another configuration (unit ${last.unitHash.slice(0, 12)})`;
+  return `it last joined the balancer at ${last.at}, running ${ran}`;
+}
+
 /** Pure: the rollout order (replica indices): those not serving in the balancer first, then the rest, each group in replica order. */
 export function rolloutOrder(standings: string[]): number[] {
   const idx = standings.map((_, k) => k);
@@ -75,7 +82,7 @@ export class SglangFleet extends pulumi.ComponentResource {
   /** The replicas, in replica order (host first). */
   readonly replicas: SglangService[];
   /** Each replica: its server name, host, unit hash and generation. */
-  readonly summary: pulumi.Output<{ replica: string; host: string; unitHash: string; generation: number | null }[]>;
+  readonly summary: pulumi.Output<{ replica: string; host: string; unitHash: string; generation: number | null; requestsCut: number | null; unreachable: string | null }[]>;
 
   constructor(name: string, args: SglangFleetArgs, opts: pulumi.ComponentResourceOptions = {}) {
     super(FLEET_TYPE, name, {}, opts);
@@ -116,28 +123,6 @@ export class SglangFleet extends pulumi.ComponentResource {
     // others in their own order.
     const order = standings.apply((st) => rolloutOrder(st));
     const drift = view.apply((v) => balancerDrift(v, expectedHash));
-    pulumi.all([view, order, drift]).apply(async ([v, o, dr]) => {
-      const front = frontendOf(f);
-      const note = (st: string) =>
-        st.startsWith("held ") ? (operatorStates === "keep" ? ": held by an operator, rolled but kept out (operatorStates keep)" : ": held by an operator, put back once rolled (operatorStates clear)") : st === "waiting to join" ? ": gets requests only once it runs this configuration" : "";
-      const lines = o.map((k, pos) => {
-        const st = standing(v.servers?.find((s) => s.server === replicas[k].server));
-        return `  ${pos + 1}. ${replicas[k].server} (${replicas[k].address}:${replicas[k].port}): ${st} in the balancer${note(st)}`;
-      });
-      const own = `its own HAProxy ${paths.unitName} (${paths.config}) on ${lbHost.address}`;
-      const state =
-        v.config === "absent" && v.instance !== "active" && v.legacy === null
-          ? `${own}, not there yet; nothing else on that host is touched`
-          : v.legacy === "active"
-            ? `${own}; up takes over from Debian's haproxy.service, which runs the /etc/haproxy/haproxy.cfg an earlier version wrote for this stack: starts its own beside it, then stops and disables haproxy.service once its requests end, and renames that file`
-            : `${own}${dr === "in place" ? "" : `, which drifted (${dr}): up repairs it`}; nothing else on that host is touched`;
-      await pulumi.log.info(
-        `fleet of stack ${stack}: ${replicas.length} replicas behind ${state} (clients: http://${urlHostPort(front.address, front.port)}); ` +
-          `up rolls them in this order, ${f.maxUnavailable} at a time, never fewer than ${minHealthyOf(f)} serving:\n${lines.join("\n")}`,
-        this,
-      );
-    });
-
     // This stack's HAProxy on the balancer host, checked there before it replaces the old one.
     const balancer = new BalancerConfig(
       `${name}-balancer`,
@@ -173,7 +158,8 @@ export class SglangFleet extends pulumi.ComponentResource {
         connection,
         server: r.server,
         leave: bashCommand(renderBalancerStep(d, stack, "leave", r.server, d.timeouts.drainSeconds)),
-        join: bashCommand(renderBalancerStep(d, stack, "rejoin", r.server, f.loadBalancer.joinSeconds)),
+        join: bashCommand(renderBalancerStep(d, stack, "rejoin", r.server, f.loadBalancer.joinSeconds, unitHashes[k])),
+        joinBack: bashCommand(renderBalancerStep(d, stack, "rejoin", r.server, f.loadBalancer.joinSeconds, "unknown")),
         show: bashCommand(renderBalancerStep(d, stack, "show")),
         leaveSeconds: bounds.leave,
         joinSeconds: bounds.rejoin,
@@ -184,14 +170,49 @@ export class SglangFleet extends pulumi.ComponentResource {
         deployment: rd,
         privateKey: keys[k],
         secrets: args.secrets,
-        replicaOf: { balancer: steps, standing: standings.apply((s) => s[k]), rejoin: pulumi.all([view, standings]).apply(([v, s]) => mustRejoin(v, s[k], operatorStates)), after },
+        replicaOf: {
+          balancer: steps,
+          standing: standings.apply((s) => s[k]),
+          rejoin: pulumi.all([view, standings]).apply(([v, s]) => mustRejoin(v, s[k], operatorStates)),
+          after,
+          agent: { install: renderAgentInstall(d, stack, k), removal: renderAgentRemoval(d, stack), after: [balancer] },
+        },
       });
       services.push(service);
     });
+    pulumi.all([view, order, drift, pulumi.all(services.map((s) => s.unreachable))]).apply(async ([v, o, dr, dead]) => {
+      const front = frontendOf(f);
+      const note = (st: string) =>
+        st.startsWith("held ") ? (operatorStates === "keep" ? ": held by an operator, rolled but kept out (operatorStates keep)" : ": held by an operator, put back once rolled (operatorStates clear)") : st === "waiting to join" ? ": gets requests only once it runs this configuration" : "";
+      const lines = o.map((k, pos) => {
+        const server = v.servers?.find((s) => s.server === replicas[k].server);
+        const st = standing(server);
+        const where = `  ${pos + 1}. ${replicas[k].server} (${replicas[k].address}:${replicas[k].port})`;
+        if (dead[k] !== null) return `${where}: ${st} in the balancer; cannot be reached over SSH: not rolled, and up changes nothing there (${lastRan(server?.lastJoined ?? null, unitHashes[k])})`;
+        return `${where}: ${st} in the balancer${note(st)}`;
+      });
+      const own = `its own HAProxy ${paths.unitName} (${paths.config}) on ${lbHost.address}`;
+      const state =
+        v.config === "absent" && v.instance !== "active" && v.legacy === null
+          ? `${own}, not there yet; nothing else on that host is touched`
+          : v.legacy === "active"
+            ? `${own}; up takes over from Debian's haproxy.service, which runs the /etc/haproxy/haproxy.cfg an earlier version wrote for this stack: starts its own beside it, then stops and disables haproxy.service once its requests end, and renames that file`
+            : `${own}${dr === "in place" ? "" : `, which drifted (${dr}): up repairs it`}; nothing else on that host is touched`;
+      await pulumi.log.info(
+        `fleet of stack ${stack}: ${replicas.length} replicas behind ${state} (clients: http://${urlHostPort(front.address, front.port)}); ` +
+          `up rolls them in this order, ${f.maxUnavailable} at a time, never fewer than ${minHealthyOf(f)} serving; ` +
+          `a leaving replica's requests get ${d.timeouts.drainSeconds} s to end, then ${f.drainPolicy === "cut" ? "are cut (fleet.drainPolicy cut)" : "the rollout halts there (fleet.drainPolicy halt)"}:\n${lines.join("\n")}`,
+        this,
+      );
+    });
+
     this.replicas = services;
     this.endpoint = pulumi.output(`http://${urlHostPort(frontendOf(f).address, frontendOf(f).port)}`);
-    this.summary = pulumi.all(services.map((s) => pulumi.all([s.unitHash, s.generation]))).apply((rows) =>
-      rows.map(([unitHash, generation], k) => ({ replica: replicas[k].server, host: replicas[k].address, unitHash, generation })),
+    // requestsCut: what the replica's last restart cut (fleet.drainPolicy "cut"); null where unknown.
+    // unitHash: what readiness last proved there (a replica `up` could not reach keeps its own);
+    // unreachable: why `up` could not reach it, or null.
+    this.summary = pulumi.all(services.map((s) => pulumi.all([s.unitHash, s.provenUnitHash, s.generation, s.timings, s.unreachable]))).apply((rows) =>
+      rows.map(([unitHash, proven, generation, timings, unreachable], k) => ({ replica: replicas[k].server, host: replicas[k].address, unitHash: proven ?? unitHash, generation, requestsCut: timings?.requestsCut ?? null, unreachable })),
     );
     this.registerOutputs({ endpoint: this.endpoint, summary: this.summary });
   }

@@ -3,8 +3,9 @@
 // recorded. What a user of the fleet sees during a rollout: `completed` (a whole answer, its
 // usage saying all `maxTokens` tokens, streamed or not), `failed` (an HTTP error, or no
 // connection), `cut` (an answer that began and ended short: without [DONE], with fewer tokens,
-// or a body that broke off). OpenAI-compatible chat completions; `ignore_eos` so every answer
-// has its full length.
+// or a body that broke off), `garbled` (a whole answer that is not text: U+FFFD or control
+// characters, raw or escaped in the JSON). OpenAI-compatible chat completions; `ignore_eos` so
+// every answer has its full length.
 
 export interface LedgerOptions {
   /** The balancer's URL, e.g. http://127.0.0.13:8080 */
@@ -24,7 +25,7 @@ export interface Outcome {
   /** ms since the ledger started, when the request was sent. */
   at: number;
   stream: boolean;
-  result: "completed" | "failed" | "cut";
+  result: "completed" | "failed" | "cut" | "garbled";
   /** ms from send to the answer's end. */
   ms: number;
   why?: string;
@@ -35,6 +36,7 @@ export interface LedgerReport {
   completed: number;
   failed: number;
   cut: number;
+  garbled: number;
   streaming: number;
   seconds: number;
   /** Each outcome that was not a completion. */
@@ -43,7 +45,8 @@ export interface LedgerReport {
   completedPer10s: number[];
 }
 
-async function one(o: LedgerOptions, stream: boolean): Promise<Pick<Outcome, "result" | "why">> {
+/** One request through the balancer, and how it ended (a ledger's; also a test's long stream). */
+export async function oneRequest(o: Pick<LedgerOptions, "baseUrl" | "model" | "apiKey" | "maxTokens" | "timeoutMs">, stream: boolean): Promise<Pick<Outcome, "result" | "why">> {
   let res: Response;
   try {
     res = await fetch(`${o.baseUrl}/v1/chat/completions`, {
@@ -63,6 +66,8 @@ async function one(o: LedgerOptions, stream: boolean): Promise<Pick<Outcome, "re
   } catch (e) {
     return { result: "cut", why: `the answer broke off: ${(e as Error).message}` };
   }
+  // Not text: what a broken server sends (the simulator's corruptOutput), raw or JSON-escaped.
+  if (/\uFFFD|\\ufffd|\\u00(0[0-8bcef]|1[0-9a-f])/i.test(body)) return { result: "garbled", why: `the answer is not text: ${JSON.stringify(body.slice(0, 120))}` };
   if (stream) {
     if (!/^data: \[DONE\]$/m.test(body)) return { result: "cut", why: `the stream ended without [DONE] after ${body.length} bytes` };
     // A server that aborts a stream still ends it with [DONE] (after an error chunk): only the
@@ -87,7 +92,7 @@ export function startLedger(o: LedgerOptions): { stop: () => Promise<LedgerRepor
     const stream = n % o.streamEvery === 0;
     n++;
     const at = performance.now() - t0;
-    outcomes.push(one(o, stream).then((r) => ({ at, stream, ms: performance.now() - t0 - at, ...r })));
+    outcomes.push(oneRequest(o, stream).then((r) => ({ at, stream, ms: performance.now() - t0 - at, ...r })));
   };
   send();
   const timer = setInterval(send, 1000 / o.perSecond);
@@ -100,7 +105,7 @@ export function startLedger(o: LedgerOptions): { stop: () => Promise<LedgerRepor
       const windows = Array.from({ length: Math.ceil(seconds / 10) }, () => 0);
       for (const x of all) if (x.result === "completed") windows[Math.floor(x.at / 10_000)]++;
       const count = (r: Outcome["result"]) => all.filter((x) => x.result === r).length;
-      return { sent: all.length, completed: count("completed"), failed: count("failed"), cut: count("cut"), streaming: all.filter((x) => x.stream).length, seconds, problems: all.filter((x) => x.result !== "completed"), completedPer10s: windows };
+      return { sent: all.length, completed: count("completed"), failed: count("failed"), cut: count("cut"), garbled: count("garbled"), streaming: all.filter((x) => x.stream).length, seconds, problems: all.filter((x) => x.result !== "completed"), completedPer10s: windows };
     },
   };
 }

@@ -100,3 +100,46 @@ export class BalancerConfig extends pulumi.dynamic.Resource {
     super(balancerConfigProvider, name, { ...args, result: undefined }, { ...opts, additionalSecretOutputs: ["connection"] });
   }
 }
+
+/**
+ * HAProxy's agent check on one replica (remote/balancer.ts applyReplicaAgent): installed or
+ * updated when its rendered installation changes, moved (new one first) when the replica's
+ * address does; its delete removes it, and names it where the replica cannot be reached.
+ */
+function makeReplicaAgentProvider(): pulumi.dynamic.ResourceProvider {
+  const module = BALANCER_MODULE;
+  const load = (): typeof Balancer => {
+    const file = require("node:path").resolve(module);
+    if (!require("node:fs").existsSync(file)) {
+      throw new Error(`dflash-sglang's provider code ${module} is not in ${process.cwd()}, where Pulumi started this provider: run pulumi in the folder of a checkout of this project, with its npm dependencies installed`);
+    }
+    return require("tsx/cjs/api").require(file, file);
+  };
+  const where = (c: any) => `${c?.host}:${c?.port}`;
+  return {
+    async diff(_id: string, olds: any, news: any) {
+      const replaces = where(olds.connection) !== where(news.connection) ? ["connection"] : [];
+      const changes = replaces.length > 0 || ["install", "providerVersion"].some((k) => olds[k] !== news[k]);
+      return { changes, replaces, deleteBeforeReplace: false };
+    },
+    async create(inputs: any) {
+      return { id: `${inputs.label}:agent:${where(inputs.connection)}`, outs: await load().applyReplicaAgent(inputs) };
+    },
+    async update(_id: string, _olds: any, news: any) {
+      return { outs: await load().applyReplicaAgent(news) };
+    },
+    async delete(_id: string, olds: any) {
+      await load().removeReplicaAgent(olds);
+    },
+  };
+}
+
+const replicaAgentProvider = makeReplicaAgentProvider();
+
+/** HAProxy's agent check on one replica: a generation judged every check; removed on delete. */
+export class ReplicaAgent extends pulumi.dynamic.Resource {
+  declare readonly answer: pulumi.Output<string>;
+  constructor(name: string, args: Inputs<Balancer.ReplicaAgentInputs>, opts?: pulumi.CustomResourceOptions) {
+    super(replicaAgentProvider, name, { ...args, answer: undefined }, { ...opts, additionalSecretOutputs: ["connection"] });
+  }
+}

@@ -1,9 +1,10 @@
 // Pure: what the fleet's balancer host receives. HAProxy's configuration (one frontend, one
 // backend of the replicas, health checks that ask each replica to generate) and the host
 // scripts that put it in place and drive HAProxy's runtime API (host/balancer*.sh).
-import { Deployment, Fleet, minHealthyOf } from "../sglang-service/schema";
+import { agentPortOf, Deployment, Fleet, minHealthyOf } from "../sglang-service/schema";
 import { createHash } from "node:crypto";
 import { renderHostScript } from "../sglang-service/hostScript";
+import { localServerUrl, secretPaths } from "../sglang-service/render";
 
 /**
  * Where this stack's own HAProxy keeps its files on the balancer host. The balancer host is
@@ -31,6 +32,116 @@ export function balancerPaths(stack: string) {
     /** Held by a leave while it counts the others and drains (host/balancer-step.sh). */
     lock: `/run/dflash-balancer-${id}.lock`,
   } as const;
+}
+
+/** Where HAProxy's agent check of this stack lives on each replica (host/agent*.sh). */
+export function agentPaths(stack: string) {
+  const id = stack.replace(/[^A-Za-z0-9_.-]/g, "_");
+  return {
+    socketUnit: `dflash-agent-${id}.socket`,
+    socket: `/etc/systemd/system/dflash-agent-${id}.socket`,
+    /** The template each connection runs (Accept=yes). */
+    service: `/etc/systemd/system/dflash-agent-${id}@.service`,
+    dir: `/var/lib/dflash-sglang/agent/${id}`,
+  } as const;
+}
+
+/** Seconds the agent gives its generation (within HAProxy's `timeout check`, 20 s). */
+const AGENT_GENERATION_SECONDS = 10;
+
+/** Pure: the agent check of replica k (host/agent.sh): its local server, the model, the stack's API key header file. */
+export function renderAgentScript(d: Deployment, stack: string, k: number): string {
+  const rd = replicaDeployment(d, k);
+  const body = JSON.stringify({ model: d.model.servedModelName ?? d.model.path, messages: [{ role: "user", content: "Say OK" }], max_tokens: 4, temperature: 0 });
+  return renderHostScript({
+    about: [`dflash-sglang: HAProxy's agent check of ${d.service.unitName} (stack ${stack}) on ${rd.host.address}.`],
+    set: "-uo pipefail",
+    values: { url: `${localServerUrl(rd)}/v1/chat/completions`, body, seconds: AGENT_GENERATION_SECONDS, curl_headers: secretPaths(d.service.unitName).curlHeaders },
+    files: ["agent.sh"],
+    component: { folder: "fleet", renderer: "render.ts" },
+  });
+}
+
+/** Pure: the agent's socket unit on replica k: its address and the agent port, a connection each (Accept=yes), at most 4 at once. */
+export function renderAgentSocket(d: Deployment, stack: string, k: number): string {
+  const rd = replicaDeployment(d, k);
+  return [
+    `# HAProxy's agent check of the SGLang fleet of stack ${stack} on this replica.`,
+    "# Rendered by dflash-sglang (components/fleet/render.ts); `pulumi up` replaces it: do not edit.",
+    "[Unit]",
+    `Description=HAProxy agent check of the SGLang fleet of stack ${stack} (dflash-sglang)`,
+    "",
+    "[Socket]",
+    `ListenStream=${urlHostPort(rd.service.listenAddress, agentPortOf(d))}`,
+    "Accept=yes",
+    "MaxConnections=4",
+    "FreeBind=yes",
+    "",
+    "[Install]",
+    "WantedBy=sockets.target",
+    "",
+  ].join("\n");
+}
+
+/** Pure: the service each agent connection runs (host/agent.sh); systemd's own lines about each run are not logged (LogLevelMax). */
+export function renderAgentService(stack: string): string {
+  const p = agentPaths(stack);
+  return [
+    `# One agent check of the SGLang fleet of stack ${stack} (a connection of ${p.socketUnit}).`,
+    "# Rendered by dflash-sglang (components/fleet/render.ts); `pulumi up` replaces it: do not edit.",
+    "[Unit]",
+    `Description=HAProxy agent check of the SGLang fleet of stack ${stack} (dflash-sglang)`,
+    "",
+    "[Service]",
+    `ExecStart=/bin/bash ${p.dir}/agent.sh`,
+    "StandardInput=socket",
+    "StandardOutput=socket",
+    "StandardError=journal",
+    "RuntimeMaxSec=30",
+    "LogLevelMax=notice",
+    "NoNewPrivileges=yes",
+    "ProtectSystem=strict",
+    "ProtectHome=yes",
+    "PrivateTmp=yes",
+    "",
+  ].join("\n");
+}
+
+/** Pure: installs (or updates) the agent on replica k (host/agent-install.sh). */
+export function renderAgentInstall(d: Deployment, stack: string, k: number): string {
+  const p = agentPaths(stack);
+  const rd = replicaDeployment(d, k);
+  const a = rd.service.listenAddress;
+  return renderHostScript({
+    about: [`dflash-sglang: installs HAProxy's agent check of stack ${stack} on ${rd.host.address}.`],
+    set: "-uo pipefail",
+    values: {
+      socket_unit: p.socketUnit,
+      socket_path: p.socket,
+      service_path: p.service,
+      agent_dir: p.dir,
+      agent_script: { text: renderAgentScript(d, stack, k) },
+      socket_text: { text: renderAgentSocket(d, stack, k) },
+      service_text: { text: renderAgentService(stack) },
+      listen_host: a === "0.0.0.0" ? "127.0.0.1" : a === "::" ? "::1" : a,
+      listen_port: agentPortOf(d),
+      command_seconds: Math.ceil(d.timeouts.commandSeconds),
+    },
+    files: ["agent-install.sh"],
+    component: { folder: "fleet", renderer: "render.ts" },
+  });
+}
+
+/** Pure: removes the agent of this stack from a replica (host/agent-remove.sh). */
+export function renderAgentRemoval(d: Deployment, stack: string): string {
+  const p = agentPaths(stack);
+  return renderHostScript({
+    about: [`dflash-sglang: removes HAProxy's agent check of stack ${stack}.`],
+    set: "-uo pipefail",
+    values: { socket_unit: p.socketUnit, socket_path: p.socket, service_path: p.service, agent_dir: p.dir, command_seconds: Math.ceil(d.timeouts.commandSeconds) },
+    files: ["agent-remove.sh"],
+    component: { folder: "fleet", renderer: "render.ts" },
+  });
 }
 
 /** What an earlier version of this tool wrote: Debian's own HAProxy, its configuration replaced whole. */
@@ -87,7 +198,9 @@ export function replicaDeployment(d: Deployment, k: number): Deployment {
   const host = k === 0 ? d.host : d.fleet.replicas[k - 1];
   const a = d.service.listenAddress;
   const listenAddress = a === "0.0.0.0" || a === "::" ? a : host.address;
-  return { ...d, host, service: { ...d.service, listenAddress }, fleet: undefined };
+  // The server's own drain follows the fleet's policy (schema.ts fleet.drainPolicy).
+  const drainPolicy = d.fleet.drainPolicy === "cut" ? "proceed" : "fail";
+  return { ...d, host, service: { ...d.service, listenAddress }, timeouts: { ...d.timeouts, drainPolicy }, fleet: undefined };
 }
 
 /** Pure: the address and port clients reach the fleet on. */
@@ -200,7 +313,7 @@ function haproxyBody(d: Deployment, stack: string): string {
     "    http-check expect status 200",
     // Checked every `inter`; while a server changes state (down, coming back) every `fast`: a
     // replica back from its restart is seen serving within a second.
-    `    default-server check inter ${inter} fastinter ${fast} downinter ${fast} fall 2 rise 2${slow} disabled`,
+    `    default-server check inter ${inter} fastinter ${fast} downinter ${fast} fall 2 rise 2${slow} agent-check agent-port ${agentPortOf(d)} agent-inter ${inter} disabled`,
     ...replicasOf(d).map((r) => `    server ${r.server} ${hostPort(r.address, r.port)}`),
     "",
   ];
@@ -309,7 +422,7 @@ export function renderBalancerRemoval(d: Deployment, stack: string): string {
 export type BalancerAction = "show" | "leave" | "rejoin";
 
 /** Pure: one rollout step on the balancer (host/balancer-step.sh); `server` is ignored by `show`. */
-export function renderBalancerStep(d: Deployment, stack: string, action: BalancerAction, server = "", waitSeconds = 0): string {
+export function renderBalancerStep(d: Deployment, stack: string, action: BalancerAction, server = "", waitSeconds = 0, unitHash = ""): string {
   const f = d.fleet!;
   return renderHostScript({
     about: [`dflash-sglang: the fleet's balancer (stack ${stack}), ${action}${server ? ` ${server}` : ""}.`],
@@ -325,6 +438,9 @@ export function renderBalancerStep(d: Deployment, stack: string, action: Balance
       poll: (d.timeouts.pollMs / 1000).toFixed(3),
       lock_file: balancerPaths(stack).lock,
       operator_states: f.loadBalancer.operatorStates,
+      // fleet.drainPolicy "halt": a leave past its wait with requests open halts the rollout.
+      halt_on_open: f.drainPolicy === "halt",
+      unit_hash: unitHash,
     },
     files: ["balancer-api.sh", "balancer-servers.sh", "balancer-listen.sh", "balancer-step.sh"],
     component: { folder: "fleet", renderer: "render.ts" },
@@ -345,6 +461,8 @@ export interface ServerState {
   joined: boolean;
   /** A rollout of this stack took it out and has not put it back. */
   left: boolean;
+  /** When this stack last put it in: the unit hash it ran then ("unknown" after a failed restart) and the time; null where it never did (or an earlier version did). */
+  lastJoined: { unitHash: string; at: string } | null;
 }
 
 /** This stack's HAProxy on the balancer host, as `show` read it (host/balancer-step.sh). */
@@ -372,12 +490,13 @@ const LINE = /^(\S+) (\S+) op=(\d+) admin=(\d+) scur=(\d+) qcur=(\d+) status=(\S
 export function parseBalancer(stdout: string): BalancerView {
   const lines = stdout.split("\n").map((l) => l.trim());
   const tag = (t: string) => lines.filter((l) => l.startsWith(`@@${t} `) || l === `@@${t}`).map((l) => l.slice(t.length + 3));
-  const joined = new Set(tag("joined"));
+  const joinedMarks = new Map(tag("joined").map((t) => t.split(" ")).map(([name, unitHash, at]) => [name, unitHash && at ? { unitHash, at } : null]));
+  const joined = new Set(joinedMarks.keys());
   const left = new Set(tag("left"));
   const servers = lines
     .map((l) => LINE.exec(l))
     .filter((m): m is RegExpExecArray => m !== null)
-    .map((m) => ({ server: m[1], address: m[2], op: Number(m[3]), admin: Number(m[4]), sessions: Number(m[5]), queued: Number(m[6]), status: m[7].replaceAll("_", " "), check: m[8], joined: joined.has(m[1]), left: left.has(m[1]) }));
+    .map((m) => ({ server: m[1], address: m[2], op: Number(m[3]), admin: Number(m[4]), sessions: Number(m[5]), queued: Number(m[6]), status: m[7].replaceAll("_", " "), check: m[8], joined: joined.has(m[1]), left: left.has(m[1]), lastJoined: joinedMarks.get(m[1]) ?? null }));
   return {
     servers: lines.includes("@@absent") ? null : servers,
     instance: tag("instance")[0] || "absent",

@@ -138,6 +138,8 @@ export interface NodeConnection {
 export interface ConfiguredNodes {
   unitName: string;
   connections: NodeConnection[];
+  /** The stack is a fleet (fleet is set): a replica's host that cannot be reached does not stop a removal. */
+  fleet: boolean;
 }
 
 /**
@@ -156,7 +158,7 @@ export function nodesFromConfig(get: (key: string) => string | undefined, stack:
     const own = i > 0 ? d.nodes[i - 1].privateKeyPath : undefined;
     return { host: h.address, port: h.port, user: h.user, hostKey: h.hostKey, privateKey: own ? keyFileText(own, `nodes[${i - 1}].privateKeyPath`, stack) : hostKey, ...(h.become ? { become: h.become } : {}) };
   });
-  return { unitName: d.service.unitName, connections };
+  return { unitName: d.service.unitName, connections, fleet: d.fleet !== undefined };
 }
 
 /**

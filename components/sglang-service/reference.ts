@@ -92,6 +92,7 @@ export const EXAMPLES: Record<string, Example> = {
   "benchmark.runId": { value: "2" },
   "fleet.replicas": { value: [{ address: "10.0.0.6", hostKey: PLACEHOLDER_HOST_KEY }] },
   "fleet.minHealthy": { value: 2 },
+  "fleet.loadBalancer.agentPort": { value: 30001 },
   "fleet.loadBalancer.host.address": { value: "10.0.0.9" },
   "fleet.loadBalancer.listenAddress": { value: "0.0.0.0" },
 };

@@ -291,6 +291,19 @@ export const fleetSchema = section("fleet", {
   minHealthy: wholeNumber("fleet.minHealthy", 0, MAX_FLEET_REPLICAS).optional(),
   /** How many replicas may be out of the balancer at once, at most the replicas (MAX_FLEET_REPLICAS, 64). Defaults to 1. */
   maxUnavailable: wholeNumber("fleet.maxUnavailable", 1, MAX_FLEET_REPLICAS).default(1),
+  /**
+   * What a replica's leave does when requests through HAProxy are still open after
+   * timeouts.drainSeconds: "cut" moves on (its restart cuts them, as a Kubernetes pod's grace
+   * period does, and `up` counts them in each replica's timings.requestsCut); "halt" puts the
+   * replica back as it was and stops the rollout there, every replica on a known configuration
+   * (those before it on the new one, it and those after on theirs), nothing cut. The replica's
+   * own drain follows: "cut" starts the new configuration once the server's drain ends
+   * (timeouts.drainPolicy "proceed"), "halt" restores the old one if the server still had to
+   * cut a request HAProxy did not send ("fail"); a fleet sets no timeouts.drainPolicy. So a
+   * leave waits at most twice timeouts.drainSeconds: at the balancer, then in the server.
+   * Defaults to "cut": a stream longer than the bound does not stop the fleet.
+   */
+  drainPolicy: oneOf("fleet.drainPolicy", ["cut", "halt"]).default("cut"),
   loadBalancer: section("fleet.loadBalancer", {
     /** The host HAProxy (2.6 or later, with socat) runs on: the program writes its configuration and drives its runtime API. */
     host: hostSchemaAt("fleet.loadBalancer.host"),
@@ -329,6 +342,14 @@ export const fleetSchema = section("fleet", {
      * Defaults to "keep".
      */
     operatorStates: oneOf("fleet.loadBalancer.operatorStates", ["keep", "clear"]).default("keep"),
+    /**
+     * The port, on each replica's address, of HAProxy's agent check (components/fleet/host/agent.sh,
+     * a systemd socket on the replica): every checkSeconds it asks the replica's server for a
+     * four-token chat completion and takes the replica out while the answer is not text (garbage,
+     * empty, an error), which SGLang's /health_generate does not judge. Must be free on every
+     * replica, and not service.port. Defaults to service.port + 1 (agentPortOf).
+     */
+    agentPort: port("fleet.loadBalancer.agentPort").optional(),
   }),
 });
 
@@ -469,6 +490,10 @@ function fleetRules(c: Partial<z.output<typeof deploymentShape>>, issue: Issue):
   });
   const lb = `${f.loadBalancer.host.address}:${f.loadBalancer.host.port}`;
   if (seen.has(lb)) issue(["fleet", "loadBalancer", "host"], `fleet.loadBalancer.host (${lb}) is ${seen.get(lb)}: HAProxy runs on a host of its own, not on a replica`);
+  const service = typeof c.service === "object" && c.service !== null ? (c.service as { port?: unknown }).port : undefined;
+  if (f.loadBalancer.agentPort !== undefined && f.loadBalancer.agentPort === service) {
+    issue(["fleet", "loadBalancer", "agentPort"], `fleet.loadBalancer.agentPort (${f.loadBalancer.agentPort}) is service.port, where each replica's server listens: choose another free port for HAProxy's agent check (or leave it out: service.port + 1)`);
+  }
   if (f.maxUnavailable > total) issue(["fleet", "maxUnavailable"], `fleet.maxUnavailable (${f.maxUnavailable}) is more than the fleet's ${total} replicas`);
   if (f.minHealthy !== undefined && f.minHealthy > total - f.maxUnavailable) {
     issue(["fleet", "minHealthy"], `fleet.minHealthy (${f.minHealthy}) leaves no replica free to roll: with ${total} replicas and maxUnavailable ${f.maxUnavailable} it can be at most ${total - f.maxUnavailable}`);
@@ -536,6 +561,11 @@ export type FlagMap = z.output<typeof flagMapSchema>;
 export type Fleet = z.output<typeof fleetSchema>;
 
 /** The fleet's minHealthy, its default resolved: all replicas but maxUnavailable. */
+/** The port of HAProxy's agent check on each replica: fleet.loadBalancer.agentPort, else service.port + 1 (service.port 65535: 65534). */
+export function agentPortOf(d: Deployment): number {
+  return d.fleet?.loadBalancer.agentPort ?? (d.service.port < 65535 ? d.service.port + 1 : d.service.port - 1);
+}
+
 export function minHealthyOf(f: Fleet): number {
   return f.minHealthy ?? f.replicas.length + 1 - f.maxUnavailable;
 }
@@ -555,12 +585,23 @@ export function parseDeployment(raw: Record<string, unknown>, stack: string, pro
   const present = Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined));
   // reportInput: an issue of a key that is absent has `input: undefined`.
   const r = deploymentSchema.safeParse(present, { reportInput: true });
-  if (r.success) return r.data;
-  const lines = r.error.issues.flatMap((i) => explained(i, [])).map(({ path, message, input }) => {
+  const given = fleetGivenIssues(present);
+  if (r.success && given.length === 0) return r.data;
+  const lines = (r.success ? [] : r.error.issues.flatMap((i) => explained(i, []))).map(({ path, message, input }) => {
     const key = path.length ? `${CONFIG_NAMESPACE}:${path.map(String).join(".")}` : CONFIG_NAMESPACE;
     return `  - ${key}: ${input === undefined ? `is required${replacedObjectNote(path, project, stack)}` : message}`;
   });
-  return failConfig(stack, lines);
+  return failConfig(stack, [...lines, ...given.map(({ key, message }) => `  - ${CONFIG_NAMESPACE}:${key}: ${message}`)]);
+}
+
+/**
+ * Pure: keys a fleet's stack may not set at all (a default would be the same value, so only
+ * the raw configuration tells): a replica's server drain follows fleet.drainPolicy.
+ */
+function fleetGivenIssues(raw: Record<string, unknown>): { key: string; message: string }[] {
+  const timeouts = raw.timeouts;
+  if (raw.fleet === undefined || typeof timeouts !== "object" || timeouts === null || (timeouts as Record<string, unknown>).drainPolicy === undefined) return [];
+  return [{ key: "timeouts.drainPolicy", message: 'a fleet\'s replicas follow fleet.drainPolicy ("cut" or "halt"), which decides their server drain too: remove timeouts.drainPolicy from this stack and set fleet.drainPolicy instead' }];
 }
 
 /**

@@ -19,11 +19,11 @@ import { expectedServerArgs, gpusPerNode, launchArgs, localServerUrl, renderUnit
 import { helperScripts, groupFinishSeconds, groupPrepareSeconds, preflightInput, renderPreflightScript, renderStageRemoval, renderStageScript, renderTransaction, secretFileOrder, transactionInput, transactionPath } from "./script";
 import type { StackSecrets } from "./config";
 import { GroupRestart, PROVIDER_VERSION, Presence, Ready, startDynamicProviders } from "./provider";
-import { describeHostChange, hostRunsOf, readLiveUnit } from "./remote/observe";
+import { describeHostChange, hostRunsOf, NodeView, readLiveUnit } from "./remote/observe";
 import { asSshUser } from "./become";
-import { NoRootAccess } from "./remote/ssh";
+import { NoRootAccess, Unreachable } from "./remote/ssh";
 import type { BalancerSteps } from "../fleet/remote/balancer";
-import { ReplicaRestart, FLEET_PROVIDER_VERSION } from "../fleet/provider";
+import { ReplicaAgent, ReplicaRestart, FLEET_PROVIDER_VERSION } from "../fleet/provider";
 
 export interface SglangServiceArgs {
   /** The validated configuration (see schema.ts: parseDeployment). */
@@ -46,6 +46,12 @@ export interface SglangServiceArgs {
     rejoin: pulumi.Input<boolean>;
     /** What its restart waits for: the balancer's configuration, or the replica before it in the rollout's order. */
     after: pulumi.Input<pulumi.Resource[]>;
+    /**
+     * HAProxy's agent check on this replica: its installation and removal scripts (fleet/render.ts
+     * renderAgentInstall, renderAgentRemoval), installed once `after` (the balancer's configuration:
+     * a fleet refused there writes nothing on its replicas).
+     */
+    agent: { install: string; removal: string; after: pulumi.Resource[] };
   };
 }
 
@@ -122,6 +128,10 @@ export function childUrn(componentType: string, child: string): string {
 export class SglangService extends pulumi.ComponentResource {
   /** sha256 of the rendered unit: what the host should run. */
   readonly unitHash: pulumi.Output<string>;
+  /** A fleet's replica whose host could not be reached (why, in words; `up` changed nothing there); null otherwise. */
+  readonly unreachable: pulumi.Output<string | null>;
+  /** The unit hash readiness last proved on node 0 (its recorded input): what the host runs where `up` could not reach it. */
+  readonly provenUnitHash: pulumi.Output<string | null>;
   /** The rendered systemd unit. */
   readonly unitText: pulumi.Output<string>;
   /** The server's command line (interpreter and arguments). */
@@ -167,16 +177,44 @@ export class SglangService extends pulumi.ComponentResource {
     // the restart waits for it.
     // A host that cannot be read (unreachable, or not the pinned host key) stops the run
     // here, before anything has changed what a host runs.
-    const hostReads = pulumi.all(planned.map((n) => n.conn)).apply((conns) =>
-      Promise.all(conns.map((c) => readLiveUnit(c, d.service.unitName))).catch((e: Error) => {
-        throw new ProgramError(e instanceof NoRootAccess ? `stack ${stack}: ${e.message}` : e.message);
-      }),
+    // A fleet's replica whose host cannot be reached at all (down, cut off) does not stop the
+    // fleet: it is read as `unreachable`, and every resource of it keeps its recorded state
+    // (unchanged: `up` runs nothing there; the others roll within minHealthy).
+    const reading = new Promise<NodeView[]>((resolve, reject) =>
+      pulumi.all(planned.map((n) => n.conn)).apply((conns) =>
+        Promise.all(
+          conns.map((c) =>
+            readLiveUnit(c, d.service.unitName).catch((e: Error): NodeView => {
+              if (args.replicaOf && e instanceof Unreachable) return { host: c.host, live: null, unreachable: e.message };
+              throw e;
+            }),
+          ),
+        ).then(resolve, (e: Error) => reject(new ProgramError(e instanceof NoRootAccess ? `stack ${stack}: ${e.message}` : e.message))),
+      ),
     );
+    const hostReads = pulumi.all(planned.map((n) => n.conn)).apply(() => reading);
+    const unreachable = reading.then((views) => views[0].unreachable, () => undefined);
     const hostView = hostReads.apply(async (views) => {
-      const text = views.map((v, k) => describeHostChange(d.service.unitName, stack, v, planned[k].unitText, k === 0 ? "" : ` (node ${k})`)).join("\n");
+      const text = views
+        .map((v, k) =>
+          v.unreachable
+            ? `${d.service.unitName} on ${v.host}: cannot be read (${v.unreachable}); \`up\` changes nothing there and rolls the fleet's other replicas (never fewer than fleet.minHealthy serving); HAProxy sends it no request while its check fails.`
+            : describeHostChange(d.service.unitName, stack, v, planned[k].unitText, k === 0 ? "" : ` (node ${k})`),
+        )
+        .join("\n");
       await pulumi.log.info(text, this);
       return text;
     });
+    // Every resource of an unreachable replica keeps its recorded inputs (ignoreChanges on all of
+    // them), so that the engine runs nothing there; a resource it never had is still created,
+    // and fails naming the host.
+    const keepIfUnreachable: pulumi.ResourceTransform = async (a) => {
+      if ((await unreachable) === undefined) return undefined;
+      const keys = Object.keys(a.props).filter((k) => k !== "rejoin");
+      return { props: a.props, opts: { ...a.opts, ignoreChanges: [...(a.opts.ignoreChanges ?? []), ...keys] } };
+    };
+    const guard: pulumi.CustomResourceOptions = args.replicaOf ? { transforms: [keepIfUnreachable] } : {};
+    this.unreachable = pulumi.output(unreachable.then((u) => u ?? null));
     // What `up` must do follows what preview said: a node that runs anything but this
     // stack's unit makes the readiness resource prove (and restart) it there.
     const hostRuns = hostReads.apply((views) => views.map((v, k) => hostRunsOf(v, planned[k].unitText)));
@@ -194,7 +232,7 @@ export class SglangService extends pulumi.ComponentResource {
       const preflight = new command.remote.Command(
         `${name}-preflight${n.suffix}`,
         { connection, ...hostStep(n.host, `bash -s # preflight ${d.service.unitName} for stack ${stack}`, renderPreflightScript(checked)), addPreviousOutputInEnv: false },
-        { parent: this, additionalSecretOutputs: ["connection"] },
+        { ...guard, parent: this, additionalSecretOutputs: ["connection"] },
       );
       // This stack on the node: created first, deleted last; its delete is the teardown.
       // A change of where the unit lives (address, port, unit name) replaces it old-first:
@@ -218,7 +256,7 @@ export class SglangService extends pulumi.ComponentResource {
           providerVersion: PROVIDER_VERSION,
         },
         // Old first also when Pulumi replaces it without asking the provider (\`up --replace\`).
-        { parent: this, dependsOn: [preflight], deleteBeforeReplace: true },
+        { ...guard, parent: this, dependsOn: [preflight], deleteBeforeReplace: true },
       );
       const stageScript = renderStageScript({ ...checked, unitText: n.unitText, transaction, helpers: helperScripts() });
       // apply: preflight, then stage in this stack's folder (the live unit is not touched).
@@ -230,7 +268,7 @@ export class SglangService extends pulumi.ComponentResource {
           ...hostStep(n.host, `bash -s # stage ${d.service.unitName} for stack ${stack}`, stageScript),
           addPreviousOutputInEnv: false,
         },
-        { parent: this, dependsOn: [onNode], additionalSecretOutputs: ["connection"] },
+        { ...guard, parent: this, dependsOn: [onNode], additionalSecretOutputs: ["connection"] },
       );
       return { ...n, staged, commandConnection: connection, connection: n.conn };
     });
@@ -281,17 +319,26 @@ export class SglangService extends pulumi.ComponentResource {
           secretStdin: restartStdin,
           balancer: pulumi.secret(fleet.balancer),
           standing: fleet.standing,
-          rejoin: fleet.rejoin,
+          // A replica that cannot be reached is not put back either (keepIfUnreachable keeps the rest).
+          rejoin: pulumi.all([fleet.rejoin, this.unreachable]).apply(([r, u]) => (u === null ? r : false)),
           finishSeconds: groupFinishSeconds(d.timeouts),
           label,
           urn: childUrn(COMPONENT_TYPE, `${name}-restart`),
           providerVersion: FLEET_PROVIDER_VERSION,
         },
-        { parent: this, dependsOn: pulumi.output(fleet.after).apply((a) => [n.staged, ...a]) },
+        { ...guard, parent: this, dependsOn: pulumi.output(fleet.after).apply((a) => [n.staged, ...a]) },
       );
       return { resource: restart as pulumi.Resource, output: restart.stdout };
     };
     const restarts = args.replicaOf ? [replicaRestart(nodes[0], args.replicaOf)] : planned.length === 1 ? [singleRestart(nodes[0])] : groupRestart();
+    // A fleet's replica: HAProxy's agent check there (fleet/host/agent.sh), in place before it rejoins.
+    const agent = args.replicaOf
+      ? new ReplicaAgent(
+          `${name}-agent`,
+          { connection: nodes[0].conn, install: args.replicaOf.agent.install, removal: args.replicaOf.agent.removal, label, urn: childUrn(COMPONENT_TYPE, `${name}-agent`), providerVersion: FLEET_PROVIDER_VERSION },
+          { ...guard, parent: this, dependsOn: [nodes[0].staged, ...args.replicaOf.agent.after] },
+        )
+      : undefined;
 
     const target = {
       unitName: d.service.unitName,
@@ -329,7 +376,7 @@ export class SglangService extends pulumi.ComponentResource {
       // Earlier versions of this tool named this resource `<name>-rollout` (and did the
       // restart in it): the alias adopts it, so upgrading updates it in place instead of
       // deleting it, whose old delete would stop and remove the live unit.
-      { parent: this, dependsOn: restarts.map((r) => r.resource), aliases: [{ name: `${name}-rollout` }] },
+      { ...guard, parent: this, dependsOn: [...restarts.map((r) => r.resource), ...(agent ? [agent] : [])], aliases: [{ name: `${name}-rollout` }] },
     );
 
     const unitText = nodes[0].unitText;
@@ -341,6 +388,8 @@ export class SglangService extends pulumi.ComponentResource {
     this.acceptLength = ready.acceptLength;
     this.timings = ready.timings;
     this.generation = ready.generation.apply((g) => g ?? null);
+    // Only the hash leaves the secret `nodes` (their connections hold keys).
+    this.provenUnitHash = pulumi.unsecret((ready as unknown as { nodes: pulumi.Output<{ unitHash: string }[]> }).nodes.apply((ns) => ns?.[0]?.unitHash ?? null));
     this.registerOutputs({ hostView, unitHash: this.unitHash, launchCommand: this.launchCommand, serverArgs: this.serverArgs, timings: this.timings, acceptLength: this.acceptLength, generation: this.generation });
   }
 }

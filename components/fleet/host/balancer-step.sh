@@ -11,10 +11,13 @@
 #          than $min_healthy replicas serving, as HAProxy sees them and as each answers a
 #          generation itself (/health_generate from here); then marks it as taken out by a
 #          rollout (left/NAME), `state drain` (no new request goes there), and waits until
-#          HAProxy holds no session or queued request for it, at most $wait_seconds (past it, it
-#          says so: the server's own drain decides then). A replica an operator holds out
-#          (`held`) is left as it is ("@@held", operator_states keep).
-#   rejoin puts $server back (`state ready`), marks it as put in by this stack (joined/NAME),
+#          HAProxy holds no session or queued request for it, at most $wait_seconds. Past it,
+#          fleet.drainPolicy decides ($halt_on_open): "cut" moves on, saying how many are open
+#          (the restart cuts them); "halt" puts the replica back as it was (`state ready` where it
+#          served before this step), says "@@halted" and exits 9. A replica an operator holds
+#          out (`held`) is left as it is ("@@held", operator_states keep).
+#   rejoin puts $server back (`state ready`), marks it as put in by this stack (joined/NAME, which
+#          holds the unit hash it runs, $unit_hash, or "unknown" after a failed restart, and the time),
 #          and waits until its health check, a generation, passes (at most $wait_seconds; exit 8
 #          past it: HAProxy sends nothing to a server whose check fails, so it is in the balancer
 #          but serves no request). A replica an operator holds out stays out ("@@held").
@@ -41,8 +44,9 @@ show)
   if [ -s "$state_file" ]; then echo "@@states yes"; else echo "@@states no"; fi
   conflicts | sed 's/^/@@conflict /'
   if legacy_ours; then echo "@@legacy $(timeout -k 2 "$command_seconds" systemctl is-active "$legacy_unit" 2>/dev/null || true)"; fi
+  # A joined mark holds what the replica ran when this stack last put it in, and when.
   for f in "$state_dir"/joined/* "$state_dir"/left/*; do
-    [ -e "$f" ] && echo "@@$(basename "$(dirname "$f")") $(basename "$f")"
+    [ -e "$f" ] && echo "@@$(basename "$(dirname "$f")") $(basename "$f")$(head -n1 "$f" | tr -cd '0-9a-zA-Z:. -' | sed 's/^./ &/')"
   done
   if out=$(servers "$backend"); then
     printf '%s\n' "$out"
@@ -60,19 +64,24 @@ leave)
   all=$(servers "$backend") || { echo "FAILED: HAProxy on $balancer does not answer on its runtime API ($socket)"; exit 1; }
   mine=$(awk -v s="$server" '$1 == s' <<<"$all")
   [ -n "$mine" ] || { echo "FAILED: HAProxy on $balancer has no server $server in backend $backend"; exit 1; }
+  was_serving=0
   if kept_out "$mine"; then
     echo "@@held $server $(field status "$mine")"
   else
     if serving "$mine"; then
-      # Leaving costs a serving replica: count the others that serve, both views.
-      count=0 names=()
+      was_serving=1
+      # Leaving costs a serving replica: count the others that serve, both views (each asked
+      # for a generation, all at once: the leave waits for the slowest, not for their sum).
+      count=0 names=() asked=() pids=()
       while read -r name addr _; do
         [ "$name" = "$server" ] && continue
         serving "$(awk -v s="$name" '$1 == s' <<<"$all")" || continue
-        if timeout -k 2 "$command_seconds" curl -fsS -o /dev/null -m "$command_seconds" "http://$addr/health_generate"; then
-          count=$((count + 1)) names+=("$name")
-        fi
+        timeout -k 2 "$command_seconds" curl -fsS -o /dev/null -m "$command_seconds" "http://$addr/health_generate" &
+        pids+=("$!") asked+=("$name")
       done <<<"$all"
+      for k in "${!pids[@]}"; do
+        if wait "${pids[$k]}"; then count=$((count + 1)) names+=("${asked[$k]}"); fi
+      done
       if [ "$count" -lt "$min_healthy" ]; then
         echo "FAILED: taking $server out of the balancer would leave $count replica(s) serving (${names[*]:-none}), fewer than fleet.minHealthy ($min_healthy); nothing was changed. The servers, as HAProxy on $balancer sees them:"
         printf '%s\n' "$all"
@@ -91,6 +100,16 @@ leave)
     scur=$(field scur "$mine") qcur=$(field qcur "$mine")
     if [ "${scur:-x}" = 0 ] && [ "${qcur:-x}" = 0 ]; then echo "@@left $server $((SECONDS - start))"; exit 0; fi
     if [ $((SECONDS - start)) -ge "$wait_seconds" ]; then
+      if [ "$halt_on_open" = yes ]; then
+        # Back as it was: a replica that served serves again; nothing of it changed.
+        if [ "$was_serving" = 1 ]; then
+          set_state ready || { echo "FAILED: $server still had ${scur:-?}+${qcur:-?} request(s) open after $wait_seconds s, and HAProxy on $balancer did not take 'set server $backend/$server state ready': it stays drained"; exit 1; }
+          rm -f "$state_dir/left/$server"
+          save_server_state || true
+        fi
+        echo "@@halted $server $((SECONDS - start)) open=${scur:-?}+${qcur:-?}"
+        exit 9
+      fi
       echo "@@left $server $((SECONDS - start)) open=${scur:-?}+${qcur:-?}"
       exit 0
     fi
@@ -104,7 +123,7 @@ rejoin)
     exit 0
   fi
   set_state ready || { echo "FAILED: HAProxy on $balancer did not take 'set server $backend/$server state ready'"; exit 1; }
-  mark joined && rm -f "$state_dir/left/$server"
+  mark joined && printf '%s %s\n' "${unit_hash:-unknown}" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$state_dir/joined/$server" && rm -f "$state_dir/left/$server"
   save_server_state || true
   start=$SECONDS
   while :; do

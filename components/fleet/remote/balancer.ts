@@ -4,7 +4,7 @@
 // request for it), restarts through its own staged transaction, and rejoins once proven; a
 // failure rejoins it on what it serves then (its rollback's known-good configuration) before
 // `up` fails, so that no replica is left out of the balancer by a failed step.
-import { Connection, RunResult, Ssh, withSsh } from "../../sglang-service/remote/ssh";
+import { Connection, RunResult, Ssh, Unreachable, withSsh } from "../../sglang-service/remote/ssh";
 import { progress } from "../../sglang-service/remote/progress";
 import { sha256, shellQuote } from "../../sglang-service/render";
 import { readLiveUnit } from "../../sglang-service/remote/observe";
@@ -19,6 +19,8 @@ export interface BalancerSteps {
   /** host/balancer-step.sh rendered for `leave` and `join` of this replica (components/fleet/render.ts). */
   leave: string;
   join: string;
+  /** The rejoin after a failed step: the same, but its mark does not claim the new configuration. */
+  joinBack?: string;
   /** The longest each may take, seconds (its own wait plus the host commands' bounds). */
   leaveSeconds: number;
   joinSeconds: number;
@@ -65,26 +67,53 @@ async function step(b: BalancerSteps, script: string, seconds: number): Promise<
   return Ssh.once(b.connection, script, Math.ceil(seconds * 1000));
 }
 
+/**
+ * The replicas this provider process took out of the balancer and has not put back (one
+ * process serves every dynamic resource of an \`up\`): readiness, which follows a replica's
+ * restart in the same \`up\`, finds it still out and does not leave again (an SSH login, the
+ * lock and a reading saved per replica). Kept on globalThis: the restart's provider and the
+ * readiness handlers load this module each on their own.
+ */
+const outOfBalancer = ((globalThis as { __dflashOutOfBalancer?: Set<string> }).__dflashOutOfBalancer ??= new Set<string>());
+const outKey = (b: BalancerSteps) => `${b.connection.host}:${b.connection.port}/${b.server}`;
+
+/** Takes the replica out of the balancer unless this \`up\` already did (its restart) and has not put it back since; the line to report. */
+export async function leaveUnlessOut(b: BalancerSteps, label: string, urn?: string): Promise<string> {
+  if (!outOfBalancer.has(outKey(b))) return leaveBalancer(b, label, urn);
+  const line = `${b.server} is still out of the balancer since its restart`;
+  await progress(urn, `${label}: ${line}`, false);
+  return line;
+}
+
 /** Takes the replica out of the balancer and waits until HAProxy holds nothing for it; throws (nothing changed) where minHealthy forbids it. */
 export async function leaveBalancer(b: BalancerSteps, label: string, urn?: string): Promise<string> {
   await progress(urn, `${label}: taking ${b.server} out of the balancer (HAProxy on ${b.connection.host}), then waiting for its requests there to end`);
   const r = await step(b, b.leave, b.leaveSeconds);
+  const halted = /^@@halted (\S+) (\d+) open=(\S+)$/m.exec(r.stdout);
+  if (r.code === 9 && halted) {
+    throw new Error(
+      `${label}: the rollout halted at ${b.server}: ${halted[3]} request(s) through HAProxy were still open after ${halted[2]} s (timeouts.drainSeconds), and fleet.drainPolicy is "halt": ${b.server} is back in the balancer as it was, nothing was restarted there or after it, and nothing was cut.\n` +
+        `${await fleetAccount(b)}\nRun \`pulumi up\` again when those requests have ended (it resumes from the replicas that do not run the new configuration), raise timeouts.drainSeconds, or set fleet.drainPolicy to "cut" to move on and cut them.`,
+    );
+  }
   if (r.code !== 0) throw new Error(`${label}: ${failureLines(r) || `the balancer step ended with exit ${r.code}`}`);
   const held = /^@@held (\S+) (\S+)/m.exec(r.stdout);
   const left = /^@@left (\S+) (\d+)(?: open=(\S+))?$/m.exec(r.stdout);
+  if (!held) outOfBalancer.add(outKey(b));
   const line = held
     ? `${b.server} is held out of the balancer by an operator (${held[2]}): left as it is (fleet.loadBalancer.operatorStates "keep"); ${left?.[3] ? `${left[3]} request(s) through HAProxy were still open after ${left[2]} s` : "HAProxy holds no request for it"}`
     : left?.[3]
-    ? `${b.server} left the balancer; ${left[3]} request(s) through HAProxy were still open after ${left[2]} s: the server's own drain decides now (timeouts.drainPolicy)`
+    ? `${b.server} left the balancer; ${left[3]} request(s) through HAProxy were still open after ${left[2]} s (timeouts.drainSeconds): moving on (fleet.drainPolicy "cut"); the server's own drain gives them up to timeouts.drainSeconds more, then the restart cuts them (counted in its timings.requestsCut)`
     : `${b.server} left the balancer; HAProxy holds no request for it (${left?.[2] ?? "?"} s)`;
   await progress(urn, `${label}: ${line}`, false);
   return line;
 }
 
 /** Puts the replica back and waits until its health check passes; the line to report, or throws with what HAProxy sees. */
-export async function joinBalancer(b: BalancerSteps, label: string, urn?: string): Promise<string> {
+export async function joinBalancer(b: BalancerSteps, label: string, urn?: string, afterFailure = false): Promise<string> {
   await progress(urn, `${label}: putting ${b.server} back into the balancer, waiting for its health check (a generation) to pass`);
-  const r = await step(b, b.join, b.joinSeconds);
+  outOfBalancer.delete(outKey(b));
+  const r = await step(b, afterFailure ? (b.joinBack ?? b.join) : b.join, b.joinSeconds);
   if (r.code !== 0) throw new Error(`${label}: ${failureLines(r) || `the balancer step ended with exit ${r.code}`}`);
   const joined = /^@@joined (\S+) (\d+)$/m.exec(r.stdout);
   const held = /^@@held (\S+) (\S+)/m.exec(r.stdout);
@@ -107,7 +136,7 @@ export async function rejoinAfter<T>(b: BalancerSteps, label: string, urn: strin
     result = await work();
   } catch (e) {
     const why = (e as Error).message;
-    const back = await joinBalancer(b, label, urn).then(
+    const back = await joinBalancer(b, label, urn, true).then(
       (line) => `${line}, on what it runs after the failure above (its known-good configuration where it rolled back)`,
       (j: Error) => `${b.server} could not rejoin: ${j.message}`,
     );
@@ -197,4 +226,37 @@ export async function removeBalancerConfig(i: BalancerConfigInputs): Promise<voi
   await progress(i.urn, `${i.label}: removing this stack's HAProxy from ${i.connection.host} (its requests finish first)`);
   const r = await Ssh.once(i.connection, bashCommand(i.removal), Math.ceil(i.removalSeconds * 1000));
   if (r.code !== 0) throw new Error(`${i.label}: removing this stack's HAProxy from ${i.connection.host}: ${failureLines(r) || `exit ${r.code}`}`);
+}
+
+/** Inputs of HAProxy's agent check on one replica (provider.ts ReplicaAgent). */
+export interface ReplicaAgentInputs {
+  connection: Connection;
+  /** host/agent-install.sh rendered for this replica, and host/agent-remove.sh (render.ts). */
+  install: string;
+  removal: string;
+  label: string;
+  urn?: string;
+  providerVersion: string;
+}
+
+export type ReplicaAgentOutputs = ReplicaAgentInputs & { answer: string };
+
+/** Installs or updates the agent check on the replica (host/agent-install.sh); its first answer. */
+export async function applyReplicaAgent(i: ReplicaAgentInputs): Promise<ReplicaAgentOutputs> {
+  await progress(i.urn, `${i.label}: installing HAProxy's agent check (a generation judged every check) on ${i.connection.host}`);
+  const r = await Ssh.once(i.connection, bashCommand(i.install), 120_000);
+  if (r.code !== 0) throw new Error(`${i.label}: HAProxy's agent check on ${i.connection.host}: ${failureLines(r) || `its installation ended with exit ${r.code}`}`);
+  const answer = /^@@agent (.*)$/m.exec(r.stdout)?.[1] ?? "?";
+  await progress(i.urn, `${i.label}: the agent check on ${i.connection.host} answers "${answer}"`, false);
+  return { ...i, answer };
+}
+
+/** Removes the agent check from the replica; a replica that cannot be reached at all (down) is named, not waited for. */
+export async function removeReplicaAgent(i: ReplicaAgentInputs): Promise<void> {
+  const r = await Ssh.once(i.connection, bashCommand(i.removal), 120_000).catch((e: Error) => (e instanceof Unreachable ? e : Promise.reject(e)));
+  if (r instanceof Unreachable) {
+    await progress(i.urn, `${i.label}: HAProxy's agent check on ${i.connection.host} was not removed (${r.message}); it answers nobody once the replica is out of the balancer. When the host is back: \`systemctl disable --now\` the dflash-agent socket of this stack there.`, false);
+    return;
+  }
+  if (r.code !== 0) throw new Error(`${i.label}: removing HAProxy's agent check from ${i.connection.host}: ${failureLines(r) || `exit ${r.code}`}`);
 }

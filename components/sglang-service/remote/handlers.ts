@@ -2,7 +2,7 @@
 // Loaded by ../provider.ts inside the provider process (never serialized). Every change to
 // a host goes through the staged transaction script (../script.ts), run over SSH.
 import { randomBytes } from "node:crypto";
-import { Connection, Ssh } from "./ssh";
+import { Connection, Ssh, Unreachable } from "./ssh";
 import { NodeStep, ReadinessResult, Target, waitReadyGroup } from "./steps";
 import { progress } from "./progress";
 import { secretPaths, shellQuote, startTimeoutSeconds, STATE_DIR, unitPath } from "../render";
@@ -13,7 +13,7 @@ export { applyGroupRestart } from "./group-restart";
 export type { GroupRestartInputs } from "./group-restart";
 import { exitWithEngine } from "./engine-watch";
 import { ConfiguredNodes, NodeConnection, nodesFromConfig } from "../config";
-import { BalancerSteps, leaveBalancer, rejoinAfter } from "../../fleet/remote/balancer";
+import { BalancerSteps, leaveUnlessOut, rejoinAfter } from "../../fleet/remote/balancer";
 
 exitWithEngine();
 
@@ -283,9 +283,10 @@ export async function applyReady(i: ReadyInputs): Promise<ReadyOutputs> {
   if (!i.balancer) return proveReady(i);
   const b = i.balancer;
   // Out of the balancer first, here too: readiness restarts a replica itself where the last
-  // attempt rolled back or the program found it running something else, and a replica already
-  // out (its restart step left) is not checked against minHealthy again.
-  await leaveBalancer(b, i.target.label, i.target.urn);
+  // attempt rolled back or the program found it running something else. A replica this \`up\`'s
+  // restart took out is still out (leaveUnlessOut); one out by a run cut short is not checked
+  // against minHealthy again.
+  await leaveUnlessOut(b, i.target.label, i.target.urn);
   return rejoinAfter(b, i.target.label, i.target.urn, () => proveReady(i));
 }
 
@@ -582,9 +583,12 @@ export async function removeInterruptedRenames(o: ReadyOutputs, config?: ConfigG
     values: { state_root: STATE_DIR, stack_line: hostValues({ stack: o.target.stack }) },
     files: ["remove-renames.sh"],
   });
+  const fleet = configuredNodes(config, o.target.stack).fleet === true;
   for (const [rank, n] of o.nodes.entries()) {
     const connection = currentConnection(n.connection, configured[rank]);
-    const r = await Ssh.once(connection, bashCommand(script), 30 * 60_000).catch((e) => Promise.reject(withRotationHint(e)));
+    const r = await Ssh.once(connection, bashCommand(script), 30 * 60_000).catch((e) => (fleet && e instanceof Unreachable ? undefined : Promise.reject(withRotationHint(e))));
+    // A fleet's replica whose host is down: its presence's delete names what stays there.
+    if (r === undefined) continue;
     const out = `${r.stdout}${r.stderr}`.trim();
     if (out) await progress(o.target.urn, out, false);
     if (r.code !== 0) throw new Error(`removing what an interrupted rename of ${o.target.unitName} (stack ${o.target.stack}) left on ${connection.host} failed (exit ${r.code}): ${out || "no output"}`);
@@ -628,7 +632,18 @@ export async function removePresence(o: PresenceInputs, config?: ConfigGetter, r
     values: { transaction: o.transaction, carry, stage_removal: { text: o.stageRemoval } },
     files: ["remove.sh"],
   });
-  const r = await Ssh.once(connection, bashCommand(script), 30 * 60_000).catch((e) => Promise.reject(withRotationHint(e)));
+  const r = await Ssh.once(connection, bashCommand(script), 30 * 60_000).catch((e) => (now.fleet === true && e instanceof Unreachable ? e : Promise.reject(withRotationHint(e))));
+  if (r instanceof Unreachable) {
+    // A fleet does not wait for a dead replica: it left the balancer's configuration already
+    // (the balancer is updated first); what it ran stays on its host, named here.
+    await progress(
+      o.urn,
+      `${o.unitName} (stack ${o.stack}) on ${connection.host} was not removed: ${r.message}. The replica is out of the fleet and its balancer; its unit and this stack's files stay on that host. ` +
+        `When the host is back, remove them there (\`systemctl disable --now ${o.unitName}.service\`, then delete ${unitPath(o.unitName)} and ${o.transaction.replace(/\/[^/]*$/, "")}), or add it to fleet.replicas again and run \`pulumi up\`.`,
+      false,
+    );
+    return;
+  }
   const out = `${r.stdout}${r.stderr}`.trim();
   if (out) await progress(o.urn, out, false);
   if (r.code !== 0) throw new Error(`removing ${o.unitName} (stack ${o.stack}) from ${o.connection.host} failed (exit ${r.code}): ${out || "no output"}`);

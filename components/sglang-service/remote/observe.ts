@@ -9,6 +9,8 @@ import { redactSecrets } from "../parse";
 
 export interface NodeView {
   host: string;
+  /** Why the host could not be read at all (a fleet's replica that is down: ssh.ts Unreachable); nothing else is known then. */
+  unreachable?: string;
   /** The installed unit's text, or null when the unit is not installed. */
   live: string | null;
   /** When the transaction last removed the unit (seconds since the epoch), if it is not installed and was removed by us. */

@@ -46,7 +46,7 @@ export class Ssh {
     if (/Host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED|host key for .* has changed/i.test(r.stderr)) {
       return new Error(`SSH to ${where} refused: the host's key does not match the pinned host.hostKey. Nothing was run on the host. If the host was really reinstalled, update host.hostKey from \`ssh-keyscan -p ${conn.port} ${conn.host}\`.\n${r.stderr.trim()}`);
     }
-    return new Error(unreachableMessage(conn, r));
+    return noConnection(r.stderr) ? new Unreachable(unreachableMessage(conn, r)) : new Error(unreachableMessage(conn, r));
   }
 
   /**
@@ -268,6 +268,14 @@ function canConnect(port: number): Promise<boolean> {
 
 /** The SSH user cannot run the host steps as root (sudo refuses, or it is not root and host.become is unset): nothing ran. */
 export class NoRootAccess extends Error {}
+
+/** ssh got no connection through (refused, timed out, no route): the host is down or cut off, not another host nor a refused key. */
+export class Unreachable extends Error {}
+
+/** Pure: whether ssh's failure (exit 255) says no connection got through to the host at all. */
+export function noConnection(stderr: string): boolean {
+  return /Connection refused|Connection timed out|Operation timed out|No route to host|Network is unreachable/i.test(stderr);
+}
 
 /** Opens, runs fn, always closes. */
 export async function withSsh<T>(conn: Connection, fn: (ssh: Ssh) => Promise<T>): Promise<T> {

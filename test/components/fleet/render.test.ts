@@ -6,8 +6,8 @@ import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { ConfigError, parseDeployment, minHealthyOf } from "../../../components/sglang-service/schema";
-import { balancerPaths, frontendOf, haproxyConfigHash, mustRejoin, parseBalancer, parseServers, renderBalancerUnit, renderHaproxyConfig, replicaDeployment, replicasOf, serverName, standing, urlHostPort } from "../../../components/fleet/render";
+import { agentPortOf, ConfigError, parseDeployment, minHealthyOf } from "../../../components/sglang-service/schema";
+import { balancerPaths, frontendOf, renderAgentInstall, renderAgentRemoval, renderAgentScript, renderAgentService, renderAgentSocket, haproxyConfigHash, mustRejoin, parseBalancer, parseServers, renderBalancerUnit, renderHaproxyConfig, replicaDeployment, replicasOf, serverName, standing, urlHostPort } from "../../../components/fleet/render";
 import { balancerDrift, rolloutOrder } from "../../../components/fleet/fleet";
 import { testStackConfig } from "../sglang-service/stackConfig";
 
@@ -51,6 +51,9 @@ test("replicas: host is replica 1, each named by its address; each listens on it
   assert.equal(replicaDeployment(d, 2).host.address, "10.0.0.7");
   assert.equal(replicaDeployment(d, 2).service.listenAddress, "10.0.0.7");
   assert.equal(replicaDeployment(d, 2).fleet, undefined);
+  // The replica's own drain follows the fleet's policy: "cut" (the default) starts the new configuration after cutting.
+  assert.equal(replicaDeployment(d, 2).timeouts.drainPolicy, "proceed");
+  assert.equal(replicaDeployment(parseDeployment(withFleet({ ...FLEET, drainPolicy: "halt" }), "fleet-test"), 1).timeouts.drainPolicy, "fail");
   const wild = parseDeployment(withFleet(FLEET, { service: { listenAddress: "0.0.0.0" } }), "fleet-test");
   assert.equal(replicaDeployment(wild, 1).service.listenAddress, "0.0.0.0");
   assert.deepEqual(frontendOf(d.fleet!), { address: "10.0.0.9", port: 8080 });
@@ -58,7 +61,10 @@ test("replicas: host is replica 1, each named by its address; each listens on it
 });
 
 test("the fleet section: unknown keys, a replica twice, the balancer on a replica, minHealthy or maxUnavailable out of range, a group as replica, each named", () => {
-  assert.match(problems(withFleet({ ...FLEET, replica: [] })), /fleet has unknown key\(s\) "replica"; valid keys: replicas, minHealthy, maxUnavailable, loadBalancer/);
+  assert.match(problems(withFleet({ ...FLEET, replica: [] })), /fleet has unknown key\(s\) "replica"; valid keys: replicas, minHealthy, maxUnavailable, drainPolicy, loadBalancer/);
+  assert.match(problems(withFleet({ ...FLEET, drainPolicy: "wait" })), /dflash-sglang:fleet\.drainPolicy: .*"cut".*"halt"/);
+  // A fleet's server drain follows fleet.drainPolicy: timeouts.drainPolicy, even the default value, is refused.
+  assert.match(problems(withFleet(FLEET, { timeouts: { drainPolicy: "fail" } })), /dflash-sglang:timeouts\.drainPolicy: a fleet's replicas follow fleet\.drainPolicy \("cut" or "halt"\)/);
   assert.match(problems(withFleet({ ...FLEET, replicas: [] })), /dflash-sglang:fleet\.replicas: fleet\.replicas must list at least one further replica/);
   assert.match(problems(withFleet({ ...FLEET, replicas: [at("10.0.0.6"), at("10.0.0.6")] })), /fleet\.replicas\[1\] \(10\.0\.0\.6:22\) is the same host as fleet\.replicas\[0\]/);
   assert.match(problems(withFleet({ ...FLEET, loadBalancer: { host: at("10.0.0.6") } })), /fleet\.loadBalancer\.host \(10\.0\.0\.6:22\) is fleet\.replicas\[0\]: HAProxy runs on a host of its own/);
@@ -77,7 +83,7 @@ test("the balancer's answers: each server's line parsed, with this stack's marks
       "@@running abc",
       "@@listening yes",
       "@@states yes",
-      "@@joined replica1",
+      "@@joined replica1 9f2c 2026-12-07T07:01:02Z",
       "@@joined replica2",
       "@@left replica2",
       "@@joined replica4",
@@ -94,7 +100,10 @@ test("the balancer's answers: each server's line parsed, with this stack's marks
   );
   const servers = view.servers;
   assert.ok(servers);
-  assert.deepEqual(servers[0], { server: "replica1", address: "10.0.0.5:30000", op: 2, admin: 4, sessions: 3, queued: 1, status: "UP", check: "L7OK", joined: true, left: false });
+  assert.deepEqual(servers[0], { server: "replica1", address: "10.0.0.5:30000", op: 2, admin: 4, sessions: 3, queued: 1, status: "UP", check: "L7OK", joined: true, left: false, lastJoined: { unitHash: "9f2c", at: "2026-12-07T07:01:02Z" } });
+  // An earlier version's mark says only that it joined.
+  assert.equal(servers[1].joined, true);
+  assert.equal(servers[1].lastJoined, null);
   assert.equal(servers[5].status, "DOWN 1/2");
   // admin 4 alone: the configuration's `disabled`, lifted by `state ready`; op 1: in its slowstart.
   assert.deepEqual(
@@ -143,9 +152,9 @@ test("each stack's HAProxy is its own: unit, configuration, socket and states na
   assert.match(text, new RegExp(`\\n    description dflash-sglang config sha256:${haproxyConfigHash(d, "fleet-test")}\\n`));
   assert.notEqual(haproxyConfigHash(d, "fleet-test"), haproxyConfigHash(d, "other"));
   // Every server starts out of rotation; slowstart by default, off at 0.
-  assert.match(text, /default-server check inter 2000ms fastinter 250ms downinter 250ms fall 2 rise 2 slowstart 30000ms disabled\n/);
+  assert.match(text, /default-server check inter 2000ms fastinter 250ms downinter 250ms fall 2 rise 2 slowstart 30000ms agent-check agent-port 30002 agent-inter 2000ms disabled\n/);
   const off = parseDeployment(withFleet({ ...FLEET, loadBalancer: { ...FLEET.loadBalancer, slowstartSeconds: 0 } }), "fleet-test");
-  assert.match(renderHaproxyConfig(off, "fleet-test"), /fall 2 rise 2 disabled\n/);
+  assert.match(renderHaproxyConfig(off, "fleet-test"), /fall 2 rise 2 agent-check agent-port 30002 agent-inter 2000ms disabled\n/);
   const unit = renderBalancerUnit("fleet-test");
   assert.match(unit, /^ExecStart=\/usr\/sbin\/haproxy -Ws -f \$\{CONFIG\} -p \/run\/dflash-balancer-fleet-test\/haproxy.pid -S \/run\/dflash-balancer-fleet-test\/master.sock$/m);
   // The reload signal by number: procps's kill refuses signal names under tr_TR.
@@ -157,4 +166,21 @@ test("the rollout's order: replicas that serve nothing first, then the others, e
   assert.deepEqual(rolloutOrder(["serving", "serving", "serving"]), [0, 1, 2]);
   assert.deepEqual(rolloutOrder(["serving", "draining", "down"]), [1, 2, 0]);
   assert.deepEqual(rolloutOrder(["absent", "absent", "absent"]), [0, 1, 2]);
+});
+
+test("HAProxy's agent check on each replica: its port (service.port + 1 unless set, never service.port), its socket on the replica's address, the check that judges an answer's form", () => {
+  const d = parseDeployment(withFleet(FLEET), "fleet-test");
+  assert.equal(agentPortOf(d), d.service.port + 1);
+  assert.equal(agentPortOf(parseDeployment(withFleet({ ...FLEET, loadBalancer: { ...FLEET.loadBalancer, agentPort: 9100 } }), "fleet-test")), 9100);
+  assert.match(problems(withFleet({ ...FLEET, loadBalancer: { ...FLEET.loadBalancer, agentPort: d.service.port } })), new RegExp(`dflash-sglang:fleet\\.loadBalancer\\.agentPort: fleet\\.loadBalancer\\.agentPort \\(${d.service.port}\\) is service\\.port`));
+  const socket = renderAgentSocket(d, "fleet-test", 2);
+  assert.match(socket, new RegExp(`\\nListenStream=10\\.0\\.0\\.7:${d.service.port + 1}\\nAccept=yes\\n`));
+  assert.match(renderAgentService("fleet-test"), /\nExecStart=\/bin\/bash \/var\/lib\/dflash-sglang\/agent\/fleet-test\/agent\.sh\nStandardInput=socket\nStandardOutput=socket\n/);
+  const check = renderAgentScript(d, "fleet-test", 2);
+  assert.match(check, new RegExp(`url=http://10\\.0\\.0\\.7:${d.service.port}/v1/chat/completions`));
+  assert.match(check, /curl_headers=\/etc\/dflash-sglang\/secrets\/sglang-k26\.curl-headers|curl_headers=\S+\.curl-headers/);
+  // The installation carries the three texts; the removal names only this stack's files.
+  const install = renderAgentInstall(d, "fleet-test", 2);
+  for (const part of [socket, renderAgentService("fleet-test"), check]) assert.ok(install.includes(part.trimEnd()), "the installation holds each file whole");
+  assert.match(renderAgentRemoval(d, "fleet-test"), /socket_unit=dflash-agent-fleet-test\.socket/);
 });

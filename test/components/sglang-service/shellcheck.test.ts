@@ -8,7 +8,7 @@ import { execFileSync, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { renderBalancerRemoval, renderBalancerScript, renderBalancerStep } from "../../../components/fleet/render";
+import { renderAgentInstall, renderAgentRemoval, renderAgentScript, renderBalancerRemoval, renderBalancerScript, renderBalancerStep } from "../../../components/fleet/render";
 import { parseDeployment } from "../../../components/sglang-service/schema";
 import { gpuIndices, launchFlags, renderUnit, usesCredentials } from "../../../components/sglang-service/render";
 import { helperScripts, renderPreflightScript, renderStageRemoval, renderStageScript, renderTransaction, transactionInput } from "../../../components/sglang-service/script";
@@ -62,6 +62,10 @@ function hostScripts(): Record<string, string> {
   out["balancer configuration"] = renderBalancerScript(fleet, "shellcheck");
   out["balancer removal"] = renderBalancerRemoval(fleet, "shellcheck");
   for (const action of ["show", "leave", "rejoin"] as const) out[`balancer ${action}`] = renderBalancerStep(fleet, "shellcheck", action, "replica2", 30);
+  // HAProxy's agent check on a replica: the check itself, its installation (which holds it), its removal.
+  out["agent check"] = renderAgentScript(fleet, "shellcheck", 1);
+  out["agent installation"] = renderAgentInstall(fleet, "shellcheck", 1);
+  out["agent removal"] = renderAgentRemoval(fleet, "shellcheck");
   return out;
 }
 

@@ -42,7 +42,7 @@ step() {
   (
     socket=$BATS_TEST_TMPDIR/admin.sock state_file=$BATS_TEST_TMPDIR/server-state command_seconds=2
     lock_file=$BATS_TEST_TMPDIR/lock balancer=127.0.0.9:22 action=$1 backend=sglang server=${2:-} min_healthy=${MIN_HEALTHY:-2} wait_seconds=${WAIT:-3} poll=0.01
-    state_dir=$BATS_TEST_TMPDIR/state operator_states=${OPERATOR_STATES:-keep} unit_name=dflash-balancer-s.service config_path=$BATS_TEST_TMPDIR/cfg/s.cfg config_dir=$BATS_TEST_TMPDIR/cfg
+    state_dir=$BATS_TEST_TMPDIR/state operator_states=${OPERATOR_STATES:-keep} halt_on_open=${HALT:-no} unit_hash=${UNIT_HASH:-} unit_name=dflash-balancer-s.service config_path=$BATS_TEST_TMPDIR/cfg/s.cfg config_dir=$BATS_TEST_TMPDIR/cfg
     listen_address=${LISTEN_ADDRESS:-127.0.0.9} listen_port=8080 legacy_unit=haproxy.service legacy_config=$BATS_TEST_TMPDIR/legacy.cfg legacy_socket=$BATS_TEST_TMPDIR/legacy.sock legacy_head="# HAProxy for the SGLang fleet of stack s ("
     # shellcheck source=../../../../components/fleet/host/balancer-api.sh
     source "$FLEET_HOST_DIR/balancer-api.sh"
@@ -112,11 +112,29 @@ step() {
   [ "$(grep -c '^show stat' api.log)" -ge 4 ]
 }
 
-@test "leave: past its wait, it says how many requests are still open and lets the server's drain decide" {
+@test "leave: past its wait, it says how many requests are still open and moves on (fleet.drainPolicy cut)" {
   servers_are "replica1 2 0 2 UP" "replica2 2 0 0 UP" "replica3 2 0 0 UP"
   WAIT=1 run step leave replica1
   [ "$status" -eq 0 ]
   [[ "$output" == *"@@left replica1 1 open=2+0"* ]]
+  [ -e state/left/replica1 ]
+}
+
+@test "leave with fleet.drainPolicy halt: past its wait with requests open, the replica is put back as it was and the step exits 9, unmarked" {
+  servers_are "replica1 2 0 2 UP" "replica2 2 0 0 UP" "replica3 2 0 0 UP"
+  HALT=yes WAIT=1 run step leave replica1
+  [ "$status" -eq 9 ]
+  [[ "$output" == *"@@halted replica1 1 open=2+0"* ]]
+  grep -qx "set server sglang/replica1 state drain" api.log
+  [ "$(tail -n 1 < <(grep '^set server' api.log))" = "set server sglang/replica1 state ready" ]
+  [ ! -e state/left/replica1 ]
+}
+
+@test "leave with fleet.drainPolicy halt: a replica that did not serve before stays as it was (not put in)" {
+  servers_are "replica1 0 0 2 DOWN" "replica2 2 0 0 UP" "replica3 2 0 0 UP"
+  HALT=yes WAIT=1 run step leave replica1
+  [ "$status" -eq 9 ]
+  ! grep -q "state ready" api.log
 }
 
 @test "leave: a replica that serves nothing leaves without the minHealthy check" {
@@ -175,11 +193,12 @@ step() {
   [ "$status" -eq 0 ]
   [ -e state/left/replica1 ]
   servers_are "replica1 2 4 0 UP" "replica2 2 4 0 UP"
-  run step rejoin replica1
+  UNIT_HASH=0123abcd run step rejoin replica1
   [ "$status" -eq 0 ]
   [ ! -e state/left/replica1 ] && [ -e state/joined/replica1 ]
   run step show
-  [[ "$output" == *"@@joined replica1"* ]]
+  # The mark holds what it ran when it joined, and when.
+  [[ "$output" =~ "@@joined replica1 0123abcd "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z ]]
   [[ "$output" != *"@@left replica1"* ]]
 }
 

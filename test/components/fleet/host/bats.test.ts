@@ -21,12 +21,15 @@ test("the balancer steps' bash tests pass", () => {
 /** [what the mutant breaks, the text it replaces, its replacement] in balancer-step.sh. */
 const MUTANTS: [string, string, string][] = [
   ["a replica leaves whatever minHealthy says", 'if [ "$count" -lt "$min_healthy" ]; then', "if false; then"],
-  ["others are counted without asking them to generate", 'if timeout -k 2 "$command_seconds" curl', "if true || curl"],
+  ["others are counted without asking them to generate", 'timeout -k 2 "$command_seconds" curl -fsS -o /dev/null -m "$command_seconds" "http://$addr/health_generate" &', "true &"],
+  ["the others' answers are not waited for", 'if wait "${pids[$k]}"; then', "if true; then"],
   ["the leave does not wait for HAProxy's sessions to end", 'if [ "${scur:-x}" = 0 ] && [ "${qcur:-x}" = 0 ]; then', "if true; then"],
   ["the rejoin does not wait for the check to pass", 'if serving "$mine"; then echo "@@joined', 'if true; then echo "@@joined'],
   ["two leaves count and drain at once", 'flock -w "$command_seconds" 9 ||', "true ||"],
   ["an operator's hold is lifted", 'kept_out() { [ "$operator_states" = keep ] && held "$1"; }', "kept_out() { false; }"],
   ["a leave does not mark the replica as taken out by a rollout", "    mark left ||", "    true ||"],
+  ["a halted leave leaves the replica drained", 'if [ "$was_serving" = 1 ]; then', "if false; then"],
+  ["fleet.drainPolicy halt moves on like cut", 'if [ "$halt_on_open" = yes ]; then', "if false; then"],
 ];
 
 /** The same for balancer-servers.sh. */
@@ -48,6 +51,36 @@ for (const [file, what, from, to] of [...MUTANTS.map((m) => ["balancer-step.sh",
     const dir = mutated(FLEET_HOST_DIR, file, from, to);
     try {
       const r = bats([FILE], { DFLASH_FLEET_HOST_DIR: dir });
+      assert.notEqual(r.code, 0, `the mutant (${what}) passed every bash test:\n${r.tap}`);
+      assert.match(r.tap, /^not ok/m);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+}
+
+const AGENT_FILE = path.join(__dirname, "agent.bats");
+
+test("the agent check's bash tests pass", () => {
+  const r = bats([AGENT_FILE], { DFLASH_FLEET_HOST_DIR: FLEET_HOST_DIR });
+  assert.equal(r.code, 0, r.tap);
+  assert.match(r.tap, /^1\.\.\d+$/m);
+  assert.doesNotMatch(r.tap, /^not ok/m, r.tap);
+});
+
+/** [what the mutant breaks, the text it replaces, its replacement] in agent.sh. */
+const AGENT_MUTANTS: [string, string, string][] = [
+  ["garbage passes the check", "if LC_ALL=C grep -q $'\\xef\\xbf\\xbd'", "if false && LC_ALL=C grep -q $'\\xef\\xbf\\xbd'"],
+  ["an empty answer passes", `if grep -qE '"content": ?(null|"")' <<<"$answer"; then`, "if false; then"],
+  ["an HTTP error passes", '[ "$status" = 200 ] ||', "true ||"],
+  ["the API key is not sent", '[ -r "$curl_headers" ] && auth=(-H "@$curl_headers")', ""],
+];
+
+for (const [what, from, to] of AGENT_MUTANTS) {
+  test(`a mutant of the agent check (agent.sh) fails its bash tests: ${what}`, () => {
+    const dir = mutated(FLEET_HOST_DIR, "agent.sh", from, to);
+    try {
+      const r = bats([AGENT_FILE], { DFLASH_FLEET_HOST_DIR: dir });
       assert.notEqual(r.code, 0, `the mutant (${what}) passed every bash test:\n${r.tap}`);
       assert.match(r.tap, /^not ok/m);
     } finally {
