@@ -31,6 +31,16 @@ running_hash() {
   sed -n 's/^description: dflash-sglang config sha256:\([0-9a-f]*\)$/\1/p' <<<"$out"
 }
 
+# not_gone UNIT: whether UNIT's process still runs. A soft-stopped HAProxy tells systemd it is
+# stopping (sd_notify STOPPING=1): "deactivating", is-active's non-zero answer, while its worker
+# finishes its requests.
+not_gone() {
+  case "$(timeout -k 2 "$command_seconds" systemctl is-active "$1" 2>/dev/null)" in
+  active | reloading | deactivating) return 0 ;;
+  *) return 1 ;;
+  esac
+}
+
 # soft_stop UNIT SECONDS: stops UNIT's HAProxy the gentle way: SIGUSR1 to its master (it closes
 # its listeners and exits once its requests are done), at most SECONDS, then `systemctl stop`
 # (what is still open is cut). Restart=always is held off meanwhile by a runtime drop-in.
@@ -41,7 +51,7 @@ soft_stop() {
   mkdir -p "$dropin" && printf '[Service]\nRestart=no\n' >"$dropin/dflash-sglang-stop.conf"
   timeout -k 2 "$command_seconds" systemctl daemon-reload
   timeout -k 2 "$command_seconds" systemctl kill -s SIGUSR1 --kill-whom=main "$unit"
-  while timeout -k 2 "$command_seconds" systemctl is-active -q "$unit"; do
+  while not_gone "$unit"; do
     if [ $((SECONDS - start)) -ge "$seconds" ]; then
       timeout -k 2 "$command_seconds" systemctl stop "$unit"
       how=" cut"

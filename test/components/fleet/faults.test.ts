@@ -16,8 +16,9 @@ import { mergedConfig, readRepoStackConfig, simHostConfig, simWorkspace, SimWork
 import { agentPortOf, parseDeployment } from "../../../components/sglang-service/schema";
 import { bashCommand } from "../../../components/sglang-service/hostScript";
 import { balancerPaths, parseServers, renderBalancerStep, serverName, standing } from "../../../components/fleet/render";
-import { LedgerReport, oneRequest, startLedger } from "../../../components/fleet/ledger";
+import { oneRequest } from "../../../components/fleet/ledger";
 import { failedUp } from "../../support/failedUp";
+import { assertClean, budgetsOf, underLoadAt, until } from "../../support/fleet";
 
 const NAMES = ["r1", "r2", "r3", "lb"].map((n) => `ffault-${n}-${process.pid}`);
 const STACK = "fleet";
@@ -66,35 +67,11 @@ async function balancer(): Promise<Record<string, { standing: string; sessions: 
 const standings = async () => Object.fromEntries(Object.entries(await balancer()).map(([k, v]) => [k, v.standing]));
 
 /** Budgets the replicas' servers run, from each server's own /server_info. */
-async function budgets(replicas = 3): Promise<number[]> {
-  return Promise.all(
-    hs.slice(0, replicas).map(async (h) => {
-      const info = (await (await fetch(`http://${h.address}:${h.sglangPort}/server_info`)).json()) as Record<string, unknown>;
-      return info.speculative_ddtree_budget as number;
-    }),
-  );
-}
+const budgets = (replicas = 3) => budgetsOf(hs.slice(0, replicas));
 
 /** Runs `fn` with clients sending short requests through the balancer (2 per second, every third streaming); the ledger. */
-async function underLoad(fn: () => Promise<void>): Promise<LedgerReport> {
-  const ledger = startLedger({ baseUrl: `http://${hs[3].address}:8080`, model: deployment().model.path, perSecond: 2, streamEvery: 3, maxTokens: 256, timeoutMs: 120_000 });
-  let report: LedgerReport | undefined;
-  try {
-    await fn();
-  } finally {
-    report = await ledger.stop();
-  }
-  return report;
-}
-const clean = (r: LedgerReport) => assert.deepEqual({ failed: r.failed, cut: r.cut, problems: r.problems }, { failed: 0, cut: 0, problems: [] }, `the clients saw ${r.failed} failed and ${r.cut} cut of ${r.sent}`);
-
-async function until(check: () => Promise<boolean>, what: string, seconds = 30): Promise<void> {
-  const end = Date.now() + seconds * 1000;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`not within ${seconds} s: ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+const underLoad = (fn: () => Promise<void>) => underLoadAt(`http://${hs[3].address}:8080`, deployment().model.path, fn);
+const clean = assertClean;
 
 /**
  * Long streams through the balancer, one on each replica (HAProxy's leastconn spreads them):

@@ -8,9 +8,9 @@ import { mergedConfig, readRepoStackConfig, simHostConfig, simWorkspace, SimWork
 import { parseDeployment } from "../../../components/sglang-service/schema";
 import { bashCommand } from "../../../components/sglang-service/hostScript";
 import { balancerPaths, parseServers, renderBalancerStep, serverName, standing } from "../../../components/fleet/render";
-import { LedgerReport, startLedger } from "../../../components/fleet/ledger";
 import { streamChat } from "../../../components/benchmark/client";
 import { failedUp } from "../../support/failedUp";
+import { assertClean, budgetsOf, underLoadAt, until } from "../../support/fleet";
 import { killUpWhen } from "../../support/killUpWhen";
 
 const NAMES = ["r1", "r2", "r3", "lb"].map((n) => `fleet-${n}-${process.pid}`);
@@ -52,29 +52,11 @@ async function balancer(): Promise<Record<string, string>> {
 }
 
 /** Budgets the replicas' servers run, from each server's own /server_info. */
-async function budgets(replicas = 3): Promise<number[]> {
-  return Promise.all(
-    hs.slice(0, replicas).map(async (h) => {
-      const info = (await (await fetch(`http://${h.address}:${h.sglangPort}/server_info`)).json()) as Record<string, unknown>;
-      return info.speculative_ddtree_budget as number;
-    }),
-  );
-}
+const budgets = (replicas = 3) => budgetsOf(hs.slice(0, replicas));
 
 /** Runs `fn` with clients sending through the balancer (2 requests/s, every third streaming); the ledger. */
-async function underLoad(fn: () => Promise<void>): Promise<LedgerReport> {
-  const d = deployment();
-  let report: LedgerReport | undefined;
-  const ledger = startLedger({ baseUrl: `http://${hs[3].address}:8080`, model: d.model.path, perSecond: 2, streamEvery: 3, maxTokens: 256, timeoutMs: 120_000 });
-  try {
-    await fn();
-  } finally {
-    await ledger.stop().then((r) => (report = r));
-  }
-  return report!;
-}
-
-const clean = (r: LedgerReport) => assert.deepEqual({ failed: r.failed, cut: r.cut, problems: r.problems }, { failed: 0, cut: 0, problems: [] }, `the clients saw ${r.failed} failed and ${r.cut} cut of ${r.sent}`);
+const underLoad = (fn: () => Promise<void>) => underLoadAt(`http://${hs[3].address}:8080`, deployment().model.path, fn);
+const clean = assertClean;
 
 /** A single-host stack on replica 3's host serving budget 4: a sweep host, as a team has them. */
 const sweepConfig = () => {
@@ -385,11 +367,3 @@ test("a balancer that drifted (its HAProxy stopped by hand, its file edited) sho
   const again = await stack.up();
   assert.deepEqual(again.summary.resourceChanges, { same: again.summary.resourceChanges?.same });
 });
-
-async function until(check: () => Promise<boolean>, what: string, seconds = 20): Promise<void> {
-  const deadline = Date.now() + seconds * 1000;
-  while (!(await check())) {
-    assert.ok(Date.now() < deadline, `not within ${seconds} s: ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
