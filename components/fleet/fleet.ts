@@ -8,7 +8,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { Deployment, minHealthyOf } from "../sglang-service/schema";
 import type { StackSecrets } from "../sglang-service/config";
 import { childUrn, connectionOf, ProgramError, SglangService } from "../sglang-service/sglangService";
-import { Ssh } from "../sglang-service/remote/ssh";
+import { Connection, Ssh } from "../sglang-service/remote/ssh";
 import { bashCommand } from "../sglang-service/hostScript";
 import { renderUnit, sha256 } from "../sglang-service/render";
 import { startDynamicProviders } from "../sglang-service/provider";
@@ -101,7 +101,7 @@ export class SglangFleet extends pulumi.ComponentResource {
     const bounds = stepBounds(d, replicas.length);
     const paths = balancerPaths(stack);
     const expectedHash = haproxyConfigHash(d, stack);
-    const view = lbConn.apply(async (c) => {
+    const readView = async (c: Connection): Promise<BalancerView> => {
       const r = await Ssh.once(c, bashCommand(renderBalancerStep(d, stack, "show")), bounds.show * 1000).catch((e: Error) => {
         throw new ProgramError(`stack ${stack}: the fleet's balancer host: ${e.message}`);
       });
@@ -114,7 +114,12 @@ export class SglangFleet extends pulumi.ComponentResource {
         );
       }
       return v;
-    });
+    };
+    // The reading as a promise that always settles, besides the Output: what a replica's own
+    // read waits on (member below) must end even where this one fails the run.
+    const viewRead = new Promise<BalancerView>((resolve, reject) => lbConn.apply((c) => readView(c).then(resolve, reject)));
+    viewRead.catch(() => undefined);
+    const view = lbConn.apply(() => viewRead);
     const shown = view.apply((v) => v.servers);
     const operatorStates = f.loadBalancer.operatorStates;
     const standings = shown.apply((servers) => replicas.map((r) => standing(servers?.find((s: ServerState) => s.server === r.server))));
@@ -175,6 +180,7 @@ export class SglangFleet extends pulumi.ComponentResource {
           standing: standings.apply((s) => s[k]),
           rejoin: pulumi.all([view, standings]).apply(([v, s]) => mustRejoin(v, s[k], operatorStates)),
           after,
+          member: viewRead.then((v) => v.servers?.find((s) => s.server === r.server)?.joined === true, () => false),
           agent: { install: renderAgentInstall(d, stack, k), removal: renderAgentRemoval(d, stack), after: [balancer] },
         },
       });

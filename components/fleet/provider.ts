@@ -117,9 +117,11 @@ function makeReplicaAgentProvider(): pulumi.dynamic.ResourceProvider {
   };
   const where = (c: any) => `${c?.host}:${c?.port}`;
   return {
+    // Replaced only where the replica's address changes: its files are named by the stack, so a
+    // new one on the same machine (another SSH port) would be removed by the old one's delete.
     async diff(_id: string, olds: any, news: any) {
-      const replaces = where(olds.connection) !== where(news.connection) ? ["connection"] : [];
-      const changes = replaces.length > 0 || ["install", "providerVersion"].some((k) => olds[k] !== news[k]);
+      const replaces = olds.connection?.host !== news.connection?.host ? ["connection"] : [];
+      const changes = replaces.length > 0 || ["install", "providerVersion"].some((k) => olds[k] !== news[k]) || where(olds.connection) !== where(news.connection);
       return { changes, replaces, deleteBeforeReplace: false };
     },
     async create(inputs: any) {

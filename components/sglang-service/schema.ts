@@ -345,9 +345,10 @@ export const fleetSchema = section("fleet", {
     /**
      * The port, on each replica's address, of HAProxy's agent check (components/fleet/host/agent.sh,
      * a systemd socket on the replica): every checkSeconds it asks the replica's server for a
-     * four-token chat completion and takes the replica out while the answer is not text (garbage,
-     * empty, an error), which SGLang's /health_generate does not judge. Must be free on every
-     * replica, and not service.port. Defaults to service.port + 1 (agentPortOf).
+     * four-token chat completion and takes the replica out while the answer it gets is not text
+     * (garbage, empty, a server error), which SGLang's /health_generate does not judge; no answer
+     * in time is not judged. Must be free on every replica, not service.port, and reachable from
+     * the balancer host only (it answers whoever connects). Defaults to service.port + 1 (agentPortOf).
      */
     agentPort: port("fleet.loadBalancer.agentPort").optional(),
   }),

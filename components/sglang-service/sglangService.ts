@@ -46,6 +46,8 @@ export interface SglangServiceArgs {
     rejoin: pulumi.Input<boolean>;
     /** What its restart waits for: the balancer's configuration, or the replica before it in the rollout's order. */
     after: pulumi.Input<pulumi.Resource[]>;
+    /** Whether this stack put it in the balancer before (a joined/ mark): only such a replica that cannot be reached at all is rolled past as dead. */
+    member: pulumi.Input<boolean>;
     /**
      * HAProxy's agent check on this replica: its installation and removal scripts (fleet/render.ts
      * renderAgentInstall, renderAgentRemoval), installed once `after` (the balancer's configuration:
@@ -180,12 +182,16 @@ export class SglangService extends pulumi.ComponentResource {
     // A fleet's replica whose host cannot be reached at all (down, cut off) does not stop the
     // fleet: it is read as `unreachable`, and every resource of it keeps its recorded state
     // (unchanged: `up` runs nothing there; the others roll within minHealthy).
+    // Only a replica this stack put in the balancer before counts as dead: one never in (a new
+    // replica, or an address or port mistyped: another server name) that cannot be reached stops
+    // the run, as a single host does.
+    const member = pulumi.output(args.replicaOf?.member ?? false);
     const reading = new Promise<NodeView[]>((resolve, reject) =>
-      pulumi.all(planned.map((n) => n.conn)).apply((conns) =>
+      pulumi.all([pulumi.all(planned.map((n) => n.conn)), member]).apply(([conns, known]) =>
         Promise.all(
           conns.map((c) =>
             readLiveUnit(c, d.service.unitName).catch((e: Error): NodeView => {
-              if (args.replicaOf && e instanceof Unreachable) return { host: c.host, live: null, unreachable: e.message };
+              if (args.replicaOf && known && e instanceof Unreachable) return { host: c.host, live: null, unreachable: e.message };
               throw e;
             }),
           ),
@@ -202,7 +208,7 @@ export class SglangService extends pulumi.ComponentResource {
             : describeHostChange(d.service.unitName, stack, v, planned[k].unitText, k === 0 ? "" : ` (node ${k})`),
         )
         .join("\n");
-      await pulumi.log.info(text, this);
+      await (views.some((v) => v.unreachable) ? pulumi.log.warn(text, this) : pulumi.log.info(text, this));
       return text;
     });
     // Every resource of an unreachable replica keeps its recorded inputs (ignoreChanges on all of
@@ -336,7 +342,8 @@ export class SglangService extends pulumi.ComponentResource {
       ? new ReplicaAgent(
           `${name}-agent`,
           { connection: nodes[0].conn, install: args.replicaOf.agent.install, removal: args.replicaOf.agent.removal, label, urn: childUrn(COMPONENT_TYPE, `${name}-agent`), providerVersion: FLEET_PROVIDER_VERSION },
-          { ...guard, parent: this, dependsOn: [nodes[0].staged, ...args.replicaOf.agent.after] },
+          // After its own restart: a changed check (another model name) reaches the replica while it is out of the balancer.
+          { ...guard, parent: this, dependsOn: [nodes[0].staged, restarts[0].resource, ...args.replicaOf.agent.after] },
         )
       : undefined;
 

@@ -44,11 +44,18 @@ answer() { printf '%s' "$1" >answer; }
 @test "the stack's API key header file is sent where there is one" {
   answer '{"choices":[{"message":{"content":"OK"}}]}'
   run check
-  ! grep -qx -- "-H" curl-args
+  [ "$output" = up ]
+  run ! grep -qx -- "@$BATS_TEST_TMPDIR/headers" curl-args
   echo "Authorization: Bearer x" >headers
   run check
   [ "$output" = up ]
   grep -qx -- "@$BATS_TEST_TMPDIR/headers" curl-args
+}
+
+@test "a reasoning model's answer (its text in reasoning_content, content null) is text: up" {
+  answer '{"choices":[{"message":{"content":null,"reasoning_content":"The user wants"}}]}'
+  run check
+  [ "$output" = up ]
 }
 
 @test "garbage: U+FFFD raw, U+FFFD escaped, control characters escaped: down" {
@@ -67,22 +74,31 @@ answer() { printf '%s' "$1" >answer; }
   [ "$output" = up ]
 }
 
-@test "an empty answer, an HTTP error, no chat completion, no answer at all: down, saying which" {
+@test "an empty answer, no chat completion, a 5xx: down, saying which" {
   answer '{"choices":[{"message":{"content":""}}]}'
   run check
   [ "$output" = "down #the answer is empty" ]
   answer '{"choices":[{"message":{"content":null}}]}'
   run check
   [ "$output" = "down #the answer is empty" ]
-  answer '{"detail":"Service Unavailable"}'
-  echo 503 >status
-  run check
-  [ "$output" = "down #the server answered HTTP 503 to a generation" ]
-  echo 200 >status
   answer '{"object":"error"}'
   run check
   [ "$output" = "down #the answer is not a chat completion" ]
-  echo 7 >curl-exit
+  answer '{"detail":"Internal Server Error"}'
+  echo 500 >status
   run check
-  [ "$output" = "down #no answer from the server (curl exit 7)" ]
+  [ "$output" = "down #the server answered HTTP 500 to a generation" ]
+}
+
+@test "no answer in time, a 503 (loading, draining), another refusal: not judged, up (HAProxy's health check decides)" {
+  answer '{"detail":"Service Unavailable"}'
+  echo 503 >status
+  run check
+  [ "$output" = up ]
+  echo 429 >status
+  run check
+  [ "$output" = up ]
+  echo 28 >curl-exit
+  run check
+  [ "$output" = up ]
 }

@@ -71,8 +71,10 @@ test("the agent check's bash tests pass", () => {
 /** [what the mutant breaks, the text it replaces, its replacement] in agent.sh. */
 const AGENT_MUTANTS: [string, string, string][] = [
   ["garbage passes the check", "if LC_ALL=C grep -q $'\\xef\\xbf\\xbd'", "if false && LC_ALL=C grep -q $'\\xef\\xbf\\xbd'"],
-  ["an empty answer passes", `if grep -qE '"content": ?(null|"")' <<<"$answer"; then`, "if false; then"],
-  ["an HTTP error passes", '[ "$status" = 200 ] ||', "true ||"],
+  ["an empty answer passes", `if ! grep -qE '"(content|reasoning_content)": ?"[^"]' <<<"$answer"; then`, "if false; then"],
+  ["a 5xx passes", '  say "down #the server answered HTTP $status to a generation" ;;', "  say up ;;"],
+  ["a probe that got no answer takes the replica out", '[ "$code" = 0 ] || say up', '[ "$code" = 0 ] || say "down #no answer"'],
+  ["a reasoning model's answer counts as empty", '"(content|reasoning_content)": ?"[^"]', '"content": ?"[^"]'],
   ["the API key is not sent", '[ -r "$curl_headers" ] && auth=(-H "@$curl_headers")', ""],
 ];
 
