@@ -7,7 +7,7 @@ import { choose, ratioText, speedups, type Choice, type Speedup } from "../verdi
 import type { Comparison, Estimate } from "../verdict/rule";
 import { normalQuantile } from "../verdict/rule";
 import { DEFAULT_VERDICT, type VerdictSettings } from "../verdict/schema";
-import { BEST, bestHeading, chartWords, NO_BEST_HEADING, NONE_NAMED, TIE, tieHeading, WITHIN_NOISE, type Mark } from "../verdict/words";
+import { BEST, bestHeading, chartWords, comparisonWord, EQUAL_WITHIN, INCONCLUSIVE, NO_BEST_HEADING, NONE_NAMED, TIE, tieHeading, tieWord, type Mark } from "../verdict/words";
 
 /**
  * Pure: the rows of the stacks read from a backend, with what the project kept of their
@@ -56,8 +56,9 @@ function choiceMark(choice: Choice, stack: string): Mark | undefined {
   return undefined;
 }
 
-/** A speedup as a cell says it: the ratio, its interval, and "within noise" where the rule calls it a tie. */
-const times = (c: Comparison | undefined) => (c === undefined ? "" : `, ${ratioText(c)}${c.verdict === "tie" ? ` ${WITHIN_NOISE}` : ""}`);
+/** A speedup as a cell says it: the ratio, its interval, and "equal within X %" or "inconclusive" where the rule finds it neither faster nor slower. */
+const undecided = (c: Comparison) => c.verdict === "equal" || c.verdict === "inconclusive";
+const times = (c: Comparison | undefined) => (c === undefined ? "" : `, ${ratioText(c)}${undecided(c) ? ` ${comparisonWord(c)}` : ""}`);
 const spread = (d: DecodeRate) => `${fmt(d.median)} (${fmt(d.min)}-${fmt(d.max)})`;
 const minute = (iso: string | undefined) => (iso ? iso.slice(0, 16).replace("T", " ") : "-");
 const MARK = "†";
@@ -149,7 +150,7 @@ function renderChoice(choice: Choice): string {
     }
     case "tie": {
       const base = choice.baseline ? ` ${choice.stacks[0]} is faster than ${choice.baseline.stack} (the baseline: ${ratioText(choice.baseline.comparison)}).` : ` No baseline was compared: ${choice.baselineWhy}.`;
-      said = `${tieHeading(choice.stacks)}: the rule cannot tell ${choice.against.map((a) => `${a.stack} from ${choice.stacks[0]} (${ratioText(a.comparison)})`).join(", nor ")}, so ${NONE_NAMED}.${base}`;
+      said = `${tieHeading(choice.stacks, tieWord(choice.against.map((a) => a.comparison)))}: the rule finds no one of them faster than the others (${choice.against.map((a) => `${choice.stacks[0]} against ${a.stack}: ${ratioText(a.comparison)}, ${comparisonWord(a.comparison)}; it could detect ${(a.comparison.detectable * 100).toFixed(1)} %`).join("; ")}), so ${NONE_NAMED}.${base}`;
       break;
     }
     case "none":
@@ -179,7 +180,7 @@ function renderSpeedups(gains: Map<string, Speedup>, s: VerdictSettings): string
     used.set(key, [...(used.get(key) ?? []), stack]);
   }
   return [
-    `Speedup, as in \`2.41x (2.30-2.52)\` after a figure: the row's figure divided by the same figure of its baseline (the no-speculation stack named for the row below): decode tok/s at the same context (each row's estimate by the rule), output tok/s at the same concurrency; in parentheses the ${percent(s.confidence)} interval of that ratio; "${WITHIN_NOISE}" where the rule cannot tell it from 1.00x (no speedup). In the verdict above, a ratio is the short-context decode estimate of the ${BEST} (in a ${TIE}, the first listed) divided by that of the configuration named with it, and ± beside an estimate is half its ${percent(s.confidence)} interval, as a share of the estimate. Baselines: the newest no-speculation stack measured on the same host, deployed alike but for speculation, within ${s.maxAgeDays} days of the row, its benchmark without warnings.`,
+    `Speedup, as in \`2.41x (2.30-2.52)\` after a figure: the row's figure divided by the same figure of its baseline (the no-speculation stack named for the row below): decode tok/s at the same context (each row's estimate by the rule), output tok/s at the same concurrency; in parentheses the ${percent(s.confidence)} interval of that ratio (always valid: it holds however often the benchmark is re-run and this report read again); "${EQUAL_WITHIN} ${percent(s.equalWithin)}" where the whole interval lies inside ±${percent(s.equalWithin)} of 1.00x, "${INCONCLUSIVE}" where it is neither beyond the ${percent(s.threshold)} threshold nor inside ±${percent(s.equalWithin)} (this benchmark cannot tell). A tie names none best, with why: "${EQUAL_WITHIN} ${percent(s.equalWithin)}" when every comparison in it is, else "${INCONCLUSIVE}". In the verdict above, a ratio is the short-context decode estimate of the ${BEST} (in a ${TIE}, the first listed) divided by that of the configuration named with it, and ± beside an estimate is half its ${percent(s.confidence)} interval, as a share of the estimate. Baselines: the newest no-speculation stack measured on the same host, deployed alike but for speculation, within ${s.maxAgeDays} days of the row, its benchmark without warnings.`,
     "",
     ...[...used].map(([key, stacks]) => `- ${stacks.join(", ")}: ${key}.`),
     ...lines,
@@ -314,8 +315,8 @@ function panels(rows: ReportRow[], s: VerdictSettings): Panel[] {
     min: d.min,
     max: d.max,
     // The spread in numbers too: it is often narrower than a whisker can show.
-    label: `${fmt(d.median)} (${fmt(d.min)}–${fmt(d.max)})${gain === undefined ? "" : ` ${gain.ratio.toFixed(2)}x${gain.verdict === "tie" ? " ~" : ""}`}`,
-    tooltip: `${stack}, ${what}: ${fmt(d.median)} tok/s decode, median of ${d.requests} requests (min ${fmt(d.min)}, max ${fmt(d.max)})${gain === undefined ? "" : `; ${ratioText(gain)} the no-speculation baseline (${gains.get(stack)!.baseline!.stack} on ${gains.get(stack)!.host})${gain.verdict === "tie" ? `, ${WITHIN_NOISE}` : ""}`}`,
+    label: `${fmt(d.median)} (${fmt(d.min)}–${fmt(d.max)})${gain === undefined ? "" : ` ${gain.ratio.toFixed(2)}x${undecided(gain) ? " ~" : ""}`}`,
+    tooltip: `${stack}, ${what}: ${fmt(d.median)} tok/s decode, median of ${d.requests} requests (min ${fmt(d.min)}, max ${fmt(d.max)})${gain === undefined ? "" : `; ${ratioText(gain)} the no-speculation baseline (${gains.get(stack)!.baseline!.stack} on ${gains.get(stack)!.host})${undecided(gain) ? `, ${comparisonWord(gain)}` : ""}`}`,
   });
   const shortPrompt = uniform(measured.map((f) => f.shortPromptTokens));
   const speedPanel = (detail: string, pick: (f: Figures, g: Speedup | undefined) => [DecodeRate, Comparison | undefined] | undefined, what: string): Panel => ({
@@ -378,7 +379,7 @@ function choiceLine(choice: Choice): string {
     case "winner":
       return `${chartWords.best}: ${choice.stack} (faster by the rule than ${choice.runnerUp ? "every other eligible configuration and " : ""}the baseline ${choice.baseline.stack}, ${ratioText(choice.baseline.comparison)}).`;
     case "tie":
-      return `${chartWords.tie}: ${choice.stacks.join(", ")} (the rule cannot tell them apart); ${NONE_NAMED}.`;
+      return `${chartWords.tie}: ${choice.stacks.join(", ")} (${tieWord(choice.against.map((a) => a.comparison))}); ${NONE_NAMED}.`;
     case "none":
       return `${chartWords.none}: ${choice.why}.`;
     default: {

@@ -4,7 +4,7 @@
 // Markdown and an SVG chart. Plain data in, text out.
 import type { GridPoint } from "./space";
 import { Conclusion, LaunchRecord, Measured, Objective, spentPerHost, spentSeconds } from "./strategy";
-import { BEST, bestHeading, NO_BEST_HEADING, NONE_NAMED, TIE, tieHeading, type Mark } from "../../verdict/words";
+import { BEST, bestHeading, INCONCLUSIVE, NO_BEST_HEADING, NONE_NAMED, TIE, tieHeading, type Mark } from "../../verdict/words";
 
 export interface AdaptiveReport {
   points: GridPoint[];
@@ -104,7 +104,7 @@ export function renderAdaptiveMarkdown(r: AdaptiveReport): string {
       return `${name} ${m.value.toFixed(1)} tok/s (±${m.se.toFixed(1)}, ${m.launches} launch${m.launches > 1 ? "es" : ""})`;
     };
     lines.push(
-      `${tieHeading(c.tied)}: the measurements cannot tell them apart, so ${NONE_NAMED}. ${c.tied.map(est).join("; ")}. ` +
+      `${tieHeading(c.tied, INCONCLUSIVE)}: the measurements cannot tell them apart, so ${NONE_NAMED}. ${c.tied.map(est).join("; ")}. ` +
         `Chance that the best configuration, launched or not, is one of them, or that all of them are within ${tol} of it: ${(c.confidence * 100).toFixed(1)} %. The first has the highest estimate; new launches of them would separate them (launches differ, passes on one server do not).`,
     );
   } else {
