@@ -38,8 +38,10 @@ export interface RuleSettings {
   equalWithin: number;
 }
 
-/** Degrees of freedom the assumed offset (twice launchSd) weighs as, pooled with the relaunches' own spread. */
+/** Degrees of freedom the prior `launchSd` weighs as, pooled with a configuration's own launches (estimate without an offset: the adaptive sweep's bookkeeping). */
 const PRIOR_WEIGHT = 3;
+/** Degrees of freedom the assumed offset (twice launchSd) weighs as in launchOffset, pooled with every configuration's relaunches. */
+const OFFSET_PRIOR_WEIGHT = 3;
 /** Where no configuration was relaunched, the rule assumes an offset this many times launchSd. */
 export const UNMEASURED_OFFSET_FACTOR = 2;
 /**
@@ -103,7 +105,7 @@ export function launchOffset(groups: readonly (readonly LaunchMeasure[])[], s: P
   const assumed = (UNMEASURED_OFFSET_FACTOR * s.launchSd) ** 2;
   if (dof === 0) return { sd: Math.sqrt(assumed), dof: 0 };
   const observed = Math.max(0, sum / dof);
-  const pooled = (PRIOR_WEIGHT * assumed + dof * observed) / (PRIOR_WEIGHT + dof);
+  const pooled = (OFFSET_PRIOR_WEIGHT * assumed + dof * observed) / (OFFSET_PRIOR_WEIGHT + dof);
   return { sd: Math.sqrt(Math.max(s.launchSd * s.launchSd, pooled)), dof, measuredSd: Math.sqrt(observed) };
 }
 
