@@ -34,8 +34,8 @@ test("the full grid's cost is estimated from this run's own launch and full-pass
 test("the report names the choice in the report's words, the GPU time per host against the full grid, and marks the best (or each of a tie) on the front", () => {
   const md = renderAdaptiveMarkdown(REPORT);
   // 190 against 189 tok/s, one launch each: 0.5 % apart, well within a launch's offset (1.5 %) of each other.
-  // The report's words (components/verdict/words.ts): "Tie: ... (within noise)", "none is named best".
-  assert.match(md, /\*\*Tie: b8t4-w2048, b16t4-w2048 \(within noise\)\*\*: the measurements cannot tell them apart, so none is named best\. b8t4-w2048 190\.0 tok\/s \(±[0-9.]+, 1 launch\)/);
+  // The report's words (components/verdict/words.ts): "Tie: ... (inconclusive)", "none is named best".
+  assert.match(md, /\*\*Tie: b8t4-w2048, b16t4-w2048 \(inconclusive\)\*\*: the measurements cannot tell them apart, so none is named best\. b8t4-w2048 190\.0 tok\/s \(±[0-9.]+, 1 launch\)/);
   const clear = [record("b8t4-w2048", "gpu-1", 190, 170, 7.1), record("b16t4-w2048", "gpu-2", 150, 176, 7.6)];
   const alone = renderAdaptiveMarkdown({ ...REPORT, records: clear, conclusion: conclude(POINTS, clear, STRATEGY) });
   assert.match(alone, /\*\*Best: b8t4-w2048\*\*, 190\.0 tok\/s \(±[0-9.]+, 1 launch, 9 requests\)\. Chance that it is within 1 % of the best configuration, launched or not: [0-9.]+ %/);
