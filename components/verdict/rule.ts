@@ -243,6 +243,14 @@ export interface CredibleSet<K> {
   chance: number;
   /** Per member: the chance that it alone is within the tolerance of the true best. */
   each: Map<K, number>;
+  /** Per member: the chance that it is the true best (of every belief, launched or not). */
+  best: Map<K, number>;
+  /**
+   * Per member: the regret of deploying it (1 - its true value / the true best, launched or
+   * not), by the beliefs: its mean over the draws and their `regretQuantile` percentile (the
+   * 90th unless told: an upper bound).
+   */
+  regret: Map<K, { expected: number; upper: number }>;
 }
 
 /**
@@ -265,20 +273,30 @@ export function answerIsRight(within: readonly boolean[], holdsBest: boolean): b
  * of more tells a user less). The chance is read off the same draws that chose the answer, so
  * it leans high by about their error (400 draws: about 2 %); calibration.ts maps it.
  */
-export function credibleSet<K>(beliefs: readonly Belief<K>[], s: { tolerance: number; confidence: number; maxSize?: number }, rand: () => number, draws = 400): CredibleSet<K> {
+export function credibleSet<K>(beliefs: readonly Belief<K>[], s: { tolerance: number; confidence: number; maxSize?: number; regretQuantile?: number }, rand: () => number, draws = 400): CredibleSet<K> {
   const members = beliefs.filter((b) => b.member);
-  if (members.length === 0) return { keys: [], chance: 0, each: new Map() };
+  if (members.length === 0) return { keys: [], chance: 0, each: new Map(), best: new Map(), regret: new Map() };
   const z = () => normal(rand);
   const memberIndex = members.map((m) => beliefs.indexOf(m));
   // Per draw: which members are within the tolerance of the draw's best, and which member is the best (-1: one not launched).
   const good: boolean[][] = [];
   const top: number[] = [];
+  // Per member, per draw: the regret of deploying it.
+  const regrets: number[][] = members.map(() => []);
   for (let d = 0; d < draws; d++) {
     const values = beliefs.map((b) => (b.exists >= 1 || rand() < b.exists ? b.mean + b.sd * z() : -Infinity));
     const best = Math.max(...values);
     good.push(memberIndex.map((j) => values[j] >= best * (1 - s.tolerance)));
     top.push(memberIndex.findIndex((j) => values[j] === best));
+    memberIndex.forEach((j, i) => regrets[i].push(best > 0 ? Math.max(0, 1 - values[j] / best) : 0));
   }
+  const regret = new Map(
+    members.map((m, i) => {
+      const sorted = [...regrets[i]].sort((a, b) => a - b);
+      return [m.key, { expected: sorted.reduce((t, x) => t + x, 0) / draws, upper: sorted[Math.min(draws - 1, Math.ceil((s.regretQuantile ?? 0.9) * draws) - 1)] }];
+    }),
+  );
+  const bestShare = new Map(members.map((m, i) => [m.key, top.filter((t) => t === i).length / draws]));
   const each = members.map((_, i) => good.filter((g) => g[i]).length / draws);
   const right = (set: number[]) => good.filter((g, d) => answerIsRight(set.map((c) => g[c]), set.includes(top[d]))).length / draws;
   const first = members.map((_, i) => i).sort((a, b) => each[b] - each[a] || members[b].mean - members[a].mean)[0];
@@ -296,5 +314,5 @@ export function credibleSet<K>(beliefs: readonly Belief<K>[], s: { tolerance: nu
     // be better), and the chance says so.
     if (grown.chance >= s.confidence || grown.chance >= answer.chance + MIN_GAIN) answer = grown;
   }
-  return { keys: answer.set.map((i) => members[i].key), chance: answer.chance, each: new Map(members.map((m, i) => [m.key, each[i]])) };
+  return { keys: answer.set.map((i) => members[i].key), chance: answer.chance, each: new Map(members.map((m, i) => [m.key, each[i]])), best: bestShare, regret };
 }

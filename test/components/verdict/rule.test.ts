@@ -135,3 +135,20 @@ test("the credible set: one clear best alone; near equals together, at most maxS
   assert.ok(unknown.chance < 0.8, String(unknown.chance));
   assert.deepEqual(credibleSet([m("a", 200), m("b", 150)], s, prng(7)), credibleSet([m("a", 200), m("b", 150)], s, prng(7)), "seeded: the same draws, the same set");
 });
+
+test("the credible set states, per member, its chance to be the best and the regret of deploying it: expected and an upper percentile", () => {
+  const m = (key: string, mean: number, sd = 2) => ({ key, mean, sd, exists: 1, member: true });
+  const s = { tolerance: 0.01, confidence: 0.95 };
+  const clear = credibleSet([m("a", 200), m("b", 150)], s, prng(1));
+  assert.equal(clear.best.get("a"), 1);
+  assert.deepEqual(clear.regret.get("a"), { expected: 0, upper: 0 });
+  assert.ok(Math.abs(clear.regret.get("b")!.expected - 0.25) < 0.01, JSON.stringify(clear.regret.get("b")));
+  // A competitor not launched, as likely as not better by up to ~10 %: the top's regret is a risk the set states.
+  const unknown = credibleSet([m("a", 200), { key: "x", mean: 200, sd: 20, exists: 1, member: false }], s, prng(1), 4000);
+  const r = unknown.regret.get("a")!;
+  assert.ok(unknown.best.get("a")! > 0.4 && unknown.best.get("a")! < 0.6, String(unknown.best.get("a")));
+  // E[max(0, 1 - 200 / X)] for X ~ N(200, 20): about 3 %; its 90th percentile about 11 %.
+  assert.ok(r.expected > 0.02 && r.expected < 0.045 && r.upper > 0.08 && r.upper < 0.14, JSON.stringify(r));
+  const higher = credibleSet([m("a", 200), { key: "x", mean: 200, sd: 20, exists: 1, member: false }], { ...s, regretQuantile: 0.97 }, prng(1), 4000);
+  assert.ok(higher.regret.get("a")!.upper > r.upper, "a higher percentile is a looser bound");
+});
