@@ -84,7 +84,7 @@ export function renderRegret(es: readonly FamilyEvaluation[], title: string, see
   const brierConst = ad.reduce((t, r) => t + (base1 - (r.regret <= 0.01 + 1e-12 ? 1 : 0)) ** 2, 0) / ad.length;
   lines.push(
     "",
-    `The sweep's stated confidence (its chance that the answer is within 1 % of the best) against its top (${title}): it separates tops within 1 % from the others at AUC ${a1.toFixed(2)} and within 3 % at AUC ${a3.toFixed(2)} (0.5 is chance); Brier score against "top within 1 %" ${brier.toFixed(4)}, against ${brierConst.toFixed(4)} for always stating this family's own rate (${pct(base1)}). ${a1 < 0.7 || brier >= brierConst ? "It is not a per-run figure a user can act on: read the population figures above instead (the top within 3 % of the best in " + pct(all.within3) + " of simulated runs, mean regret " + pct(all.meanRegret) + ")." : ""}`,
+    `The sweep's chance that its answer is within 1 % of the best (calibration.ts; the report stated it before issue 62) against its top (${title}): it separates tops within 1 % from the others at AUC ${a1.toFixed(2)} and within 3 % at AUC ${a3.toFixed(2)} (0.5 is chance); Brier score against "top within 1 %" ${brier.toFixed(4)}, against ${brierConst.toFixed(4)} for always stating this family's own rate (${pct(base1)}). ${a1 < 0.7 || brier >= brierConst ? "It is not a per-run figure a user can act on, and the sweep's report no longer states it; the population figures above are (the top within 3 % of the best in " + pct(all.within3) + " of simulated runs, mean regret " + pct(all.meanRegret) + ")." : ""}`,
     "",
   );
   // The pick's stated regret: is its 90 % upper bound a bound 90 % of the time, and does the expected regret track the real one?
@@ -95,7 +95,7 @@ export function renderRegret(es: readonly FamilyEvaluation[], title: string, see
   const rho = spearman(stated.map((r) => r.expectedRegret!), stated.map((r) => r.regret));
   const calibrated = covered >= TARGETS.boundCoverage[0] && covered <= TARGETS.boundCoverage[1];
   lines.push(
-    `The pick's stated regret (${title}, ${stated.length} runs with a pick; uncalibrated, from the answer's draws): its 90 % upper bound held in ${pct(covered)} of runs (target ${pct(TARGETS.boundCoverage[0])}-${pct(TARGETS.boundCoverage[1])}: ${yes(calibrated)}); the expected regret averages ${pct(meanExpected)} against a real ${pct(meanActual)}, Spearman correlation ${rho.toFixed(2)} with the real regret run by run.${calibrated ? "" : " Not calibrated: the sweep's report states it beside the population figures, which are the ones to act on."}`,
+    `The pick's stated regret, as the sweep's report states it (${title}, ${stated.length} runs with a pick; from the answer's draws, the bound their 93rd percentile, chosen on the training families: strategy.ts REGRET_BOUND_QUANTILE): its 90 % upper bound held in ${pct(covered)} of runs (target ${pct(TARGETS.boundCoverage[0])}-${pct(TARGETS.boundCoverage[1])}: ${yes(calibrated)}); the expected regret averages ${pct(meanExpected)} against a real ${pct(meanActual)}, Spearman correlation ${rho.toFixed(2)} with the real regret run by run.${calibrated ? "" : " Not calibrated here: the population figures above are the ones to act on."}`,
     "",
   );
   return { lines, json: { paired, perFeature, confidence: { auc1: a1, auc3: a3, brier, brierConst, boundCoverage: covered, meanExpected, meanActual, spearman: rho } } };
