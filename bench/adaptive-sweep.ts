@@ -18,11 +18,11 @@ import { summarize } from "./stats";
 import { percentile } from "../components/benchmark/stats";
 import { GRID, MODEL_COSTS, SURFACES } from "./adaptive/grid";
 import { modelTable, readSurface, trueValues } from "./adaptive/model";
+import { baselinesAt, evaluateFamily, type FamilyEvaluation } from "./adaptive/family-eval";
+import { FAMILY_SURFACES, HELD_OUT_FAMILY_SEEDS, TRAINING_FAMILY_SEEDS } from "./adaptive/families";
+import { renderRegret, renderRobustness } from "./adaptive/regret-report";
+import { regretOf, regretStats } from "./adaptive/regret";
 import { score } from "./adaptive/evaluate";
-import { familySeedOf } from "./adaptive/family";
-import { baselinesAt, evaluateFamily, renderFamily } from "./adaptive/family-eval";
-import calibrationFit from "../components/sweep/adaptive/calibration.json";
-import { execFileSync } from "node:child_process";
 
 const COMMAND = "npx tsx bench/adaptive-sweep.ts";
 const { options } = parseCommandOrExit(COMMAND, {
@@ -37,9 +37,10 @@ const { options } = parseCommandOrExit(COMMAND, {
     "base-noise": option({ type: positiveNumber, placeholder: "SD", description: "relative sd of one request's decode rate besides the surface's own noise", default: "0.02" }),
     recorded: option({ type: listOf(inProjectFolder(text)), placeholder: "FILES", description: "full grids recorded by bench/adaptive-e2e.ts, replayed with their own figures and costs" }),
     out: option({ type: text, placeholder: "NAME", description: "results name under bench/results/", default: "adaptive-sweep" }),
-    family: option({ type: positiveInteger, placeholder: "N", description: "generated surfaces of the headline family (bench/adaptive/family.ts)", default: "100" }),
-    "family-seed": option({ type: positiveInteger, placeholder: "N", description: "the headline family's seed (default: from the checkout's commit, never chosen by hand)" }),
-    "training-surfaces": option({ type: positiveInteger, placeholder: "N", description: "surfaces of the training family (seed 1: the strategy was tuned on its first 60, the confidence calibrated on it and on the other seeds calibration.json names)", default: "300" }),
+    "held-out": option({ type: listOf(positiveInteger), placeholder: "N,N", description: "seeds of the held-out families (bench/adaptive/families.ts: fixed before the code they judge)", default: HELD_OUT_FAMILY_SEEDS.join(",") }),
+    training: option({ type: listOf(positiveInteger), placeholder: "N,N", description: "seeds of the training families (tuned on)", default: TRAINING_FAMILY_SEEDS.join(",") }),
+    "surfaces-per-family": option({ type: positiveInteger, placeholder: "N", description: "generated surfaces per family (bench/adaptive/family.ts)", default: String(FAMILY_SURFACES) }),
+    sections: option({ type: oneOf(["all", "training"] as const), placeholder: "WHICH", description: "all, or the training families only (while tuning: the held-out ones are not run)", default: "all" }),
     "request-noise": option({ type: positiveNumber, placeholder: "SD", description: "relative per-request sd of the family runs (the simulator's measured spread)", default: "0.042" }),
     "launch-noise": option({ type: positiveNumber, placeholder: "SD", description: "relative sd of a launch's persistent offset in the family runs", default: "0.015" }),
   },
@@ -56,6 +57,8 @@ interface RunRow {
   tied: number;
   /** True value of the chosen / the true best. */
   ratio: number;
+  /** 1 - ratio: what deploying the answer's top loses (no answer: 1). */
+  regret: number;
   fraction: number;
   launches: number;
   confidence: number;
@@ -70,7 +73,7 @@ function runMany(points: GridPoint[], table: Record<string, ReplayEntry>, costs:
     const r = replay(points, table, costs, strategy, options.hosts);
     const chosen = r.conclusion.chosen?.point.name ?? null;
     const ratio = chosen ? (truth.get(chosen) ?? 0) / best : 0;
-    rows.push({ seed, chosen, hit: score(r.conclusion.tied, truth, DEFAULT_STRATEGY.tolerance).hit, tied: r.conclusion.tied.length, ratio, fraction: r.gpuSeconds / r.fullGridGpuSeconds, launches: r.launches, confidence: r.conclusion.confidence, why: r.why });
+    rows.push({ seed, chosen, hit: score(r.conclusion.tied, truth, DEFAULT_STRATEGY.tolerance).hit, tied: r.conclusion.tied.length, ratio, regret: regretOf(chosen ?? undefined, truth), fraction: r.gpuSeconds / r.fullGridGpuSeconds, launches: r.launches, confidence: r.conclusion.confidence, why: r.why });
   }
   return rows;
 }
@@ -80,10 +83,11 @@ function runMany(points: GridPoint[], table: Record<string, ReplayEntry>, costs:
  * highest measured median, and the adaptive sweep's answer (strategy.ts conclude: a best or a tie
  * of at most three) from the same measurements. Hits of each over the seeds.
  */
-function fullGridHits(points: GridPoint[], table: Record<string, ReplayEntry>, costs: ReplayCosts, objective: Objective, truth: Map<string, number>): { raw: number; answered: number } {
+function fullGridHits(points: GridPoint[], table: Record<string, ReplayEntry>, costs: ReplayCosts, objective: Objective, truth: Map<string, number>): { raw: number; answered: number; regrets: number[] } {
   const best = Math.max(...truth.values());
   let raw = 0;
   let answered = 0;
+  const regrets: number[] = [];
   for (let seed = options["first-seed"]; seed < options["first-seed"] + options.seeds; seed++) {
     const rand = prng(seed * 7919 + 17);
     const launchRand = prng(mix(seed, LAUNCH_STREAM));
@@ -96,9 +100,10 @@ function fullGridHits(points: GridPoint[], table: Record<string, ReplayEntry>, c
     const value = (r: LaunchRecord) => (objective.kind === "short" ? r.passes[0].figures.short.median : objective.kind === "long" ? r.passes[0].figures.long!.median : (1 - objective.longWeight) * r.passes[0].figures.short.median + objective.longWeight * r.passes[0].figures.long!.median);
     const top = records.filter((r) => !r.failure && r.passes[0].figures.codingPassed !== false).sort((a, b) => value(b) - value(a))[0];
     if ((truth.get(top.point) ?? 0) >= 0.99 * best) raw++;
+    regrets.push(regretOf(top.point, truth));
     if (score(conclude(points, records, { ...DEFAULT_STRATEGY, objective, budget: {}, seed }).tied, truth, DEFAULT_STRATEGY.tolerance).hit) answered++;
   }
-  return { raw, answered };
+  return { raw, answered, regrets };
 }
 
 const median = (xs: number[]) => summarize(xs).median;
@@ -116,6 +121,7 @@ function summary(rows: RunRow[]) {
     p90Fraction: quantile(fr, 0.9),
     medianLaunches: median(rows.map((r) => r.launches)),
     worstRatio: Math.min(...rows.map((r) => r.ratio)),
+    regret: regretStats(rows.map((r) => r.regret)),
     medianConfidence: median(rows.map((r) => r.confidence)),
   };
 }
@@ -161,36 +167,50 @@ function recordedTable(file: string, points: GridPoint[]): { table: Record<strin
   return { table, costs, e2e, noise: { short: shortSd, long: longSd, passToPass, repeated: repeated.length } };
 }
 
-/** The headline: a held-out family from the commit's seed, and the training family (seed 1) the defaults were tuned on. */
+/** Noise variants the sweep must stay sound under (issue 62): half and twice the assumed launch offset and request noise. */
+const NOISE_VARIANTS = [
+  { requestSd: 0.02, launchSd: 0.015 },
+  { requestSd: 0.06, launchSd: 0.015 },
+  { requestSd: 0.042, launchSd: 0.005 },
+  { requestSd: 0.042, launchSd: 0.03 },
+];
+
+/**
+ * The headline (issue 62): the answer's top scored by regret on generated families beside the
+ * full grid measured once (and random search, successive halving at the sweep's spend), paired
+ * surface by surface; per feature; under other noise. The held-out families (seeds fixed in a
+ * commit before the code they judge) and the training ones, each reported.
+ */
 function familySections(points: GridPoint[], objective: Objective): { lines: string[]; json: Record<string, unknown> } {
-  const commit = execFileSync("git", ["rev-parse", "HEAD"], { cwd: REPO_ROOT, encoding: "utf8" }).trim();
-  const seed = options["family-seed"] ?? familySeedOf(commit);
   const noise = { requestSd: options["request-noise"], launchSd: options["launch-noise"] };
   const strategy = { ...DEFAULT_STRATEGY, objective, budget: {} };
   const baselines = baselinesAt(MODEL_COSTS, options["launch-seconds"]);
-  const training = evaluateFamily(points, 1, options["training-surfaces"], noise, MODEL_COSTS, options["launch-seconds"], strategy, baselines, options.hosts);
-  const heldOut = evaluateFamily(points, seed, options.family, noise, MODEL_COSTS, options["launch-seconds"], strategy, baselines, options.hosts);
-  // The constant predictor states what the confidence's own fit saw: its training families' hit rate.
-  const fit = calibrationFit as { family: { seeds: number[] }; runs: number; hits: number };
-  const trainRate = fit.hits / fit.runs;
+  const n = options["surfaces-per-family"];
+  const evaluate = (seeds: number[], o: { requestSd: number; launchSd: number }, which: typeof baselines) => seeds.map((seed) => evaluateFamily(points, seed, n, o, MODEL_COSTS, options["launch-seconds"], strategy, which, options.hosts));
+  const gridOnly = { "full grid": baselines["full grid"] };
+  const sets: { title: string; heading: string; seeds: number[] }[] = [
+    ...(options.sections === "all" ? [{ title: "held out", heading: `### Held out: seeds ${options["held-out"].join(", ")} (fixed in bench/adaptive/families.ts before the code they judge; never looked at while tuning, run once at the end)`, seeds: options["held-out"] }] : []),
+    { title: "training", heading: `### Training: seeds ${options.training.join(", ")} (the strategy's defaults were tuned on seed 1; in-sample)`, seeds: options.training },
+  ];
   const lines = [
-    `## Generated surfaces (the headline)`,
+    "## Generated surfaces, scored by what a user deploys (the headline)",
     "",
-    `Family: bench/adaptive/family.ts, ${options.family} surfaces from seed ${seed}${options["family-seed"] === undefined ? ` (the first eight hex digits of the commit ${commit}, as \`familySeedOf\` reads them; never chosen by hand)` : " (given)"}; each run of the adaptive sweep is seeded from its surface. ` +
-      `Noise: ${pct(noise.requestSd)} per request (the simulator's measured spread, see the recorded row below) and a launch's persistent offset of ${pct(noise.launchSd)}. Costs as the model rows below: a launch ${options["launch-seconds"]} s, a full pass ${MODEL_COSTS.fullPassSeconds} s, ${options.hosts} hosts in parallel.`,
+    `Families: bench/adaptive/family.ts, ${n} surfaces per seed; each run of the adaptive sweep is seeded from its surface. Noise: ${pct(noise.requestSd)} per request (the simulator's measured spread, see the recorded row below) and a launch's persistent offset of ${pct(noise.launchSd)}. Costs as the model rows below: a launch ${options["launch-seconds"]} s, a full pass ${MODEL_COSTS.fullPassSeconds} s, ${options.hosts} hosts in parallel.`,
     "",
-    `A hit: a single answer within 1 % of the true best, or a tie set of at most 3 that holds the true best (or all of whose configurations are within 1 % of it). The baselines get, on each surface, the GPU time the adaptive sweep spent there; the full grid launches every configuration once (100 %).`,
-    "",
-    `### Held out (seed ${seed}, never looked at while tuning)`,
-    "",
-    ...renderFamily(heldOut, "held out", trainRate),
-    "",
-    `### Training (seed 1, ${options["training-surfaces"]} surfaces: the strategy's defaults were tuned on the first 60, its confidence calibrated on it and seeds ${fit.family.seeds.filter((x) => x !== 1).join(", ")}: in-sample)`,
-    "",
-    ...renderFamily(training, "training"),
+    "What is scored: the answer's top alone (what a user deploys; a tie gets no credit), by its regret, 1 - its true value / the true best (0: the best; no answer: 100 %). \"Within 3 %\": regret at most 3 %. The full grid launches every configuration once (one full pass each, the same noise) and answers its highest measured; random search and successive halving get, on each surface, the GPU time the adaptive sweep spent there and answer their highest measured mean. GPU time is a share of the full grid's.",
     "",
   ];
-  return { lines, json: { commit, seed, noise, training, heldOut } };
+  const json: Record<string, unknown> = { noise, surfacesPerFamily: n };
+  for (const set of sets) {
+    const es = evaluate(set.seeds, noise, baselines);
+    const r = renderRegret(es, set.title, set.seeds[0]);
+    lines.push(set.heading, "", ...r.lines);
+    const variants = NOISE_VARIANTS.map((v) => ({ name: `${pct(v.requestSd)} / ${pct(v.launchSd)}`, es: evaluate(set.seeds, v, gridOnly) }));
+    const rob = renderRobustness(variants, set.seeds[0]);
+    lines.push(`Under other noise (${set.title}; the sweep still assumes a ${pct(DEFAULT_STRATEGY.launchSd)} launch offset): target, mean regret at most twice the full grid's.`, "", ...rob.lines, "");
+    json[set.title] = { seeds: set.seeds, regret: r.json, robustness: rob.json, runs: es.map((e: FamilyEvaluation) => ({ seed: e.seed, runs: e.runs })) };
+  }
+  return { lines, json };
 }
 
 function main(): void {
@@ -210,7 +230,8 @@ function main(): void {
     const best = [...truth.entries()].sort((a, b) => b[1] - a[1])[0];
     const failing = Object.values(table).filter((e) => e.failure).length;
     const grid = fullGridHits(points, table, MODEL_COSTS, objective, truth);
-    tableRows.push(`| ${name} | model | ${points.length}${failing ? ` (${failing} OOM)` : ""} | ${best[0]} (${best[1].toFixed(1)}) | ${s.hits}/${s.runs} (${pct(s.hitRate)}) | ${pct(s.worstRatio)} | ${pct(s.medianFraction)} | ${pct(s.p90Fraction)} | ${s.medianLaunches} | ${pct(s.medianConfidence)} | ${grid.raw}/${s.runs}, ${grid.answered}/${s.runs} |`);
+    const gridStats = regretStats(grid.regrets);
+    tableRows.push(`| ${name} | model | ${points.length}${failing ? ` (${failing} OOM)` : ""} | ${best[0]} (${best[1].toFixed(1)}) | ${pct(s.regret.within3)} | ${pct(s.regret.meanRegret)} | ${pct(s.regret.p95Regret)} | ${pct(gridStats.within3)} | ${pct(gridStats.meanRegret)} | ${pct(s.medianFraction)} | ${pct(s.p90Fraction)} | ${s.medianLaunches} | ${pct(s.medianConfidence)} |`);
     results.push({ surface: name, source: "model", summary: s, fullGridHits: grid, best, rows });
   }
   for (const file of options.recorded ?? []) {
@@ -225,7 +246,8 @@ function main(): void {
     const s = summary(rows);
     const best = [...truth.entries()].filter(([n]) => table[n]).sort((a, b) => b[1] - a[1])[0];
     const grid = fullGridHits(recPoints, table, costs, objective, new Map([...truth].filter(([n]) => table[n])));
-    tableRows.push(`| ${surfaceName} | recorded (${path.basename(file)}) | ${recPoints.length} | ${best[0]} (${best[1].toFixed(1)}) | ${s.hits}/${s.runs} (${pct(s.hitRate)}) | ${pct(s.worstRatio)} | ${pct(s.medianFraction)} | ${pct(s.p90Fraction)} | ${s.medianLaunches} | ${pct(s.medianConfidence)} | ${grid.raw}/${s.runs}, ${grid.answered}/${s.runs} |`);
+    const gridStats = regretStats(grid.regrets);
+    tableRows.push(`| ${surfaceName} | recorded (${path.basename(file)}) | ${recPoints.length} | ${best[0]} (${best[1].toFixed(1)}) | ${pct(s.regret.within3)} | ${pct(s.regret.meanRegret)} | ${pct(s.regret.p95Regret)} | ${pct(gridStats.within3)} | ${pct(gridStats.meanRegret)} | ${pct(s.medianFraction)} | ${pct(s.p90Fraction)} | ${s.medianLaunches} | ${pct(s.medianConfidence)} |`);
     const ratios = recPoints.filter((p) => !table[p.name].failure && truth.get(p.name)).map((p) => table[p.name].short.mean / truth.get(p.name)!);
     const measuredBest = recPoints.filter((p) => !table[p.name].failure).sort((a, b) => table[b.name].short.mean - table[a.name].short.mean)[0];
     type E2eRun = { gpuSeconds: number; wallSeconds: number; launches: number; chosen: string; confidence: number; why: string; strategy?: StrategyOptions; records: LaunchRecord[] };
@@ -250,13 +272,13 @@ function main(): void {
       "",
       `Measured / model short-context decode rate over the grid: median ${median(ratios).toFixed(3)} (min ${Math.min(...ratios).toFixed(3)}, max ${Math.max(...ratios).toFixed(3)}); the full grid's fastest measured: ${measuredBest.name} (${table[measuredBest.name].short.mean}), the model's: ${best[0]} (${best[1].toFixed(1)}).`,
       "",
-      "| run | launches | GPU s | of the full grid | wall s of the `up`s | chosen | true value / true best | stated confidence |",
+      "| run | launches | GPU s | of the full grid | wall s of the `up`s | chosen | true value / true best | chance within 1 % (no longer stated) |",
       "|---|---:|---:|---:|---:|---|---:|---:|",
       `| full grid, end to end | ${full.launches} | ${full.gpuSeconds.toFixed(0)} | 100 % | ${wallOf(full).toFixed(0)} | ${full.chosen} | ${pct((truth.get(full.chosen) ?? 0) / best[1])} | |`,
       ...(adaptive ? [`| adaptive, end to end (seed ${strategyOf(adaptive).seed}) | ${adaptive.launches} | ${adaptive.gpuSeconds.toFixed(0)} | ${pct(adaptive.gpuSeconds / full.gpuSeconds)} | ${wallOf(adaptive).toFixed(0)} | ${adaptive.chosen} | ${pct((truth.get(adaptive.chosen) ?? 0) / best[1])} | ${pct(adaptive.confidence)} |`] : []),
-      `| adaptive, replay of this full grid (${s.runs} seeds, median) | ${s.medianLaunches} | | ${pct(s.medianFraction)} (90th percentile ${pct(s.p90Fraction)}) | | (hits ${s.hits}/${s.runs}) | worst ${pct(s.worstRatio)} | ${pct(s.medianConfidence)} |`,
+      `| adaptive, replay of this full grid (${s.runs} seeds, median) | ${s.medianLaunches} | | ${pct(s.medianFraction)} (90th percentile ${pct(s.p90Fraction)}) | | (top within 3 %: ${Math.round(s.regret.within3 * s.runs)}/${s.runs}) | worst ${pct(s.worstRatio)} | ${pct(s.medianConfidence)} |`,
       "",
-      ...(adaptive ? [`${pct(rank)} of the replay's seeds spent less than the end-to-end run (the replay's median ${pct(s.medianFraction)}, 90th percentile ${pct(s.p90Fraction)})${(truth.get(adaptive.chosen) ?? 0) >= (1 - DEFAULT_STRATEGY.tolerance) * best[1] ? ", and its choice is a hit, as " + s.hits + " of the replay's " + s.runs + " are" : ", and its choice is a miss, as " + (s.runs - s.hits) + " of the replay's " + s.runs + " are"}.`, ""] : []),
+      ...(adaptive ? [`${pct(rank)} of the replay's seeds spent less than the end-to-end run (the replay's median ${pct(s.medianFraction)}, 90th percentile ${pct(s.p90Fraction)}); its choice's regret is ${pct(regretOf(adaptive.chosen, truth))} (the replay's mean ${pct(s.regret.meanRegret)}).`, ""] : []),
     );
     results.push({ surface: surfaceName, source: file, costs, summary: s, rows });
     if (adaptive) {
@@ -275,26 +297,27 @@ function main(): void {
   const total = summary(all);
   const argv = process.argv.slice(2).join(" ");
   const md = [
-    "# Adaptive sweep: best configuration for a fraction of the grid's GPU time",
+    "# Adaptive sweep: what a user deploys, against the full grid, for a fraction of its GPU time",
     "",
     `Command: \`${COMMAND}${argv ? ` ${argv}` : ""}\` (${new Date().toISOString()}).`,
     "",
     `Grid: budgets ${GRID.budgets.join(", ")} x topk ${GRID.topks.join(", ")} x window ${GRID.windows.join(", ")} (compact cache with the window): ${points.length} valid configurations.`,
     `Objective: ${options.objective === "short" ? "single-stream decode tok/s at short context (128-token prompt)" : options.objective === "long" ? "single-stream decode tok/s at 8192 tokens" : "the mean of short and 8192-token decode tok/s"}; the coding check as a constraint.`,
-    `Seeds ${options["first-seed"]}-${options["first-seed"] + options.seeds - 1} per surface (the strategy's defaults were tuned on the training family above, not on these), ${options.hosts} hosts in parallel.`,
+    `Hand-made surfaces: seeds ${options["first-seed"]}-${options["first-seed"] + options.seeds - 1} per surface, ${options.hosts} hosts in parallel.`,
     "",
     `"model": the performance model's mean figures on the surface (simhost/sim/sglang/perf.ts with bench/surfaces/<name>.json), each request drawn with a relative sd of ${options["base-noise"]} combined with the surface's noise (the simulator's own benchmark spreads about 0.06: see the recorded row, and the run with --base-noise 0.06); a launch costs ${options["launch-seconds"]} s (the seed's load), a short pass ${MODEL_COSTS.shortPassSeconds} s, a full pass ${MODEL_COSTS.fullPassSeconds} s (as the simulator measures them), a later pass's \`up\` ${MODEL_COSTS.passOverheadSeconds} s more (engine fixed cost); a launch in the OOM region costs half a load.`,
     `"recorded": the figures of a full grid run end to end (bench/adaptive-e2e.ts): each configuration's measured median as its mean, the per-request noise measured over that grid, and the costs measured there (launches as recorded, passes at their median durations, no engine time). Its truth is the model's at the hosts' speedScale; see its section below.`,
-    `The true best is the model's (noise-free); it is known only in simulation. A hit, as above: a best within 1 % of the true best, or a tie of at most 3 holding it or all within 1 % of it. The model rows add a launch's persistent offset (${pct(options["launch-noise"])}) to the per-request noise below.`,
-    "The last column: the full grid under the same noise (every configuration one full pass, same seeds), its highest measured median alone, or answered as the adaptive sweep answers (a best or a tie of at most three).",
+    `The true best is the model's (noise-free); it is known only in simulation. Every figure scores the answer's top alone (what a user deploys; a tie gets no credit) by its regret, 1 - its true value / the true best. The model rows add a launch's persistent offset (${pct(options["launch-noise"])}) to the per-request noise below.`,
     "",
     ...family.lines,
     "## The hand-made surfaces (regression cases)",
     "",
-    "| surface | figures | configurations | true best (tok/s) | hits | worst chosen / best | median GPU time / full grid | 90th percentile | median launches | median stated confidence | full grid's hits (highest median; the sweep's answer) |",
-    "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|",
+    "Per surface, over its seeds: the adaptive sweep's top (what a user deploys) within 3 % of the true best, its mean and 95th-percentile regret, and the full grid measured once (its highest measured median) on the same seeds.",
+    "",
+    "| surface | figures | configurations | true best (tok/s) | top within 3 % | mean regret | 95th percentile regret | full grid: within 3 % | full grid: mean regret | median GPU time / full grid | 90th percentile | median launches | median chance within 1 % (no longer stated) |",
+    "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ...tableRows,
-    `| **all model surfaces** | | | | ${total.hits}/${total.runs} (${pct(total.hitRate)}) | ${pct(total.worstRatio)} | ${pct(total.medianFraction)} | ${pct(total.p90Fraction)} | ${total.medianLaunches} | ${pct(total.medianConfidence)} | |`,
+    `| **all model surfaces** | | | | ${pct(total.regret.within3)} | ${pct(total.regret.meanRegret)} | ${pct(total.regret.p95Regret)} | | | ${pct(total.medianFraction)} | ${pct(total.p90Fraction)} | ${total.medianLaunches} | ${pct(total.medianConfidence)} |`,
     "",
     ...lines,
   ].join("\n");

@@ -1,73 +1,61 @@
-// Benchmark: how often the report's winner rule names a winner between identical
-// configurations (A/A), and how often it finds a true 3 % difference, at the simulator's
-// measured per-request noise, with and without a launch-to-launch offset. Each trial draws
-// the benchmark's rows as a benchmark would measure them (a baseline and two speculative
-// configurations, each launched K times with `runs` short-context requests per launch; every
-// launch a persistent offset, every request its own noise) and asks the report's own
-// `choose()` (components/verdict/choose.ts) under several rule settings, and the rule before
-// issue 40 (the top's slowest request beats every other's fastest) on the same rows.
-// Writes bench/results/winner-rule.{json,md}.
-// Run: npx tsx bench/winner-rule.ts [--seeds 4040,4041] [--trials 1000] (--help: the options)
+// Benchmark: how often the report's winner rule names a winner among identical configurations
+// (A/A: 2, 5 or 38 of them, beside a no-speculation baseline), when the benchmark is re-run and
+// the report read again after every re-run (up to 10 looks: rows.ts pools every kept run), at
+// the assumed launch offset and at twice it; and how often it finds a configuration truly 3, 5
+// or 10 % faster, with the smallest difference it says it could detect. Each trial draws the
+// rows as a benchmark measures them (every launch a persistent offset, every request its own
+// noise) and asks the report's own `choose()` (components/verdict/choose.ts); the rule before
+// issue 62 (a fixed 95 % interval, each configuration's own launches pooled with the assumed
+// 1.5 % offset) decides on the same launches, side by side.
+// Writes bench/results/winner-rule.{json,md} (or --out NAME).
+// Run: npx tsx bench/winner-rule.ts [--seeds 6202,6203] [--trials 400] (--help: the options)
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { REPO_ROOT } from "../lib/pulumi-env";
 import { normal, prng } from "../lib/prng";
-import { listOf, option, parseCommandOrExit, positiveInteger, positiveNumber } from "../lib/cli";
+import { listOf, option, parseCommandOrExit, positiveInteger, positiveNumber, text } from "../lib/cli";
 import { choose } from "../components/verdict/choose";
-import { figuresOf } from "../components/benchmark/compare";
 import type { ReportRow } from "../components/verdict/rows";
 import type { HistoryRecord } from "../components/benchmark/history";
-import { DEFAULT_VERDICT, verdictSchema, type VerdictSettings } from "../components/verdict/schema";
+import { DEFAULT_VERDICT } from "../components/verdict/schema";
+import { estimate, normalQuantile, type LaunchMeasure } from "../components/verdict/rule";
 import { benchmarkSchema } from "../components/benchmark/schema";
 import { phase, resultOf } from "../test/support/benchmarkResults";
+import { WINNER_RULE_HELD_OUT_SEEDS, WINNER_RULE_TRAINING_SEEDS } from "./adaptive/families";
 
 const COMMAND = "npx tsx bench/winner-rule.ts";
 const { options } = parseCommandOrExit(COMMAND, {
-  summary: "Trials of the report's winner rule on simulated benchmark rows: identical configurations (A/A) and a true 3 % difference,\nwith and without a launch offset, several rule settings and benchmark sizes, and the old rule side by side.\nWrites bench/results/winner-rule.{json,md}.",
+  summary: "Trials of the report's winner rule on simulated benchmark rows re-run and read again up to 10 times: identical\nconfigurations (A/A: 2, 5, 38) at the assumed launch offset and twice it, and a true 3, 5, 10 % difference; the rule\nbefore issue 62 side by side. Writes bench/results/winner-rule.{json,md}.",
   options: {
-    seeds: option({ type: listOf(positiveInteger), placeholder: "N,N", description: "seeds of the trials (each seed a full set of trials)", default: "4040,4041" }),
-    trials: option({ type: positiveInteger, placeholder: "N", description: "trials per seed and cell", default: "1000" }),
+    seeds: option({ type: listOf(positiveInteger), placeholder: "N,N", description: `seeds of the trials (tuned on ${WINNER_RULE_TRAINING_SEEDS.join(", ")}; held out ${WINNER_RULE_HELD_OUT_SEEDS.join(", ")}, bench/adaptive/families.ts)`, default: WINNER_RULE_HELD_OUT_SEEDS.join(",") }),
+    trials: option({ type: positiveInteger, placeholder: "N", description: "trials per seed and cell", default: "400" }),
     "request-sd": option({ type: positiveNumber, placeholder: "X", description: "relative sd of one request's decode rate (bench/results/adaptive-sweep.md measured 0.042 on the simulator)", default: "0.042" }),
-    "launch-sd": option({ type: listOf(positiveNumber), placeholder: "X,X", description: "true launch offsets tried besides none (relative sd)", default: "0.015" }),
+    looks: option({ type: positiveInteger, placeholder: "N", description: "re-runs of every configuration, the report read after each", default: "10" }),
+    out: option({ type: text, placeholder: "NAME", description: "results name under bench/results/", default: "winner-rule" }),
   },
 });
 
 const SEEDS = options.seeds as number[];
 const TRIALS = options.trials as number;
 const REQUEST_SD = options["request-sd"] as number;
-const OFFSETS = [0, ...(options["launch-sd"] as number[])];
-/** The default benchmark: its short phase's measured requests per launch. */
+const LOOKS = options.looks as number;
+const ASSUMED = DEFAULT_VERDICT.launchSd;
+const OFFSETS = [ASSUMED, 2 * ASSUMED];
+/** The default benchmark's measured short-context requests per launch, and a long one. */
 const DEFAULT_RUNS = benchmarkSchema.parse({}).runs;
-/** The true speeds: a baseline well below (speculation more than doubles it), A, and B = A or A + 3 %. */
+const RUNS = [DEFAULT_RUNS, 30];
 const BASE_TPS = 80;
 const A_TPS = 180;
-const DIFFERENCE = 0.03;
-
-/** Benchmark sizes tried: measured short-context requests per launch, launches per configuration. */
-const SIZES: { runs: number; launches: number }[] = [
-  ...[1, 2, 4, 8, 12, 16].map((launches) => ({ runs: DEFAULT_RUNS, launches })),
-  ...[1, 4, 8, 12].map((launches) => ({ runs: 10, launches })),
-  ...[1, 4, 6, 8, 10].map((launches) => ({ runs: 30, launches })),
-];
-/** Rule settings tried (the launch prior is the assumed 1.5 % throughout). */
-const SETTINGS: VerdictSettings[] = [0, 0.005, 0.01].flatMap((threshold) => [0.9, 0.95].map((confidence) => verdictSchema.parse({ threshold, confidence })));
-const isDefault = (s: VerdictSettings) => s.threshold === DEFAULT_VERDICT.threshold && s.confidence === DEFAULT_VERDICT.confidence && s.launchSd === DEFAULT_VERDICT.launchSd;
-
-/**
- * GPU seconds per configuration, from bench/results/adaptive-sweep.md's measured costs: a launch
- * 420 s (the weight load), a full pass 18 s at the default 3 runs, which the extra runs lengthen
- * in proportion (an upper bound: the concurrency phases and the coding check do not grow).
- */
-const LAUNCH_S = 420;
-const FULL_PASS_S = 18;
-const gpuSeconds = (size: { runs: number; launches: number }) => size.launches * (LAUNCH_S + (FULL_PASS_S * size.runs) / DEFAULT_RUNS);
-
+const COUNTS = [2, 5, 38];
+const DIFFERENCES = [0.03, 0.05, 0.1];
+/** Looks reported (the rule is read after every re-run; a false winner at any look up to L counts at L). */
+const REPORTED_LOOKS = [1, 2, 4, LOOKS].filter((l, i, a) => l <= LOOKS && a.indexOf(l) === i);
 
 const SETTINGS_HASHES = { benchmark: "6afe5e8f6155", benchmarkCode: "00fecfdfc67e" };
 const DEPLOYED = { "model.contextLength": null, "model.extraArgs": [], "model.memFractionStatic": null, "model.quantization": null, "service.environment": "none", nodes: 0, sglangBuild: "ddtree-fork" };
 const configurationOf = (stack: string, speculative: boolean): Record<string, unknown> => ({
   stack,
-  ...(speculative ? { algorithm: "DDTREE", budget: stack === "a" ? 8 : 16, topk: 4, draftWindowSize: 2048, compactCache: true } : { algorithm: null, draftWindowSize: "none", compactCache: false }),
+  ...(speculative ? { algorithm: "DDTREE", budget: 8, topk: 4, draftWindowSize: 2048, compactCache: true } : { algorithm: null, draftWindowSize: "none", compactCache: false }),
   sglangBuild: "ddtree-fork",
   model: "/models/Kimi-K2.6",
   tpSize: 8,
@@ -78,80 +66,117 @@ const configurationOf = (stack: string, speculative: boolean): Record<string, un
 let pid = 1000;
 const T0 = Date.parse("2026-12-01T00:00:00.000Z");
 
-/** One launch's short phase as the benchmark reports it: median, min and max of its requests' decode rates. */
-function launchResult(rand: () => number, truth: number, offsetSd: number, runs: number) {
+/** One launch: its short phase as the benchmark reports it (median, min, max of its requests), and the rule's measure of it. */
+function drawLaunch(rand: () => number, truth: number, offsetSd: number, runs: number) {
   const launch = truth * (1 + offsetSd * normal(rand));
   const rates = Array.from({ length: runs }, () => launch * (1 + REQUEST_SD * normal(rand))).sort((x, y) => x - y);
   const median = runs % 2 ? rates[(runs - 1) / 2] : (rates[runs / 2 - 1] + rates[runs / 2]) / 2;
   const base = resultOf({ decode: median, on: { mainPid: pid++ } });
-  return { ...base, short: { ...phase("short", { decode: median, requests: runs }), decode_tokens_per_s_min: rates[0], decode_tokens_per_s_max: rates[runs - 1] } };
+  return { result: { ...base, short: { ...phase("short", { decode: median, requests: runs }), decode_tokens_per_s_min: rates[0], decode_tokens_per_s_max: rates[runs - 1] } }, median };
 }
 
-/** A configuration measured on `launches` server starts, as the report reads it: its last run, and every run kept. */
-function rowOf(rand: () => number, stack: string, truth: number, speculative: boolean, offsetSd: number, size: { runs: number; launches: number }, minute: number): ReportRow {
-  const configuration = configurationOf(stack, speculative);
-  const runs: HistoryRecord[] = Array.from({ length: size.launches }, (_, k) => ({
-    format: 1,
-    stack,
-    backend: "",
-    takenAt: new Date(T0 + (minute + 10 * k) * 60_000).toISOString(),
-    unitHash: `${stack}`.padEnd(64, "0"),
-    host: "10.0.0.5",
-    configuration,
-    result: launchResult(rand, truth, offsetSd, size.runs),
-  }));
-  const last = runs[runs.length - 1];
-  return { stack, configuration, result: last.result, takenAt: last.takenAt, runs };
+interface Config {
+  stack: string;
+  truth: number;
+  speculative: boolean;
+  runs: HistoryRecord[];
+  medians: number[];
 }
 
-/** The rule before issue 40 (components/benchmark/compare.ts at 30ef2c7): the top's slowest request beats every other's fastest. */
-function oldRuleWinner(rows: ReportRow[]): string | undefined {
-  const eligible = rows.filter((r) => r.configuration.algorithm).map((r) => ({ stack: r.stack, d: figuresOf(r.result!).short })).sort((x, y) => y.d.median - x.d.median);
-  const [top, ...rest] = eligible;
-  const within = rest.filter((e) => e.d.max >= top.d.min);
-  const few = eligible.filter((e) => e.d.requests < 3);
-  return within.length === 0 && (rest.length === 0 || few.length === 0) ? top.stack : undefined;
+/** Every configuration re-run once more: a new launch each, kept beside the earlier ones. */
+function rerun(rand: () => number, configs: Config[], offsetSd: number, runs: number, look: number): void {
+  configs.forEach((c, i) => {
+    const l = drawLaunch(rand, c.truth, offsetSd, runs);
+    c.runs.push({ format: 1, stack: c.stack, backend: "", takenAt: new Date(T0 + (look * 60 + i) * 60_000).toISOString(), unitHash: c.stack.padEnd(64, "0"), host: "10.0.0.5", configuration: configurationOf(c.stack, c.speculative), result: l.result });
+    c.medians.push(l.median);
+  });
+}
+
+const rowsOf = (configs: Config[]): ReportRow[] =>
+  configs.map((c) => {
+    const last = c.runs[c.runs.length - 1];
+    return { stack: c.stack, configuration: last.configuration, result: last.result, takenAt: last.takenAt, runs: [...c.runs] };
+  });
+
+/**
+ * The rule before issue 62, on the same launches: each configuration's launches pooled with the
+ * assumed 1.5 % offset (its own spread where relaunched), a fixed 95 % interval, a winner when the
+ * top's interval over every other and over the baseline lies above 1.005.
+ */
+function oldWinner(configs: Config[], runs: number): string | undefined {
+  const launches = (c: Config): LaunchMeasure[] => c.medians.map((value) => ({ value, requests: runs, requestSd: REQUEST_SD }));
+  const est = configs.map((c) => ({ c, e: estimate(launches(c), { launchSd: ASSUMED }) }));
+  const z = normalQuantile(0.975);
+  const spec = est.filter((x) => x.c.speculative).sort((a, b) => b.e.value - a.e.value);
+  const base = est.find((x) => !x.c.speculative)!;
+  const [top, ...rest] = spec;
+  const beats = (o: typeof top) => (top.e.value / o.e.value) * Math.exp(-z * Math.hypot(top.e.relSe, o.e.relSe)) > 1 + DEFAULT_VERDICT.threshold;
+  return rest.length > 0 && rest.every(beats) && beats(base) ? top.c.stack : undefined;
 }
 
 interface Cell {
-  scenario: "A/A" | "3 %";
+  kind: "A/A" | "difference";
+  count: number;
+  difference: number;
   offset: number;
   runs: number;
-  launches: number;
   seed: number;
   trials: number;
-  /** Per setting ("threshold/confidence"): winners named, and of them the truly faster one (B). */
-  rule: Record<string, { winner: number; winnerB: number; tie: number; none: number }>;
-  /** The old rule on the same rows: its last run only, as it read them. */
-  oldWinner: number;
+  /** Per look (index 0: look 1): trials with a winner named at that look or before (A/A), or the truly faster one named best at that look (difference). */
+  winnerBy: number[];
+  /** Per look: a wrong winner named at that look or before. */
+  wrongBy: number[];
+  oldWinnerBy: number[];
+  /** Per look: trials whose top and runner-up are "equal within" (A/A) at that look; and "inconclusive". */
+  equal: number[];
+  inconclusive: number[];
+  /** Per look: the smallest difference the top's comparison with its closest rival says it could detect, per trial. */
+  detectable: number[][];
 }
 
-const key = (s: VerdictSettings) => `${s.threshold}/${s.confidence}`;
 const cells: Cell[] = [];
 const started = Date.now();
+const scenarios: { kind: Cell["kind"]; count: number; difference: number }[] = [
+  ...COUNTS.map((count) => ({ kind: "A/A" as const, count, difference: 0 })),
+  ...DIFFERENCES.map((difference) => ({ kind: "difference" as const, count: 5, difference })),
+];
 for (const seed of SEEDS) {
-  for (const scenario of ["A/A", "3 %"] as const) {
+  for (const sc of scenarios) {
     for (const offset of OFFSETS) {
-      for (const size of SIZES) {
+      for (const runs of RUNS) {
         const rand = prng(seed * 1_000_003 + cells.length);
-        const cell: Cell = { scenario, offset, ...size, seed, trials: TRIALS, rule: Object.fromEntries(SETTINGS.map((s) => [key(s), { winner: 0, winnerB: 0, tie: 0, none: 0 }])), oldWinner: 0 };
-        for (let t = 0; t < TRIALS; t++) {
-          const rows = [
-            rowOf(rand, "baseline", BASE_TPS, false, offset, size, 0),
-            rowOf(rand, "a", A_TPS, true, offset, size, 1),
-            rowOf(rand, "b", scenario === "A/A" ? A_TPS : A_TPS * (1 + DIFFERENCE), true, offset, size, 2),
+        const zero = () => Array.from({ length: LOOKS }, () => 0);
+        const cell: Cell = { ...sc, offset, runs, seed, trials: TRIALS, winnerBy: zero(), wrongBy: zero(), oldWinnerBy: zero(), equal: zero(), inconclusive: zero(), detectable: Array.from({ length: LOOKS }, () => []) };
+        const trials = sc.count >= 38 ? Math.max(1, Math.round(TRIALS / 4)) : TRIALS;
+        cell.trials = trials;
+        for (let t = 0; t < trials; t++) {
+          const configs: Config[] = [
+            { stack: "baseline", truth: BASE_TPS, speculative: false, runs: [], medians: [] },
+            ...Array.from({ length: sc.count }, (_, i) => ({ stack: `c${i}`, truth: A_TPS * (i === 0 ? 1 + sc.difference : 1), speculative: true, runs: [], medians: [] })),
           ];
-          for (const s of SETTINGS) {
-            const c = choose(rows, s);
-            const tally = cell.rule[key(s)];
+          let named = false;
+          let wrong = false;
+          let oldNamed = false;
+          for (let look = 0; look < LOOKS; look++) {
+            rerun(rand, configs, offset, runs, look);
+            const c = choose(rowsOf(configs));
             if (c.kind === "winner") {
-              tally.winner += 1;
-              if (c.stack === "b") tally.winnerB += 1;
-            } else if (c.kind === "tie") tally.tie += 1;
-            else tally.none += 1;
+              if (sc.kind === "A/A" || c.stack !== "c0") wrong = true;
+              named = true;
+            }
+            if (!oldNamed && oldWinner(configs, runs)) oldNamed = true;
+            if (sc.kind === "A/A") {
+              if (named) cell.winnerBy[look] += 1;
+            } else if (c.kind === "winner" && c.stack === "c0") cell.winnerBy[look] += 1;
+            if (wrong) cell.wrongBy[look] += 1;
+            if (oldNamed) cell.oldWinnerBy[look] += 1;
+            const vs = c.kind === "winner" ? c.runnerUp?.comparison : c.kind === "tie" ? [...c.against].sort((x, y) => x.comparison.low - y.comparison.low)[0]?.comparison : undefined;
+            if (vs) {
+              cell.detectable[look].push(vs.detectable);
+              if (vs.verdict === "equal") cell.equal[look] += 1;
+              if (vs.verdict === "inconclusive") cell.inconclusive[look] += 1;
+            }
           }
-          // The old rule saw one run per stack: the last.
-          if (oldRuleWinner(rows.map((r) => ({ ...r, runs: undefined })))) cell.oldWinner += 1;
         }
         cells.push(cell);
       }
@@ -160,84 +185,88 @@ for (const seed of SEEDS) {
 }
 const seconds = (Date.now() - started) / 1000;
 
-// ---- the result: rates pooled over the seeds, each seed's own beside where it matters.
 const pct = (x: number) => `${(100 * x).toFixed(1)} %`;
-const pooled = (scenario: Cell["scenario"], offset: number, size: { runs: number; launches: number }) => cells.filter((c) => c.scenario === scenario && c.offset === offset && c.runs === size.runs && c.launches === size.launches);
-const rate = (cs: Cell[], pick: (c: Cell) => number) => cs.reduce((t, c) => t + pick(c), 0) / cs.reduce((t, c) => t + c.trials, 0);
-const aaTie = (cs: Cell[], s: VerdictSettings) => rate(cs, (c) => c.rule[key(s)].tie);
-const detected = (cs: Cell[], s: VerdictSettings) => rate(cs, (c) => c.rule[key(s)].winnerB);
-const wrong = (cs: Cell[], s: VerdictSettings) => rate(cs, (c) => c.rule[key(s)].winner - c.rule[key(s)].winnerB);
-const perSeed = (cs: Cell[], f: (c: Cell[]) => number) => cs.map((c) => pct(f([c]))).join(", ");
+const pick = (kind: Cell["kind"], count: number, difference: number, offset: number, runs: number) => cells.filter((c) => c.kind === kind && c.count === count && c.difference === difference && c.offset === offset && c.runs === runs);
+const rate = (cs: Cell[], f: (c: Cell) => number) => cs.reduce((t, c) => t + f(c), 0) / cs.reduce((t, c) => t + c.trials, 0);
+/** Wilson 95 % upper bound of a rate. */
+const upper = (cs: Cell[], f: (c: Cell) => number) => {
+  const n = cs.reduce((t, c) => t + c.trials, 0);
+  const p = rate(cs, f);
+  const z = 1.96;
+  return (p + (z * z) / (2 * n) + z * Math.sqrt((p * (1 - p)) / n + (z * z) / (4 * n * n))) / (1 + (z * z) / n);
+};
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? NaN : s[Math.floor(s.length / 2)];
+};
+const perSeed = (cs: Cell[], f: (c: Cell) => number) => cs.map((c) => pct(f(c) / c.trials)).join(", ");
 
-const sizeText = (z: { runs: number; launches: number }) => `${z.launches} × ${z.runs}`;
 const lines: string[] = [];
 lines.push(
-  "# Winner rule: A/A ties and a true 3 % difference",
+  "# Winner rule: false winners over re-runs, equal or inconclusive, and what a benchmark can detect",
   "",
-  `Command: \`${COMMAND} --seeds ${SEEDS.join(",")} --trials ${TRIALS} --request-sd ${REQUEST_SD} --launch-sd ${OFFSETS.slice(1).join(",")}\` (${new Date().toISOString()}, ${seconds.toFixed(0)} s).`,
+  `Command: \`${COMMAND} --seeds ${SEEDS.join(",")} --trials ${TRIALS} --request-sd ${REQUEST_SD} --looks ${LOOKS}${options.out !== "winner-rule" ? ` --out ${options.out}` : ""}\` (${new Date().toISOString()}, ${seconds.toFixed(0)} s).`,
   "",
-  `Each trial: a no-speculation baseline (true ${BASE_TPS} tok/s) and two speculative configurations, A (${A_TPS} tok/s) and B (A/A: the same; "3 %": ${(A_TPS * (1 + DIFFERENCE)).toFixed(1)} tok/s), all on one host, each launched K times (a server start: a persistent offset of relative sd 0 or ${OFFSETS.slice(1).map(pct).join(", ")}) with \`runs\` measured short-context requests per launch (each request's decode rate with a relative sd of ${pct(REQUEST_SD)}, the simulator's as bench/results/adaptive-sweep.md measured it). The benchmark reports each launch's median, min and max, as a format-2 result; the report reads the rows with every launch's run kept (bench/history: one unit hash, a main PID per launch) and \`choose()\` decides. The default benchmark is 1 launch × ${DEFAULT_RUNS} requests (components/benchmark/schema.ts: \`runs\`).`,
-  `Seeds ${SEEDS.join(", ")}, ${TRIALS} trials per seed and cell; rates are pooled over the seeds, each seed's own in brackets where it decides. The old rule (before issue 40: the top's slowest request beats every other's fastest, over the last run) sees the same rows.`,
+  `Seeds ${SEEDS.join(", ")} (bench/adaptive/families.ts: the rule's constants were set on seed ${WINNER_RULE_TRAINING_SEEDS.join(", ")}; held out ${WINNER_RULE_HELD_OUT_SEEDS.join(", ")}). ${TRIALS} trials per seed and cell (${Math.max(1, Math.round(TRIALS / 4))} with 38 configurations); rates pooled over the seeds, each seed's own in brackets.`,
   "",
-  `Cost per configuration: GPU seconds = launches × (${LAUNCH_S} s load + ${FULL_PASS_S} s full pass × runs / ${DEFAULT_RUNS}), from the launch and pass times measured in bench/results/adaptive-sweep.md (scaling the whole pass with runs is an upper bound).`,
+  `Each trial: a no-speculation baseline (true ${BASE_TPS} tok/s) and N speculative configurations (true ${A_TPS} tok/s; in "difference" trials the first of 5 is faster by 3, 5 or 10 %), all on one host. A look: every configuration re-run once (a new server start: a persistent offset of relative sd 1x or 2x the assumed ${pct(ASSUMED)}, and \`runs\` measured short-context requests, each with a relative sd of ${pct(REQUEST_SD)}), then the report read with every kept run (rows.ts: one unit hash, a main PID per launch) and \`choose()\` deciding. A false winner at any look up to L counts at L. The default benchmark is 1 launch × ${DEFAULT_RUNS} requests (components/benchmark/schema.ts: \`runs\`).`,
   "",
-  `## The default settings (threshold ${pct(DEFAULT_VERDICT.threshold)}, confidence ${pct(DEFAULT_VERDICT.confidence)}, launch prior ${pct(DEFAULT_VERDICT.launchSd)})`,
+  `The rule (components/verdict/rule.ts): an always-valid 95 % interval of each ratio (a normal-mixture confidence sequence), the launch offset measured from the relaunches of every row (twice the assumed ${pct(ASSUMED)} where nothing was relaunched, pooled with that, never below it), "better" only when the whole interval lies above ${pct(DEFAULT_VERDICT.threshold)}. The rule before issue 62, on the same launches: a fixed 95 % interval, each configuration's own launches pooled with the assumed ${pct(ASSUMED)}.`,
   "",
-  "| launches × requests | requests per configuration | GPU s per configuration | A/A tie, no offset | A/A tie, offset " + OFFSETS.slice(1).map(pct).join(", ") + " | 3 % found, no offset | 3 % found, offset | 3 % wrong winner (worst) | old rule: A/A false winner, no offset | old rule: A/A false winner, offset |",
-  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+  "## A/A: identical configurations, a false winner at any look up to L",
+  "",
+  `Target: at most 5 % for 2, 5 and 38 configurations, at 1x and 2x the assumed offset, with up to 10 looks. The last column: the Wilson 95 % upper bound of the rate at ${LOOKS} looks.`,
+  "",
+  `| configurations | launch offset | requests per launch | ${REPORTED_LOOKS.map((l) => `look ${l}`).join(" | ")} | ${LOOKS} looks, 95 % upper bound | rule before issue 62: look 1 | before: ${LOOKS} looks |`,
+  `|---:|---:|---:|${REPORTED_LOOKS.map(() => "---:").join("|")}|---:|---:|---:|`,
 );
-const D = SETTINGS.find(isDefault);
-if (!D) throw new Error(`the default settings (${key(DEFAULT_VERDICT)}) are not among those tried`);
-const withOffset = OFFSETS.slice(1);
-for (const size of SIZES) {
-  const aa0 = pooled("A/A", 0, size);
-  const aaO = withOffset.flatMap((o) => pooled("A/A", o, size));
-  const d0 = pooled("3 %", 0, size);
-  const dO = withOffset.flatMap((o) => pooled("3 %", o, size));
-  const wrongRate = Math.max(wrong(d0, D), wrong(dO, D));
-  lines.push(
-    `| ${sizeText(size)}${size.launches === 1 && size.runs === DEFAULT_RUNS ? " (default)" : ""} | ${size.launches * size.runs} | ${gpuSeconds(size).toFixed(0)} | ${pct(aaTie(aa0, D))} (${perSeed(aa0, (c) => aaTie(c, D))}) | ${pct(aaTie(aaO, D))} (${perSeed(aaO, (c) => aaTie(c, D))}) | ${pct(detected(d0, D))} (${perSeed(d0, (c) => detected(c, D))}) | ${pct(detected(dO, D))} (${perSeed(dO, (c) => detected(c, D))}) | ${pct(wrongRate)} | ${pct(rate(aa0, (c) => c.oldWinner))} | ${pct(rate(aaO, (c) => c.oldWinner))} |`,
-  );
+let worstUpper = 0;
+for (const count of COUNTS) {
+  for (const offset of OFFSETS) {
+    for (const runs of RUNS) {
+      const cs = pick("A/A", count, 0, offset, runs);
+      const up = upper(cs, (c) => c.winnerBy[LOOKS - 1]);
+      worstUpper = Math.max(worstUpper, rate(cs, (c) => c.winnerBy[LOOKS - 1]));
+      lines.push(`| ${count} | ${pct(offset)} (${offset / ASSUMED}x) | ${runs} | ${REPORTED_LOOKS.map((l) => `${pct(rate(cs, (c) => c.winnerBy[l - 1]))} (${perSeed(cs, (c) => c.winnerBy[l - 1])})`).join(" | ")} | ${pct(up)} | ${pct(rate(cs, (c) => c.oldWinnerBy[0]))} | ${pct(rate(cs, (c) => c.oldWinnerBy[LOOKS - 1]))} |`);
+    }
+  }
 }
-const smallest = SIZES.filter((z) => {
-  const ok = (o: number) => aaTie(pooled("A/A", o, z), D) >= 0.95 && detected(pooled("3 %", o, z), D) >= 0.8;
-  return OFFSETS.every(ok);
-}).sort((x, y) => gpuSeconds(x) - gpuSeconds(y))[0];
+lines.push("", `Highest A/A false-winner rate at ${LOOKS} looks over every cell: **${pct(worstUpper)}** (target ≤ 5 %).`, "");
+lines.push(
+  "## Equal within 2 % or inconclusive (2 identical configurations)",
+  "",
+  `"equal within ${pct(DEFAULT_VERDICT.equalWithin)}": the whole interval of the top over its closest rival lies inside ±${pct(DEFAULT_VERDICT.equalWithin)} (verdict.equalWithin); "inconclusive": it is neither that nor beyond the threshold (this benchmark cannot tell). Shares of trials at each look; the median smallest difference the comparison says it could detect (80 % of the time at the next look).`,
+  "",
+  `| launch offset | requests per launch | ${REPORTED_LOOKS.map((l) => `look ${l}: equal / inconclusive / detectable`).join(" | ")} |`,
+  `|---:|---:|${REPORTED_LOOKS.map(() => "---").join("|")}|`,
+);
+for (const offset of OFFSETS) {
+  for (const runs of RUNS) {
+    const cs = pick("A/A", 2, 0, offset, runs);
+    lines.push(`| ${pct(offset)} | ${runs} | ${REPORTED_LOOKS.map((l) => `${pct(rate(cs, (c) => c.equal[l - 1]))} / ${pct(rate(cs, (c) => c.inconclusive[l - 1]))} / ${pct(median(cs.flatMap((c) => c.detectable[l - 1])))}`).join(" | ")} |`);
+  }
+}
 lines.push(
   "",
-  smallest
-    ? `Smallest benchmark tried that ties A/A in ≥ 95 % and finds the 3 % difference in ≥ 80 % at every offset, with the default settings: **${sizeText(smallest)}** (${smallest.launches} launches of ${smallest.runs} requests per configuration: ${smallest.launches * smallest.runs} requests, ${gpuSeconds(smallest).toFixed(0)} GPU s per configuration, ${(gpuSeconds(smallest) / gpuSeconds({ runs: DEFAULT_RUNS, launches: 1 })).toFixed(1)} times the default benchmark's ${gpuSeconds({ runs: DEFAULT_RUNS, launches: 1 }).toFixed(0)} GPU s).`
-    : "No benchmark size tried ties A/A in ≥ 95 % and finds the 3 % difference in ≥ 80 % at every offset with the default settings.",
+  "## A true difference: the faster of 5 named best (at that look), and a wrong winner (at any look up to it)",
   "",
-  "## Every setting tried",
-  "",
-  "The rule's settings: threshold (a difference under it is none) / confidence of the intervals; the launch prior 1.5 % throughout. Per size: the worst A/A tie rate over the offsets, and the worst rate of finding the 3 % difference.",
-  "",
-  `| launches × requests | ${SETTINGS.map((s) => `${pct(s.threshold)} / ${pct(s.confidence)}${isDefault(s) ? " (default)" : ""}`).join(" | ")} |`,
-  `|---|${SETTINGS.map(() => "---:").join("|")}|`,
+  `| difference | launch offset | requests per launch | ${REPORTED_LOOKS.map((l) => `look ${l}: found / wrong`).join(" | ")} | median detectable at look 1 / ${LOOKS} |`,
+  `|---:|---:|---:|${REPORTED_LOOKS.map(() => "---").join("|")}|---|`,
 );
-for (const size of SIZES) {
-  lines.push(
-    `| ${sizeText(size)} | ${SETTINGS.map((s) => {
-      const aa = Math.min(...OFFSETS.map((o) => aaTie(pooled("A/A", o, size), s)));
-      const found = Math.min(...OFFSETS.map((o) => detected(pooled("3 %", o, size), s)));
-      return `A/A ${pct(aa)}, 3 % ${pct(found)}`;
-    }).join(" | ")} |`,
-  );
+for (const difference of DIFFERENCES) {
+  for (const offset of OFFSETS) {
+    for (const runs of RUNS) {
+      const cs = pick("difference", 5, difference, offset, runs);
+      lines.push(`| ${pct(difference)} | ${pct(offset)} | ${runs} | ${REPORTED_LOOKS.map((l) => `${pct(rate(cs, (c) => c.winnerBy[l - 1]))} / ${pct(rate(cs, (c) => c.wrongBy[l - 1]))}`).join(" | ")} | ${pct(median(cs.flatMap((c) => c.detectable[0])))} / ${pct(median(cs.flatMap((c) => c.detectable[LOOKS - 1])))} |`);
+    }
+  }
 }
-// The defaults' choice: of the settings that tie A/A in >= 95 % at every size and offset, the one that finds 3 % most often at the largest size.
-const largest = SIZES[SIZES.length - 1];
-const safe = SETTINGS.filter((s) => SIZES.every((z) => OFFSETS.every((o) => aaTie(pooled("A/A", o, z), s) >= 0.95)));
-const strongest = [...safe].sort((x, y) => Math.min(...OFFSETS.map((o) => detected(pooled("3 %", o, largest), y))) - Math.min(...OFFSETS.map((o) => detected(pooled("3 %", o, largest), x))))[0];
-const name = (s: VerdictSettings) => `${pct(s.threshold)} / ${pct(s.confidence)}`;
-lines.push("", `Settings that tie A/A in ≥ 95 % at every size and offset tried: ${safe.map(name).join(", ") || "none"}; of them the one that finds the 3 % difference most often at ${sizeText(largest)}: ${strongest ? name(strongest) : "none"}${strongest && isDefault(strongest) ? " (the default, components/verdict/schema.ts)" : ` (the default is ${name(D)})`}.`);
-const noneRate = rate(cells, (c) => c.rule[key(D)].none);
 lines.push(
   "",
-  `"No best" (the top not faster than the baseline, which is far slower here) with the default settings: ${pct(noneRate)} of all trials. The A/A false-winner rate of the rule is 100 % minus its tie rate and that; the old rule's is in its own columns. "3 % wrong winner": A named best although B is the faster.`,
+  `"Detectable": the smallest true difference the rule would call faster 80 % of the time at the next look, from the interval's width at this many launches (rule.ts Comparison.detectable); every tie the report prints says it.`,
 );
 const out = path.join(REPO_ROOT, "bench", "results");
 fs.mkdirSync(out, { recursive: true });
-fs.writeFileSync(path.join(out, "winner-rule.json"), `${JSON.stringify({ command: COMMAND, seeds: SEEDS, trials: TRIALS, requestSd: REQUEST_SD, offsets: OFFSETS, defaults: DEFAULT_VERDICT, cells }, null, 1)}\n`);
-fs.writeFileSync(path.join(out, "winner-rule.md"), `${lines.join("\n")}\n`);
+fs.writeFileSync(path.join(out, `${options.out}.json`), `${JSON.stringify({ command: COMMAND, seeds: SEEDS, trials: TRIALS, requestSd: REQUEST_SD, looks: LOOKS, offsets: OFFSETS, defaults: DEFAULT_VERDICT, cells: cells.map((c) => ({ ...c, detectable: c.detectable.map(median) })) }, null, 1)}\n`);
+fs.writeFileSync(path.join(out, `${options.out}.md`), `${lines.join("\n")}\n`);
 process.stdout.write(`${lines.join("\n")}\n`);

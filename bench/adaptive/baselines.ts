@@ -30,7 +30,7 @@ export interface BudgetedOptions {
 }
 
 /** The decision rule's settings for the tie sets. */
-export const TIE_RULE: RuleSettings = { threshold: 0.01, confidence: 0.95, launchSd: 0.015 };
+export const TIE_RULE: RuleSettings = { threshold: 0.01, confidence: 0.95, launchSd: 0.015, equalWithin: 0.02 };
 
 const SHORT = { kind: "short", longWeight: 0 } as const;
 

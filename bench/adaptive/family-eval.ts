@@ -6,10 +6,11 @@
 // Brier score against the constant predictor (always quoting the base hit rate).
 import type { GridPoint } from "../../components/sweep/adaptive/space";
 import { Policy, ReplayCosts, replay, replayPolicy } from "../../components/sweep/adaptive/replay";
-import { StrategyOptions } from "../../components/sweep/adaptive/strategy";
+import { Conclusion, StrategyOptions } from "../../components/sweep/adaptive/strategy";
 import { FamilyOptions, drawFamily, toReplayTable, truthOf } from "./family";
 import { MAX_TIED, score } from "./evaluate";
 import { fullGrid, randomSearch, successiveHalving } from "./baselines";
+import { regretOf } from "./regret";
 
 export interface FamilyRun {
   surface: number;
@@ -21,8 +22,13 @@ export interface FamilyRun {
   topHit: boolean;
   tied: number;
   ratio: number;
+  /** 1 - the true value of the answer's top / the true best (regret.ts): what a user who deploys the top loses. */
+  regret: number;
   fraction: number;
   confidence?: number;
+  /** The adaptive sweep's own expected regret of its pick, and its 90 % upper bound (strategy.ts Belief90). */
+  expectedRegret?: number;
+  regretUpper90?: number;
 }
 
 export interface FamilyEvaluation {
@@ -45,6 +51,12 @@ export function baselinesAt(costs: ReplayCosts, launchSeconds: number): Record<s
   };
 }
 
+/** The pick's expected regret and 90 % bound as the sweep states them (none without a pick). */
+function pickBelief(c: Conclusion): { expectedRegret?: number; regretUpper90?: number } {
+  const b = c.chosen ? c.beliefs.get(c.chosen.point.name) : undefined;
+  return b ? { expectedRegret: b.expectedRegret, regretUpper90: b.regretUpper90 } : {};
+}
+
 /** Replays the adaptive strategy (and each baseline at its spend) on `n` surfaces drawn from `seed`. */
 export function evaluateFamily(points: GridPoint[], seed: number, n: number, family: FamilyOptions, costs: ReplayCosts, launchSeconds: number, strategy: Omit<StrategyOptions, "seed">, baselines: Record<string, BaselineFactory>, hosts: number): FamilyEvaluation {
   const runs: FamilyRun[] = [];
@@ -55,12 +67,12 @@ export function evaluateFamily(points: GridPoint[], seed: number, n: number, fam
     const a = replay(points, table, costs, { ...strategy, seed: runSeed }, hosts);
     const s = score(a.conclusion.tied, truth, strategy.tolerance);
     const top = score(a.conclusion.tied.slice(0, 1), truth, strategy.tolerance);
-    runs.push({ surface: i, features: surface.features, policy: "adaptive", hit: s.hit, topHit: top.hit, tied: s.tied, ratio: s.ratio, fraction: a.gpuSeconds / a.fullGridGpuSeconds, confidence: a.conclusion.confidence });
+    runs.push({ surface: i, features: surface.features, policy: "adaptive", hit: s.hit, topHit: top.hit, tied: s.tied, ratio: s.ratio, regret: regretOf(a.conclusion.chosen?.point.name, truth), fraction: a.gpuSeconds / a.fullGridGpuSeconds, confidence: a.conclusion.confidence, ...pickBelief(a.conclusion) });
     for (const [name, make] of Object.entries(baselines)) {
       const b = replayPolicy(points, table, costs, make(a.gpuSeconds, runSeed), hosts, runSeed);
       // A baseline's answer is its own authors' rule: its top by measured mean, alone.
       const t = score(b.answer.chosen ? [b.answer.chosen] : [], truth, strategy.tolerance);
-      runs.push({ surface: i, features: surface.features, policy: name, hit: t.hit, topHit: t.hit, tied: t.tied, ratio: t.ratio, fraction: b.gpuSeconds / b.fullGridGpuSeconds, confidence: b.answer.confidence });
+      runs.push({ surface: i, features: surface.features, policy: name, hit: t.hit, topHit: t.hit, tied: t.tied, ratio: t.ratio, regret: regretOf(b.answer.chosen, truth), fraction: b.gpuSeconds / b.fullGridGpuSeconds, confidence: b.answer.confidence });
     }
   });
   return { seed, surfaces: n, options: family, runs };

@@ -1,13 +1,13 @@
 // Pure rendering of the comparison across stacks: a Markdown table and an SVG chart, the
-// best row marked (or the rows tied within noise), from the verdicts of components/verdict/.
+// best row marked (or the rows of a tie), from the verdicts of components/verdict/.
 import type { HistoryRecord } from "./history";
 import { DecodeRate, figuresOf, Figures } from "./compare";
 import { otherSettings, provenanceOf, warned, type ReportRow } from "../verdict/rows";
 import { choose, ratioText, speedups, type Choice, type Speedup } from "../verdict/choose";
 import type { Comparison, Estimate } from "../verdict/rule";
-import { normalQuantile } from "../verdict/rule";
+import { alwaysValidHalfWidth, UNMEASURED_OFFSET_FACTOR } from "../verdict/rule";
 import { DEFAULT_VERDICT, type VerdictSettings } from "../verdict/schema";
-import { BEST, bestHeading, chartWords, NO_BEST_HEADING, NONE_NAMED, TIE, tieHeading, WITHIN_NOISE, type Mark } from "../verdict/words";
+import { BEST, bestHeading, chartWords, comparisonWord, EQUAL_WITHIN, INCONCLUSIVE, NO_BEST_HEADING, NONE_NAMED, TIE, tieHeading, tieWord, type Mark } from "../verdict/words";
 
 /**
  * Pure: the rows of the stacks read from a backend, with what the project kept of their
@@ -56,8 +56,9 @@ function choiceMark(choice: Choice, stack: string): Mark | undefined {
   return undefined;
 }
 
-/** A speedup as a cell says it: the ratio, its interval, and "within noise" where the rule calls it a tie. */
-const times = (c: Comparison | undefined) => (c === undefined ? "" : `, ${ratioText(c)}${c.verdict === "tie" ? ` ${WITHIN_NOISE}` : ""}`);
+/** A speedup as a cell says it: the ratio, its interval, and "equal within X %" or "inconclusive" where the rule finds it neither faster nor slower. */
+const undecided = (c: Comparison) => c.verdict === "equal" || c.verdict === "inconclusive";
+const times = (c: Comparison | undefined) => (c === undefined ? "" : `, ${ratioText(c)}${undecided(c) ? ` ${comparisonWord(c)}` : ""}`);
 const spread = (d: DecodeRate) => `${fmt(d.median)} (${fmt(d.min)}-${fmt(d.max)})`;
 const minute = (iso: string | undefined) => (iso ? iso.slice(0, 16).replace("T", " ") : "-");
 const MARK = "†";
@@ -128,14 +129,14 @@ const percent = (x: number) => `${(x * 100).toFixed(1).replace(/\.0$/, "")} %`;
 
 /** Pure: an estimate as the report says it: value, its interval's half-width, and what it rests on. */
 function estimateText(e: Estimate, runs: number, s: VerdictSettings): string {
-  const half = Math.exp(normalQuantile(0.5 + s.confidence / 2) * e.relSe) - 1;
+  const half = Math.exp(alwaysValidHalfWidth(e.relSe * e.relSe, s.confidence)) - 1;
   const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
   return `${fmt(e.value)} ±${percent(half)} (${plural(e.launches, "launch", "launches")}${runs > e.launches ? ` of ${plural(runs, "run")}` : ""}, ${plural(e.requests, "request")})`;
 }
 
 /** Pure: the rule's settings in words. */
 export function ruleText(s: VerdictSettings): string {
-  return `A is faster than B only when the whole ${percent(s.confidence)} interval of A/B lies above ${(1 + s.threshold).toFixed(3)} (a difference under ${percent(s.threshold)} is none); each server launch of a configuration counts once, and a launch-to-launch spread of ${percent(s.launchSd)} is assumed for a configuration of one launch (pooled with the measured spread where it has more; settings: components/verdict/schema.ts).`;
+  return `A is faster than B only when the whole ${percent(s.confidence)} interval of A/B lies above ${(1 + s.threshold).toFixed(3)} (a difference under ${percent(s.threshold)} is none); "${EQUAL_WITHIN} ${percent(s.equalWithin)}" when it lies inside ±${percent(s.equalWithin)}, "${INCONCLUSIVE}" otherwise. Every interval is always valid: it holds however often the benchmark is re-run and this report read again. Each server launch of a configuration counts once; the launch-to-launch spread is measured from the relaunches of every row, pooled with an assumed ${percent(UNMEASURED_OFFSET_FACTOR * s.launchSd)} (twice verdict.launchSd, ${percent(s.launchSd)}), never below ${percent(s.launchSd)}; where nothing was relaunched, ${percent(UNMEASURED_OFFSET_FACTOR * s.launchSd)} is assumed (settings: components/verdict/schema.ts).`;
 }
 
 /** Pure: the paragraph that names the best configuration, or the tie, or why none, with the estimates it rests on and who was not eligible. */
@@ -149,7 +150,7 @@ function renderChoice(choice: Choice): string {
     }
     case "tie": {
       const base = choice.baseline ? ` ${choice.stacks[0]} is faster than ${choice.baseline.stack} (the baseline: ${ratioText(choice.baseline.comparison)}).` : ` No baseline was compared: ${choice.baselineWhy}.`;
-      said = `${tieHeading(choice.stacks)}: the rule cannot tell ${choice.against.map((a) => `${a.stack} from ${choice.stacks[0]} (${ratioText(a.comparison)})`).join(", nor ")}, so ${NONE_NAMED}.${base}`;
+      said = `${tieHeading(choice.stacks, tieWord(choice.against.map((a) => a.comparison)))}: the rule does not find ${choice.stacks[0]} faster than ${choice.stacks.length > 2 ? "each of the others" : "the other"} (${choice.against.map((a) => `${choice.stacks[0]} against ${a.stack}: ${ratioText(a.comparison)}, ${comparisonWord(a.comparison)}; it could detect ${(a.comparison.detectable * 100).toFixed(1)} %`).join("; ")}), so ${NONE_NAMED}.${base}`;
       break;
     }
     case "none":
@@ -179,7 +180,7 @@ function renderSpeedups(gains: Map<string, Speedup>, s: VerdictSettings): string
     used.set(key, [...(used.get(key) ?? []), stack]);
   }
   return [
-    `Speedup, as in \`2.41x (2.30-2.52)\` after a figure: the row's figure divided by the same figure of its baseline (the no-speculation stack named for the row below): decode tok/s at the same context (each row's estimate by the rule), output tok/s at the same concurrency; in parentheses the ${percent(s.confidence)} interval of that ratio; "${WITHIN_NOISE}" where the rule cannot tell it from 1.00x (no speedup). In the verdict above, a ratio is the short-context decode estimate of the ${BEST} (in a ${TIE}, the first listed) divided by that of the configuration named with it, and ± beside an estimate is half its ${percent(s.confidence)} interval, as a share of the estimate. Baselines: the newest no-speculation stack measured on the same host, deployed alike but for speculation, within ${s.maxAgeDays} days of the row, its benchmark without warnings.`,
+    `Speedup, as in \`2.41x (2.30-2.52)\` after a figure: the row's figure divided by the same figure of its baseline (the no-speculation stack named for the row below): decode tok/s at the same context (each row's estimate by the rule), output tok/s at the same concurrency; in parentheses the ${percent(s.confidence)} interval of that ratio (always valid: it holds however often the benchmark is re-run and this report read again); "${EQUAL_WITHIN} ${percent(s.equalWithin)}" where the whole interval lies inside ±${percent(s.equalWithin)} of 1.00x, "${INCONCLUSIVE}" where it is neither beyond the ${percent(s.threshold)} threshold nor inside ±${percent(s.equalWithin)} (this benchmark cannot tell). A tie names none best, with why: "${EQUAL_WITHIN} ${percent(s.equalWithin)}" when every comparison in it is, else "${INCONCLUSIVE}". In the verdict above, a ratio is the short-context decode estimate of the ${BEST} (in a ${TIE}, the first listed) divided by that of the configuration named with it, and ± beside an estimate is half its ${percent(s.confidence)} interval, as a share of the estimate. Baselines: the newest no-speculation stack measured on the same host, deployed alike but for speculation, within ${s.maxAgeDays} days of the row, its benchmark without warnings.`,
     "",
     ...[...used].map(([key, stacks]) => `- ${stacks.join(", ")}: ${key}.`),
     ...lines,
@@ -223,7 +224,7 @@ function escapeXml(s: string): string {
 // tokens/s per request at short and at each long context (bar: median, whisker: min-max over
 // the phase's requests; the speedup over the baseline on the same host beside it),
 // acceptance length, and the coding check's pass rate. The best row is highlighted and
-// tagged, or each row of a tie within noise is tagged "tie". Everything is laid out from the
+// tagged, or each row of a tie is tagged "tie". Everything is laid out from the
 // rows alone (no clock, no randomness), so the same rows give the same bytes, and from an
 // estimate of text widths that errs wide, so that no text runs past the edge whatever the
 // names.
@@ -314,8 +315,8 @@ function panels(rows: ReportRow[], s: VerdictSettings): Panel[] {
     min: d.min,
     max: d.max,
     // The spread in numbers too: it is often narrower than a whisker can show.
-    label: `${fmt(d.median)} (${fmt(d.min)}–${fmt(d.max)})${gain === undefined ? "" : ` ${gain.ratio.toFixed(2)}x${gain.verdict === "tie" ? " ~" : ""}`}`,
-    tooltip: `${stack}, ${what}: ${fmt(d.median)} tok/s decode, median of ${d.requests} requests (min ${fmt(d.min)}, max ${fmt(d.max)})${gain === undefined ? "" : `; ${ratioText(gain)} the no-speculation baseline (${gains.get(stack)!.baseline!.stack} on ${gains.get(stack)!.host})${gain.verdict === "tie" ? `, ${WITHIN_NOISE}` : ""}`}`,
+    label: `${fmt(d.median)} (${fmt(d.min)}–${fmt(d.max)})${gain === undefined ? "" : ` ${gain.ratio.toFixed(2)}x${undecided(gain) ? " ~" : ""}`}`,
+    tooltip: `${stack}, ${what}: ${fmt(d.median)} tok/s decode, median of ${d.requests} requests (min ${fmt(d.min)}, max ${fmt(d.max)})${gain === undefined ? "" : `; ${ratioText(gain)} the no-speculation baseline (${gains.get(stack)!.baseline!.stack} on ${gains.get(stack)!.host})${undecided(gain) ? `, ${comparisonWord(gain)}` : ""}`}`,
   });
   const shortPrompt = uniform(measured.map((f) => f.shortPromptTokens));
   const speedPanel = (detail: string, pick: (f: Figures, g: Speedup | undefined) => [DecodeRate, Comparison | undefined] | undefined, what: string): Panel => ({
@@ -378,7 +379,7 @@ function choiceLine(choice: Choice): string {
     case "winner":
       return `${chartWords.best}: ${choice.stack} (faster by the rule than ${choice.runnerUp ? "every other eligible configuration and " : ""}the baseline ${choice.baseline.stack}, ${ratioText(choice.baseline.comparison)}).`;
     case "tie":
-      return `${chartWords.tie}: ${choice.stacks.join(", ")} (the rule cannot tell them apart); ${NONE_NAMED}.`;
+      return `${chartWords.tie}: ${choice.stacks.join(", ")} (${tieWord(choice.against.map((a) => a.comparison))}); ${NONE_NAMED}.`;
     case "none":
       return `${chartWords.none}: ${choice.why}.`;
     default: {
@@ -395,7 +396,7 @@ export function renderSvg(rows: ReportRow[], s: VerdictSettings = DEFAULT_VERDIC
   const ps = panels(rows, s);
   const requests = uniform(rows.flatMap((r) => (r.result ? [figuresOf(r.result).short, ...figuresOf(r.result).long.map((l) => l.decode)].map((d) => d.requests) : [])));
   const title = "Decode speed, acceptance length and coding check by configuration";
-  const subtitle = `Bars: median${requests ? ` of ${requests} requests` : ""}, single stream; whiskers: min to max; 2.41x: speedup over the no-speculation baseline on the same host (~: within noise).`;
+  const subtitle = `Bars: median${requests ? ` of ${requests} requests` : ""}, single stream; whiskers: min to max; 2.41x: speedup over the no-speculation baseline on the same host (~: neither faster nor slower).`;
   const chosen = choiceLine(choice);
   const tagWidth = (tag: string) => textWidth(tag, 10, true) + 10;
   const tagOf = (stack: string) => choiceMark(choice, stack);

@@ -7,7 +7,7 @@
 // output `__benchmarkResult` (compare.ts FULL_RESULT_OUTPUT), which `up` and `preview` do not
 // show and `npx pulumi stack output __benchmarkResult --json` prints.
 import { figuresOf, FULL_RESULT_OUTPUT, type StoredResult } from "./compare";
-import { compare, estimate, type Comparison } from "../verdict/rule";
+import { compare, estimate, launchOffset, type Comparison } from "../verdict/rule";
 import { shortRate } from "../verdict/rows";
 import { ratioText } from "../verdict/choose";
 import { comparisonWord } from "../verdict/words";
@@ -74,7 +74,7 @@ export function versusPrevious(now: RunOf, before: RunOf | undefined | null, s: 
   const mine = shortRate(figuresOf(now.result));
   const theirs = shortRate(figuresOf(before.result));
   if (!mine || !theirs) return { ...head, notCompared: "one of the two has no short-context decode rate" };
-  return { ...head, comparison: compare(estimate([mine], s), estimate([theirs], s), s) };
+  return { ...head, comparison: compare(estimate([mine], s, launchOffset([[mine], [theirs]], s)), estimate([theirs], s, launchOffset([[mine], [theirs]], s)), s) };
 }
 
 const fmt = (x: number | null | undefined, digits = 1) => (x === null || x === undefined || !Number.isFinite(x) ? "-" : x.toFixed(digits));
@@ -84,7 +84,7 @@ const minute = (iso: string) => `${iso.slice(0, 16).replace("T", " ")} UTC`;
 export function versusText(v: VersusPrevious): string {
   const which = `the previous run (${minute(v.takenAt)}, ${v.sameUnit ? "the same unit" : `unit ${v.unitHash.slice(0, 12)}`})`;
   if ("notCompared" in v) return `not compared with ${which}: ${v.notCompared}`;
-  return `${comparisonWord(v.comparison.verdict)}: ${ratioText(v.comparison)} the short-context decode tok/s of ${which}`;
+  return `${comparisonWord(v.comparison)}: ${ratioText(v.comparison)} the short-context decode tok/s of ${which}`;
 }
 
 /** Pure: the summary of a stored result (either format), with when it was taken, where its numbers are and the verdict against the previous run. */
@@ -111,7 +111,7 @@ export function benchmarkSummary(result: StoredResult, o: { stack: string; taken
 /** Pure: the verdict against the previous run in a few words ("faster against the previous run (1.08x)"). */
 function versusWords(v: VersusPrevious | null | undefined): string {
   if (!v) return "";
-  return "notCompared" in v ? "not compared with the previous run" : `${comparisonWord(v.comparison.verdict)} against the previous run (${v.comparison.ratio.toFixed(2)}x)`;
+  return "notCompared" in v ? "not compared with the previous run" : `${comparisonWord(v.comparison)} against the previous run (${v.comparison.ratio.toFixed(2)}x)`;
 }
 
 /** Pure: the summary on one line (the demo's). */

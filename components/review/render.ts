@@ -3,7 +3,8 @@
 // section per stack. Never longer than the limit, whatever the number of stacks: the summary
 // is kept whole, the sections trimmed (shortest form first) and what was left out said.
 import type { Figures } from "../benchmark/compare";
-import { compare, estimate, type LaunchMeasure } from "../verdict/rule";
+import { compare, estimate, launchOffset, type LaunchMeasure } from "../verdict/rule";
+import { comparisonWord, equalWords } from "../verdict/words";
 import { levelThroughput, longRate, shortRate } from "../verdict/rows";
 import { DEFAULT_VERDICT, type VerdictSettings } from "../verdict/schema";
 import type { ConfigChange, TouchedBecause } from "./change";
@@ -272,16 +273,17 @@ const signed = (x: number) => `${x >= 0 ? "+" : ""}${(x * 100).toFixed(1)} %`;
 
 /**
  * Pure: this stack's figure against the serving one's by the report's rule (one launch each,
- * the launch prior): "faster: +6.8 % (+1.2 to +12.7 %)", "slower: ...", or "tie: ... within
- * noise"; not compared where either benchmark warned.
+ * twice the assumed launch offset): "faster: +6.8 % (+1.2 to +12.7 %)", "slower: ...",
+ * "equal within 2 %: ..." or "inconclusive: ..."; not compared where either benchmark warned.
  */
 export function ruleDifference(a: Figures, b: Figures, pick: (f: Figures) => LaunchMeasure | undefined, s: VerdictSettings = DEFAULT_VERDICT): string {
   const [x, y] = [pick(a), pick(b)];
   if (!x || !y) return "";
   if (a.warnings.length || b.warnings.length) return "not compared: a benchmark warned";
-  const c = compare(estimate([x], s), estimate([y], s), s);
+  const offset = launchOffset([[x], [y]], s);
+  const c = compare(estimate([x], s, offset), estimate([y], s, offset), s);
   const said = `${signed(c.ratio - 1)} (${signed(c.low - 1)} to ${signed(c.high - 1)})`;
-  return c.verdict === "better" ? `faster: ${said}` : c.verdict === "worse" ? `slower: ${said}` : `tie: ${said}, within noise`;
+  return c.verdict === "better" ? `faster: ${said}` : c.verdict === "worse" ? `slower: ${said}` : `${comparisonWord(c)}: ${said}`;
 }
 
 function benchTable(b: StackReview["benchmark"]): string {
@@ -309,7 +311,7 @@ function benchTable(b: StackReview["benchmark"]): string {
   }
   const coding = cols.map((c) => (c.f.coding ? `${c.f.coding.passed}/${c.f.coding.tasks}` : "not run"));
   out.push(`| coding check | ${coding.join(" | ")}${two ? " | |" : " |"}`);
-  const rule = two ? `\nDifferences of speed: this stack over the one serving now, by the report's rule: "faster" or "slower" only when the whole ${Math.round(DEFAULT_VERDICT.confidence * 100)} % interval lies beyond ${signed(DEFAULT_VERDICT.threshold)}, else "tie" (one launch each, with a launch-to-launch spread of ${(DEFAULT_VERDICT.launchSd * 100).toFixed(1)} % assumed).\n` : "";
+  const rule = two ? `\nDifferences of speed: this stack over the one serving now, by the report's rule: "faster" or "slower" only when the whole ${Math.round(DEFAULT_VERDICT.confidence * 100)} % interval lies beyond ${signed(DEFAULT_VERDICT.threshold)}, "${equalWords(DEFAULT_VERDICT.equalWithin)}" when it lies inside ±${(DEFAULT_VERDICT.equalWithin * 100).toFixed(1)} %, else "inconclusive" (one launch each: the launch-to-launch spread is not measured, so twice the assumed ${(DEFAULT_VERDICT.launchSd * 100).toFixed(1)} % is taken).\n` : "";
   return `${out.join("\n")}\n${rule}`;
 }
 

@@ -3,7 +3,7 @@
 // adaptive sweep's configuration gets the one `npm run grid` writes, grid.ts), the stack,
 // `npx pulumi up`; and for a fleet, the keys of that stack file to set in the fleet's.
 import * as YAML from "yaml";
-import { BEST, NO_BEST, NONE_NAMED, TIE, WITHIN_NOISE } from "../verdict/words";
+import { BEST, NO_BEST, NONE_NAMED, TIE } from "../verdict/words";
 
 export interface PromoteInput {
   /** The configuration to deploy: the best, or the first (highest estimate) of a tie. */
@@ -38,7 +38,7 @@ export function promotionText(p: PromoteInput | undefined): string {
   else if (!p.write || there) first = `# ${file} holds its settings already${p.write ? "" : " (the sweep measured that file)"}`;
   else if (p.existing !== undefined) first = `${p.write} --force   # overwrites ${file}, whose settings differ`;
   else first = `${p.write}   # writes ${file}`;
-  const who = p.tie && p.tie.length > 1 ? `${p.stack}, the first of the ${TIE} (${WITHIN_NOISE}) ${p.tie.join(", ")} (${NONE_NAMED}; it has the highest estimate)` : `${p.stack}, the ${BEST}`;
+  const who = p.tie && p.tie.length > 1 ? `${p.stack}, the first of the ${TIE} ${p.tie.join(", ")} (${NONE_NAMED}; it has the highest estimate)` : `${p.stack}, the ${BEST}`;
   return [
     "## Deploy it",
     "",

@@ -1,16 +1,17 @@
 // Pure: the report's verdicts by the one rule (rule.ts): which configuration is best (or which
 // tie, or why none), and each configuration's speedup over the no-speculation baseline, with
-// its interval. A row's estimate comes from its launches (rows.ts: launchesOf), with the
-// launch prior where it has one. Best means better by the rule than every other eligible
+// its interval. A row's estimate comes from its launches (rows.ts: launchesOf), with the launch
+// offset measured by the relaunches of every row the report holds (rule.ts launchOffset; twice
+// the assumed one where none was relaunched). Best means better by the rule than every other eligible
 // configuration and than the baseline; rows with warnings are neither best nor a baseline;
 // a baseline is one deployed alike but for speculation, measured on the same host within
 // verdict.maxAgeDays of the row, and every refusal names the setting or the age.
 import { figuresOf } from "../benchmark/compare";
-import { compare, estimate, rank, type Comparison, type Estimate, type LaunchMeasure } from "./rule";
+import { compare, estimate, launchOffset, rank, type Comparison, type Estimate, type LaunchMeasure, type LaunchOffset } from "./rule";
 import { daysApart, deployedUnlike, hashOf, isBaseline, launchesOf, levelThroughput, longRate, measured, otherSettings, provenanceOf, shortRate, warned, type Measured, type ReportRow } from "./rows";
 import type { Figures } from "../benchmark/compare";
 import { DEFAULT_VERDICT, type VerdictSettings } from "./schema";
-import { comparisonWord, WITHIN_NOISE } from "./words";
+import { comparisonWord } from "./words";
 
 /** Pure: why `base` cannot be the baseline of `row` (another model, format, settings, code, deployment, age, or warnings), or undefined when it can. */
 function unlike(row: Measured, base: Measured, s: VerdictSettings): string | undefined {
@@ -57,13 +58,25 @@ export function baselineFor(row: Measured, rows: readonly ReportRow[], s: Verdic
   return { host, why: here.map((b) => `the baseline on ${host} (${b.stack}) ${unlike(row, b, s)}`).join("; ") };
 }
 
-/** Pure: a row's estimate of one figure from its launches (undefined where it did not measure it), and how many kept runs it pooled. */
-export function estimateOf(row: Measured, pick: (f: Figures) => LaunchMeasure | undefined, s: VerdictSettings = DEFAULT_VERDICT): { estimate: Estimate; runs: number } | undefined {
-  const l = launchesOf(row, pick, s);
-  return l ? { estimate: estimate(l.launches, s), runs: l.runs } : undefined;
+/**
+ * Pure: the launch offset of one figure as every row's relaunches measure it (rows whose
+ * benchmark warned do not count); twice the assumed offset where none was relaunched.
+ */
+export function offsetOf(rows: readonly ReportRow[], pick: (f: Figures) => LaunchMeasure | undefined, s: VerdictSettings = DEFAULT_VERDICT): LaunchOffset {
+  const groups = measured(rows)
+    .filter((r) => warned(r.result) === undefined)
+    .map((r) => launchesOf(r, pick, s)?.launches)
+    .filter((l): l is LaunchMeasure[] => l !== undefined);
+  return launchOffset(groups, s);
 }
 
-/** A configuration's speedup over its baseline, per figure, each a ratio with its interval and the rule's verdict ("tie": within noise). */
+/** Pure: a row's estimate of one figure from its launches (undefined where it did not measure it) and `offset` (offsetOf), and how many kept runs it pooled. */
+export function estimateOf(row: Measured, pick: (f: Figures) => LaunchMeasure | undefined, offset: LaunchOffset, s: VerdictSettings = DEFAULT_VERDICT): { estimate: Estimate; runs: number } | undefined {
+  const l = launchesOf(row, pick, s);
+  return l ? { estimate: estimate(l.launches, s, offset), runs: l.runs } : undefined;
+}
+
+/** A configuration's speedup over its baseline, per figure, each a ratio with its interval and the rule's verdict (faster, slower, equal within X % or inconclusive). */
 export interface Speedup {
   /** The baseline row divided by; absent when none could be used (see why). */
   baseline?: ReportRow;
@@ -78,8 +91,9 @@ export interface Speedup {
 }
 
 /** Pure: A's figure against B's by the rule, from each row's launches; undefined where either lacks it. */
-function compareRows(a: Measured, b: Measured, pick: (f: Figures) => LaunchMeasure | undefined, s: VerdictSettings): Comparison | undefined {
-  const [x, y] = [estimateOf(a, pick, s), estimateOf(b, pick, s)];
+function compareRows(a: Measured, b: Measured, pick: (f: Figures) => LaunchMeasure | undefined, rows: readonly ReportRow[], s: VerdictSettings): Comparison | undefined {
+  const offset = offsetOf(rows, pick, s);
+  const [x, y] = [estimateOf(a, pick, offset, s), estimateOf(b, pick, offset, s)];
   return x && y ? compare(x.estimate, y.estimate, s) : undefined;
 }
 
@@ -100,15 +114,15 @@ export function speedups(rows: ReportRow[], s: VerdictSettings = DEFAULT_VERDICT
     const f = figuresOf(row.result);
     const long = new Map<number, Comparison>();
     for (const l of f.long) {
-      const c = compareRows(row, base, longRate(l.contextTokens), s);
+      const c = compareRows(row, base, longRate(l.contextTokens), rows, s);
       if (c) long.set(l.contextTokens, c);
     }
     const concurrency = new Map<number, Comparison>();
     for (const c of f.concurrency) {
-      const x = compareRows(row, base, levelThroughput(c.level), s);
+      const x = compareRows(row, base, levelThroughput(c.level), rows, s);
       if (x) concurrency.set(c.level, x);
     }
-    out.set(row.stack, { baseline: base, host: use.host, short: compareRows(row, base, shortRate, s), long, concurrency });
+    out.set(row.stack, { baseline: base, host: use.host, short: compareRows(row, base, shortRate, rows, s), long, concurrency });
   }
   return out;
 }
@@ -158,10 +172,11 @@ export function choose(rows: ReportRow[], s: VerdictSettings = DEFAULT_VERDICT):
   const excluded: Choice["excluded"] = [];
   const eligible: (Estimated & { row: Measured })[] = [];
   const speculative = measured(rows).filter((r) => !isBaseline(r));
+  const offset = offsetOf(rows, shortRate, s);
   for (const r of speculative) {
     const f = figuresOf(r.result);
     const w = warned(r.result);
-    const e = estimateOf(r, shortRate, s);
+    const e = estimateOf(r, shortRate, offset, s);
     if (f.coding && f.coding.passed < f.coding.tasks) excluded.push({ stack: r.stack, why: `coding check ${f.coding.passed}/${f.coding.tasks} passed` });
     else if (flagged.has(r.stack)) excluded.push({ stack: r.stack, why: flagged.get(r.stack)!.join("; ") });
     else if (w) excluded.push({ stack: r.stack, why: w });
@@ -178,11 +193,11 @@ export function choose(rows: ReportRow[], s: VerdictSettings = DEFAULT_VERDICT):
   const top = ranking.kind === "best" ? ranking.best : ranking.tied[0];
   const others = eligible.filter((e) => e !== top);
   const use = baselineFor(top.row, rows, s);
-  const base = use.baseline ? compareRows(top.row, use.baseline, shortRate, s) : undefined;
+  const base = use.baseline ? compareRows(top.row, use.baseline, shortRate, rows, s) : undefined;
   const baseline = use.baseline && base ? { stack: use.baseline.stack, comparison: base } : undefined;
   if (baseline && baseline.comparison.verdict !== "better") {
-    const said = baseline.comparison.verdict === "worse" ? `${comparisonWord("worse")} than` : `${WITHIN_NOISE} of`;
-    return none(`${top.stack}, the fastest eligible configuration, is ${said} ${baseline.stack} (the baseline: ${ratioText(baseline.comparison)})`);
+    const said = baseline.comparison.verdict === "worse" ? "slower than" : "not faster than";
+    return none(`${top.stack}, the fastest eligible configuration, is ${said} ${baseline.stack} (the baseline: ${ratioText(baseline.comparison)}, ${comparisonWord(baseline.comparison)})`);
   }
   const against = (e: Estimated): Against => ({ stack: e.stack, comparison: compare(top.estimate, e.estimate, s) });
   if (ranking.kind === "tie" && ranking.tied.length > 1) {

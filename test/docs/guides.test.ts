@@ -270,7 +270,7 @@ describe("the guides, run as written in fresh clones against simulated hosts", {
     for (const s of ["b16t4-wnone", "b4t4-wnone", "b8t4-wnone", "baseline"]) assert.match(sweep.output, new RegExp(`\\] ${s}: done in `), s);
     // The answer: a best, or a tie whose first has the highest estimate.
     const answer = fs.readFileSync(path.join(dir, "bench", "out", "sweep-report.md"), "utf8");
-    const m = /\*\*Best: ([\w.-]+)\*\*/.exec(answer) ?? /\*\*Tie: ([\w.-]+)(?:, [\w.-]+)* \(within noise\)\*\*/.exec(answer);
+    const m = /\*\*Best: ([\w.-]+)\*\*/.exec(answer) ?? /\*\*Tie: ([\w.-]+)(?:, [\w.-]+)* \((?:equal within [\d.]+ %|inconclusive)\)\*\*/.exec(answer);
     assert.ok(m, `the sweep's report names no best and no tie:\n${answer}`);
     const winner = m[1];
     assert.match(winner, /-wnone$/, "the baseline is never the answer");

@@ -66,7 +66,7 @@ test("the legend says what every figure it explains is relative to", () => {
   const legend = legendOf(renderMarkdown(LEGEND_ROWS));
   assert.ok(legend, "a legend under the table");
   assert.match(legend, /^Speedup, as in `2\.41x \(2\.30-2\.52\)` after a figure: the row's figure divided by the same figure of its baseline \(the no-speculation stack named for the row below\)/);
-  assert.match(legend, /in parentheses the 95 % interval of that ratio; "within noise" where the rule cannot tell it from 1\.00x \(no speedup\)\./);
+  assert.match(legend, /in parentheses the 95 % interval of that ratio \(always valid: it holds however often the benchmark is re-run and this report read again\); "equal within 2 %" where the whole interval lies inside ±2 % of 1\.00x, "inconclusive" where it is neither beyond the 0\.5 % threshold nor inside ±2 % \(this benchmark cannot tell\)\./);
   assert.match(legend, /In the verdict above, a ratio is the short-context decode estimate of the best \(in a tie, the first listed\) divided by that of the configuration named with it, and ± beside an estimate is half its 95 % interval, as a share of the estimate\./);
 });
 
@@ -74,5 +74,5 @@ test("docs/report-example.md is the report in its current words", () => {
   const example = fs.readFileSync(path.join(REPO_ROOT, "docs", "report-example.md"), "utf8");
   assert.equal(legendOf(example), legendOf(renderMarkdown(LEGEND_ROWS)), "the legend as the report writes it now");
   assert.ok(example.includes(ruleText(DEFAULT_VERDICT)), "the rule's settings in words");
-  assert.match(example, /\n\*\*(Best: [^*]+|Tie: [^*]+ \(within noise\)|No best configuration)\*\*: /);
+  assert.match(example, /\n\*\*(Best: [^*]+|Tie: [^*]+ \((equal within [0-9.]+ %|inconclusive)\)|No best configuration)\*\*: /);
 });

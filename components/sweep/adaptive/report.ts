@@ -4,7 +4,7 @@
 // Markdown and an SVG chart. Plain data in, text out.
 import type { GridPoint } from "./space";
 import { Conclusion, LaunchRecord, Measured, Objective, spentPerHost, spentSeconds } from "./strategy";
-import { BEST, bestHeading, NO_BEST_HEADING, NONE_NAMED, TIE, tieHeading, type Mark } from "../../verdict/words";
+import { BEST, bestHeading, INCONCLUSIVE, NO_BEST_HEADING, NONE_NAMED, TIE, tieHeading, type Mark } from "../../verdict/words";
 
 export interface AdaptiveReport {
   points: GridPoint[];
@@ -92,11 +92,17 @@ export function renderAdaptiveMarkdown(r: AdaptiveReport): string {
   const lines: string[] = [];
   lines.push(`Objective: ${objectiveText(r.objective, r.longContextTokens)}, the coding check as a constraint. Grid: ${r.points.length} configurations.`, "");
   const tol = "1 %";
+  const pctOf = (x: number) => `${(x * 100).toFixed(1)} %`;
+  const pick = c.chosen ? c.beliefs.get(c.chosen.point.name) : undefined;
+  // What deploying the top risks, by the answer's draws (the measurements with the launch offset, and the surrogate's beliefs of what was not launched).
+  const risk = pick
+    ? ` If you deploy ${c.chosen!.point.name}: expected regret (the share of the best configuration's speed, launched or not, it may lack) ${pctOf(pick.expectedRegret)}, at most ${pctOf(pick.regretUpper90)} with 90 % (from the measurements, a launch-to-launch offset of ${pctOf(c.launchSd)} assumed, not measured${c.measured.some((m) => m.launches > 1) ? " (some configurations were launched more than once; the offset is still the assumed one)" : ": no configuration was launched twice"}, and the surrogate's belief of every configuration not launched: a peak it cannot see is a risk this does not count). How often such figures held on generated surfaces of the simulator, and how often the top was within 3 % of the best there: bench/results/adaptive-sweep.md.`
+    : "";
   if (c.chosen && c.tied.length <= 1) {
     lines.push(
-      `${bestHeading(c.chosen.point.name)}, ${c.chosen.value.toFixed(1)} tok/s (±${c.chosen.se.toFixed(1)}, ${c.chosen.launches} launch${c.chosen.launches > 1 ? "es" : ""}, ${c.chosen.requests} requests). ` +
-        `Chance that it is within ${tol} of the best configuration, launched or not: ${(c.confidence * 100).toFixed(1)} % (from the measurements, their launch-to-launch prior and the surrogate, calibrated on generated surfaces of the simulator: calibration.ts; the true best is known only in simulation).` +
-        (c.withinNoise.length ? ` Also close to it (less than two standard errors apart, so these measurements do not separate them; the chance above is that of ${c.chosen.point.name} alone): ${c.withinNoise.join(", ")}.` : ""),
+      `${bestHeading(c.chosen.point.name)}, ${c.chosen.value.toFixed(1)} tok/s (±${c.chosen.se.toFixed(1)}, ${c.chosen.launches} launch${c.chosen.launches > 1 ? "es" : ""}, ${c.chosen.requests} requests).` +
+        risk +
+        (c.withinNoise.length ? ` Also close to it (less than two standard errors apart, so these measurements do not separate them): ${c.withinNoise.join(", ")}.` : ""),
     );
   } else if (c.chosen) {
     const est = (name: string) => {
@@ -104,11 +110,26 @@ export function renderAdaptiveMarkdown(r: AdaptiveReport): string {
       return `${name} ${m.value.toFixed(1)} tok/s (±${m.se.toFixed(1)}, ${m.launches} launch${m.launches > 1 ? "es" : ""})`;
     };
     lines.push(
-      `${tieHeading(c.tied)}: the measurements cannot tell them apart, so ${NONE_NAMED}. ${c.tied.map(est).join("; ")}. ` +
-        `Chance that the best configuration, launched or not, is one of them, or that all of them are within ${tol} of it: ${(c.confidence * 100).toFixed(1)} %. The first has the highest estimate; new launches of them would separate them (launches differ, passes on one server do not).`,
+      `${tieHeading(c.tied, INCONCLUSIVE)}: the measurements cannot tell them apart, so ${NONE_NAMED}. ${c.tied.map(est).join("; ")}. ` +
+        `The first has the highest estimate; new launches of them would separate them (launches differ, passes on one server do not).` +
+        risk,
     );
   } else {
     lines.push(`${NO_BEST_HEADING}: none was measured in full with the coding check passing.`);
+  }
+  if (c.beliefs.size > 0) {
+    lines.push(
+      "",
+      `Each configuration measured in full, by the same draws (not calibrated per configuration): its estimate with a 90 % interval (its requests' noise and the launch offset), its chance to be the best and to be within ${tol} of the best (launched or not), and the regret of deploying it.`,
+      "",
+      "| configuration | estimate (tok/s) | 90 % interval | chance to be the best | chance within 1 % of it | expected regret | 90 % bound |",
+      "|---|---:|---|---:|---:|---:|---:|",
+    );
+    const rows = c.measured.filter((m) => c.beliefs.has(m.point.name)).sort((x, y) => y.value - x.value);
+    for (const m of rows) {
+      const b = c.beliefs.get(m.point.name)!;
+      lines.push(`| ${m.point.name} | ${m.value.toFixed(1)} | ${b.low.toFixed(1)}-${b.high.toFixed(1)} | ${pctOf(b.best)} | ${pctOf(b.within)} | ${pctOf(b.expectedRegret)} | ${pctOf(b.regretUpper90)} |`);
+    }
   }
   lines.push("", `Stopped: ${r.why}.`, "");
   const wall = (xs: LaunchRecord[]) => (xs.every((x) => x.wallSeconds !== undefined) ? xs.reduce((s, x) => s + x.wallSeconds!, 0).toFixed(0) : "-");

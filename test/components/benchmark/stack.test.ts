@@ -125,7 +125,7 @@ test("a no-op up does not re-run it; a new runId does, without restarting the se
   const rerun = await up;
   assert.notEqual(rerun.outputs.benchmarkTakenAt.value, before);
   // Measured again: its verdict against the run before it, of the same unit.
-  assert.match(rerun.outputs.benchmark.value.versusPrevious, new RegExp(`^(within noise|faster|slower): [\\d.]+x \\([\\d.]+-[\\d.]+\\) the short-context decode tok/s of the previous run \\(${before.slice(0, 16).replace("T", " ")} UTC, the same unit\\)$`));
+  assert.match(rerun.outputs.benchmark.value.versusPrevious, new RegExp(`^(equal within [\\d.]+ %|inconclusive|faster|slower): [\\d.]+x \\([\\d.]+-[\\d.]+\\) the short-context decode tok/s of the previous run \\(${before.slice(0, 16).replace("T", " ")} UTC, the same unit\\)$`));
   assert.equal(await mainPid(), pid, "measuring again does not restart anything");
   assert.ok(notes.some((n) => /^benchmark of stack bm-b8t4-w2048 \(since \d{4}-/.test(n)), `lock notes seen: ${JSON.stringify([...new Set(notes)])}`);
 });

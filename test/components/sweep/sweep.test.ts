@@ -72,7 +72,7 @@ test("resuming runs the rest over both hosts, records the crash with its cause, 
   assert.deepEqual(new Set(outcomes.filter((o) => o.status !== "skipped: already measured" && o.host).map((o) => o.host)), new Set(NAMES), "both hosts worked");
   assert.ok(lines.some((l) => l.startsWith(`[${NAMES[0]}]`)) && lines.some((l) => l.startsWith(`[${NAMES[1]}]`)), "a progress line per host");
   const md = renderMarkdown(await collectRows(ws.dir, ws.env, "b*"));
-  // The best is bold, or the rows within noise of each other tie; each row names its host.
+  // The best is bold, or the rows the rule cannot separate tie; each row names its host.
   for (const s of ["b8t4-w2048", "b16t4-w2048", "b4t4-w2048"]) assert.match(md, new RegExp(`\\| (\\*\\*)?${s}(\\*\\* \\(best\\)| \\(tie\\))? \\| DDTREE[^|]* \\| [\\d.]+ \\([\\d.]+-[\\d.]+\\) \\|.* \\| 127\\.0\\.0\\.\\d+ \\|`));
 });
 

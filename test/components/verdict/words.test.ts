@@ -4,7 +4,7 @@
 // table) and the adaptive sweep all say them.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { BEST, bestHeading, chartWords, comparisonWord, NO_BEST_HEADING, TIE, tieHeading, WITHIN_NOISE } from "../../../components/verdict/words";
+import { BEST, bestHeading, chartWords, comparisonWord, EQUAL_WITHIN, INCONCLUSIVE, NO_BEST_HEADING, TIE, tieHeading, tieWord } from "../../../components/verdict/words";
 import { renderMarkdown, renderSvg } from "../../../components/benchmark/report";
 import { renderAdaptiveMarkdown } from "../../../components/sweep/adaptive/report";
 import { gridPoints } from "../../../components/sweep/adaptive/space";
@@ -13,16 +13,19 @@ import { compare } from "../../../components/verdict/rule";
 import { ddtree, noSpeculation, resultOf } from "../../support/benchmarkResults";
 import type { ReportRow } from "../../../components/verdict/rows";
 
-test("the words: best, tie (within noise), no best configuration; a comparison is faster, slower or within noise", () => {
-  assert.deepEqual([BEST, TIE, WITHIN_NOISE], ["best", "tie", "within noise"]);
+test("the words: best, tie (equal within X % or inconclusive), no best configuration; a comparison is faster, slower, equal within X % or inconclusive", () => {
+  assert.deepEqual([BEST, TIE, EQUAL_WITHIN, INCONCLUSIVE], ["best", "tie", "equal within", "inconclusive"]);
   assert.equal(bestHeading("b16t4-w2048"), "**Best: b16t4-w2048**");
-  assert.equal(tieHeading(["b16t4-w2048", "b8t4-w2048"]), "**Tie: b16t4-w2048, b8t4-w2048 (within noise)**");
+  assert.equal(tieHeading(["b16t4-w2048", "b8t4-w2048"], INCONCLUSIVE), "**Tie: b16t4-w2048, b8t4-w2048 (inconclusive)**");
   assert.equal(NO_BEST_HEADING, "**No best configuration**");
-  assert.deepEqual(chartWords, { best: "Best", tie: "Tie within noise", none: "No best configuration" });
-  // What the rule decides is unchanged: only its words come from here.
-  const e = (value: number) => ({ value, relSe: 0.001, launches: 1, requests: 30 });
-  const s = { threshold: 0.005, confidence: 0.95 };
-  assert.deepEqual([compare(e(110), e(100), s), compare(e(90), e(100), s), compare(e(100.1), e(100), s)].map((c) => comparisonWord(c.verdict)), ["faster", "slower", "within noise"]);
+  assert.deepEqual(chartWords, { best: "Best", tie: "Tie", none: "No best configuration" });
+  // The rule decides; only its words come from here. Two words a user can tell apart: an interval inside +-2 % is equal, a wide one inconclusive.
+  const e = (value: number, relSe = 0.001) => ({ value, relSe, launches: 1, requests: 30 });
+  const s = { threshold: 0.005, confidence: 0.95, equalWithin: 0.02 };
+  const said = [compare(e(110), e(100), s), compare(e(90), e(100), s), compare(e(100.1), e(100), s), compare(e(100.1, 0.03), e(100, 0.03), s)];
+  assert.deepEqual(said.map(comparisonWord), ["faster", "slower", "equal within 2 %", "inconclusive"]);
+  assert.equal(tieWord([said[2], said[2]]), "equal within 2 %");
+  assert.equal(tieWord([said[2], said[3]]), "inconclusive");
 });
 
 const row = (stack: string, decode: number, spread: number): ReportRow => ({ stack, configuration: ddtree(stack, 8), result: resultOf({ decode, spread }), takenAt: "2026-12-02T10:05:00.000Z" });
@@ -48,10 +51,10 @@ test("the report and the adaptive sweep say a best, a tie and no best in the sam
   assert.ok(adaptive([launch("b8t4-w2048", 190), launch("b16t4-w2048", 150)]).includes(`${bestHeading("b8t4-w2048")}, `));
 
   const tie = renderMarkdown([row("b16t4-w2048", 171, 3), row("b8t4-w2048", 170.2, 2.1), BASE]);
-  assert.ok(tie.includes(`${tieHeading(["b16t4-w2048", "b8t4-w2048"])}: `), tie);
+  assert.ok(tie.includes(`${tieHeading(["b16t4-w2048", "b8t4-w2048"], INCONCLUSIVE)}: `), tie);
   assert.ok(tie.includes("none is named best"));
   const tied = adaptive([launch("b8t4-w2048", 190, 170), launch("b16t4-w2048", 189, 176), launch("b4t2-w2048", 180, 165)]);
-  assert.ok(tied.includes(`${tieHeading(["b8t4-w2048", "b16t4-w2048"])}: `), tied);
+  assert.ok(tied.includes(`${tieHeading(["b8t4-w2048", "b16t4-w2048"], INCONCLUSIVE)}: `), tied);
   assert.ok(tied.includes("none is named best"));
 
   assert.ok(renderMarkdown([BASE]).includes(`${NO_BEST_HEADING}: `));

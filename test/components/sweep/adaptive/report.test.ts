@@ -34,11 +34,18 @@ test("the full grid's cost is estimated from this run's own launch and full-pass
 test("the report names the choice in the report's words, the GPU time per host against the full grid, and marks the best (or each of a tie) on the front", () => {
   const md = renderAdaptiveMarkdown(REPORT);
   // 190 against 189 tok/s, one launch each: 0.5 % apart, well within a launch's offset (1.5 %) of each other.
-  // The report's words (components/verdict/words.ts): "Tie: ... (within noise)", "none is named best".
-  assert.match(md, /\*\*Tie: b8t4-w2048, b16t4-w2048 \(within noise\)\*\*: the measurements cannot tell them apart, so none is named best\. b8t4-w2048 190\.0 tok\/s \(±[0-9.]+, 1 launch\)/);
+  // The report's words (components/verdict/words.ts): "Tie: ... (inconclusive)", "none is named best".
+  assert.match(md, /\*\*Tie: b8t4-w2048, b16t4-w2048 \(inconclusive\)\*\*: the measurements cannot tell them apart, so none is named best\. b8t4-w2048 190\.0 tok\/s \(±[0-9.]+, 1 launch\)/);
   const clear = [record("b8t4-w2048", "gpu-1", 190, 170, 7.1), record("b16t4-w2048", "gpu-2", 150, 176, 7.6)];
   const alone = renderAdaptiveMarkdown({ ...REPORT, records: clear, conclusion: conclude(POINTS, clear, STRATEGY) });
-  assert.match(alone, /\*\*Best: b8t4-w2048\*\*, 190\.0 tok\/s \(±[0-9.]+, 1 launch, 9 requests\)\. Chance that it is within 1 % of the best configuration, launched or not: [0-9.]+ %/);
+  assert.match(alone, /\*\*Best: b8t4-w2048\*\*, 190\.0 tok\/s \(±[0-9.]+, 1 launch, 9 requests\)\. If you deploy b8t4-w2048: expected regret \(the share of the best configuration's speed, launched or not, it may lack\) [0-9.]+ %, at most [0-9.]+ % with 90 % \(from the measurements, a launch-to-launch offset of 1\.5 % assumed, not measured: no configuration was launched twice/);
+  // Issue 62: the per-run "chance within 1 %" separated good answers from bad ones no better than chance; what is stated instead is the regret and, per configuration, its interval and chances.
+  assert.doesNotMatch(alone, /Chance that it is within/);
+  const row = /\| b8t4-w2048 \| 190\.0 \| ([0-9.]+)-([0-9.]+) \| ([0-9.]+) % \| ([0-9.]+) % \| ([0-9.]+) % \| ([0-9.]+) % \|/.exec(alone);
+  assert.ok(row, alone);
+  const [low, high, best, within, expected, bound] = row.slice(1).map(Number);
+  // Three configurations were never launched: they compete for "the best" (the surrogate's beliefs), so the top's chance is well short of certain.
+  assert.ok(low < 190 && high > 190 && best > 0 && best < 100 && within >= best && expected <= bound, row[0]);
   assert.match(md, /\| gpu-1 \| 2 \| 800 \| 72 \| 0\.24 h \|/);
   assert.match(md, /\| gpu-2 \| 1 \| 400 \| 36 \| 0\.12 h \|/);
   assert.ok(md.includes("Measuring the full grid once (each of its 6 configurations launched once and given one full pass, at this run's mean costs: 400 s a launch, 20 s a full pass) would cost about 0.70 h of GPU time. This run cost 0.36 h, 52 % of that: it launched 3 of the 6 configurations (3 launches) and ran 6 passes (3 short, 3 full)."), md);
