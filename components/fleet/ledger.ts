@@ -46,14 +46,14 @@ export interface LedgerReport {
 }
 
 /** One request through the balancer, and how it ended (a ledger's; also a test's long stream). */
-export async function oneRequest(o: Pick<LedgerOptions, "baseUrl" | "model" | "apiKey" | "maxTokens" | "timeoutMs">, stream: boolean): Promise<Pick<Outcome, "result" | "why">> {
+export async function oneRequest(o: Pick<LedgerOptions, "baseUrl" | "model" | "apiKey" | "maxTokens" | "timeoutMs"> & { signal?: AbortSignal }, stream: boolean): Promise<Pick<Outcome, "result" | "why">> {
   let res: Response;
   try {
     res = await fetch(`${o.baseUrl}/v1/chat/completions`, {
       method: "POST",
       headers: { "content-type": "application/json", ...(o.apiKey ? { authorization: `Bearer ${o.apiKey}` } : {}) },
       body: JSON.stringify({ model: o.model, messages: [{ role: "user", content: "Explain speculative decoding briefly." }], max_tokens: o.maxTokens, ignore_eos: true, stream, ...(stream ? { stream_options: { include_usage: true } } : {}) }),
-      signal: AbortSignal.timeout(o.timeoutMs),
+      signal: o.signal ? AbortSignal.any([AbortSignal.timeout(o.timeoutMs), o.signal]) : AbortSignal.timeout(o.timeoutMs),
     });
   } catch (e) {
     return { result: "failed", why: `no answer: ${(e as Error).message}` };
