@@ -18,6 +18,7 @@ import { parseDeployment } from "../components/sglang-service/schema";
 import { bashCommand } from "../components/sglang-service/hostScript";
 import { parseServers, renderBalancerStep, standing } from "../components/fleet/render";
 import { LedgerReport, startLedger } from "../components/fleet/ledger";
+import type { EngineEvent } from "@pulumi/pulumi/automation";
 import { summarize, Summary, timed } from "./stats";
 import { option, parseCommandOrExit, positiveInteger, positiveNumber, setUp, flag } from "../lib/cli";
 
@@ -28,6 +29,7 @@ const { options } = parseCommandOrExit("npm run fleet --", {
     runs: option({ type: positiveInteger, placeholder: "N", description: "rollouts measured (each beside a single-host change)", default: "3" }),
     rate: option({ type: positiveNumber, placeholder: "R", description: "client requests per second through the balancer (every third streams)", default: "2" }),
     load: option({ type: positiveNumber, placeholder: "S", description: "simulated weight load time, seconds", default: "2" }),
+    timeline: flag("print each rollout's engine events (each resource's start and end, the steps' progress lines) with their seconds since its `up` began, to stderr"),
     keep: flag("leave the fleet's hosts running and its workspace in .fleet/ at the end (stop the hosts with npm run simhost -- stop NAME)"),
   },
 });
@@ -86,7 +88,16 @@ async function main(owned: OwnedHosts): Promise<void> {
     ws.setStackConfig(STACK, "speculative", spec(budget));
     ws.setStackConfig("single", "speculative", spec(budget));
     // Side by side: the single host's change first, then the fleet's rollout under load.
-    const singleHostSeconds = await timed(() => single.up());
+    let t0 = Date.now();
+    const row = (what: string) => options.timeline && process.stderr.write(`${((Date.now() - t0) / 1000).toFixed(2).padStart(7)}  ${what}\n`);
+    const name = (urn: string) => urn.split("::").pop();
+    const onEvent = (e: EngineEvent) => {
+      if (e.resourcePreEvent) row(`start ${e.resourcePreEvent.metadata.op} ${name(e.resourcePreEvent.metadata.urn)}`);
+      if (e.resOutputsEvent) row(`end   ${e.resOutputsEvent.metadata.op} ${name(e.resOutputsEvent.metadata.urn)}`);
+      if (e.diagnosticEvent && /\(stack [^)]+\): /.test(e.diagnosticEvent.message)) row(`      ${e.diagnosticEvent.message.trim().slice(0, 160)}`);
+    };
+    if (options.timeline) process.stderr.write(`single-host up ${i + 1}:\n`);
+    const singleHostSeconds = await timed(() => single.up({ onEvent }));
     const ledger = ledgerOf();
     const serving: number[] = [];
     let sampling = true;
@@ -97,11 +108,13 @@ async function main(owned: OwnedHosts): Promise<void> {
       }
     })();
     let out = "";
-    const rolloutSeconds = await timed(() => fleet.up({ onOutput: (t) => (out += t) }));
+    if (options.timeline) process.stderr.write(`rollout ${i + 1}:\n`);
+    t0 = Date.now();
+    const rolloutSeconds = await timed(() => fleet.up({ onOutput: (t) => (out += t), onEvent }));
     // Where the time beyond the restarts goes, as the steps said it: each rejoin's wait for its checks, each leave's for HAProxy's sessions.
     const said = (re: RegExp) => [...new Set([...out.matchAll(re)].map((m) => `${m[1]} ${m[2]}`))].reduce((a, x) => a + Number(x.split(" ")[1]), 0);
     const rejoinSeconds = said(/(replica-\S+) is back in the balancer and serving \(its health check passed after (\d+) s\)/g);
-    const leaveSeconds = said(/(replica-\S+) left the balancer; HAProxy holds no request for it \((\d+) s\)/g);
+    const leaveSeconds = said(/(replica-\S+) left the balancer(?:; HAProxy holds no request for it|: HAProxy sends it no new request) \((\d+) s\)/g);
     sampling = false;
     await sampler;
     const report = await ledger.stop();
@@ -154,9 +167,9 @@ async function main(owned: OwnedHosts): Promise<void> {
     "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ...rollouts.map((r, i) => `| ${i + 1} | ${r.budget} | ${r.rolloutSeconds.toFixed(1)} | ${r.singleHostSeconds.toFixed(1)} | ${(r.rolloutSeconds / (3 * r.singleHostSeconds)).toFixed(2)} | ${r.leaveSeconds} | ${r.rejoinSeconds} | ${r.ledger.sent} | ${r.ledger.completed} | ${r.ledger.failed} | ${r.ledger.cut} | ${r.fewestServing} |`),
     "",
-    "The waits are whole seconds as the steps reported them, summed over the three replicas (a leave waits for HAProxy's sessions to the replica to end; a rejoin for two passing checks, 2 s apart). The rest of the difference from three single-host changes is not broken down here (among it: each balancer step's SSH login, the minHealthy check's generations (asked of the other replicas at once), and the engine running the replicas' steps one after another; readiness no longer leaves the balancer again after its replica's restart in the same \`up\`).",
+    "The waits are whole seconds as the steps reported them, summed over the three replicas (a leave waits until HAProxy queues nothing for the replica, and hands the requests it still runs to the server's own drain (fleet.drainPolicy cut); a rejoin for two passing checks, 2 s apart). The rest of the difference from three single-host changes is not broken down here (among it: each balancer step's SSH login, the minHealthy check (each other replica's agent asked for an answer with text, all at once), the fleet program's reads of four hosts, and the engine running the replicas' steps one after another); \`--timeline\` prints each rollout's engine events with their times. Each restart's drain takes 0-5 s more by chance: SGLang's SIGTERM watchdog counts the requests in flight every 5 s (the simulator does as SGLang does), so a single-host change varies by up to 5 s and the rollout, three drains, less in proportion.",
     "",
-    `Median (min-max) of ${rollouts.length}: rollout ${fmt(roll)} s, single-host up ${fmt(one)} s, ratio ${fmt(ratio, 2)}. All rollouts: ${total("sent")} requests sent, ${total("completed")} completed, **${total("failed")} failed, ${total("cut")} cut, ${total("garbled")} garbled**.`,
+    `Median (min-max) of ${rollouts.length}: rollout ${fmt(roll)} s, single-host up ${fmt(one)} s, ratio ${fmt(ratio, 2)} (the medians' ratio, rollout / (3 x single-host): ${(roll.median / (3 * one.median)).toFixed(2)}). All rollouts: ${total("sent")} requests sent, ${total("completed")} completed, **${total("failed")} failed, ${total("cut")} cut, ${total("garbled")} garbled**.`,
     "",
     `Completed requests per 10 s of the last rollout (the capacity the clients saw): ${rollouts.at(-1)?.ledger.completedPer10s.join(", ")}. Replicas serving, sampled each second: ${rollouts.at(-1)?.serving.join(" ")}.`,
     "",

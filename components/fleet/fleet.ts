@@ -41,7 +41,8 @@ export function stepBounds(d: Deployment, replicas: number): { show: number; lea
   const call = d.timeouts.commandSeconds + 2;
   return {
     show: 8 * call + STEP_MARGIN_SECONDS,
-    leave: d.timeouts.drainSeconds + (replicas + 6) * call + STEP_MARGIN_SECONDS,
+    // The minHealthy check asks each other replica at once, each its agent and then perhaps /health_generate: two calls.
+    leave: d.timeouts.drainSeconds + (replicas + 7) * call + STEP_MARGIN_SECONDS,
     rejoin: d.fleet!.loadBalancer.joinSeconds + 6 * call + STEP_MARGIN_SECONDS,
     configure: d.timeouts.drainSeconds + 16 * call + STEP_MARGIN_SECONDS,
     remove: d.timeouts.drainSeconds + 6 * call + STEP_MARGIN_SECONDS,

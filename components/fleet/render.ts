@@ -434,6 +434,8 @@ export function renderBalancerStep(d: Deployment, stack: string, action: Balance
       backend: BACKEND,
       server,
       min_healthy: minHealthyOf(f),
+      // Each replica's agent (host/agent.sh), which the leave asks whether it generates now.
+      agent_port: agentPortOf(d),
       wait_seconds: Math.ceil(waitSeconds),
       poll: (d.timeouts.pollMs / 1000).toFixed(3),
       lock_file: balancerPaths(stack).lock,

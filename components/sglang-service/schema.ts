@@ -292,15 +292,15 @@ export const fleetSchema = section("fleet", {
   /** How many replicas may be out of the balancer at once, at most the replicas (MAX_FLEET_REPLICAS, 64). Defaults to 1. */
   maxUnavailable: wholeNumber("fleet.maxUnavailable", 1, MAX_FLEET_REPLICAS).default(1),
   /**
-   * What a replica's leave does when requests through HAProxy are still open after
-   * timeouts.drainSeconds: "cut" moves on (its restart cuts them, as a Kubernetes pod's grace
-   * period does, and `up` counts them in each replica's timings.requestsCut); "halt" puts the
-   * replica back as it was and stops the rollout there, every replica on a known configuration
-   * (those before it on the new one, it and those after on theirs), nothing cut. The replica's
-   * own drain follows: "cut" starts the new configuration once the server's drain ends
-   * (timeouts.drainPolicy "proceed"), "halt" restores the old one if the server still had to
-   * cut a request HAProxy did not send ("fail"); a fleet sets no timeouts.drainPolicy. So a
-   * leave waits at most twice timeouts.drainSeconds: at the balancer, then in the server.
+   * What happens to a leaving replica's open requests. "cut": once HAProxy sends it nothing,
+   * they finish in the server's own drain, which gets timeouts.drainSeconds; what is still open
+   * then is cut (as a Kubernetes pod's grace period does), the new configuration starts
+   * (timeouts.drainPolicy "proceed"), and `up` counts them in each replica's
+   * timings.requestsCut. "halt": the leave waits up to timeouts.drainSeconds for HAProxy to
+   * hold none; past it the replica goes back as it was and the rollout stops there, every
+   * replica on a known configuration (those before it on the new one, it and those after on
+   * theirs), nothing cut; its server's drain restores the old configuration if it still had to
+   * cut a request HAProxy did not send ("fail"). A fleet sets no timeouts.drainPolicy.
    * Defaults to "cut": a stream longer than the bound does not stop the fleet.
    */
   drainPolicy: oneOf("fleet.drainPolicy", ["cut", "halt"]).default("cut"),

@@ -185,13 +185,15 @@ export class SglangService extends pulumi.ComponentResource {
     // Only a replica this stack put in the balancer before counts as dead: one never in (a new
     // replica, or an address or port mistyped: another server name) that cannot be reached stops
     // the run, as a single host does.
-    const member = pulumi.output(args.replicaOf?.member ?? false);
+    // The read does not wait for the balancer's (which says whether it is a member): only an
+    // unreachable host asks.
+    const member = new Promise<boolean>((resolve) => void pulumi.output(args.replicaOf?.member ?? false).apply((m) => resolve(m)));
     const reading = new Promise<NodeView[]>((resolve, reject) =>
-      pulumi.all([pulumi.all(planned.map((n) => n.conn)), member]).apply(([conns, known]) =>
+      pulumi.all(planned.map((n) => n.conn)).apply((conns) =>
         Promise.all(
           conns.map((c) =>
-            readLiveUnit(c, d.service.unitName).catch((e: Error): NodeView => {
-              if (args.replicaOf && known && e instanceof Unreachable) return { host: c.host, live: null, unreachable: e.message };
+            readLiveUnit(c, d.service.unitName).catch(async (e: Error): Promise<NodeView> => {
+              if (args.replicaOf && e instanceof Unreachable && (await member)) return { host: c.host, live: null, unreachable: e.message };
               throw e;
             }),
           ),

@@ -10,7 +10,8 @@
 # No answer in time, a 503 (loading, draining) or another refusal are not judged here (a plain
 # "up"): whether the replica serves at all is HAProxy's health check's to say, and a fleet
 # whose replicas are all busy must not go dark because its probes waited. It judges the form
-# of the answer, not whether it is right.
+# of the answer, not whether it is right. A text answer is "up #answered": the fleet's leave
+# (balancer-step.sh) counts only that as a replica that generates now.
 auth=()
 [ -r "$curl_headers" ] && auth=(-H "@$curl_headers")
 say() { printf '%s\n' "$1"; exit 0; }
@@ -30,4 +31,4 @@ if ! grep -qE '"(content|reasoning_content)": ?"[^"]' <<<"$answer"; then say "do
 if LC_ALL=C grep -q $'\xef\xbf\xbd' <<<"$answer" || grep -qiE '\\u(fffd|000[0-8]|000[bcef]|001[0-9a-f]|007f)' <<<"$answer"; then
   say "down #the answer is garbage (U+FFFD or control characters): the server's output is broken"
 fi
-say "up"
+say "up #answered"

@@ -9,13 +9,16 @@
 #          configured yet; an earlier version's Debian HAProxy answers for it until `up` migrates).
 #   leave  takes $server out: refused (exit 6, nothing changed) where that would leave fewer
 #          than $min_healthy replicas serving, as HAProxy sees them and as each answers a
-#          generation itself (/health_generate from here); then marks it as taken out by a
-#          rollout (left/NAME), `state drain` (no new request goes there), and waits until
-#          HAProxy holds no session or queued request for it, at most $wait_seconds. Past it,
-#          fleet.drainPolicy decides ($halt_on_open): "cut" moves on, saying how many are open
-#          (the restart cuts them); "halt" puts the replica back as it was (`state ready` where it
-#          served before this step), says "@@halted" and exits 9. A replica an operator holds
-#          out (`held`) is left as it is ("@@held", operator_states keep).
+#          generation itself (`generates`: its agent, else /health_generate from here); then marks it as taken out by a
+#          rollout (left/NAME), `state drain` (no new request goes there), and waits, at most
+#          $wait_seconds, as fleet.drainPolicy says ($halt_on_open): "cut" until HAProxy queues
+#          nothing for it ("draining=N": the N requests it still runs end in the server's own
+#          drain, which the restart bounds by timeouts.drainSeconds, then cuts and counts);
+#          "halt" until HAProxy holds no session or queued request for it. Past the wait "cut"
+#          moves on, saying how many are open (the restart cuts them); "halt" puts the replica
+#          back as it was (`state ready` where it served before this step), says "@@halted" and
+#          exits 9. A replica an operator holds out (`held`) is left as it is ("@@held",
+#          operator_states keep).
 #   rejoin puts $server back (`state ready`), marks it as put in by this stack (joined/NAME, which
 #          holds the unit hash it runs, $unit_hash, or "unknown" after a failed restart, and the time),
 #          and waits until its health check, a generation, passes (at most $wait_seconds; exit 8
@@ -27,6 +30,21 @@ field() { sed -n "s/.* $1=\\([^ ]*\\).*/\\1/p" <<<"$2"; }
 # kept_out LINE: whether this step leaves the replica as an operator set it.
 kept_out() { [ "$operator_states" = keep ] && held "$1"; }
 mark() { mkdir -p "$state_dir/$1" && : >"$state_dir/$1/$server"; }
+# generates ADDR: whether the replica at ADDR (HOST:PORT as HAProxy has it, an IPv6 HOST in
+# brackets, as socat takes it) generates now. Its
+# agent (host/agent.sh on $agent_port) is asked first: "up #answered" is a chat completion with
+# text, in the time of a few tokens; "down" is a broken answer. Where the agent says nothing
+# definite (none there yet: a replica not rolled since agents came; a 503, a timeout: a plain
+# "up"), SGLang's own /health_generate decides (at least 1 s: it sleeps 1 s before it looks).
+generates() {
+  local host=${1%:*} reply
+  reply=$(timeout -k 2 "$command_seconds" socat -t "$command_seconds" -T "$command_seconds" - "TCP:$host:$agent_port" </dev/null 2>/dev/null | head -n 1)
+  case "$reply" in
+  "up #answered"*) return 0 ;;
+  down*) return 1 ;;
+  esac
+  timeout -k 2 "$command_seconds" curl -fsS -o /dev/null -m "$command_seconds" "http://$1/health_generate"
+}
 
 case "$action" in
 show)
@@ -76,7 +94,7 @@ leave)
       while read -r name addr _; do
         [ "$name" = "$server" ] && continue
         serving "$(awk -v s="$name" '$1 == s' <<<"$all")" || continue
-        timeout -k 2 "$command_seconds" curl -fsS -o /dev/null -m "$command_seconds" "http://$addr/health_generate" &
+        generates "$addr" &
         pids+=("$!") asked+=("$name")
       done <<<"$all"
       for k in "${!pids[@]}"; do
@@ -99,6 +117,10 @@ leave)
     mine=$(line_of)
     scur=$(field scur "$mine") qcur=$(field qcur "$mine")
     if [ "${scur:-x}" = 0 ] && [ "${qcur:-x}" = 0 ]; then echo "@@left $server $((SECONDS - start))"; exit 0; fi
+    # "cut": once HAProxy queues nothing for it, the requests it still runs are handed to the
+    # server's own drain (SGLang's SIGTERM finishes them; the transaction bounds that by
+    # timeouts.drainSeconds, then cuts and counts): one wait for them, not two in a row.
+    if [ "$halt_on_open" = no ] && [ "${qcur:-x}" = 0 ] && [ -n "$scur" ]; then echo "@@left $server $((SECONDS - start)) draining=$scur"; exit 0; fi
     if [ $((SECONDS - start)) -ge "$wait_seconds" ]; then
       if [ "$halt_on_open" = yes ]; then
         # Back as it was: a replica that served serves again; nothing of it changed.

@@ -85,9 +85,9 @@ export async function leaveUnlessOut(b: BalancerSteps, label: string, urn?: stri
   return line;
 }
 
-/** Takes the replica out of the balancer and waits until HAProxy holds nothing for it; throws (nothing changed) where minHealthy forbids it. */
+/** Takes the replica out of the balancer and drains it there (host/balancer-step.sh leave, as fleet.drainPolicy says); throws (nothing changed) where minHealthy forbids it. */
 export async function leaveBalancer(b: BalancerSteps, label: string, urn?: string): Promise<string> {
-  await progress(urn, `${label}: taking ${b.server} out of the balancer (HAProxy on ${b.connection.host}), then waiting for its requests there to end`);
+  await progress(urn, `${label}: taking ${b.server} out of the balancer (HAProxy on ${b.connection.host}), and draining it there`);
   const r = await step(b, b.leave, b.leaveSeconds);
   const halted = /^@@halted (\S+) (\d+) open=(\S+)$/m.exec(r.stdout);
   if (r.code === 9 && halted) {
@@ -98,12 +98,16 @@ export async function leaveBalancer(b: BalancerSteps, label: string, urn?: strin
   }
   if (r.code !== 0) throw new Error(`${label}: ${failureLines(r) || `the balancer step ended with exit ${r.code}`}`);
   const held = /^@@held (\S+) (\S+)/m.exec(r.stdout);
-  const left = /^@@left (\S+) (\d+)(?: open=(\S+))?$/m.exec(r.stdout);
+  const left = /^@@left (\S+) (\d+)(?: open=(\S+)| draining=(\d+))?$/m.exec(r.stdout);
   if (!held) outOfBalancer.add(outKey(b));
+  // fleet.drainPolicy "cut": what HAProxy still had open when it queued nothing more for the replica ends in the server's own drain.
+  const draining = left?.[4] !== undefined && left[4] !== "0" ? `${left[4]} request(s) through HAProxy still run there and end in its server's own drain (up to timeouts.drainSeconds, then the restart cuts them, counted in its timings.requestsCut)` : undefined;
   const line = held
-    ? `${b.server} is held out of the balancer by an operator (${held[2]}): left as it is (fleet.loadBalancer.operatorStates "keep"); ${left?.[3] ? `${left[3]} request(s) through HAProxy were still open after ${left[2]} s` : "HAProxy holds no request for it"}`
+    ? `${b.server} is held out of the balancer by an operator (${held[2]}): left as it is (fleet.loadBalancer.operatorStates "keep"); ${left?.[3] ? `${left[3]} request(s) through HAProxy were still open after ${left[2]} s` : (draining ?? "HAProxy holds no request for it")}`
     : left?.[3]
     ? `${b.server} left the balancer; ${left[3]} request(s) through HAProxy were still open after ${left[2]} s (timeouts.drainSeconds): moving on (fleet.drainPolicy "cut"); the server's own drain gives them up to timeouts.drainSeconds more, then the restart cuts them (counted in its timings.requestsCut)`
+    : draining
+    ? `${b.server} left the balancer: HAProxy sends it no new request (${left?.[2] ?? "?"} s); ${draining}`
     : `${b.server} left the balancer; HAProxy holds no request for it (${left?.[2] ?? "?"} s)`;
   await progress(urn, `${label}: ${line}`, false);
   return line;

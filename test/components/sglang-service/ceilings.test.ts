@@ -246,7 +246,7 @@ test("the waits derived from several settings, each at its ceiling: bounded (the
     groupPrepare: 14460,
     groupFinish: 10290,
     "balancer show": 1006,
-    "balancer leave": 12170,
+    "balancer leave": 12292,
     "balancer rejoin": 2562,
     // Its own (and, taking over from an earlier version's HAProxy, that one's gentle stop, timeouts.drainSeconds).
     "balancer configure": 5582,

@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # HAProxy's agent check on a replica (components/fleet/host/agent.sh), in bash, against a fake
-# curl: "up" only for a chat completion whose content is text; "down #why" for garbage (U+FFFD
+# curl: "up #answered" only for a chat completion whose content is text (a plain "up" where it
+# cannot judge); "down #why" for garbage (U+FFFD
 # or control characters, raw or escaped), an empty answer, an HTTP error or no answer.
 
 bats_require_minimum_version 1.5.0
@@ -34,28 +35,28 @@ check() {
 
 answer() { printf '%s' "$1" >answer; }
 
-@test "a chat completion with text content: up" {
+@test "a chat completion with text content: up, answered" {
   answer '{"choices":[{"index":0,"message":{"role":"assistant","content":"OK, sure."}}]}'
   run check
   [ "$status" -eq 0 ]
-  [ "$output" = up ]
+  [ "$output" = "up #answered" ]
 }
 
 @test "the stack's API key header file is sent where there is one" {
   answer '{"choices":[{"message":{"content":"OK"}}]}'
   run check
-  [ "$output" = up ]
+  [ "$output" = "up #answered" ]
   run ! grep -qx -- "@$BATS_TEST_TMPDIR/headers" curl-args
   echo "Authorization: Bearer x" >headers
   run check
-  [ "$output" = up ]
+  [ "$output" = "up #answered" ]
   grep -qx -- "@$BATS_TEST_TMPDIR/headers" curl-args
 }
 
-@test "a reasoning model's answer (its text in reasoning_content, content null) is text: up" {
+@test "a reasoning model's answer (its text in reasoning_content, content null) is text: up, answered" {
   answer '{"choices":[{"message":{"content":null,"reasoning_content":"The user wants"}}]}'
   run check
-  [ "$output" = up ]
+  [ "$output" = "up #answered" ]
 }
 
 @test "garbage: U+FFFD raw, U+FFFD escaped, control characters escaped: down" {
@@ -71,7 +72,7 @@ answer() { printf '%s' "$1" >answer; }
   # Ordinary escapes are text.
   answer '{"choices":[{"message":{"content":"line\nnext\t\"quoted\" caf\u00e9"}}]}'
   run check
-  [ "$output" = up ]
+  [ "$output" = "up #answered" ]
 }
 
 @test "an empty answer, no chat completion, a 5xx: down, saying which" {

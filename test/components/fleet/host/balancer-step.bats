@@ -15,6 +15,12 @@ setup() {
   printf '#!/bin/bash\nfor a; do case "$a" in http://*) h=${a#http://}; grep -qxF "${h%%%%/*}" curl-fails && exit 22;; esac; done\nexit 0\n' >bin/curl
   chmod +x bin/curl
   : >curl-fails
+  # socat reaches a replica's agent: it prints the line ./agent-replies holds for HOST:PORT
+  # ("HOST:PORT REPLY"), else it is refused. Each agent asked goes to ./agent.log.
+  printf '#!/bin/bash\nfor a; do case "$a" in TCP:*) t=${a#TCP:}; echo "$t" >>agent.log; r=$(grep -F -- "$t " agent-replies 2>/dev/null | head -n 1); [ -n "$r" ] || exit 1; echo "${r#* }"; exit 0;; esac; done\nexit 1\n' >bin/socat
+  chmod +x bin/socat
+  # curl logs each replica it asks for a generation to ./curl.log.
+  sed -i '2i for a; do case "$a" in http://*) echo "$a" >>curl.log;; esac; done' bin/curl
   # No real unit or listener is read: ss prints ./ss-lines, systemctl says inactive.
   printf '#!/bin/bash\ncat ss-lines 2>/dev/null\n' >bin/ss
   printf '#!/bin/bash\necho inactive\nexit 3\n' >bin/systemctl
@@ -23,16 +29,16 @@ setup() {
   PATH=$BATS_TEST_TMPDIR/bin:$PATH
 }
 
-# servers_are "NAME OP ADMIN SCUR STATUS" ...: what HAProxy's runtime API answers from now on.
+# servers_are "NAME OP ADMIN SCUR STATUS [QCUR]" ...: what HAProxy's runtime API answers from now on.
 servers_are() {
-  local i=0 name op admin scur status
+  local i=0 name op admin scur status qcur
   printf '1\n# be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state ...\n' >states
   printf '# pxname,svname,qcur,scur,status,check_status\nsglang,FRONTEND,0,0,OPEN,\n' >stats
   for line in "$@"; do
-    read -r name op admin scur status <<<"$line"
+    read -r name op admin scur status qcur <<<"$line"
     i=$((i + 1))
     echo "3 sglang $i $name ${ADDRESS_PREFIX:-127.0.0.1}$i $op $admin 1 1 9 6 3 4 6 0 0 0 - 30000 - 0 0 - - 0" >>states
-    echo "sglang,$name,0,$scur,$status,L7OK" >>stats
+    echo "sglang,$name,${qcur:-0},$scur,$status,L7OK" >>stats
   done
   echo "sglang,BACKEND,0,0,UP," >>stats
 }
@@ -41,7 +47,7 @@ servers_are() {
 step() {
   (
     socket=$BATS_TEST_TMPDIR/admin.sock state_file=$BATS_TEST_TMPDIR/server-state command_seconds=2
-    lock_file=$BATS_TEST_TMPDIR/lock balancer=127.0.0.9:22 action=$1 backend=sglang server=${2:-} min_healthy=${MIN_HEALTHY:-2} wait_seconds=${WAIT:-3} poll=0.01
+    lock_file=$BATS_TEST_TMPDIR/lock balancer=127.0.0.9:22 action=$1 backend=sglang server=${2:-} min_healthy=${MIN_HEALTHY:-2} agent_port=30001 wait_seconds=${WAIT:-3} poll=0.01
     state_dir=$BATS_TEST_TMPDIR/state operator_states=${OPERATOR_STATES:-keep} halt_on_open=${HALT:-no} unit_hash=${UNIT_HASH:-} unit_name=dflash-balancer-s.service config_path=$BATS_TEST_TMPDIR/cfg/s.cfg config_dir=$BATS_TEST_TMPDIR/cfg
     listen_address=${LISTEN_ADDRESS:-127.0.0.9} listen_port=8080 legacy_unit=haproxy.service legacy_config=$BATS_TEST_TMPDIR/legacy.cfg legacy_socket=$BATS_TEST_TMPDIR/legacy.sock legacy_head="# HAProxy for the SGLang fleet of stack s ("
     # shellcheck source=../../../../components/fleet/host/balancer-api.sh
@@ -91,6 +97,43 @@ step() {
   ! grep -q "^set server" api.log
 }
 
+@test "leave: the others' agents are asked first; a text answer counts at once, with no /health_generate (which sleeps 1 s)" {
+  servers_are "replica1 2 0 0 UP" "replica2 2 0 0 UP" "replica3 2 0 0 UP"
+  printf '%s\n' "127.0.0.12:30001 up #answered" "127.0.0.13:30001 up #answered" >agent-replies
+  run step leave replica1
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"@@others serving 2: replica2 replica3"* ]]
+  [ "$(sort agent.log | tr '\n' ' ')" = "127.0.0.12:30001 127.0.0.13:30001 " ]
+  [ ! -e curl.log ]
+}
+
+@test "leave: an agent's down (a broken answer) does not count, whatever /health_generate says" {
+  servers_are "replica1 2 0 0 UP" "replica2 2 0 0 UP" "replica3 2 0 0 UP"
+  printf '%s\n' "127.0.0.12:30001 up #answered" "127.0.0.13:30001 down #the answer is garbage" >agent-replies
+  run step leave replica1
+  [ "$status" -eq 6 ]
+  [[ "$output" == *"would leave 1 replica(s) serving (replica2), fewer than"* ]]
+  ! grep -q "^set server" api.log
+}
+
+@test "leave: where an agent says nothing definite (none yet, or a plain up: a 503 or a timeout), /health_generate decides" {
+  servers_are "replica1 2 0 0 UP" "replica2 2 0 0 UP" "replica3 2 0 0 UP"
+  printf '%s\n' "127.0.0.12:30001 up" >agent-replies
+  echo "127.0.0.13:30000" >curl-fails
+  run step leave replica1
+  [ "$status" -eq 6 ]
+  [[ "$output" == *"would leave 1 replica(s) serving (replica2), fewer than"* ]]
+  [ "$(sort curl.log | tr '\n' ' ')" = "http://127.0.0.12:30000/health_generate http://127.0.0.13:30000/health_generate " ]
+}
+
+@test "leave: an IPv6 replica's agent is reached in brackets" {
+  ADDRESS_PREFIX="::1" servers_are "replica1 2 0 0 UP" "replica2 2 0 0 UP" "replica3 2 0 0 UP"
+  printf '%s\n' "[::12]:30001 up #answered" "[::13]:30001 up #answered" >agent-replies
+  run step leave replica1
+  [ "$status" -eq 0 ]
+  [ ! -e curl.log ]
+}
+
 @test "leave: a replica HAProxy calls up but that does not answer a generation itself does not count" {
   servers_are "replica1 2 0 0 UP" "replica2 2 0 0 UP" "replica3 2 0 0 UP"
   echo "127.0.0.13:30000" >curl-fails
@@ -100,23 +143,45 @@ step() {
   ! grep -q "^set server" api.log
 }
 
-@test "leave: with enough others serving, drain, then wait until HAProxy holds no session for it" {
+@test "leave with fleet.drainPolicy halt: with enough others serving, drain, then wait until HAProxy holds no session for it" {
+  servers_are "replica1 2 0 2 UP" "replica2 2 0 0 UP" "replica3 2 0 0 UP"
+  printf '%s\n' "replica1 2 8 2 DRAIN" "replica2 2 0 0 UP" "replica3 2 0 0 UP" "replica1 2 8 1 DRAIN" "replica2 2 0 0 UP" "replica3 2 0 0 UP" "replica1 2 8 0 DRAIN" "replica2 2 0 0 UP" "replica3 2 0 0 UP" >next-servers
+  HALT=yes run step leave replica1
+  [ "$status" -eq 0 ]
+  grep -qx "set server sglang/replica1 state drain" api.log
+  [[ "$output" == *"@@left replica1 "* ]]
+  [[ "$output" != *"open="* ]]
+  [[ "$output" != *"draining="* ]]
+  # It read the sessions until they were 0: three answers after the drain.
+  [ "$(grep -c '^show stat' api.log)" -ge 4 ]
+}
+
+@test "leave with fleet.drainPolicy cut: drain, then the requests it still runs go to the server's own drain at once (one wait, not two)" {
   servers_are "replica1 2 0 2 UP" "replica2 2 0 0 UP" "replica3 2 0 0 UP"
   printf '%s\n' "replica1 2 8 2 DRAIN" "replica2 2 0 0 UP" "replica3 2 0 0 UP" "replica1 2 8 1 DRAIN" "replica2 2 0 0 UP" "replica3 2 0 0 UP" "replica1 2 8 0 DRAIN" "replica2 2 0 0 UP" "replica3 2 0 0 UP" >next-servers
   run step leave replica1
   [ "$status" -eq 0 ]
   grep -qx "set server sglang/replica1 state drain" api.log
-  [[ "$output" == *"@@left replica1 "* ]]
-  [[ "$output" != *"open="* ]]
-  # It read the sessions until they were 0: three answers after the drain.
-  [ "$(grep -c '^show stat' api.log)" -ge 4 ]
+  [[ "$output" == *"@@left replica1 0 draining=2"* ]]
+  [ -e state/left/replica1 ]
+  # The count before the drain, and one reading after it.
+  [ "$(grep -c '^show stat' api.log)" -eq 2 ]
+}
+
+@test "leave with fleet.drainPolicy cut: it waits while HAProxy still queues requests for the replica" {
+  servers_are "replica1 2 0 2 UP 1" "replica2 2 0 0 UP" "replica3 2 0 0 UP"
+  printf '%s\n' "replica1 2 8 2 DRAIN 1" "replica2 2 0 0 UP" "replica3 2 0 0 UP" "replica1 2 8 3 DRAIN 0" "replica2 2 0 0 UP" "replica3 2 0 0 UP" >next-servers
+  run step leave replica1
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"@@left replica1 "*" draining=3"* ]]
+  [ "$(grep -c '^show stat' api.log)" -ge 3 ]
 }
 
 @test "leave: past its wait, it says how many requests are still open and moves on (fleet.drainPolicy cut)" {
-  servers_are "replica1 2 0 2 UP" "replica2 2 0 0 UP" "replica3 2 0 0 UP"
+  servers_are "replica1 2 0 2 UP 1" "replica2 2 0 0 UP" "replica3 2 0 0 UP"
   WAIT=1 run step leave replica1
   [ "$status" -eq 0 ]
-  [[ "$output" == *"@@left replica1 1 open=2+0"* ]]
+  [[ "$output" == *"@@left replica1 1 open=2+1"* ]]
   [ -e state/left/replica1 ]
 }
 

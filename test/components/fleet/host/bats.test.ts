@@ -21,7 +21,10 @@ test("the balancer steps' bash tests pass", () => {
 /** [what the mutant breaks, the text it replaces, its replacement] in balancer-step.sh. */
 const MUTANTS: [string, string, string][] = [
   ["a replica leaves whatever minHealthy says", 'if [ "$count" -lt "$min_healthy" ]; then', "if false; then"],
-  ["others are counted without asking them to generate", 'timeout -k 2 "$command_seconds" curl -fsS -o /dev/null -m "$command_seconds" "http://$addr/health_generate" &', "true &"],
+  ["others are counted without asking them to generate", '        generates "$addr" &', "        true &"],
+  ["an agent's down counts as serving where /health_generate passes", "  down*) return 1 ;;", ""],
+  ["the agents' answers are not used (each leave waits on /health_generate's 1 s sleep)", '  "up #answered"*) return 0 ;;', ""],
+  ["an agent that says nothing definite counts as serving", '  timeout -k 2 "$command_seconds" curl -fsS -o /dev/null -m "$command_seconds" "http://$1/health_generate"', "  true"],
   ["the others' answers are not waited for", 'if wait "${pids[$k]}"; then', "if true; then"],
   ["the leave does not wait for HAProxy's sessions to end", 'if [ "${scur:-x}" = 0 ] && [ "${qcur:-x}" = 0 ]; then', "if true; then"],
   ["the rejoin does not wait for the check to pass", 'if serving "$mine"; then echo "@@joined', 'if true; then echo "@@joined'],
@@ -30,6 +33,9 @@ const MUTANTS: [string, string, string][] = [
   ["a leave does not mark the replica as taken out by a rollout", "    mark left ||", "    true ||"],
   ["a halted leave leaves the replica drained", 'if [ "$was_serving" = 1 ]; then', "if false; then"],
   ["fleet.drainPolicy halt moves on like cut", 'if [ "$halt_on_open" = yes ]; then', "if false; then"],
+  ["fleet.drainPolicy cut waits for the sessions too (two waits in a row)", 'if [ "$halt_on_open" = no ] && [ "${qcur:-x}" = 0 ] && [ -n "$scur" ]; then', "if false; then"],
+  ["fleet.drainPolicy cut moves on while HAProxy still queues for the replica", 'if [ "$halt_on_open" = no ] && [ "${qcur:-x}" = 0 ] && [ -n "$scur" ]; then', 'if [ "$halt_on_open" = no ] && [ -n "$scur" ]; then'],
+  ["fleet.drainPolicy halt hands open requests over like cut", 'if [ "$halt_on_open" = no ] && [ "${qcur:-x}" = 0 ] && [ -n "$scur" ]; then', 'if [ "${qcur:-x}" = 0 ] && [ -n "$scur" ]; then'],
 ];
 
 /** The same for balancer-servers.sh. */
