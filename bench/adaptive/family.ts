@@ -182,8 +182,34 @@ function checkSd(v: number | undefined, what: string): void {
   if (v !== undefined && !(Number.isFinite(v) && v >= 0 && v < 1)) throw new Error(`family: ${what} must be a relative standard deviation in [0, 1), got ${v}`);
 }
 
-/** Pure: one surface of the family over `points`, a function of `seed` (any integer) and the options. */
-export function generateSurface(points: GridPoint[], seed: number, o: FamilyOptions = {}): GeneratedSurface {
+/**
+ * The isolated peak's draw as the generator made it (for bench/adaptive/feasibility.ts, which
+ * asks what a sweep could know of where it is): not part of the surface.
+ */
+export interface IsolatedDraw {
+  /** The configurations it could have been put on (working, in the upper half, not the best), in the points' order. */
+  candidates: string[];
+  /** The index drawn among them (uniform), and the one used (the probe's, when it gives one). */
+  drawnIndex: number;
+  point: string;
+  sigma: number;
+  /** The relative raise of its own configuration. */
+  height: number;
+  /** Every working configuration's relative rate before and after the raise (the same scale). */
+  before: Map<string, number>;
+  after: Map<string, number>;
+}
+
+/** Inspects (and may redirect) the isolated peak's draw; every random draw is made as without it. */
+export interface SurfaceProbe {
+  /** Puts the isolated peak on this index of its candidates instead of the drawn one (the draw is still made, so every later draw is unchanged). */
+  centreIndex?: number;
+  /** Receives the isolated peak's draw (not called on a surface without one). */
+  isolated?: (d: IsolatedDraw) => void;
+}
+
+/** Pure: one surface of the family over `points`, a function of `seed` (any integer) and the options; `probe` (tools only) sees or moves the isolated peak's draw. */
+export function generateSurface(points: GridPoint[], seed: number, o: FamilyOptions = {}, probe: SurfaceProbe = {}): GeneratedSurface {
   if (points.length < 2) throw new Error(`family: a surface needs at least two grid points, got ${points.length}`);
   checkSd(o.requestSd, "requestSd");
   checkSd(o.launchSd, "launchSd");
@@ -249,7 +275,9 @@ export function generateSurface(points: GridPoint[], seed: number, o: FamilyOpti
     const top = topOf();
     const candidates = feasible.filter((p) => rel.get(p.name)! >= mid && rel.get(p.name)! < top);
     if (candidates.length > 0) {
-      const centre = candidates[Math.floor(rand() * candidates.length)];
+      const drawnIndex = Math.floor(rand() * candidates.length);
+      if (probe.centreIndex !== undefined && !(Number.isInteger(probe.centreIndex) && probe.centreIndex >= 0 && probe.centreIndex < candidates.length)) throw new Error(`family: probe.centreIndex ${probe.centreIndex} is not an index of the ${candidates.length} candidates`);
+      const centre = candidates[probe.centreIndex ?? drawnIndex];
       const sigma = logUniform(rand, 0.3, 1);
       const height = Math.max(0, (top * (1 + uniform(rand, -0.02, 0.08))) / rel.get(centre.name)! - 1);
       const steps = gridSteps(points);
@@ -260,6 +288,7 @@ export function generateSurface(points: GridPoint[], seed: number, o: FamilyOpti
         rel.set(p.name, rel.get(p.name)! * (1 + height * Math.exp(-(d * d) / (2 * sigma * sigma))));
       }
       isolated = { point: centre.name, sigma, without: Math.max(...[...before].filter(([n]) => n !== centre.name).map(([, v]) => v)) };
+      probe.isolated?.({ candidates: candidates.map((p) => p.name), drawnIndex, point: centre.name, sigma, height, before, after: new Map(rel) });
     }
   }
 
