@@ -20,7 +20,8 @@ import { parseServers, renderBalancerStep, standing } from "../components/fleet/
 import { LedgerReport, startLedger } from "../components/fleet/ledger";
 import type { EngineEvent } from "@pulumi/pulumi/automation";
 import { summarize, Summary, timed } from "./stats";
-import { option, parseCommandOrExit, positiveInteger, positiveNumber, setUp, flag } from "../lib/cli";
+import { option, parseCommandOrExit, positiveInteger, positiveNumber, nonNegativeNumber, setUp, flag } from "../lib/cli";
+import { prng } from "../lib/prng";
 
 const { options } = parseCommandOrExit("npm run fleet --", {
   summary:
@@ -29,6 +30,8 @@ const { options } = parseCommandOrExit("npm run fleet --", {
     runs: option({ type: positiveInteger, placeholder: "N", description: "rollouts measured (each beside a single-host change)", default: "3" }),
     rate: option({ type: positiveNumber, placeholder: "R", description: "client requests per second through the balancer (every third streams)", default: "2" }),
     load: option({ type: positiveNumber, placeholder: "S", description: "simulated weight load time, seconds", default: "2" }),
+    phase: option({ type: nonNegativeNumber, placeholder: "S", description: "before each timed up, an untimed pause drawn uniform in 0-S s (seeded by --seed), so that no restart's drain lands on the same phase of SGLang's 5 s watchdog run after run (0: none)", default: "5" }),
+    seed: option({ type: positiveInteger, placeholder: "N", description: "the seed of those pauses", default: "1" }),
     timeline: flag("print each rollout's engine events (each resource's start and end, the steps' progress lines) with their seconds since its `up` began, to stderr"),
     keep: flag("leave the fleet's hosts running and its workspace in .fleet/ at the end (stop the hosts with npm run simhost -- stop NAME)"),
   },
@@ -81,6 +84,13 @@ async function main(owned: OwnedHosts): Promise<void> {
   await fleet.up();
   await single.up();
 
+  // SGLang's SIGTERM watchdog counts the requests in flight every 5 s from its server's start, so
+  // a restart's drain ends 0-5 s after its SIGTERM by phase. Run after run, this benchmark's
+  // strict rhythm (the same steps, the same durations) would hand each replica about the same
+  // phase every time: a pause of a random length before each timed up draws it anew, as the
+  // hours between a team's rollouts do.
+  const rand = prng(options.seed);
+  const pause = () => new Promise((r) => setTimeout(r, rand() * options.phase * 1000));
   const ledgerOf = () => startLedger({ baseUrl, model: d.model.path, perSecond: options.rate, streamEvery: 3, maxTokens: 256, timeoutMs: 120_000 });
   const rollouts: Rollout[] = [];
   for (let i = 0; i < options.runs; i++) {
@@ -97,7 +107,10 @@ async function main(owned: OwnedHosts): Promise<void> {
       if (e.diagnosticEvent && /\(stack [^)]+\): /.test(e.diagnosticEvent.message)) row(`      ${e.diagnosticEvent.message.trim().slice(0, 160)}`);
     };
     if (options.timeline) process.stderr.write(`single-host up ${i + 1}:\n`);
+    await pause();
+    t0 = Date.now();
     const singleHostSeconds = await timed(() => single.up({ onEvent }));
+    await pause();
     const ledger = ledgerOf();
     const serving: number[] = [];
     let sampling = true;
@@ -160,8 +173,8 @@ async function main(owned: OwnedHosts): Promise<void> {
   const md = [
     "# A fleet's rollout as its clients see it",
     "",
-    `Command: \`npm run fleet -- --runs ${options.runs} --rate ${options.rate} --load ${options.load}\` (bench/fleet-rollout.ts), ${new Date().toISOString().slice(0, 16)} UTC, on this 2-core machine.`,
-    `Three replicas on simulated hosts (simulated SGLang, weights load in ${options.load} s) behind HAProxy 2.6 (Debian bookworm's) on a simulated host of its own; health checks every 2 s (a generation, GET /health_generate) and an agent check on each replica as often (a four-token chat completion whose answer must be text). A client sends ${options.rate} requests/s through the balancer during each whole \`pulumi up\` (every third streams; 256 tokens each, about 1.3 s at the simulator's speed, so requests are in flight at every drain). Beside each rollout, the same change on a single-host stack (its own simulated host).`,
+    `Command: \`npm run fleet -- --runs ${options.runs} --rate ${options.rate} --load ${options.load} --phase ${options.phase} --seed ${options.seed}\` (bench/fleet-rollout.ts), ${new Date().toISOString().slice(0, 16)} UTC, on this 2-core machine.`,
+    `Three replicas on simulated hosts (simulated SGLang, weights load in ${options.load} s) behind HAProxy 2.6 (Debian bookworm's) on a simulated host of its own; health checks every 2 s (a generation, GET /health_generate) and an agent check on each replica as often (a four-token chat completion whose answer must be text). A client sends ${options.rate} requests/s through the balancer during each whole \`pulumi up\` (every third streams; 256 tokens each, about 1.3 s at the simulator's speed, so requests are in flight at every drain). Beside each rollout, the same change on a single-host stack (its own simulated host). Before each timed \`up\` (single-host and rollout) an untimed pause drawn uniform in 0-${options.phase} s (seed ${options.seed}): SGLang's SIGTERM watchdog counts the requests in flight every 5 s from its server's start, so a restart's drain ends 0-5 s after its SIGTERM by phase, and without the pause this benchmark's fixed rhythm handed each replica about the same phase run after run (with none, on 2026-12-07: five rollouts of 40.4-40.9 s whatever the steps before the SIGTERMs took, each replica's restart 4.6-5.7 s).`,
     "",
     "| rollout | budget | rollout s | single-host up s | rollout / (3 x single) | leaves' waits s | rejoins' waits s | sent | completed | failed | cut | fewest replicas serving |",
     "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
