@@ -367,3 +367,41 @@ test("a balancer that drifted (its HAProxy stopped by hand, its file edited) sho
   const again = await stack.up();
   assert.deepEqual(again.summary.resourceChanges, { same: again.summary.resourceChanges?.same });
 });
+
+/** HAProxy's throttle per replica (show stat's `throttle`: the share of its weight a slowstart gives it now, in %; "" when it is in none), by name (replica1..3). */
+async function throttles(): Promise<Record<string, string>> {
+  const r = await hosts.ssh(hs[3], `echo 'show stat' | socat stdio ${balancerPaths(STACK).socket}`);
+  assert.equal(r.code, 0, r.stderr);
+  const lines = r.stdout.split("\n");
+  const header = lines.find((l) => l.startsWith("# "))?.slice(2).split(",") ?? [];
+  const [px, sv, th] = ["pxname", "svname", "throttle"].map((c) => header.indexOf(c));
+  assert.ok(px >= 0 && sv >= 0 && th >= 0, `show stat has no throttle column: ${lines[0]}`);
+  const rows = lines.filter((l) => l && !l.startsWith("#")).map((l) => l.split(","));
+  return Object.fromEntries(rows.filter((c) => /^replica\d$/.test(alias(c[sv]))).map((c) => [alias(c[sv]), c[th]]));
+}
+
+test("a replica back from its restart (its prefix cache empty) ramps up over fleet.loadBalancer.slowstartSeconds; with 0 it takes its full share at once", async () => {
+  const fleet = (config(8) as Record<string, { loadBalancer: object }>)["dflash-sglang:fleet"];
+  const slowstart = (seconds: number) => ws.setStackConfig(STACK, "fleet", { ...fleet, loadBalancer: { ...fleet.loadBalancer, slowstartSeconds: seconds } });
+  try {
+    // 120 s (the default is 30): long enough that a loaded machine still reads the ramp after `up` returns.
+    // A budget the replicas do not run now, so that every replica rolls.
+    const [now] = await budgets();
+    const other = now === 8 ? 16 : 8;
+    slowstart(120);
+    setBudget(other);
+    let stack = await ws.stack(STACK);
+    assert.equal((await stack.up()).summary.result, "succeeded");
+    // The last replica rolled (replica 3: every replica served, so the list's order) came back moments ago: HAProxy gives it part of its weight.
+    const ramp = await throttles();
+    assert.ok(ramp.replica3 !== undefined && ramp.replica3 !== "" && Number(ramp.replica3) < 100, `throttles right after the rollout: ${JSON.stringify(ramp)}`);
+    slowstart(0);
+    setBudget(now);
+    stack = await ws.stack(STACK);
+    assert.equal((await stack.up()).summary.result, "succeeded");
+    assert.deepEqual(await throttles(), { replica1: "", replica2: "", replica3: "" });
+  } finally {
+    ws.setStackConfig(STACK, "fleet", fleet);
+    assert.equal((await (await ws.stack(STACK)).up()).summary.result, "succeeded");
+  }
+});
