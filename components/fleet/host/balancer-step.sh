@@ -9,8 +9,9 @@
 #          configured yet; an earlier version's Debian HAProxy answers for it until `up` migrates).
 #   leave  takes $server out: refused (exit 6, nothing changed) where that would leave fewer
 #          than $min_healthy replicas serving, as HAProxy sees them and as each answers a
-#          generation itself (`generates`: its agent, else /health_generate from here); then marks it as taken out by a
-#          rollout (left/NAME), `state drain` (no new request goes there), and waits, at most
+#          generation itself (`generates`: its agent, else /health_generate from here); then
+#          marks it as taken out by a rollout (left/NAME), `state drain` (no new request goes
+#          there), and waits, at most
 #          $wait_seconds, as fleet.drainPolicy says ($halt_on_open): "cut" until HAProxy queues
 #          nothing for it ("draining=N": the N requests it still runs end in the server's own
 #          drain, which the restart bounds by timeouts.drainSeconds, then cuts and counts);
@@ -31,9 +32,9 @@ field() { sed -n "s/.* $1=\\([^ ]*\\).*/\\1/p" <<<"$2"; }
 kept_out() { [ "$operator_states" = keep ] && held "$1"; }
 mark() { mkdir -p "$state_dir/$1" && : >"$state_dir/$1/$server"; }
 # generates ADDR: whether the replica at ADDR (HOST:PORT as HAProxy has it, an IPv6 HOST in
-# brackets, as socat takes it) generates now. Its
-# agent (host/agent.sh on $agent_port) is asked first: "up #answered" is a chat completion with
-# text, in the time of a few tokens; "down" is a broken answer. Where the agent says nothing
+# brackets, as socat takes it) generates now. Its agent (host/agent.sh on $agent_port) is asked
+# first: "up #answered" is a chat completion with text, in the time of a few tokens; "down" is
+# a broken answer. Where the agent says nothing
 # definite (none there yet: a replica not rolled since agents came; a 503, a timeout: a plain
 # "up"), SGLang's own /health_generate decides (at least 1 s: it sleeps 1 s before it looks).
 generates() {
