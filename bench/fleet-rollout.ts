@@ -18,8 +18,7 @@ import { parseDeployment } from "../components/sglang-service/schema";
 import { bashCommand } from "../components/sglang-service/hostScript";
 import { parseServers, renderBalancerStep, standing } from "../components/fleet/render";
 import { LedgerReport, startLedger } from "../components/fleet/ledger";
-import type { EngineEvent } from "@pulumi/pulumi/automation";
-import { summarize, Summary, timed } from "./stats";
+import { engineTimeline, summarize, Summary, timed } from "./stats";
 import { option, parseCommandOrExit, positiveInteger, positiveNumber, nonNegativeNumber, setUp, flag } from "../lib/cli";
 import { prng } from "../lib/prng";
 
@@ -93,22 +92,16 @@ async function main(owned: OwnedHosts): Promise<void> {
   const pause = () => new Promise((r) => setTimeout(r, rand() * options.phase * 1000));
   const ledgerOf = () => startLedger({ baseUrl, model: d.model.path, perSecond: options.rate, streamEvery: 3, maxTokens: 256, timeoutMs: 120_000 });
   const rollouts: Rollout[] = [];
+  const timeline = engineTimeline((line) => options.timeline && process.stderr.write(line));
+  const onEvent = timeline.onEvent;
   for (let i = 0; i < options.runs; i++) {
     const budget = BUDGETS[i % BUDGETS.length];
     ws.setStackConfig(STACK, "speculative", spec(budget));
     ws.setStackConfig("single", "speculative", spec(budget));
     // Side by side: the single host's change first, then the fleet's rollout under load.
-    let t0 = Date.now();
-    const row = (what: string) => options.timeline && process.stderr.write(`${((Date.now() - t0) / 1000).toFixed(2).padStart(7)}  ${what}\n`);
-    const name = (urn: string) => urn.split("::").pop();
-    const onEvent = (e: EngineEvent) => {
-      if (e.resourcePreEvent) row(`start ${e.resourcePreEvent.metadata.op} ${name(e.resourcePreEvent.metadata.urn)}`);
-      if (e.resOutputsEvent) row(`end   ${e.resOutputsEvent.metadata.op} ${name(e.resOutputsEvent.metadata.urn)}`);
-      if (e.diagnosticEvent && /\(stack [^)]+\): /.test(e.diagnosticEvent.message)) row(`      ${e.diagnosticEvent.message.trim().slice(0, 160)}`);
-    };
     if (options.timeline) process.stderr.write(`single-host up ${i + 1}:\n`);
     await pause();
-    t0 = Date.now();
+    timeline.restart();
     const singleHostSeconds = await timed(() => single.up({ onEvent }));
     await pause();
     const ledger = ledgerOf();
@@ -122,7 +115,7 @@ async function main(owned: OwnedHosts): Promise<void> {
     })();
     let out = "";
     if (options.timeline) process.stderr.write(`rollout ${i + 1}:\n`);
-    t0 = Date.now();
+    timeline.restart();
     const rolloutSeconds = await timed(() => fleet.up({ onOutput: (t) => (out += t), onEvent }));
     // Where the time beyond the restarts goes, as the steps said it: each rejoin's wait for its checks, each leave's for HAProxy's sessions.
     const said = (re: RegExp) => [...new Set([...out.matchAll(re)].map((m) => `${m[1]} ${m[2]}`))].reduce((a, x) => a + Number(x.split(" ")[1]), 0);

@@ -4,7 +4,7 @@
 // start and end, and the steps' progress lines (SIGTERM, drain, GPU release, serving, proven).
 // Nothing is written; bench/results/reconfigure-floor.md quotes one run.
 // Run: npx tsx bench/up-timeline.ts [--load 5] [--changes 2] (--help: the options)
-import type { EngineEvent } from "@pulumi/pulumi/automation";
+import { engineTimeline } from "./stats";
 import * as hosts from "../simhost/hosts";
 import { runWithHosts, type OwnedHosts } from "../simhost/owned-hosts";
 import { readRepoStackConfig, simHostConfig, simWorkspace } from "../lib/workspace";
@@ -18,9 +18,6 @@ const { options } = parseCommandOrExit("npx tsx bench/up-timeline.ts", {
   },
 });
 const CONFIGS = ["b8t4-w2048", "b16t4-w2048"];
-/** Progress lines worth a row: the steps' own account of the restart ("<unit> (stack <name>): ..."), not the SDK's debug lines. */
-const STEP_LINE = /\(stack [^)]+\): /;
-
 async function main(owned: OwnedHosts): Promise<void> {
   const host = await owned.start(`timeline-${process.pid}`, { sglang: { profile: "ddtree-fork", loadSeconds: options.load, warmupSeconds: 0.5 } });
   const ws = simWorkspace({ bench: { ...readRepoStackConfig(CONFIGS[0]), ...simHostConfig(host), "dflash-sglang:safety": { stableSeconds: 0 }, "dflash-sglang:benchmark": { enabled: false } } });
@@ -29,17 +26,9 @@ async function main(owned: OwnedHosts): Promise<void> {
     for (let i = 1; i <= options.changes; i++) {
       ws.setStackConfig("bench", "speculative", readRepoStackConfig(CONFIGS[i % 2])["dflash-sglang:speculative"]);
       const stack = await ws.stack("bench");
-      const t0 = Date.now();
-      const row = (what: string) => process.stdout.write(`${((Date.now() - t0) / 1000).toFixed(2).padStart(7)}  ${what}\n`);
       process.stdout.write(`change ${i}: to ${CONFIGS[i % 2]}\n`);
-      const name = (urn: string) => urn.split("::").pop();
-      const r = await stack.up({
-        onEvent: (e: EngineEvent) => {
-          if (e.resourcePreEvent) row(`start ${e.resourcePreEvent.metadata.op} ${name(e.resourcePreEvent.metadata.urn)}`);
-          if (e.resOutputsEvent) row(`end   ${e.resOutputsEvent.metadata.op} ${name(e.resOutputsEvent.metadata.urn)}`);
-          if (e.diagnosticEvent && STEP_LINE.test(e.diagnosticEvent.message) && !/^Register/.test(e.diagnosticEvent.message)) row(`      ${e.diagnosticEvent.message.trim().slice(0, 160)}`);
-        },
-      });
+      const { onEvent, row } = engineTimeline((line) => process.stdout.write(line));
+      const r = await stack.up({ onEvent });
       row(`up returned; restartTimings ${JSON.stringify(r.outputs.restartTimings?.value)}`);
     }
   } finally {
