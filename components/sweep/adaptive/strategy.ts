@@ -112,6 +112,13 @@ export interface StrategyOptions {
   maxTied: number;
   /** Launches of a configuration already launched, at most, to separate the answer's tie set (launches differ; a repeat on one server does not). */
   relaunches: number;
+  /** Distinct configurations launched at most (OOM launches included); then it relaunches (`relaunches`) or stops. None: no cap. */
+  maxConfigurations?: number;
+  /**
+   * Once a configuration is full-measured, no launch that would take the GPU time past this
+   * share of the full grid's, as estimated from what it measured (fullGridEstimate). None: no cap.
+   */
+  maxShare?: number;
   seed: number;
 }
 
@@ -348,6 +355,27 @@ export function spentSeconds(records: LaunchRecord[]): number {
   return records.reduce((s, r) => s + r.launchSeconds + r.passes.reduce((t, p) => t + p.heldSeconds, 0), 0);
 }
 
+/**
+ * Pure: the full grid's GPU seconds as the records let it be estimated: each configuration
+ * launched once and measured in full (the mean working launch and full pass measured so far),
+ * one that runs out of memory at the mean failed launch's cost (half a working one without any),
+ * weighted by its chance to start (feasibility) where it is not known.
+ */
+export function fullGridEstimate(points: GridPoint[], records: LaunchRecord[]): number {
+  const mean = (xs: number[]) => (xs.length ? xs.reduce((s, x) => s + x, 0) / xs.length : NaN);
+  const ok = records.filter((r) => !r.failure);
+  const launch = mean(ok.map((r) => r.launchSeconds));
+  const full = mean(ok.flatMap((r) => r.passes.filter((p) => p.kind === "full").map((p) => p.figures.benchmarkSeconds)));
+  const working = (Number.isFinite(launch) ? launch : 0) + (Number.isFinite(full) ? full : 0);
+  const failed = mean(records.filter((r) => r.failure?.outOfMemory).map((r) => r.launchSeconds));
+  const oom = Number.isFinite(failed) ? failed : working / 2;
+  const out = ruledOut(points, records);
+  return points.reduce((s, p) => {
+    const starts = out.has(p.name) || records.some((r) => r.point === p.name && r.failure?.outOfMemory) ? 0 : records.some((r) => r.point === p.name && !r.failure) ? 1 : feasibility(p, points, records);
+    return s + starts * working + (1 - starts) * oom;
+  }, 0);
+}
+
 /** GPU seconds per host. */
 export function spentPerHost(records: LaunchRecord[]): Map<string, number> {
   const out = new Map<string, number>();
@@ -403,9 +431,17 @@ export function decide(points: GridPoint[], records: LaunchRecord[], inFlight: s
     if (spent + perLaunch * (inFlight.length + 1) > o.budget.gpuSeconds) return { kind: "stop", why: `another launch would pass the budget of ${(o.budget.gpuSeconds / 3600).toFixed(2)} GPU-hours (${(spent / 3600).toFixed(2)} spent)` };
   }
   const { incumbent, open, ruledOut: out, smoothed } = assess(points, records, inFlight, o);
+  if (incumbent && o.maxShare !== undefined) {
+    const spent = spentSeconds(records);
+    const ok = records.filter((r) => !r.failure);
+    const perLaunch = ok.reduce((s, r) => s + r.launchSeconds + (r.passes[0]?.heldSeconds ?? 0), 0) / Math.max(1, ok.length);
+    const cap = o.maxShare * fullGridEstimate(points, records);
+    if (spent + perLaunch * (inFlight.length + 1) > cap) return { kind: "stop", why: `another launch would pass ${(o.maxShare * 100).toFixed(0)} % of the full grid's GPU time (about ${(cap / 3600).toFixed(2)} GPU-hours; ${(spent / 3600).toFixed(2)} spent)` };
+  }
   const design = initialDesign(points, o.initialLaunches, o.seed).filter((p) => !launched.has(p.name) && !out.has(p.name));
   if (design.length > 0 && launches < o.initialLaunches) return { kind: "launch", point: design[0].name, why: "first design (space-filling)" };
   if (open.length === 0) return relaunchOrStop(points, records, inFlight, o, "every configuration is launched, in flight or ruled out");
+  if (o.maxConfigurations !== undefined && launches >= o.maxConfigurations) return relaunchOrStop(points, records, inFlight, o, `${launches} configurations launched: the cap of ${o.maxConfigurations}`);
   if (!incumbent) {
     // Nothing full-measured works yet: keep exploring where the design left the largest gap.
     const next = initialDesign(points, launches + 1, o.seed).find((p) => !launched.has(p.name) && !out.has(p.name)) ?? points.find((p) => open.some((c) => c.point === p.name))!;

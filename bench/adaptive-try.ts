@@ -1,0 +1,39 @@
+// Benchmark (issue 62, training families only; held-out seeds are refused): variants of the
+// adaptive strategy given as JSON on the command line, each beside the full grid measured once
+// on the same surfaces, with the paired differences (sweep minus grid, points, 95 % bootstrap
+// intervals, bench/adaptive/regret.ts). Figures in percent. Writes nothing; prints a table.
+// Run: SEEDS=1,2 SURFACES=300 npx tsx bench/adaptive-try.ts '{"name": {...StrategyOptions overrides, "budget": {...}}}'
+import { gridPoints } from "../components/sweep/adaptive/space";
+import { DEFAULT_STRATEGY } from "../components/sweep/adaptive/strategy";
+import { GRID, MODEL_COSTS } from "./adaptive/grid";
+import { baselinesAt, evaluateFamily, FamilyRun } from "./adaptive/family-eval";
+import { FAMILY_SURFACES, TRAINING_FAMILY_SEEDS, HELD_OUT_FAMILY_SEEDS } from "./adaptive/families";
+import { pairedDifferences, quantile, regretStats } from "./adaptive/regret";
+
+const variants = JSON.parse(process.argv[2] ?? '{"defaults": {}}') as Record<string, Record<string, unknown>>;
+const seeds = (process.env.SEEDS ?? TRAINING_FAMILY_SEEDS.join(",")).split(",").map(Number);
+for (const s of seeds) if (HELD_OUT_FAMILY_SEEDS.includes(s)) throw new Error("held out");
+const n = Number(process.env.SURFACES ?? FAMILY_SURFACES);
+const points = gridPoints(GRID);
+const grid = { "full grid": baselinesAt(MODEL_COSTS, 420)["full grid"] };
+const pct = (x: number) => `${(x * 100).toFixed(2)}`;
+let gridRuns: FamilyRun[] | undefined;
+console.log("| variant | mean regret | p95 regret | within 3 % | isolated | needle | median GPU | p90 GPU | paired mean regret | paired within 3 % | paired p95 | s |");
+console.log("|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|---:|");
+for (const [name, v] of Object.entries(variants)) {
+  const t0 = Date.now();
+  const { budget, ...rest } = v as { budget?: object };
+  const runs = seeds.flatMap((seed) => evaluateFamily(points, seed, n, { requestSd: 0.042, launchSd: 0.015 }, MODEL_COSTS, 420, { ...DEFAULT_STRATEGY, ...rest, objective: { kind: "short", longWeight: 0.5 }, budget: budget ?? {} } as never, gridRuns ? {} : grid, 2).runs);
+  if (!gridRuns) gridRuns = runs.filter((r) => r.policy === "full grid");
+  const a = runs.filter((r) => r.policy === "adaptive");
+  const show = (label: string, rs: FamilyRun[], secs: number) => {
+    const s = regretStats(rs.map((r) => r.regret));
+    const f = (feat: string) => regretStats(rs.filter((r) => r.features.includes(feat)).map((r) => r.regret)).within3;
+    const fr = rs.map((r) => r.fraction);
+    const p = pairedDifferences(rs.map((r) => r.regret), gridRuns!.map((r) => r.regret), 1);
+    const iv = (x: { point: number; low: number; high: number }) => `${pct(x.point)} [${pct(x.low)}, ${pct(x.high)}]`;
+    console.log(`| ${label} | ${pct(s.meanRegret)} | ${pct(s.p95Regret)} | ${pct(s.within3)} | ${pct(f("isolated-peak"))} | ${pct(f("needle"))} | ${pct(quantile(fr, 0.5))} | ${pct(quantile(fr, 0.9))} | ${iv(p.meanRegret)} | ${iv(p.within3)} | ${iv(p.p95Regret)} | ${secs.toFixed(0)} |`);
+  };
+  if (name === Object.keys(variants)[0]) show("full grid", gridRuns, 0);
+  show(name, a, (Date.now() - t0) / 1000);
+}
