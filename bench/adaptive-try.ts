@@ -2,7 +2,7 @@
 // adaptive strategy given as JSON on the command line, each beside the full grid measured once
 // on the same surfaces, with the paired differences (sweep minus grid, points, 95 % bootstrap
 // intervals, bench/adaptive/regret.ts). Figures in percent. Writes nothing; prints a table.
-// Run: SEEDS=1,2 SURFACES=300 npx tsx bench/adaptive-try.ts '{"name": {...StrategyOptions overrides, "budget": {...}}}'
+// Run: [REQUEST_SD=0.042] [LAUNCH_SD=0.015] SEEDS=1,2 SURFACES=300 npx tsx bench/adaptive-try.ts '{"name": {...StrategyOptions overrides (null: off), "budget": {...}}}'
 import { gridPoints } from "../components/sweep/adaptive/space";
 import { DEFAULT_STRATEGY } from "../components/sweep/adaptive/strategy";
 import { GRID, MODEL_COSTS } from "./adaptive/grid";
@@ -22,8 +22,10 @@ console.log("| variant | mean regret | p95 regret | within 3 % | isolated | need
 console.log("|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|---:|");
 for (const [name, v] of Object.entries(variants)) {
   const t0 = Date.now();
-  const { budget, ...rest } = v as { budget?: object };
-  const runs = seeds.flatMap((seed) => evaluateFamily(points, seed, n, { requestSd: 0.042, launchSd: 0.015 }, MODEL_COSTS, 420, { ...DEFAULT_STRATEGY, ...rest, objective: { kind: "short", longWeight: 0.5 }, budget: budget ?? {} } as never, gridRuns ? {} : grid, 2).runs);
+  const { budget, ...given } = v as { budget?: object };
+  // null: the option off (undefined), as JSON cannot say it.
+  const rest = Object.fromEntries(Object.entries(given).map(([k, x]) => [k, x === null ? undefined : x]));
+  const runs = seeds.flatMap((seed) => evaluateFamily(points, seed, n, { requestSd: Number(process.env.REQUEST_SD ?? 0.042), launchSd: Number(process.env.LAUNCH_SD ?? 0.015) }, MODEL_COSTS, 420, { ...DEFAULT_STRATEGY, ...rest, objective: { kind: "short", longWeight: 0.5 }, budget: budget ?? {} } as never, gridRuns ? {} : grid, 2).runs);
   if (!gridRuns) gridRuns = runs.filter((r) => r.policy === "full grid");
   const a = runs.filter((r) => r.policy === "adaptive");
   const show = (label: string, rs: FamilyRun[], secs: number) => {

@@ -4,6 +4,7 @@
 // targets, per feature, under other noise, and how far the stated confidence can be read.
 import type { FamilyEvaluation, FamilyRun } from "./family-eval";
 import { auc, pairedDifferences, quantile, regretStats, type Paired } from "./regret";
+import { REGRET_BOUND_QUANTILE } from "../../components/sweep/adaptive/strategy";
 
 const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
 const pts = (x: number) => `${x >= 0 ? "+" : ""}${(x * 100).toFixed(2)}`;
@@ -95,7 +96,7 @@ export function renderRegret(es: readonly FamilyEvaluation[], title: string, see
   const rho = spearman(stated.map((r) => r.expectedRegret!), stated.map((r) => r.regret));
   const calibrated = covered >= TARGETS.boundCoverage[0] && covered <= TARGETS.boundCoverage[1];
   lines.push(
-    `The pick's stated regret, as the sweep's report states it (${title}, ${stated.length} runs with a pick; from the answer's draws, the bound their 93rd percentile, chosen on the training families: strategy.ts REGRET_BOUND_QUANTILE): its 90 % upper bound held in ${pct(covered)} of runs (target ${pct(TARGETS.boundCoverage[0])}-${pct(TARGETS.boundCoverage[1])}: ${yes(calibrated)}); the expected regret averages ${pct(meanExpected)} against a real ${pct(meanActual)}, Spearman correlation ${rho.toFixed(2)} with the real regret run by run.${calibrated ? "" : " Not calibrated here: the population figures above are the ones to act on."}`,
+    `The pick's stated regret, as the sweep's report states it (${title}, ${stated.length} runs with a pick; from the answer's draws, the bound their ${Math.round(REGRET_BOUND_QUANTILE * 100)}th percentile, chosen on the training families: strategy.ts REGRET_BOUND_QUANTILE): its 90 % upper bound held in ${pct(covered)} of runs (target ${pct(TARGETS.boundCoverage[0])}-${pct(TARGETS.boundCoverage[1])}: ${yes(calibrated)}); the expected regret averages ${pct(meanExpected)} against a real ${pct(meanActual)}, Spearman correlation ${rho.toFixed(2)} with the real regret run by run.${calibrated ? "" : " Not calibrated here: the population figures above are the ones to act on."}`,
     "",
   );
   return { lines, json: { paired, perFeature, confidence: { auc1: a1, auc3: a3, brier, brierConst, boundCoverage: covered, meanExpected, meanActual, spearman: rho } } };

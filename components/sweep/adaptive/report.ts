@@ -96,7 +96,7 @@ export function renderAdaptiveMarkdown(r: AdaptiveReport): string {
   const pick = c.chosen ? c.beliefs.get(c.chosen.point.name) : undefined;
   // What deploying the top risks, by the answer's draws (the measurements with the launch offset, and the surrogate's beliefs of what was not launched).
   const risk = pick
-    ? ` If you deploy ${c.chosen!.point.name}: expected regret (the share of the best configuration's speed, launched or not, it may lack) ${pctOf(pick.expectedRegret)}, at most ${pctOf(pick.regretUpper90)} with 90 % (from the measurements, a launch-to-launch offset of ${pctOf(c.launchSd)} assumed, not measured${c.measured.some((m) => m.launches > 1) ? " (some configurations were launched more than once; the offset is still the assumed one)" : ": no configuration was launched twice"}, and the surrogate's belief of every configuration not launched: a peak it cannot see is a risk this does not count). How often such figures held on generated surfaces of the simulator, and how often the top was within 3 % of the best there: bench/results/adaptive-sweep.md.`
+    ? ` If you deploy ${c.chosen!.point.name}: expected regret (the share of the best configuration's speed, launched or not, it may lack) ${pctOf(pick.expectedRegret)}, at most ${pctOf(pick.regretUpper90)} with 90 % (from the measurements, a launch-to-launch offset of ${pctOf(c.launchSd)} assumed, not measured${c.measured.some((m) => m.launches > 1) ? " (some configurations were launched more than once; the offset is still the assumed one)" : ": no configuration was launched twice"}, and the surrogate's belief of every configuration not launched: a peak narrower than a grid step it cannot see, so this does not count one: see "Not launched" below). How often such figures held on generated surfaces of the simulator, and how often the top was within 3 % of the best there: bench/results/adaptive-sweep.md.`
     : "";
   if (c.chosen && c.tied.length <= 1) {
     lines.push(
@@ -155,6 +155,12 @@ export function renderAdaptiveMarkdown(r: AdaptiveReport): string {
       `| ${i + 1} | ${x.point} | ${x.host} | ${x.launchSeconds.toFixed(0)} | ${x.passes.map((p) => p.kind).join(", ") || "-"} | ${last?.short.median ?? "-"} | ${last?.long?.median ?? "-"} | ${last?.acceptLength ?? "-"} | ${coding.length ? (coding.every(Boolean) ? "pass" : "FAIL") : "-"} | ${x.failure ? `failed: ${cell(x.failure.cause)}` : ""} |`,
     );
   });
+  lines.push(
+    "",
+    c.unlaunched.length
+      ? `Not launched, where a peak narrower than a grid step could hide (each likely to lie in the surface's upper half, by the surrogate): ${c.unlaunched.map((u) => `${u.point} (${(u.upper * 100).toFixed(0)} %)`).join(", ")}. The figures above do not count such a peak: to rule it out, launch them (raise the budget, or sweep them as stacks).`
+      : "Not launched: no configuration likely to lie in the surface's upper half (by the surrogate) was left unlaunched; a peak narrower than a grid step could hide only where the surface measured poor.",
+  );
   if (c.ruledOut.size) lines.push("", `Ruled out without a launch (they need at least the memory of a launch that ran out): ${[...c.ruledOut].map(([p, by]) => `${p} (${by})`).join(", ")}.`);
   lines.push("", "## Pareto front", "", "Measured configurations that no other beats on short-context and long-context decode rate and acceptance length at once.", "", "| configuration | short tok/s | long tok/s | accept length | |", "|---|---:|---:|---:|---|");
   for (const m of front) {
