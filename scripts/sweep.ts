@@ -98,8 +98,9 @@ const COMMAND = {
     "Runs `pulumi up` for every stack file in stacks/ whose name matches --stacks, one configuration",
     "at a time per host, hosts in parallel, then writes bench/out/sweep-report.md and sweep-report.svg.",
     "Without --hosts it boots simulated GPU hosts for the sweep and stops them after.",
-    "--strategy adaptive makes its stacks from a grid (--budgets, --topks, --windows) in .sweep/adaptive/ and launches only",
-    "the configurations that can still be the best for --objective, until it is sure enough or at --gpu-hours / --launches.",
+    "--strategy adaptive makes its stacks from a grid (--budgets, --topks, --windows) in .sweep/adaptive/ and launches",
+    "the configurations that can still be the best for --objective, then those likely in the surface's upper half (where a",
+    "narrow peak can hide), until none is left or at --gpu-hours / --launches: the report names the ones it left.",
     "Either ends with the commands that deploy its best configuration: its stack file in stacks/, npx pulumi up, and a fleet's keys.",
   ].join("\n"),
   options: {

@@ -158,7 +158,9 @@ export function renderAdaptiveMarkdown(r: AdaptiveReport): string {
   lines.push(
     "",
     c.unlaunched.length
-      ? `Not launched, where a peak narrower than a grid step could hide (each likely to lie in the surface's upper half, by the surrogate): ${c.unlaunched.map((u) => `${u.point} (${(u.upper * 100).toFixed(0)} %)`).join(", ")}. The figures above do not count such a peak: to rule it out, launch them (raise the budget, or sweep them as stacks).`
+      ? c.unlaunched.some((u) => u.upper === null)
+        ? `Not launched, and not assessed (no configuration was measured in full, so the surrogate says nothing of them): ${c.unlaunched.map((u) => u.point).join(", ")}. Any of them could be the best: launch them (raise the budget, or sweep them as stacks).`
+        : `Not launched, where a peak narrower than a grid step could hide (each likely to lie in the surface's upper half, by the surrogate): ${c.unlaunched.map((u) => `${u.point} (${(u.upper! * 100).toFixed(0)} %)`).join(", ")}. The figures above do not count such a peak: to rule it out, launch them (raise the budget, or sweep them as stacks).`
       : "Not launched: no configuration likely to lie in the surface's upper half (by the surrogate) was left unlaunched; a peak narrower than a grid step could hide only where the surface measured poor.",
   );
   if (c.ruledOut.size) lines.push("", `Ruled out without a launch (they need at least the memory of a launch that ran out): ${[...c.ruledOut].map(([p, by]) => `${p} (${by})`).join(", ")}.`);

@@ -84,3 +84,15 @@ test("the GPU time against the full grid says what each is, as a share or a mult
   );
   assert.equal(gridCostText(points, [{ ...launch("b4t4-w2048", 0), passes: [] }]), "No full pass finished: no estimate of what measuring the full grid once would cost.");
 });
+
+test("the report names what it left unlaunched where a peak can hide, says so when nothing was, and when nothing was assessed", () => {
+  const left = renderAdaptiveMarkdown({ ...REPORT, conclusion: { ...REPORT.conclusion, unlaunched: [{ point: "b8t2-w2048", upper: 0.93 }, { point: "b16t2-w2048", upper: 0.87 }] } });
+  assert.match(left, /Not launched, where a peak narrower than a grid step could hide \(each likely to lie in the surface's upper half, by the surrogate\): b8t2-w2048 \(93 %\), b16t2-w2048 \(87 %\)\. The figures above do not count such a peak/);
+  const none = renderAdaptiveMarkdown({ ...REPORT, conclusion: { ...REPORT.conclusion, unlaunched: [] } });
+  assert.match(none, /Not launched: no configuration likely to lie in the surface's upper half \(by the surrogate\) was left unlaunched/);
+  assert.doesNotMatch(none, /could hide \(each/);
+  const unknown = renderAdaptiveMarkdown({ ...REPORT, conclusion: { ...REPORT.conclusion, unlaunched: [{ point: "b8t2-w2048", upper: null }] } });
+  assert.match(unknown, /Not launched, and not assessed \(no configuration was measured in full, so the surrogate says nothing of them\): b8t2-w2048\. Any of them could be the best/);
+  // The conclusion itself: this run launched three of the grid; what it names was not launched.
+  for (const u of REPORT.conclusion.unlaunched) assert.ok(!RECORDS.some((r) => r.point === u.point), u.point);
+});

@@ -6,9 +6,10 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { gridPoints } from "../../../../components/sweep/adaptive/space";
-import { DEFAULT_STRATEGY, LaunchRecord, PassFigures, StrategyOptions, conclude, decide, feasibility, firstPass, measuredPoints, gridNeighbours, initialDesign, nextPass, ruledOut, stopChanceOf } from "../../../../components/sweep/adaptive/strategy";
+import { DEFAULT_STRATEGY, LaunchRecord, PassFigures, StrategyOptions, assess, conclude, decide, hidingPlaces, feasibility, firstPass, measuredPoints, gridNeighbours, initialDesign, nextPass, ruledOut, stopChanceOf } from "../../../../components/sweep/adaptive/strategy";
 import { replay } from "../../../../components/sweep/adaptive/replay";
 import { score } from "../../../../bench/adaptive/evaluate";
+import { drawFamily, toReplayTable } from "../../../../bench/adaptive/family";
 import { GRID } from "../../../../bench/adaptive/grid";
 import { modelTable, readSurface, trueValues } from "../../../../bench/adaptive/model";
 import { REPO_ROOT } from "../../../../lib/pulumi-env";
@@ -119,7 +120,7 @@ test("where a peak can hide: with no smooth reason left, it launches what is lik
     launched("b16t4-wnone", 185, ["short", "full"]),
     launched("b4t2-wnone", 120, ["short"]),
     launched("b32t8-wnone", 110, ["short"]),
-    launched("b4t8-w2048", 125, ["short"]),
+    launched("b6t2-w2048", 125, ["short"]),
   ];
   const off = decide(POINTS, records, [], options({ cover: undefined, neighbourChance: 1.01, stopChance: 0.99 }));
   assert.equal(off.kind, "stop", "without the rule nothing smooth is left to launch");
@@ -130,11 +131,36 @@ test("where a peak can hide: with no smooth reason left, it launches what is lik
   assert.ok(c.unlaunched.length > 0);
   assert.equal(c.unlaunched[0].point, (on as { point: string }).point, "the first it would launch is the first it names");
   for (const u of c.unlaunched) {
-    assert.ok(u.upper >= DEFAULT_STRATEGY.cover!, `${u.point}: ${u.upper}`);
+    assert.ok(u.upper !== null && u.upper >= DEFAULT_STRATEGY.cover!, `${u.point}: ${u.upper}`);
     assert.ok(!records.some((r) => r.point === u.point), `${u.point} was launched`);
   }
+  // Highest surrogate mean first: the order they would be launched in.
+  const { open, smoothed } = assess(POINTS, records, [], options({ neighbourChance: 1.01, stopChance: 0.99 }));
+  const means = hidingPlaces(open, smoothed, DEFAULT_STRATEGY.cover!).map((h) => h.mean);
+  assert.deepEqual(means, [...means].sort((a, b) => b - a));
+  assert.deepEqual(hidingPlaces(open, smoothed, DEFAULT_STRATEGY.cover!).map((h) => h.point), c.unlaunched.map((u) => u.point));
   // Far from the top, the slow corners are no place a peak hides.
   assert.ok(!c.unlaunched.some((u) => u.point === "b32t8-w2048" || u.point === "b4t2-w2048"), c.unlaunched.map((u) => u.point).join(", "));
+});
+
+test("stopped by a budget on a generated surface, it names the places it left; without the budget, none is left", () => {
+  const surface = drawFamily(POINTS, 20261207, 1, { requestSd: 0.042, launchSd: 0.015 })[0];
+  const table = toReplayTable(surface, 420);
+  const costs = { shortRequests: 3, fullRequests: 6, shortPassSeconds: 6, fullPassSeconds: 18, passOverheadSeconds: 10 };
+  const free = replay(POINTS, table, costs, options({ seed: 3 }), 2);
+  assert.deepEqual(free.conclusion.unlaunched, []);
+  const cut = replay(POINTS, table, costs, options({ seed: 3, budget: { launches: 10 } }), 2);
+  assert.ok(free.launches > 10, `${free.launches} launches without the budget`);
+  assert.match(cut.why, /budget of 10 launches/);
+  assert.ok(cut.conclusion.unlaunched.length > 0, "a sweep cut at 10 launches leaves places a peak can hide");
+  for (const u of cut.conclusion.unlaunched) assert.ok(!cut.records.some((r) => r.point === u.point) && u.upper !== null && u.upper >= DEFAULT_STRATEGY.cover!, u.point);
+});
+
+test("nothing measured in full: every configuration not launched is named, not assessed", () => {
+  const c = conclude(POINTS, [launched("b16t4-w2048", 200, ["short"]), launched("b8t2-wnone", 190, ["short"])], options());
+  assert.equal(c.chosen, undefined);
+  assert.equal(c.unlaunched.length, POINTS.length - 2);
+  assert.ok(c.unlaunched.every((u) => u.upper === null));
 });
 
 test("the stop chance shrinks when the measured noise is larger than stopNoise", () => {
