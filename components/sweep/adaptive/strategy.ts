@@ -120,7 +120,7 @@ export interface StrategyOptions {
   maxConfigurations?: number;
   /**
    * Once a configuration is full-measured, no launch that would take the GPU time past this
-   * share of the full grid's, as estimated from what it measured (fullGridEstimate). None: no cap.
+   * share of the full grid's, as forecast from what it measured (fullGridForecast). None: no cap.
    */
   maxShare?: number;
   /**
@@ -383,9 +383,10 @@ export function spentSeconds(records: LaunchRecord[]): number {
  * Pure: the full grid's GPU seconds as the records let it be estimated: each configuration
  * launched once and measured in full (the mean working launch and full pass measured so far),
  * one that runs out of memory at the mean failed launch's cost (half a working one without any),
- * weighted by its chance to start (feasibility) where it is not known.
+ * weighted by its chance to start (feasibility) where it is not known. For `maxShare` only; the
+ * report's figure (report.ts fullGridEstimate) prices every configuration as a working one.
  */
-export function fullGridEstimate(points: GridPoint[], records: LaunchRecord[]): number {
+export function fullGridForecast(points: GridPoint[], records: LaunchRecord[]): number {
   const mean = (xs: number[]) => (xs.length ? xs.reduce((s, x) => s + x, 0) / xs.length : NaN);
   const ok = records.filter((r) => !r.failure);
   const launch = mean(ok.map((r) => r.launchSeconds));
@@ -459,7 +460,7 @@ export function decide(points: GridPoint[], records: LaunchRecord[], inFlight: s
     const spent = spentSeconds(records);
     const ok = records.filter((r) => !r.failure);
     const perLaunch = ok.reduce((s, r) => s + r.launchSeconds + (r.passes[0]?.heldSeconds ?? 0), 0) / Math.max(1, ok.length);
-    const cap = o.maxShare * fullGridEstimate(points, records);
+    const cap = o.maxShare * fullGridForecast(points, records);
     if (spent + perLaunch * (inFlight.length + 1) > cap) return { kind: "stop", why: `another launch would pass ${(o.maxShare * 100).toFixed(0)} % of the full grid's GPU time (about ${(cap / 3600).toFixed(2)} GPU-hours; ${(spent / 3600).toFixed(2)} spent)` };
   }
   const design = initialDesign(points, o.initialLaunches, o.seed).filter((p) => !launched.has(p.name) && !out.has(p.name));
