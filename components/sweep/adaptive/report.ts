@@ -3,7 +3,7 @@
 // vs long context decode rate and acceptance length with the best (or the tie) marked;
 // Markdown and an SVG chart. Plain data in, text out.
 import type { GridPoint } from "./space";
-import { Conclusion, LaunchRecord, Measured, Objective, spentPerHost, spentSeconds } from "./strategy";
+import { Conclusion, fullGridCosts, LaunchRecord, Measured, Objective, spentPerHost, spentSeconds } from "./strategy";
 import { BEST, bestHeading, INCONCLUSIVE, NO_BEST_HEADING, NONE_NAMED, TIE, tieHeading, type Mark } from "../../verdict/words";
 
 export interface AdaptiveReport {
@@ -30,15 +30,14 @@ export function paretoFront(measured: Measured[]): Measured[] {
 }
 
 /**
- * Pure: what the full grid would have cost: every valid configuration launched and measured
- * once in full, at this run's own mean launch and full-pass costs (it was not run).
+ * Pure: what the full grid would have cost (it was not run): every configuration launched and
+ * measured once in full at this run's own mean launch and full-pass costs, those known or likely
+ * to run out of memory at a failed launch's cost (strategy.ts fullGridCosts). None before a full
+ * pass has finished.
  */
 export function fullGridEstimate(points: GridPoint[], records: LaunchRecord[]): number | undefined {
-  const started = records.filter((r) => !r.failure);
-  const full = started.flatMap((r) => r.passes.filter((p) => p.kind === "full").map((p) => p.figures.benchmarkSeconds));
-  if (started.length === 0 || full.length === 0) return undefined;
-  const launch = started.reduce((s, r) => s + r.launchSeconds, 0) / started.length;
-  return points.length * (launch + full.reduce((s, x) => s + x, 0) / full.length);
+  const full = records.filter((r) => !r.failure).some((r) => r.passes.some((p) => p.kind === "full"));
+  return full ? fullGridCosts(points, records).seconds : undefined;
 }
 
 const hours = (s: number) => `${(s / 3600).toFixed(2)} h`;
@@ -52,10 +51,8 @@ const count = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? on
 export function gridCostText(points: GridPoint[], records: LaunchRecord[]): string {
   const estimate = fullGridEstimate(points, records);
   if (estimate === undefined) return "No full pass finished: no estimate of what measuring the full grid once would cost.";
-  const started = records.filter((r) => !r.failure);
-  const full = started.flatMap((r) => r.passes.filter((p) => p.kind === "full").map((p) => p.figures.benchmarkSeconds));
-  const launch = started.reduce((s, r) => s + r.launchSeconds, 0) / started.length;
-  const pass = full.reduce((s, x) => s + x, 0) / full.length;
+  const costs = fullGridCosts(points, records);
+  const failing = Math.round(costs.failing);
   const spent = spentSeconds(records);
   const ratio = spent / estimate;
   const configurations = new Set(records.map((r) => r.point)).size;
@@ -65,7 +62,7 @@ export function gridCostText(points: GridPoint[], records: LaunchRecord[]): stri
   const fulls = passes.length - shorts;
   const repeats = records.reduce((s, r) => s + Math.max(0, r.passes.filter((p) => p.kind === "full").length - 1), 0);
   return (
-    `Measuring the full grid once (each of its ${count(points.length, "configuration")} launched once and given one full pass, at this run's mean costs: ${launch.toFixed(0)} s a launch, ${pass.toFixed(0)} s a full pass) would cost about ${hours(estimate)} of GPU time. ` +
+    `Measuring the full grid once (each of its ${count(points.length, "configuration")} launched once and given one full pass, at this run's mean costs: ${costs.launchSeconds.toFixed(0)} s a launch, ${costs.passSeconds.toFixed(0)} s a full pass${failing > 0 ? `; about ${count(failing, "configuration")} out of memory at ${costs.failedSeconds.toFixed(0)} s a failed launch${costs.failedMeasured ? "" : " (assumed: half a working one)"}` : ""}) would cost about ${hours(estimate)} of GPU time. ` +
     `This run cost ${hours(spent)}, ${ratio < 1 ? `${(ratio * 100).toFixed(0)} % of that` : `${ratio.toFixed(1)} times that`}: ` +
     `it launched ${configurations} of the ${count(points.length, "configuration")} (${count(records.length, "launch", "launches")}${again ? `, ${again} of them of a configuration launched before` : ""}) ` +
     `and ran ${count(passes.length, "pass", "passes")} (${shorts} short, ${fulls} full${repeats ? `, ${count(repeats, "repeat")} of a full pass on the same server` : ""}).`

@@ -120,7 +120,7 @@ export interface StrategyOptions {
   maxConfigurations?: number;
   /**
    * Once a configuration is full-measured, no launch that would take the GPU time past this
-   * share of the full grid's, as forecast from what it measured (fullGridForecast). None: no cap.
+   * share of the full grid's, as forecast from what it measured (fullGridCosts). None: no cap.
    */
   maxShare?: number;
   /**
@@ -379,26 +379,51 @@ export function spentSeconds(records: LaunchRecord[]): number {
   return records.reduce((s, r) => s + r.launchSeconds + r.passes.reduce((t, p) => t + p.heldSeconds, 0), 0);
 }
 
+/** What measuring the full grid once would cost, as the records let it be estimated (fullGridCosts). */
+export interface FullGridCosts {
+  /** GPU seconds in all. */
+  seconds: number;
+  /** A working configuration's launch and full pass: the means measured so far. */
+  launchSeconds: number;
+  passSeconds: number;
+  /** A launch that runs out of memory: the mean failed launch measured, else half a working launch and pass. */
+  failedSeconds: number;
+  /** Whether failedSeconds was measured (a launch ran out of memory) rather than assumed. */
+  failedMeasured: boolean;
+  /** Configurations expected to run out of memory: known or ruled out, plus each other's chance to fail. */
+  failing: number;
+}
+
 /**
- * Pure: the full grid's GPU seconds as the records let it be estimated: each configuration
+ * Pure: the full grid's GPU cost as the records let it be estimated: each configuration
  * launched once and measured in full (the mean working launch and full pass measured so far),
  * one that runs out of memory at the mean failed launch's cost (half a working one without any),
- * weighted by its chance to start (feasibility) where it is not known. For `maxShare` only; the
- * report's figure (report.ts fullGridEstimate) prices every configuration as a working one.
+ * weighted by its chance to start (feasibility) where it is not known. The one estimate of it:
+ * the `maxShare` cap and the report's share both use it.
  */
-export function fullGridForecast(points: GridPoint[], records: LaunchRecord[]): number {
+export function fullGridCosts(points: GridPoint[], records: LaunchRecord[]): FullGridCosts {
   const mean = (xs: number[]) => (xs.length ? xs.reduce((s, x) => s + x, 0) / xs.length : NaN);
+  const finite = (x: number) => (Number.isFinite(x) ? x : 0);
   const ok = records.filter((r) => !r.failure);
-  const launch = mean(ok.map((r) => r.launchSeconds));
-  const full = mean(ok.flatMap((r) => r.passes.filter((p) => p.kind === "full").map((p) => p.figures.benchmarkSeconds)));
-  const working = (Number.isFinite(launch) ? launch : 0) + (Number.isFinite(full) ? full : 0);
+  const launchSeconds = finite(mean(ok.map((r) => r.launchSeconds)));
+  const passSeconds = finite(mean(ok.flatMap((r) => r.passes.filter((p) => p.kind === "full").map((p) => p.figures.benchmarkSeconds))));
+  const working = launchSeconds + passSeconds;
   const failed = mean(records.filter((r) => r.failure?.outOfMemory).map((r) => r.launchSeconds));
-  const oom = Number.isFinite(failed) ? failed : working / 2;
+  const failedSeconds = Number.isFinite(failed) ? failed : working / 2;
   const out = ruledOut(points, records);
-  return points.reduce((s, p) => {
+  let seconds = 0;
+  let failing = 0;
+  for (const p of points) {
     const starts = out.has(p.name) || records.some((r) => r.point === p.name && r.failure?.outOfMemory) ? 0 : records.some((r) => r.point === p.name && !r.failure) ? 1 : feasibility(p, points, records);
-    return s + starts * working + (1 - starts) * oom;
-  }, 0);
+    seconds += starts * working + (1 - starts) * failedSeconds;
+    failing += 1 - starts;
+  }
+  return { seconds, launchSeconds, passSeconds, failedSeconds, failedMeasured: Number.isFinite(failed), failing };
+}
+
+/** Pure: fullGridCosts' GPU seconds. */
+export function fullGridForecast(points: GridPoint[], records: LaunchRecord[]): number {
+  return fullGridCosts(points, records).seconds;
 }
 
 /** GPU seconds per host. */

@@ -31,6 +31,17 @@ test("the full grid's cost is estimated from this run's own launch and full-pass
   assert.equal(fullGridEstimate(POINTS, []), undefined);
 });
 
+test("the full grid's estimate prices a configuration that ran out of memory, and every one needing at least its memory, at a failed launch's cost", () => {
+  const oom: LaunchRecord = { point: "b16t4-w2048", host: "gpu-2", launchSeconds: 210, failure: { cause: "CUDA out of memory", outOfMemory: true }, passes: [] };
+  const records = [...RECORDS, oom];
+  // b16t4 ran out of memory: 210 s, not 420 s (and b16t2, not launched, may too: its chance to start is below 1).
+  const known = fullGridEstimate(POINTS, records)!;
+  assert.ok(known < POINTS.length * 420, `${known}`);
+  const text = gridCostText(POINTS, records);
+  assert.match(text, /about 1 configuration out of memory at 210 s a failed launch\)/);
+  assert.doesNotMatch(gridCostText(POINTS, RECORDS), /out of memory/);
+});
+
 test("the report names the choice in the report's words, the GPU time per host against the full grid, and marks the best (or each of a tie) on the front", () => {
   const md = renderAdaptiveMarkdown(REPORT);
   // 190 against 189 tok/s, one launch each: 0.5 % apart, well within a launch's offset (1.5 %) of each other.
