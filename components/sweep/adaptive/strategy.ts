@@ -150,7 +150,7 @@ export const HIDING_CHANCE = 0.85;
  * sweep cannot restart a configuration it measured yet, and on the earlier training family two
  * relaunches bought no hits for 7 % more GPU time.
  * `cover` (issue 62; chosen on the training families, seeds 1 and 2, 600 surfaces, before the
- * held-out ones were run; bench/adaptive-try.ts): without it the sweep stopped at 39.5 % of the
+ * held-out ones were run; bench/adaptive-variants.ts, bench/results/adaptive-cover.md): without it the sweep stopped at 39.5 % of the
  * full grid's GPU time (median) with its top within 3 % of the best in 93.0 %, but on 66 % of
  * needles and 71 % of isolated peaks; with 0.85, 59.4 % (median; 68.8 % at the 90th percentile)
  * for 96.3 %, 92 % and 89 %, level with or better than the full grid measured once on every
