@@ -44,7 +44,7 @@ const variantsJson = json<Record<string, Variant>>('a JSON object of variants, {
   return v as Record<string, Variant>;
 });
 const trainingSeed: ValueType<number> = {
-  expects: `a family seed that is not held out (the training families: ${TRAINING_FAMILY_SEEDS.join(", ")}; bench/adaptive/families.ts)`,
+  expects: `a family seed that is not held out (training: ${TRAINING_FAMILY_SEEDS.join(", ")}; bench/adaptive/families.ts)`,
   parse(t) {
     const n = positiveInteger.parse(t);
     if (HELD_OUT_FAMILY_SEEDS.includes(n)) throw new Error(`${n} is a held-out family: tune on the training families (${TRAINING_FAMILY_SEEDS.join(", ")}) only`);

@@ -102,8 +102,9 @@ export function listOf<T>(item: ValueType<T>): ValueType<T[]> {
       return t.split(",").map((part, i) => {
         try {
           return item.parse(part.trim());
-        } catch {
-          throw new Error(`item ${i + 1} (${JSON.stringify(part.trim())}) is not ${item.expects}`);
+        } catch (e) {
+          const why = (e as Error).message;
+          throw new Error(`item ${i + 1} (${JSON.stringify(part.trim())}) is not ${item.expects}${why ? `: ${why}` : ""}`);
         }
       });
     },

@@ -11,6 +11,7 @@ import * as path from "node:path";
 import { inProjectFolder, existingDirectory, setUp } from "../../lib/cli";
 import { REPO_ROOT } from "../../lib/pulumi-env";
 import { assertNothingStarted, assertRefused, assertUsage, npmRun, runScript, SETUP_REFUSED, simulatedHosts } from "../support/commandLines";
+import { HELD_OUT_FAMILY_SEEDS } from "../../bench/adaptive/families";
 
 /** Hosts the sweep (sweep-<pid>-<n>) and the demo (demo-<pid>) would boot. */
 const SCRIPT_HOSTS = /^(sweep-\d+-\d+|demo-\d+)$/;
@@ -175,6 +176,7 @@ test("the benchmarks and the pulumi guard read their command lines the same way"
     ["bench/sweep-throughput.ts", ["--configs N", "--load S", "--hosts LIST"]],
     ["bench/client-overhead.ts", ["--runs N", "--tokens N"]],
     ["bench/faults.ts", ["--line LINE", "--sudo LINE", "--only TEXT"]],
+    ["bench/adaptive-variants.ts", ["--variants JSON", "--seeds N,N", "--surfaces N", "--out NAME"]],
     ["scripts/pulumi-guard.ts", ["--allow-empty-passphrase", "--clear-stale-locks"]],
   ] as const) {
     const invocation = script.startsWith("bench/") ? `npx tsx ${script}` : script;
@@ -185,6 +187,9 @@ test("the benchmarks and the pulumi guard read their command lines the same way"
   }
   assertRefused(runScript("bench/sweep-throughput.ts", "--configs", "17"), '--configs must be a whole number from 1 to 16, got "17"', "npx tsx bench/sweep-throughput.ts --help");
   assertRefused(runScript("bench/faults.ts", "--line", "nightly"), /--line must be one of "release", "main", "both", got "nightly"/, "npx tsx bench/faults.ts --help");
+  // A variant benchmark tunes on the training families: a held-out one is refused, and so is a misspelt option (it would run the defaults under the variant's name).
+  assertRefused(runScript("bench/adaptive-variants.ts", "--seeds", `1,${HELD_OUT_FAMILY_SEEDS[0]}`), new RegExp(`--seeds must be .*item 2 \\("${HELD_OUT_FAMILY_SEEDS[0]}"\\) is not a family seed that is not held out .*: ${HELD_OUT_FAMILY_SEEDS[0]} is a held-out family: tune on the training families`), "npx tsx bench/adaptive-variants.ts --help");
+  assertRefused(runScript("bench/adaptive-variants.ts", "--variants", '{"a": {"covr": 0.9}}'), /--variants must be .*variant "a": unknown option "covr"; valid: .*cover/, "npx tsx bench/adaptive-variants.ts --help");
   assertRefused(runScript("bench/reconfigure.ts", "--loads", "10,x"), '--loads must be a comma-separated list, each a positive number, got "10,x"', "npx tsx bench/reconfigure.ts --help");
 });
 
