@@ -122,6 +122,7 @@ const COMMAND = {
     "gpu-hours": option({ type: positiveNumber, placeholder: "H", description: "adaptive: stop before a launch would pass this many GPU-hours (all hosts together)", excludes: ["launches"] }),
     launches: option({ type: positiveInteger, placeholder: "N", description: "adaptive: stop after this many launches", excludes: ["gpu-hours"] }),
     seed: option({ type: integerBetween(1, 1_000_000), placeholder: "N", description: "adaptive: the seed of the first design", default: "1" }),
+    relaunches: option({ type: integerBetween(0, 20), placeholder: "N", description: "adaptive: before it stops, launch a configuration of a tie it cannot separate again, up to N times in all (each a stack of its own, `<point>-launch-<n>`); the report says what they measured of the launch-to-launch offset", default: String(DEFAULT_STRATEGY.relaunches) }),
   },
   notes: [
     "Ctrl-C finishes the configurations in progress, starts no more, and writes the report; Ctrl-C again aborts.",
@@ -132,7 +133,7 @@ const COMMAND = {
 
 const { options } = parseCommandOrExit(INVOCATION, COMMAND);
 /** Options that only the adaptive strategy reads, and the one only the full grid reads: refused with the other strategy. */
-const ADAPTIVE_ONLY = ["budgets", "topks", "windows", "compact-cache", "objective", "long-context", "long-weight", "gpu-hours", "launches", "seed"];
+const ADAPTIVE_ONLY = ["budgets", "topks", "windows", "compact-cache", "objective", "long-context", "long-weight", "gpu-hours", "launches", "seed", "relaunches"];
 {
   const given = (name: string) => process.argv.slice(2).some((a) => a === `--${name}` || a.startsWith(`--${name}=`));
   const wrong = options.strategy === "full" ? ADAPTIVE_ONLY.filter(given) : given("stacks") ? ["stacks"] : [];
@@ -219,7 +220,7 @@ async function adaptive(ws: ReturnType<typeof simWorkspace>, sweepHosts: SweepHo
   const longContext = options["long-context"];
   const passes = { short: { ...DEFAULT_PASSES.short, longContextTokens: [longContext] }, full: { ...DEFAULT_PASSES.full, longContextTokens: [longContext] } };
   const budget = options["gpu-hours"] !== undefined ? { gpuSeconds: options["gpu-hours"] * 3600 } : options.launches !== undefined ? { launches: options.launches } : {};
-  const strategy: StrategyOptions = { ...DEFAULT_STRATEGY, objective: { kind: options.objective, longWeight: options.objective === "mix" ? options["long-weight"] : options.objective === "long" ? 1 : 0 }, budget, seed: options.seed };
+  const strategy: StrategyOptions = { ...DEFAULT_STRATEGY, objective: { kind: options.objective, longWeight: options.objective === "mix" ? options["long-weight"] : options.objective === "long" ? 1 : 0 }, budget, seed: options.seed, relaunches: options.relaunches };
   process.stdout.write(`adaptive sweep of ${points.length} configurations over ${sweepHosts.length} host(s), workspace ${path.relative(REPO_ROOT, ws.dir)}\n`);
   const run = await runAdaptive({
     ws,

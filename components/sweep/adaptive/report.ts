@@ -3,7 +3,7 @@
 // vs long context decode rate and acceptance length with the best (or the tie) marked;
 // Markdown and an SVG chart. Plain data in, text out.
 import type { GridPoint } from "./space";
-import { Conclusion, fullGridCosts, LaunchRecord, Measured, Objective, spentPerHost, spentSeconds } from "./strategy";
+import { Conclusion, fullGridCosts, LaunchRecord, Measured, Objective, relaunchOffset, spentPerHost, spentSeconds } from "./strategy";
 import { BEST, bestHeading, INCONCLUSIVE, NO_BEST_HEADING, NONE_NAMED, TIE, tieHeading, type Mark } from "../../verdict/words";
 
 export interface AdaptiveReport {
@@ -92,8 +92,14 @@ export function renderAdaptiveMarkdown(r: AdaptiveReport): string {
   const pctOf = (x: number) => `${(x * 100).toFixed(1)} %`;
   const pick = c.chosen ? c.beliefs.get(c.chosen.point.name) : undefined;
   // What deploying the top risks, by the answer's draws (the measurements with the launch offset, and the surrogate's beliefs of what was not launched).
+  const offset = relaunchOffset(r.records, { objective: r.objective, launchSd: c.launchSd });
+  const relaunched = c.measured.filter((m) => m.launches > 1).length;
+  const offsetText =
+    offset.dof === 0
+      ? `a launch-to-launch offset of ${pctOf(c.launchSd)} assumed, not measured: no configuration was launched twice`
+      : `a launch-to-launch offset of ${pctOf(c.launchSd)} assumed; the relaunches of ${relaunched} configuration${relaunched > 1 ? "s" : ""} measured ${pctOf(offset.measuredSd!)} (${offset.dof} degree${offset.dof > 1 ? "s" : ""} of freedom: ${offset.dof < 5 ? "too few to tell much" : offset.measuredSd! > 1.5 * c.launchSd ? "above the assumption: these figures are too sure" : "in line with the assumption or below it"}), and each relaunched configuration's own launches are pooled with the assumption`;
   const risk = pick
-    ? ` If you deploy ${c.chosen!.point.name}: expected regret (the share of the best configuration's speed, launched or not, it may lack) ${pctOf(pick.expectedRegret)}, at most ${pctOf(pick.regretUpper90)} with 90 % (from the measurements, a launch-to-launch offset of ${pctOf(c.launchSd)} assumed, not measured${c.measured.some((m) => m.launches > 1) ? " (some configurations were launched more than once; the offset is still the assumed one)" : ": no configuration was launched twice"}, and the surrogate's belief of every configuration not launched: a peak narrower than a grid step it cannot see, so this does not count one: see "Not launched" below). How often such figures held on generated surfaces of the simulator, and how often the top was within 3 % of the best there: bench/results/adaptive-sweep.md.`
+    ? ` If you deploy ${c.chosen!.point.name}: expected regret (the share of the best configuration's speed, launched or not, it may lack) ${pctOf(pick.expectedRegret)}, at most ${pctOf(pick.regretUpper90)} with 90 % (from the measurements, ${offsetText}, and the surrogate's belief of every configuration not launched: a peak narrower than a grid step it cannot see, so this does not count one: see "Not launched" below). How often such figures held on generated surfaces of the simulator, and how often the top was within 3 % of the best there: bench/results/adaptive-sweep.md.`
     : "";
   if (c.chosen && c.tied.length <= 1) {
     lines.push(
@@ -149,7 +155,7 @@ export function renderAdaptiveMarkdown(r: AdaptiveReport): string {
     const last = x.passes[x.passes.length - 1]?.figures;
     const coding = x.passes.map((p) => p.figures.codingPassed).filter((v) => v !== null);
     lines.push(
-      `| ${i + 1} | ${x.point} | ${x.host} | ${x.launchSeconds.toFixed(0)} | ${x.passes.map((p) => p.kind).join(", ") || "-"} | ${last?.short.median ?? "-"} | ${last?.long?.median ?? "-"} | ${last?.acceptLength ?? "-"} | ${coding.length ? (coding.every(Boolean) ? "pass" : "FAIL") : "-"} | ${x.failure ? `failed: ${cell(x.failure.cause)}` : ""} |`,
+      `| ${i + 1} | ${x.point}${x.launch ? ` (launch ${x.launch})` : ""} | ${x.host} | ${x.launchSeconds.toFixed(0)} | ${x.passes.map((p) => p.kind).join(", ") || "-"} | ${last?.short.median ?? "-"} | ${last?.long?.median ?? "-"} | ${last?.acceptLength ?? "-"} | ${coding.length ? (coding.every(Boolean) ? "pass" : "FAIL") : "-"} | ${x.failure ? `failed: ${cell(x.failure.cause)}` : ""} |`,
     );
   });
   lines.push(

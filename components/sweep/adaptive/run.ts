@@ -3,8 +3,12 @@
 // A launch is an `up` of the point's stack with the short pass's benchmark settings; each
 // further pass the strategy asks for is an `up` that changes only `dflash-sglang:benchmark`
 // (its runId), which re-runs the benchmark on the server already up and restarts nothing.
+// A relaunch (the strategy's `relaunches`: a configuration of a tie it cannot separate, launched
+// again because launches differ) is an `up` of a stack of its own, `<point>-launch-<n>`, with the
+// same configuration: an `up` of the first stack would restart nothing, as nothing changed.
 // Every finished launch and pass is appended to a journal in the workspace; --resume reads
-// it (and, for a launch it lacks, the stack's outputs) so that no finished launch is repeated.
+// it (and, for a first launch it lacks, the stack's outputs) so that no finished launch is
+// repeated (a relaunch whose journal line was lost is launched again).
 // The full grid runs through the same code: every point, one full pass each.
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -14,7 +18,7 @@ import { figuresOf, StoredResult, storedResultOfOutputs } from "../../benchmark/
 import type { BenchmarkSettingsInput } from "../../benchmark/schema";
 import { failureCause, recordedElsewhere, SweepHost } from "../sweep";
 import { GridPoint, speculativeOf } from "./space";
-import { decide, Decision, LaunchRecord, nextPass, PassFigures, PassKind, StrategyOptions } from "./strategy";
+import { decide, Decision, firstPass, LaunchRecord, nextPass, PassFigures, PassKind, StrategyOptions } from "./strategy";
 
 const NS = "dflash-sglang";
 
@@ -71,23 +75,28 @@ export function journalKey(points: GridPoint[], mode: string, strategy: Strategy
     .slice(0, 16);
 }
 
-/** The journal: one JSON line per finished launch or pass (the launch's record so far); the last line of a point wins. */
+/** Pure: the stack of a configuration's `launch`-th launch: the point's own for its first, `<point>-launch-<n>` for a relaunch. */
+export function launchStack(point: string, launch = 1): string {
+  return launch <= 1 ? point : `${point}-launch-${launch}`;
+}
+
+/** The journal: one JSON line per finished launch or pass (the launch's record so far); the last line of a launch wins. */
 export function readJournal(file: string, key: string): LaunchRecord[] {
   if (!fs.existsSync(file)) return [];
   const lines = fs.readFileSync(file, "utf8").split("\n").filter(Boolean);
   const header = lines.length ? (JSON.parse(lines[0]) as { key?: string }) : {};
   if (header.key !== key) throw new Error(`${file} is the journal of another sweep (another grid, objective, strategy or benchmark passes): remove it, or run the same sweep again to resume it`);
-  const byPoint = new Map<string, LaunchRecord>();
+  const byLaunch = new Map<string, LaunchRecord>();
   // A line cut by a kill is the last one: what it would have said is lost, the rest stands.
   for (const line of lines.slice(1)) {
     try {
       const r = JSON.parse(line) as LaunchRecord;
-      byPoint.set(r.point, r);
+      byLaunch.set(launchStack(r.point, r.launch), r);
     } catch {
       break;
     }
   }
-  return [...byPoint.values()];
+  return [...byLaunch.values()];
 }
 
 /** Pure: a pass's figures from a stack's benchmark output, at the objective's long context. */
@@ -180,9 +189,9 @@ export async function runAdaptive(o: AdaptiveRunOptions): Promise<AdaptiveRunRes
     return p ? { kind: "launch", point: p.name, why: "full grid" } : { kind: "stop", why: "every configuration of the grid is measured" };
   };
 
-  const up = async (host: SweepHost, point: GridPoint, kind: PassKind, n: number) => {
+  const up = async (host: SweepHost, point: GridPoint, stack: string, kind: PassKind, n: number) => {
     const config = { ...o.base, [`${NS}:speculative`]: speculativeOf(point), [`${NS}:benchmark`]: { ...o.passes[kind], runId: runIdOf(kind, n) }, ...host.config };
-    for (const [k, v] of Object.entries(config)) o.ws.setStackConfig(point.name, k.replace(`${NS}:`, ""), v);
+    for (const [k, v] of Object.entries(config)) o.ws.setStackConfig(stack, k.replace(`${NS}:`, ""), v);
     // The engines run in sessions of their own: a killed sweep's `up` goes on, holding its
     // stack's lock. Resumed, the sweep waits for it to end, then deploys the point as this run
     // wants it (nothing restarts where the killed `up` left it so), rather than count the lock
@@ -191,27 +200,30 @@ export async function runAdaptive(o: AdaptiveRunOptions): Promise<AdaptiveRunRes
     const waitUntil = Date.now() + waitSeconds * 1000;
     for (let said = false; ; said = true) {
       try {
-        return await (await o.ws.stack(point.name)).up({ signal: o.signal });
+        return await (await o.ws.stack(stack)).up({ signal: o.signal });
       } catch (e) {
         if (!isLocked((e as Error).message) || Date.now() > waitUntil || o.shouldStop()) throw e;
-        if (!said) o.progress(host.name, `${point.name}: its stack is locked by another \`pulumi up\` (an interrupted sweep's, still running?); waiting up to ${waitSeconds} s for it to end`);
+        if (!said) o.progress(host.name, `${stack}: its stack is locked by another \`pulumi up\` (an interrupted sweep's, still running?); waiting up to ${waitSeconds} s for it to end`);
         await new Promise((r) => setTimeout(r, o.lockPollMs ?? LOCK_POLL_MS));
       }
     }
   };
 
   const launch = async (host: SweepHost, point: GridPoint, reason: string) => {
-    const record: LaunchRecord = { point: point.name, host: host.name, launchSeconds: 0, passes: [] };
+    const ordinal = records.filter((r) => r.point === point.name).length + 1;
+    const stack = launchStack(point.name, ordinal);
+    const record: LaunchRecord = { point: point.name, ...(ordinal > 1 ? { launch: ordinal } : {}), host: host.name, launchSeconds: 0, passes: [] };
     const started = Date.now();
-    o.progress(host.name, `${point.name}: launch (${reason})`);
+    o.progress(host.name, `${point.name}: launch (${reason})${ordinal > 1 ? ` as stack ${stack}` : ""}`);
     try {
-      const gone = o.hostsAreFresh ? recordedElsewhere(o.ws.stackConfig(point.name), o.hosts) : undefined;
+      const gone = o.hostsAreFresh ? recordedElsewhere(o.ws.stackConfig(stack), o.hosts) : undefined;
       if (gone) {
-        o.progress(host.name, `${point.name}: its state is for a simulated host of an earlier run (${gone.address}:${gone.port}), which is gone; starting it afresh`);
-        await o.ws.removeStack(point.name);
+        o.progress(host.name, `${stack}: its state is for a simulated host of an earlier run (${gone.address}:${gone.port}), which is gone; starting it afresh`);
+        await o.ws.removeStack(stack);
       }
-      const first: PassKind = o.mode === "full" ? "full" : "short";
-      const result = await up(host, point, first, 1);
+      // A relaunch is measured in full at once (strategy.ts firstPass).
+      const first: PassKind = o.mode === "full" ? "full" : firstPass(records, point.name);
+      const result = await up(host, point, stack, first, 1);
       const figures = passFigures(storedResultOfOutputs(result.outputs)!, o.longContextTokens);
       // GPU time as the stack's outputs hold it: the restart (drain, stop, GPU release, load to
       // serving) and the benchmark; the engine's own time is in the wall time beside it.
@@ -223,7 +235,7 @@ export async function runAdaptive(o: AdaptiveRunOptions): Promise<AdaptiveRunRes
       if (isLocked((e as Error).message)) {
         // Not a fact about the configuration: nothing is recorded, a later --resume tries it again.
         blocked.add(point.name);
-        o.progress(host.name, `${point.name}: not launched: its stack is still locked by another \`pulumi up\`; not a data point. If no engine runs it, \`pulumi cancel\` it, then run the sweep again with --resume`);
+        o.progress(host.name, `${stack}: not launched: its stack is still locked by another \`pulumi up\`; not a data point. If no engine runs it, \`pulumi cancel\` it, then run the sweep again with --resume`);
         return;
       }
       const cause = failureCause((e as Error).message);
@@ -249,7 +261,7 @@ export async function runAdaptive(o: AdaptiveRunOptions): Promise<AdaptiveRunRes
       const n = record.passes.filter((p) => p.kind === kind).length + 1;
       const passStarted = Date.now();
       try {
-        const result = await up(host, point, kind, n);
+        const result = await up(host, point, stack, kind, n);
         // Only the benchmark changed: the server must not have been restarted.
         const restart = round(launchSecondsOf(result.outputs.restartTimings?.value));
         const restarted = restart !== record.restartSeconds;

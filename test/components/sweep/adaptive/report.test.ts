@@ -96,6 +96,15 @@ test("the GPU time against the full grid says what each is, as a share or a mult
   assert.equal(gridCostText(points, [{ ...launch("b4t4-w2048", 0), passes: [] }]), "No full pass finished: no estimate of what measuring the full grid once would cost.");
 });
 
+test("with relaunches, the report says what they measured of the launch offset beside the one it assumes, and marks each relaunch", () => {
+  // b8t4 launched three times, 190, 184 and 196 tok/s: about 3 % apart, twice the 1.5 % assumed.
+  const records = [...RECORDS, { ...record("b8t4-w2048", "gpu-2", 184, 170, 7.1), launch: 2 }, { ...record("b8t4-w2048", "gpu-1", 196, 170, 7.1), launch: 3 }];
+  const md = renderAdaptiveMarkdown({ ...REPORT, records, conclusion: conclude(POINTS, records, STRATEGY) });
+  assert.match(md, /a launch-to-launch offset of 1\.5 % assumed; the relaunches of 1 configuration measured 3\.[0-9] % \(2 degrees of freedom: too few to tell much\)/);
+  assert.match(md, /\| b8t4-w2048 \(launch 3\) \| gpu-1 \|/);
+  assert.doesNotMatch(md, /not measured: no configuration was launched twice/);
+});
+
 test("the report names what it left unlaunched where a peak can hide, says so when nothing was, and when nothing was assessed", () => {
   const left = renderAdaptiveMarkdown({ ...REPORT, conclusion: { ...REPORT.conclusion, unlaunched: [{ point: "b8t2-w2048", upper: 0.93 }, { point: "b16t2-w2048", upper: 0.87 }] } });
   assert.match(left, /Not launched, where a peak narrower than a grid step could hide \(each likely to lie in the surface's upper half, by the surrogate\): b8t2-w2048 \(93 %\), b16t2-w2048 \(87 %\)\. The figures above do not count such a peak/);

@@ -10,8 +10,8 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import type { SimWorkspace } from "../../../../lib/workspace";
-import { gridPoints } from "../../../../components/sweep/adaptive/space";
-import { DEFAULT_PASSES, isLocked, isOutOfMemory, journalKey, launchSecondsOf, readJournal, runAdaptive, AdaptiveRunOptions } from "../../../../components/sweep/adaptive/run";
+import { gridPoints, speculativeOf } from "../../../../components/sweep/adaptive/space";
+import { DEFAULT_PASSES, isLocked, isOutOfMemory, journalKey, launchSecondsOf, launchStack, readJournal, runAdaptive, AdaptiveRunOptions } from "../../../../components/sweep/adaptive/run";
 import { DEFAULT_STRATEGY, initialDesign, StrategyOptions } from "../../../../components/sweep/adaptive/strategy";
 import { resultOf } from "../../../support/benchmarkResults";
 
@@ -50,14 +50,16 @@ function standIn(dir: string, locked: Map<string, number> = new Map()) {
           }
           const c = configs.get(name)!;
           const spec = JSON.stringify(c["dflash-sglang:speculative"]);
+          // A relaunch's stack (run.ts launchStack) holds the same configuration as the point's own.
+          const point = POINTS.find((x) => JSON.stringify(speculativeOf(x)) === spec)!;
           const bench = c["dflash-sglang:benchmark"] as { runId: string; coding: boolean; runs: number };
           ups.push({ stack: name, runId: bench.runId });
           if (deployed.get(name) !== spec) {
             launches.push(name);
             deployed.set(name, spec);
-            if (OOM.has(name)) throw new Error("error: update failed\nsglang on 127.0.0.10 exited during weight load: Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 4.00 GiB");
+            if (OOM.has(point.name)) throw new Error("error: update failed\nsglang on 127.0.0.10 exited during weight load: Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 4.00 GiB");
           }
-          const p = POINTS.find((x) => x.name === name)!;
+          const p = point;
           const out = {
             restartTimings: { value: { drainSeconds: 1, stopSeconds: 1, gpuReleaseSeconds: 2, loadToReadySeconds: 20, requestsCut: 0 } },
             benchmark: { value: resultOf({ decode: rate(p.budget, p.topk), spread: 1, long: { 8192: rate(p.budget, p.topk) - 10 }, coding: bench.coding ? [5, 5] : null, accept: 7 }) },
@@ -109,6 +111,35 @@ test("killed after a few launches and resumed, it launches none of them again, e
     assert.ok(second.resumed.includes(lost), `${lost} taken from its stack's outputs`);
     assert.equal(second.resumed.length, new Set(first.records.map((r) => r.point)).size);
     assert.match(second.why, /no configuration left/);
+  } finally {
+    ws.cleanup();
+  }
+});
+
+test("with relaunches, a tie is launched again as a stack of its own, measured in full at once; the journal keeps every launch, and a resume repeats none", async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "adaptive-relaunch-"));
+  const { ws, launches, ups } = standIn(dir);
+  // b12t4-w2048 and b12t4-wnone measure alike (the stand-in's rate ignores the window): a tie only launches can separate.
+  const strategy = { ...STRATEGY, relaunches: 2 };
+  try {
+    const lines: string[] = [];
+    const result = await run(ws, { strategy, progress: (_h, l) => lines.push(l) });
+    const again = result.records.filter((r) => (r.launch ?? 1) > 1);
+    assert.equal(again.length, 2, `two relaunches:\n${lines.join("\n")}`);
+    for (const r of again) {
+      const stack = launchStack(r.point, r.launch);
+      assert.equal(stack, `${r.point}-launch-${r.launch}`);
+      assert.ok(launches.includes(stack), `${stack} was an \`up\` that launched a server`);
+      assert.equal(r.passes[0].kind, "full", "a relaunch is measured in full at once");
+      assert.ok(ups.some((u) => u.stack === stack && u.runId === "full-1"));
+      assert.ok(lines.some((l) => l.includes(`${r.point}: launch (launch ${r.launch} of ${r.point}`) && l.includes(`as stack ${stack}`)), lines.join("\n"));
+    }
+    const journal = readJournal(path.join(dir, "adaptive-journal.jsonl"), journalKey(POINTS, "adaptive", strategy, DEFAULT_PASSES, 8192));
+    assert.equal(journal.length, result.records.length, "one journal entry per launch, relaunches included");
+    const before = launches.length;
+    const resumed = await run(ws, { strategy, resume: true });
+    assert.equal(launches.length, before, `resumed, it launched: ${launches.slice(before).join(", ")}`);
+    assert.equal(resumed.records.length, result.records.length);
   } finally {
     ws.cleanup();
   }
