@@ -9,7 +9,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { REPO_ROOT } from "../lib/pulumi-env";
-import { json, listOf, option, parseCommandOrExit, positiveInteger, type ValueType } from "../lib/cli";
+import { json, listOf, option, parseCommandOrExit, positiveInteger, text, type ValueType } from "../lib/cli";
 import { gridPoints } from "../components/sweep/adaptive/space";
 import { DEFAULT_STRATEGY, type StrategyOptions } from "../components/sweep/adaptive/strategy";
 import { GRID, MODEL_COSTS } from "./adaptive/grid";
@@ -76,6 +76,7 @@ const { options } = parseCommandOrExit(COMMAND, {
     "request-sd": option({ type: relativeSd, placeholder: "SD", description: "per-request relative noise (0.042: 4.2 %)", default: "0.042" }),
     "launch-sd": option({ type: relativeSd, placeholder: "SD", description: "per-launch relative offset", default: "0.015" }),
     out: option({ type: resultName, placeholder: "NAME", description: "also write bench/results/NAME.md and NAME.json" }),
+    title: option({ type: text, placeholder: "TEXT", description: "what the variants ask (the results' heading)", default: "variants of its defaults" }),
   },
 });
 
@@ -86,7 +87,7 @@ const grid = { "full grid": baselinesAt(MODEL_COSTS, 420)["full grid"] };
 const pct = (x: number) => (x * 100).toFixed(2);
 const interval = (x: { point: number; low: number; high: number }) => `${pct(x.point)} [${pct(x.low)}, ${pct(x.high)}]`;
 const quote = (s: string) => `'${s.replace(/'/g, "'\\''")}'`;
-const command = [COMMAND, ...(options.variants ? ["--variants", quote(JSON.stringify(options.variants))] : []), "--seeds", options.seeds.join(","), "--surfaces", String(options.surfaces), "--request-sd", String(noise.requestSd), "--launch-sd", String(noise.launchSd), ...(options.out ? ["--out", options.out] : [])].join(" ");
+const command = [COMMAND, ...(options.variants ? ["--variants", quote(JSON.stringify(options.variants))] : []), "--seeds", options.seeds.join(","), "--surfaces", String(options.surfaces), "--request-sd", String(noise.requestSd), "--launch-sd", String(noise.launchSd), ...(options.out ? ["--out", options.out] : []), ...(options.title !== "variants of its defaults" ? ["--title", quote(options.title)] : [])].join(" ");
 
 const rows: Record<string, unknown>[] = [];
 const table = [
@@ -117,7 +118,7 @@ for (const [name, v] of Object.entries(variants)) {
 }
 
 const lines = [
-  "# Adaptive sweep: variants of its defaults (training families only)",
+  `# Adaptive sweep: ${options.title} (training families only)`,
   "",
   `Command: \`${command}\` (${new Date().toISOString()}).`,
   "",

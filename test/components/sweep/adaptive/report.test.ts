@@ -103,6 +103,10 @@ test("with relaunches, the report says what they measured of the launch offset b
   assert.match(md, /a launch-to-launch offset of 1\.5 % assumed; the relaunches of 1 configuration measured 3\.[0-9] % \(2 degrees of freedom: too few to tell much\)/);
   assert.match(md, /\| b8t4-w2048 \(launch 3\) \| gpu-1 \|/);
   assert.doesNotMatch(md, /not measured: no configuration was launched twice/);
+  // Six degrees of freedom at about 5 %: enough to say the assumption was too low.
+  const values = [190, 180, 200, 181, 199, 185, 195];
+  const many = [...RECORDS.slice(1), ...values.map((v, k) => ({ ...record("b8t4-w2048", "gpu-1", v, 170, 7.1), ...(k > 0 ? { launch: k + 1 } : {}) }))];
+  assert.match(renderAdaptiveMarkdown({ ...REPORT, records: many, conclusion: conclude(POINTS, many, STRATEGY) }), /measured [4-6]\.[0-9] % \(6 degrees of freedom: above the assumption: these figures are too sure\)/);
 });
 
 test("the report names what it left unlaunched where a peak can hide, says so when nothing was, and when nothing was assessed", () => {
