@@ -8,7 +8,8 @@
 // same configuration: an `up` of the first stack would restart nothing, as nothing changed.
 // Every finished launch and pass is appended to a journal in the workspace; --resume reads
 // it (and, for a first launch it lacks, the stack's outputs) so that no finished launch is
-// repeated (a relaunch whose journal line was lost is launched again).
+// repeated. A relaunch whose journal line was lost is asked for again: the `up` of its own stack,
+// which a finished launch left as this run wants it, changes nothing and answers what it measured.
 // The full grid runs through the same code: every point, one full pass each.
 import * as fs from "node:fs";
 import * as path from "node:path";
