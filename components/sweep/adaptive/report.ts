@@ -40,6 +40,18 @@ export function fullGridEstimate(points: GridPoint[], records: LaunchRecord[]): 
   return full ? fullGridCosts(points, records).seconds : undefined;
 }
 
+/**
+ * Pure: whether relaunches that measured `measured` over `dof` degrees of freedom bear out an
+ * assumed offset: a one-sided chi-square test at 5 % (dof x (measured / assumed)^2 against
+ * chi-square with dof degrees of freedom, by the Wilson-Hilferty approximation).
+ */
+export function offsetVerdict(measured: number, assumed: number, dof: number): string {
+  const k = dof;
+  const z = (Math.cbrt((measured / assumed) ** 2) - (1 - 2 / (9 * k))) / Math.sqrt(2 / (9 * k));
+  if (z > 1.645) return "above the assumption: these figures are too sure";
+  return k < 5 ? "too few to tell much" : "in line with the assumption or below it";
+}
+
 const hours = (s: number) => `${(s / 3600).toFixed(2)} h`;
 const count = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
@@ -52,7 +64,7 @@ export function gridCostText(points: GridPoint[], records: LaunchRecord[]): stri
   const estimate = fullGridEstimate(points, records);
   if (estimate === undefined) return "No full pass finished: no estimate of what measuring the full grid once would cost.";
   const costs = fullGridCosts(points, records);
-  const failing = Math.round(costs.failing);
+  const failing = Math.round(costs.failing * 10) / 10;
   const spent = spentSeconds(records);
   const ratio = spent / estimate;
   const configurations = new Set(records.map((r) => r.point)).size;
@@ -62,7 +74,7 @@ export function gridCostText(points: GridPoint[], records: LaunchRecord[]): stri
   const fulls = passes.length - shorts;
   const repeats = records.reduce((s, r) => s + Math.max(0, r.passes.filter((p) => p.kind === "full").length - 1), 0);
   return (
-    `Measuring the full grid once (each of its ${count(points.length, "configuration")} launched once and given one full pass, at this run's mean costs: ${costs.launchSeconds.toFixed(0)} s a launch, ${costs.passSeconds.toFixed(0)} s a full pass${failing > 0 ? `; about ${count(failing, "configuration")} out of memory at ${costs.failedSeconds.toFixed(0)} s a failed launch${costs.failedMeasured ? "" : " (assumed: half a working one)"}` : ""}) would cost about ${hours(estimate)} of GPU time. ` +
+    `Measuring the full grid once (each of its ${count(points.length, "configuration")} launched once and given one full pass, at this run's mean costs: ${costs.launchSeconds.toFixed(0)} s a launch, ${costs.passSeconds.toFixed(0)} s a full pass${failing > 0 ? `; about ${failing} of them expected to run out of memory, at ${costs.failedSeconds.toFixed(0)} s a failed launch` : ""}) would cost about ${hours(estimate)} of GPU time. ` +
     `This run cost ${hours(spent)}, ${ratio < 1 ? `${(ratio * 100).toFixed(0)} % of that` : `${ratio.toFixed(1)} times that`}: ` +
     `it launched ${configurations} of the ${count(points.length, "configuration")} (${count(records.length, "launch", "launches")}${again ? `, ${again} of them of a configuration launched before` : ""}) ` +
     `and ran ${count(passes.length, "pass", "passes")} (${shorts} short, ${fulls} full${repeats ? `, ${count(repeats, "repeat")} of a full pass on the same server` : ""}).`
@@ -97,7 +109,7 @@ export function renderAdaptiveMarkdown(r: AdaptiveReport): string {
   const offsetText =
     offset.dof === 0
       ? `a launch-to-launch offset of ${pctOf(c.launchSd)} assumed, not measured: no configuration was launched twice`
-      : `a launch-to-launch offset of ${pctOf(c.launchSd)} assumed; the relaunches of ${relaunched} configuration${relaunched > 1 ? "s" : ""} measured ${pctOf(offset.measuredSd!)} (${offset.dof} degree${offset.dof > 1 ? "s" : ""} of freedom: ${offset.dof < 5 ? "too few to tell much" : offset.measuredSd! > 1.5 * c.launchSd ? "above the assumption: these figures are too sure" : "in line with the assumption or below it"}), and each relaunched configuration's own launches are pooled with the assumption`;
+      : `a launch-to-launch offset of ${pctOf(c.launchSd)} assumed; the relaunches of ${relaunched} configuration${relaunched > 1 ? "s" : ""} measured ${pctOf(offset.measuredSd!)} (${offset.dof} degree${offset.dof > 1 ? "s" : ""} of freedom: ${offsetVerdict(offset.measuredSd!, c.launchSd, offset.dof)}), and each relaunched configuration's own launches are pooled with the assumption`;
   const risk = pick
     ? ` If you deploy ${c.chosen!.point.name}: expected regret (the share of the best configuration's speed, launched or not, it may lack) ${pctOf(pick.expectedRegret)}, at most ${pctOf(pick.regretUpper90)} with 90 % (from the measurements, ${offsetText}, and the surrogate's belief of every configuration not launched: a peak narrower than a grid step it cannot see, so this does not count one: see "Not launched" below). How often such figures held on generated surfaces of the simulator, and how often the top was within 3 % of the best there: bench/results/adaptive-sweep.md.`
     : "";

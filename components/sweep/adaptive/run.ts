@@ -69,7 +69,8 @@ export interface AdaptiveRunResult {
 
 /** Pure: the journal's identity: what a resumed run must share with the one it resumes. */
 export function journalKey(points: GridPoint[], mode: string, strategy: StrategyOptions, passes: PassSettings, longContextTokens: number): string {
-  const { budget: _budget, ...decisions } = strategy;
+  // The budget and the relaunches only say when to stop: a resume may change them.
+  const { budget: _budget, relaunches: _relaunches, ...decisions } = strategy;
   return createHash("sha256")
     .update(JSON.stringify({ points: points.map((p) => p.name), mode, decisions, passes, longContextTokens }))
     .digest("hex")
@@ -147,7 +148,8 @@ export async function runAdaptive(o: AdaptiveRunOptions): Promise<AdaptiveRunRes
   const key = journalKey(o.points, o.mode, o.strategy, o.passes, o.longContextTokens);
   const records: LaunchRecord[] = o.resume ? readJournal(journal, key) : [];
   if (!o.resume || !fs.existsSync(journal)) fs.writeFileSync(journal, JSON.stringify({ key, started: new Date().toISOString() }) + "\n");
-  const resumed = records.map((r) => r.point);
+  // What the resume took over, by stack (a relaunch is one of its own).
+  const resumed = records.map((r) => launchStack(r.point, r.launch));
   if (o.resume) {
     // A launch whose `up` finished but whose journal line was lost: its stack's outputs say what it measured.
     for (const p of o.points) {
@@ -168,7 +170,7 @@ export async function runAdaptive(o: AdaptiveRunOptions): Promise<AdaptiveRunRes
       resumed.push(p.name);
       fs.appendFileSync(journal, JSON.stringify(record) + "\n");
     }
-    for (const p of resumed) o.progress("-", `${p}: already launched (${records.find((r) => r.point === p)!.failure ? "failed" : "measured"}); not launched again (--resume)`);
+    for (const r of records) o.progress("-", `${launchStack(r.point, r.launch)}: already launched (${r.failure ? "failed" : "measured"}); not launched again (--resume)`);
   }
   const save = (r: LaunchRecord) => fs.appendFileSync(journal, JSON.stringify(r) + "\n");
 

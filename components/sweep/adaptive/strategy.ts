@@ -274,11 +274,19 @@ export function measuredPoints(points: GridPoint[], records: LaunchRecord[], o: 
   return out;
 }
 
+/**
+ * Pure: the launches that ran out of memory, but for a configuration that also started (a
+ * relaunch that ran out where an earlier launch fitted is no fact about its memory need).
+ */
+export function outOfMemory(records: LaunchRecord[]): LaunchRecord[] {
+  const started = new Set(records.filter((r) => !r.failure).map((r) => r.point));
+  return records.filter((r) => r.failure?.outOfMemory && !started.has(r.point));
+}
+
 /** Pure: the configurations a launch that ran out of memory rules out, each with the launch that did. */
 export function ruledOut(points: GridPoint[], records: LaunchRecord[]): Map<string, string> {
   const out = new Map<string, string>();
-  for (const r of records) {
-    if (!r.failure?.outOfMemory) continue;
+  for (const r of outOfMemory(records)) {
     const oom = points.find((p) => p.name === r.point);
     if (!oom) continue;
     for (const p of points) if (p.name !== oom.name && needsAtLeast(p, oom) && !out.has(p.name)) out.set(p.name, oom.name);
@@ -296,7 +304,7 @@ export function ruledOut(points: GridPoint[], records: LaunchRecord[]): Map<stri
  */
 export function feasibility(p: GridPoint, points: GridPoint[], records: LaunchRecord[]): number {
   const byName = new Map(points.map((q) => [q.name, q]));
-  const oom = records.filter((r) => r.failure?.outOfMemory).map((r) => byName.get(r.point)!).filter(Boolean);
+  const oom = outOfMemory(records).map((r) => byName.get(r.point)!).filter(Boolean);
   if (oom.length === 0) return 1;
   const ok = records.filter((r) => !r.failure).map((r) => byName.get(r.point)!).filter(Boolean);
   if (ok.some((q) => needsAtLeast(q, p))) return 1;
@@ -407,8 +415,6 @@ export interface FullGridCosts {
   passSeconds: number;
   /** A launch that runs out of memory: the mean failed launch measured, else half a working launch and pass. */
   failedSeconds: number;
-  /** Whether failedSeconds was measured (a launch ran out of memory) rather than assumed. */
-  failedMeasured: boolean;
   /** Configurations expected to run out of memory: known or ruled out, plus each other's chance to fail. */
   failing: number;
 }
@@ -433,11 +439,11 @@ export function fullGridCosts(points: GridPoint[], records: LaunchRecord[]): Ful
   let seconds = 0;
   let failing = 0;
   for (const p of points) {
-    const starts = out.has(p.name) || records.some((r) => r.point === p.name && r.failure?.outOfMemory) ? 0 : records.some((r) => r.point === p.name && !r.failure) ? 1 : feasibility(p, points, records);
+    const starts = records.some((r) => r.point === p.name && !r.failure) ? 1 : out.has(p.name) || records.some((r) => r.point === p.name && r.failure?.outOfMemory) ? 0 : feasibility(p, points, records);
     seconds += starts * working + (1 - starts) * failedSeconds;
     failing += 1 - starts;
   }
-  return { seconds, launchSeconds, passSeconds, failedSeconds, failedMeasured: Number.isFinite(failed), failing };
+  return { seconds, launchSeconds, passSeconds, failedSeconds, failing };
 }
 
 /** Pure: fullGridCosts' GPU seconds. */
@@ -474,7 +480,9 @@ export function gridNeighbours(points: GridPoint[], p: GridPoint): GridPoint[] {
  * answer lacks), while the tie set has more than one and `relaunches` allows; else stop.
  */
 export function relaunchOrStop(points: GridPoint[], records: LaunchRecord[], inFlight: string[], o: StrategyOptions, why: string): Decision {
-  const done = records.filter((r) => !r.failure).length - new Set(records.filter((r) => !r.failure).map((r) => r.point)).size;
+  // Every launch of a configuration after its first counts, a failed one too (else a relaunch
+  // that keeps failing would be asked for without end).
+  const done = records.length - new Set(records.map((r) => r.point)).size;
   const { tied } = answerOf(points, records, o);
   if (tied.length < 2 || done + inFlight.filter((p) => records.some((r) => r.point === p)).length >= o.relaunches) return { kind: "stop", why };
   const measured = measuredPoints(points, records, o);
@@ -484,7 +492,8 @@ export function relaunchOrStop(points: GridPoint[], records: LaunchRecord[], inF
     .filter((m) => !inFlight.includes(m.point.name))
     .sort((a, b) => a.launches - b.launches || b.value - a.value)[0];
   if (!top) return { kind: "stop", why };
-  return { kind: "launch", point: top.point.name, why: `launch ${top.launches + 1} of ${top.point.name}: the rule cannot yet separate ${tied.join(", ")} (launches differ)` };
+  const ordinal = records.filter((r) => r.point === top.point.name).length + 1;
+  return { kind: "launch", point: top.point.name, why: `launch ${ordinal} of ${top.point.name}: the rule cannot yet separate ${tied.join(", ")} (launches differ)` };
 }
 
 export type Decision = { kind: "launch"; point: string; why: string } | { kind: "stop"; why: string };
@@ -580,7 +589,7 @@ export function nextPass(points: GridPoint[], records: LaunchRecord[], point: st
   // A contender (it could be the best, or within the tolerance of it) is measured until its
   // relative standard error is under `repeatSe` (a third of the tolerance by default), while its
   // server is up: a repeat costs a benchmark, separating two contenders later would cost a
-  // launch, and a configuration is never launched twice.
+  // launch (a relaunch, off by default).
   const contender = !incumbent || me.value + 2 * me.se >= incumbent.value * (1 - o.tolerance);
   // The launch in progress: repeats shrink its requests' noise, never its launch's offset.
   const current = [...records].reverse().find((r) => r.point === point)!;
@@ -610,7 +619,7 @@ export interface Conclusion {
    * launched say (uncalibrated: bench/results/adaptive-sweep.md checks the pick's bound).
    */
   beliefs: Map<string, Belief90>;
-  /** The launch-to-launch offset assumed (StrategyOptions.launchSd): the sweep does not measure it. */
+  /** The launch-to-launch offset assumed (StrategyOptions.launchSd); relaunches, where there are any, measure it (relaunchOffset). */
   launchSd: number;
   /**
    * Configurations not launched where a peak narrower than a grid step can hide (hidingPlaces at

@@ -5,7 +5,7 @@ import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { gridPoints } from "../../../../components/sweep/adaptive/space";
 import { DEFAULT_STRATEGY, LaunchRecord, conclude } from "../../../../components/sweep/adaptive/strategy";
-import { fullGridEstimate, gridCostText, paretoFront, renderAdaptiveMarkdown, renderAdaptiveSvg } from "../../../../components/sweep/adaptive/report";
+import { fullGridEstimate, gridCostText, offsetVerdict, paretoFront, renderAdaptiveMarkdown, renderAdaptiveSvg } from "../../../../components/sweep/adaptive/report";
 
 const POINTS = gridPoints({ budgets: [4, 8, 16], topks: [2, 4], windows: [2048], compactCache: "auto" });
 const STRATEGY = { ...DEFAULT_STRATEGY, objective: { kind: "short" as const, longWeight: 0 }, budget: {}, seed: 1 };
@@ -32,14 +32,16 @@ test("the full grid's cost is estimated from this run's own launch and full-pass
 });
 
 test("the full grid's estimate prices a configuration that ran out of memory, and every one needing at least its memory, at a failed launch's cost", () => {
+  // b4t2 and b8t4 started (400 s + a 20 s full pass); b16t4, never started, ran out of memory (210 s).
   const oom: LaunchRecord = { point: "b16t4-w2048", host: "gpu-2", launchSeconds: 210, failure: { cause: "CUDA out of memory", outOfMemory: true }, passes: [] };
-  const records = [...RECORDS, oom];
-  // b16t4 ran out of memory: 210 s, not 420 s (and b16t2, not launched, may too: its chance to start is below 1).
-  const known = fullGridEstimate(POINTS, records)!;
-  assert.ok(known < POINTS.length * 420, `${known}`);
-  const text = gridCostText(POINTS, records);
-  assert.match(text, /about 1 configuration out of memory at 210 s a failed launch\)/);
+  const records = [RECORDS[0], RECORDS[2], oom];
+  // b4t4 and b8t2 need no more memory than b8t4: they start (420 s each); b16t2's tree is b8t4's size: a 90 % chance (0.9 x 420 + 0.1 x 210).
+  assert.equal(fullGridEstimate(POINTS, records), 4 * 420 + (0.9 * 420 + 0.1 * 210) + 210);
+  assert.match(gridCostText(POINTS, records), /; about 1\.1 of them expected to run out of memory, at 210 s a failed launch\) would cost about 0\.64 h/);
   assert.doesNotMatch(gridCostText(POINTS, RECORDS), /out of memory/);
+  // A relaunch that ran out of memory where the configuration started before says nothing of its memory need.
+  const flaky: LaunchRecord = { ...oom, launch: 2, point: "b8t4-w2048" };
+  assert.equal(fullGridEstimate(POINTS, [...RECORDS, flaky]), POINTS.length * 420);
 });
 
 test("the report names the choice in the report's words, the GPU time per host against the full grid, and marks the best (or each of a tie) on the front", () => {
@@ -97,10 +99,15 @@ test("the GPU time against the full grid says what each is, as a share or a mult
 });
 
 test("with relaunches, the report says what they measured of the launch offset beside the one it assumes, and marks each relaunch", () => {
-  // b8t4 launched three times, 190, 184 and 196 tok/s: about 3 % apart, twice the 1.5 % assumed.
+  // b8t4 launched three times, 190, 184 and 196 tok/s: about 3 % apart, twice the 1.5 % assumed; with 2 degrees of freedom that is already beyond chance (chi-square, p about 0.01).
   const records = [...RECORDS, { ...record("b8t4-w2048", "gpu-2", 184, 170, 7.1), launch: 2 }, { ...record("b8t4-w2048", "gpu-1", 196, 170, 7.1), launch: 3 }];
   const md = renderAdaptiveMarkdown({ ...REPORT, records, conclusion: conclude(POINTS, records, STRATEGY) });
-  assert.match(md, /a launch-to-launch offset of 1\.5 % assumed; the relaunches of 1 configuration measured 3\.[0-9] % \(2 degrees of freedom: too few to tell much\)/);
+  assert.match(md, /a launch-to-launch offset of 1\.5 % assumed; the relaunches of 1 configuration measured 3\.[0-9] % \(2 degrees of freedom: above the assumption: these figures are too sure\)/);
+  // Two launches 1 % apart: one degree of freedom says nothing either way.
+  const two = [...RECORDS, { ...record("b8t4-w2048", "gpu-2", 188, 170, 7.1), launch: 2 }];
+  assert.match(renderAdaptiveMarkdown({ ...REPORT, records: two, conclusion: conclude(POINTS, two, STRATEGY) }), /measured [0-9.]+ % \(1 degree of freedom: too few to tell much\)/);
+  assert.equal(offsetVerdict(0.015, 0.015, 10), "in line with the assumption or below it");
+  assert.equal(offsetVerdict(0.02, 0.015, 3), "too few to tell much");
   assert.match(md, /\| b8t4-w2048 \(launch 3\) \| gpu-1 \|/);
   assert.doesNotMatch(md, /not measured: no configuration was launched twice/);
   // Six degrees of freedom at about 5 %: enough to say the assumption was too low.

@@ -22,7 +22,7 @@ const rate = (budget: number, topk: number) => 190 - 6 * (Math.log2(budget) - Ma
 const OOM = new Set(["b24t4-wnone"]);
 
 /** A workspace whose stacks answer as deployed ones would; counts the launches (an `up` that changes the speculative block). */
-function standIn(dir: string, locked: Map<string, number> = new Map()) {
+function standIn(dir: string, locked: Map<string, number> = new Map(), failing: (stack: string) => boolean = () => false) {
   const configs = new Map<string, Record<string, unknown>>();
   const outputs = new Map<string, Record<string, { value: unknown }>>();
   const deployed = new Map<string, string>();
@@ -54,6 +54,10 @@ function standIn(dir: string, locked: Map<string, number> = new Map()) {
           const point = POINTS.find((x) => JSON.stringify(speculativeOf(x)) === spec)!;
           const bench = c["dflash-sglang:benchmark"] as { runId: string; coding: boolean; runs: number };
           ups.push({ stack: name, runId: bench.runId });
+          if (failing(name)) {
+            launches.push(name);
+            throw new Error("error: update failed\nssh: connect to host 127.0.0.10 port 22: Connection refused");
+          }
           if (deployed.get(name) !== spec) {
             launches.push(name);
             deployed.set(name, spec);
@@ -145,6 +149,23 @@ test("with relaunches, a tie is launched again as a stack of its own, measured i
   }
 });
 
+test("a relaunch that fails counts against the relaunches: the sweep stops, and says which launch it was", async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "adaptive-relaunch-fail-"));
+  const { ws, launches } = standIn(dir, new Map(), (stack) => stack.includes("-launch-"));
+  try {
+    const lines: string[] = [];
+    // The budget only bounds the test should relaunches that fail go uncounted (they were, once: without end).
+    const result = await run(ws, { strategy: { ...STRATEGY, relaunches: 2, budget: { launches: 40 } }, progress: (_h, l) => lines.push(l) });
+    const failed = result.records.filter((r) => (r.launch ?? 1) > 1);
+    assert.equal(failed.length, 2, `two relaunches, both failed, then it stopped:\n${lines.join("\n")}`);
+    assert.ok(failed.every((r) => r.failure && !r.failure.outOfMemory));
+    assert.equal(launches.filter((l) => l.includes("-launch-")).length, 2);
+    for (const r of failed) assert.ok(lines.some((l) => l.includes(`: launch (launch ${r.launch} of ${r.point}`) && l.includes(`as stack ${r.point}-launch-${r.launch}`)), lines.join("\n"));
+  } finally {
+    ws.cleanup();
+  }
+});
+
 test("a journal of another sweep is refused; a line cut by a kill ends it", () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "adaptive-journal-"));
   try {
@@ -155,6 +176,7 @@ test("a journal of another sweep is refused; a line cut by a kill ends it", () =
     const other = journalKey(POINTS, "adaptive", { ...STRATEGY, objective: { kind: "long", longWeight: 1 } }, DEFAULT_PASSES, 8192);
     assert.throws(() => readJournal(file, other), /is the journal of another sweep \(another grid, objective, strategy or benchmark passes\): remove it, or run the same sweep again to resume it/);
     assert.equal(journalKey(POINTS, "adaptive", { ...STRATEGY, budget: { launches: 3 } }, DEFAULT_PASSES, 8192), key, "a new budget resumes the same sweep");
+    assert.equal(journalKey(POINTS, "adaptive", { ...STRATEGY, relaunches: 2 }, DEFAULT_PASSES, 8192), key, "so do more relaunches");
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
