@@ -30,7 +30,7 @@ test("npm run sweep -- --help prints the options and starts nothing (no set-up, 
 test("npm run sweep -- --stack b8 (a typo of --stacks) is refused naming --stack, before set-up", () => {
   const before = simulatedHosts();
   const r = npmRun("sweep", "--stack", "b8");
-  assertRefused(r, "npm run sweep: unknown option --stack; did you mean --stacks? (valid: --stacks, --hosts, --sim-hosts, --sim-load-seconds, --sim-surface, --resume, --keep-going, --strategy, --budgets, --topks, --windows, --compact-cache, --objective, --long-context, --long-weight, --gpu-hours, --launches, --seed, --help)", "npm run sweep -- --help");
+  assertRefused(r, "npm run sweep: unknown option --stack; did you mean --stacks? (valid: --stacks, --hosts, --sim-hosts, --sim-load-seconds, --sim-surface, --resume, --keep-going, --strategy, --budgets, --topks, --windows, --compact-cache, --objective, --long-context, --long-weight, --gpu-hours, --launches, --seed, --relaunches, --help)", "npm run sweep -- --help");
   assertNothingStarted(r, before, SCRIPT_HOSTS);
 });
 
