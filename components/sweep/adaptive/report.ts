@@ -46,10 +46,9 @@ export function fullGridEstimate(points: GridPoint[], records: LaunchRecord[]): 
  * chi-square with dof degrees of freedom, by the Wilson-Hilferty approximation).
  */
 export function offsetVerdict(measured: number, assumed: number, dof: number): string {
-  const k = dof;
-  const z = (Math.cbrt((measured / assumed) ** 2) - (1 - 2 / (9 * k))) / Math.sqrt(2 / (9 * k));
+  const z = (Math.cbrt((measured / assumed) ** 2) - (1 - 2 / (9 * dof))) / Math.sqrt(2 / (9 * dof));
   if (z > 1.645) return "above the assumption: these figures are too sure";
-  return k < 5 ? "too few to tell much" : "in line with the assumption or below it";
+  return dof < 5 ? "too few to tell much" : "in line with the assumption or below it";
 }
 
 const hours = (s: number) => `${(s / 3600).toFixed(2)} h`;

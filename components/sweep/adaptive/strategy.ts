@@ -446,11 +446,6 @@ export function fullGridCosts(points: GridPoint[], records: LaunchRecord[]): Ful
   return { seconds, launchSeconds, passSeconds, failedSeconds, failing };
 }
 
-/** Pure: fullGridCosts' GPU seconds. */
-export function fullGridForecast(points: GridPoint[], records: LaunchRecord[]): number {
-  return fullGridCosts(points, records).seconds;
-}
-
 /** GPU seconds per host. */
 export function spentPerHost(records: LaunchRecord[]): Map<string, number> {
   const out = new Map<string, number>();
@@ -513,7 +508,7 @@ export function decide(points: GridPoint[], records: LaunchRecord[], inFlight: s
     const spent = spentSeconds(records);
     const ok = records.filter((r) => !r.failure);
     const perLaunch = ok.reduce((s, r) => s + r.launchSeconds + (r.passes[0]?.heldSeconds ?? 0), 0) / Math.max(1, ok.length);
-    const cap = o.maxShare * fullGridForecast(points, records);
+    const cap = o.maxShare * fullGridCosts(points, records).seconds;
     if (spent + perLaunch * (inFlight.length + 1) > cap) return { kind: "stop", why: `another launch would pass ${(o.maxShare * 100).toFixed(0)} % of the full grid's GPU time (about ${(cap / 3600).toFixed(2)} GPU-hours; ${(spent / 3600).toFixed(2)} spent)` };
   }
   const design = initialDesign(points, o.initialLaunches, o.seed).filter((p) => !launched.has(p.name) && !out.has(p.name));

@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 import { gridPoints } from "../../../../components/sweep/adaptive/space";
-import { DEFAULT_STRATEGY, fullGridForecast, StrategyOptions } from "../../../../components/sweep/adaptive/strategy";
+import { DEFAULT_STRATEGY, fullGridCosts, StrategyOptions } from "../../../../components/sweep/adaptive/strategy";
 import { fullGridSeconds, replay } from "../../../../components/sweep/adaptive/replay";
 import { GRID, MODEL_COSTS } from "../../../../bench/adaptive/grid";
 import { drawFamily, toReplayTable } from "../../../../bench/adaptive/family";
@@ -26,6 +26,6 @@ test("with the caps it launches at most N configurations, and stays near the sha
     if (plain.gpuSeconds / plain.fullGridGpuSeconds > 0.4) assert.ok(shared.gpuSeconds < plain.gpuSeconds, `${s.seed}: the cap at 30 % cut nothing from ${plain.gpuSeconds / plain.fullGridGpuSeconds}`);
     // Once every configuration's fate is known the estimate is the full grid's own figure.
     const all = replay(POINTS, table, MODEL_COSTS, options({ stopChance: 0 }, i + 1), 2);
-    if (all.records.length >= POINTS.length - 1) assert.ok(Math.abs(fullGridForecast(POINTS, all.records) / fullGridSeconds(table, MODEL_COSTS) - 1) < 0.2);
+    if (all.records.length >= POINTS.length - 1) assert.ok(Math.abs(fullGridCosts(POINTS, all.records).seconds / fullGridSeconds(table, MODEL_COSTS) - 1) < 0.2);
   }
 });
