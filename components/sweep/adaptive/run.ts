@@ -175,6 +175,9 @@ export async function runAdaptive(o: AdaptiveRunOptions): Promise<AdaptiveRunRes
   const save = (r: LaunchRecord) => fs.appendFileSync(journal, JSON.stringify(r) + "\n");
 
   const inFlight = new Set<string>();
+  // Of those, the ones whose launch is in `records` already (measuring its next passes): the
+  // strategy counts a launch once, by its record or as in flight (decide's inFlight and busy).
+  const recorded = new Set<string>();
   // Stacks another engine kept locked: left alone in this run.
   const blocked = new Set<string>();
   let why = "";
@@ -187,7 +190,10 @@ export async function runAdaptive(o: AdaptiveRunOptions): Promise<AdaptiveRunRes
     for (const f of w) f();
   };
   const next = (): Decision => {
-    if (o.mode === "adaptive") return decide(o.points, records, [...inFlight, ...blocked], o.strategy);
+    if (o.mode === "adaptive") {
+      const busy = [...inFlight, ...blocked];
+      return decide(o.points, records, busy.filter((p) => !recorded.has(p)), o.strategy, busy);
+    }
     const p = o.points.find((x) => !inFlight.has(x.name) && !blocked.has(x.name) && !records.some((r) => r.point === x.name));
     return p ? { kind: "launch", point: p.name, why: "full grid" } : { kind: "stop", why: "every configuration of the grid is measured" };
   };
@@ -248,11 +254,13 @@ export async function runAdaptive(o: AdaptiveRunOptions): Promise<AdaptiveRunRes
       record.failure = { cause, outOfMemory: isOutOfMemory(cause) };
       failed = true;
       records.push(record);
+      recorded.add(point.name);
       save(record);
       o.progress(host.name, `${point.name}: FAILED after ${record.launchSeconds} s: ${cause}${record.failure.outOfMemory ? " (out of memory: rules out the configurations that need at least its memory)" : ""}`);
       return;
     }
     records.push(record);
+    recorded.add(point.name);
     save(record);
     const say = () => {
       const p = record.passes[record.passes.length - 1];
@@ -304,6 +312,7 @@ export async function runAdaptive(o: AdaptiveRunOptions): Promise<AdaptiveRunRes
         await launch(host, o.points.find((p) => p.name === d.point)!, d.why);
       } finally {
         inFlight.delete(d.point);
+        recorded.delete(d.point);
         wake();
       }
     }

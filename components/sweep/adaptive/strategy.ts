@@ -474,9 +474,10 @@ export function gridNeighbours(points: GridPoint[], p: GridPoint): GridPoint[] {
  * one of the two highest with fewer launches: separating the top from the next is what the
  * answer lacks), while the tie set has more than one and `relaunches` allows; else stop.
  */
-export function relaunchOrStop(points: GridPoint[], records: LaunchRecord[], inFlight: string[], o: StrategyOptions, why: string): Decision {
+export function relaunchOrStop(points: GridPoint[], records: LaunchRecord[], inFlight: string[], o: StrategyOptions, why: string, busy: string[] = inFlight): Decision {
   // Every launch of a configuration after its first counts, a failed one too (else a relaunch
-  // that keeps failing would be asked for without end).
+  // that keeps failing would be asked for without end); one in flight counts once (its record,
+  // once in `records`, is no longer in `inFlight`).
   const done = records.length - new Set(records.map((r) => r.point)).size;
   const { tied } = answerOf(points, records, o);
   if (tied.length < 2 || done + inFlight.filter((p) => records.some((r) => r.point === p)).length >= o.relaunches) return { kind: "stop", why };
@@ -484,7 +485,7 @@ export function relaunchOrStop(points: GridPoint[], records: LaunchRecord[], inF
   const top = tied
     .slice(0, 2)
     .map((name) => measured.find((m) => m.point.name === name)!)
-    .filter((m) => !inFlight.includes(m.point.name))
+    .filter((m) => !busy.includes(m.point.name))
     .sort((a, b) => a.launches - b.launches || b.value - a.value)[0];
   if (!top) return { kind: "stop", why };
   const ordinal = records.filter((r) => r.point === top.point.name).length + 1;
@@ -493,8 +494,13 @@ export function relaunchOrStop(points: GridPoint[], records: LaunchRecord[], inF
 
 export type Decision = { kind: "launch"; point: string; why: string } | { kind: "stop"; why: string };
 
-/** Pure: the next launch, or why there is none. */
-export function decide(points: GridPoint[], records: LaunchRecord[], inFlight: string[], o: StrategyOptions): Decision {
+/**
+ * Pure: the next launch, or why there is none. `inFlight`: the launches started whose record is
+ * not in `records` yet (one entry each); `busy`: every configuration on a host now, a launch whose
+ * record is in `records` while it still measures passes included (none is launched again
+ * meanwhile). A replay records a launch once its passes end: there the two are the same.
+ */
+export function decide(points: GridPoint[], records: LaunchRecord[], inFlight: string[], o: StrategyOptions, busy: string[] = inFlight): Decision {
   const launched = new Set([...records.map((r) => r.point), ...inFlight]);
   const launches = launched.size;
   if (o.budget.launches !== undefined && records.length + inFlight.length >= o.budget.launches) return { kind: "stop", why: `the budget of ${o.budget.launches} launches is spent` };
@@ -513,8 +519,8 @@ export function decide(points: GridPoint[], records: LaunchRecord[], inFlight: s
   }
   const design = initialDesign(points, o.initialLaunches, o.seed).filter((p) => !launched.has(p.name) && !out.has(p.name));
   if (design.length > 0 && launches < o.initialLaunches) return { kind: "launch", point: design[0].name, why: "first design (space-filling)" };
-  if (open.length === 0) return relaunchOrStop(points, records, inFlight, o, "every configuration is launched, in flight or ruled out");
-  if (o.maxConfigurations !== undefined && launches >= o.maxConfigurations) return relaunchOrStop(points, records, inFlight, o, `${launches} configurations launched: the cap of ${o.maxConfigurations}`);
+  if (open.length === 0) return relaunchOrStop(points, records, inFlight, o, "every configuration is launched, in flight or ruled out", busy);
+  if (o.maxConfigurations !== undefined && launches >= o.maxConfigurations) return relaunchOrStop(points, records, inFlight, o, `${launches} configurations launched: the cap of ${o.maxConfigurations}`, busy);
   if (!incumbent) {
     // Nothing full-measured works yet: keep exploring where the design left the largest gap.
     const next = initialDesign(points, launches + 1, o.seed).find((p) => !launched.has(p.name) && !out.has(p.name)) ?? points.find((p) => open.some((c) => c.point === p.name))!;
@@ -535,7 +541,7 @@ export function decide(points: GridPoint[], records: LaunchRecord[], inFlight: s
   }
   if (likeliest < stopChance) {
     const why = `no configuration left has a ${(stopChance * 100).toFixed(0)} % chance to beat ${incumbent.point.name} by ${(o.tolerance * 100).toFixed(0)} % (the likeliest: ${(likeliest * 100).toFixed(1)} %)`;
-    return relaunchOrStop(points, records, inFlight, o, why);
+    return relaunchOrStop(points, records, inFlight, o, why, busy);
   }
   const best = smoothed.get(incumbent.point.name)!.mean;
   const ei = (c: Chance) => {

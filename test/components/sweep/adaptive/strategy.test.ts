@@ -225,6 +225,24 @@ test("two configurations within a launch's offset of each other are a tie; launc
   assert.equal(decide(few, close, [], options({ relaunches: 0, initialLaunches: 2 })).kind, "stop", "no relaunch unless allowed");
 });
 
+test("a launch counts once against the relaunches: in flight before its record, by its record after; a configuration still measuring is not launched again", () => {
+  const close = [launched("b8t4-w2048", 190, ["short", "full"]), launched("b12t4-w2048", 189, ["short", "full"])];
+  const few = POINTS.filter((p) => p.name === "b8t4-w2048" || p.name === "b12t4-w2048");
+  const o = options({ relaunches: 1, initialLaunches: 2 });
+  // b8's first launch is recorded and still measures passes on its host: no relaunch yet, so one is allowed, of the other.
+  const d = decide(few, close, [], o, ["b8t4-w2048"]);
+  assert.equal(d.kind, "launch", JSON.stringify(d));
+  assert.match((d as { why: string }).why, /^launch 2 of b12t4-w2048:/);
+  // A relaunch of b8 in flight, not recorded yet: the one allowed.
+  assert.equal(decide(few, close, ["b8t4-w2048"], o).kind, "stop");
+  // That relaunch recorded and still measuring: it counts once, so a second is allowed where 2 are, of the other.
+  const after = [...close, { ...launched("b8t4-w2048", 190, ["full"]), launch: 2 }];
+  const two = decide(few, after, [], options({ relaunches: 2, initialLaunches: 2 }), ["b8t4-w2048"]);
+  assert.equal(two.kind, "launch", JSON.stringify(two));
+  assert.match((two as { why: string }).why, /^launch 2 of b12t4-w2048:/);
+  assert.equal(decide(few, after, [], o, ["b8t4-w2048"]).kind, "stop", "one allowed, one done");
+});
+
 test("a configuration's estimate pools its launches: two launches that agree shrink its standard error; passes on one server do not below the launch prior", () => {
   const one = measuredPoints(POINTS, [launched("b8t4-w2048", 190, ["short", "full", "full", "full", "full", "full", "full"])], options())[0];
   assert.ok(one.se / one.value >= 0.015, `one launch: ${one.se / one.value}`);
