@@ -332,7 +332,7 @@ test("a lock held by a process that is not ours is named by its pid, user and co
   const run = fs.mkdtempSync(path.join(os.tmpdir(), "dflash-lock-"));
   try {
     const foreign = (setup: string) =>
-      inBash(transaction, `run=${run}; lock_wait=1; ${setup}; flock -o "$run/host.lock" sleep 20 >/dev/null 2>&1 & f=$!; sleep 0.3; (lock); echo "rc=$?"; kill "$f"; rm -f "$run/host.lock.note"`);
+      inBash(transaction, `run=${run}; lock_wait=1; ${setup}; flock -o "$run/host.lock" sleep 20 >/dev/null 2>&1 & f=$!; until [ -n "$(lock_holders)" ]; do sleep 0.05; done; (lock); echo "rc=$?"; kill "$f"; rm -f "$run/host.lock.note"`);
     const bare = foreign(":");
     assert.match(bare.stdout, /^rc=3$/m);
     assert.match(bare.stderr, /^FAILED: the deployment lock of 127\.0\.0\.10 is held by pid (\d+) of user root \(flock -o \/\S+\/host\.lock sleep 20\), which is not a dflash-sglang deployment; waited 1 s for it \(safety\.lockWaitSeconds\)\. Nothing was changed\./m);
@@ -344,7 +344,7 @@ test("a lock held by a process that is not ours is named by its pid, user and co
     const older = foreign(`echo 'stack "older" (unit sglang-k26, from 10.0.0.1, since then)' > "$run/host.lock.note"`);
     assert.match(older.stderr, /FAILED: 127\.0\.0\.10 is being reconfigured by stack "older" \(unit sglang-k26/);
     // Our own holder (a transaction that holds it), named by its note.
-    const ours = inBash(transaction, `export SSH_CLIENT="10.0.0.7 1 22"; run=${run}; lock_wait=1; (lock; sleep 3) >/dev/null 2>&1 & sleep 0.5; (stack=other; lock); echo "rc=$?"; wait`);
+    const ours = inBash(transaction, `export SSH_CLIENT="10.0.0.7 1 22"; run=${run}; lock_wait=1; (lock; sleep 3) >/dev/null 2>&1 & until grep -q '^pid ' "$run/host.lock.note" 2>/dev/null; do sleep 0.05; done; (stack=other; lock); echo "rc=$?"; wait`);
     assert.match(ours.stdout, /^rc=3$/m);
     assert.match(ours.stderr, /FAILED: 127\.0\.0\.10 is being reconfigured by stack "b16t4-w2048" \(unit sglang-k26, from 10\.0\.0\.7, since \d{4}-/);
   } finally {
@@ -443,11 +443,17 @@ test("a rollout note keeps other stacks off the host while its claim lasts (rene
     // or once the note has gone.
     const proved = inBash(
       transaction,
-      `run=${run}; keeper_beat=0.2; keeper_grace=40; stack=mine; ${note("mine")}; ${due(-100, "mine")}; (main prove < <(sleep 1.5) > ${run}/out &); sleep 0.7; read -r d _ < ${run}/rollout.due; echo "$(( d - ${UP} ))"; sleep 1.5; cat ${run}/out; (main prove < <(sleep 30 >/dev/null 2>&1) > ${run}/out2 & echo $! > ${run}/pid); sleep 0.7; rm ${run}/rollout; sleep 1; case "$(ps -p "$(cat ${run}/pid)" -o stat= 2>/dev/null)" in ""|Z*) echo ended ;; *) echo still ;; esac`,
+      // Each step awaits its condition ("@@taken": the claim is written; the end of the process),
+      // the last bounded by 10 s: on a loaded machine nothing here is a race.
+      `run=${run}; keeper_beat=0.2; keeper_grace=40; stack=mine; ${note("mine")}; ${due(-100, "mine")}; gone() { case "$(ps -p "$1" -o stat= 2>/dev/null)" in ""|Z*) return 0 ;; esac; return 1; }; ` +
+        `main prove < <(sleep 1.5) > ${run}/out & p1=$!; until grep -q '^@@taken' ${run}/out 2>/dev/null; do sleep 0.05; done; read -r d _ < ${run}/rollout.due; echo "$(( d - ${UP} ))"; wait "$p1"; cat ${run}/out; ` +
+        `(main prove < <(sleep 30 >/dev/null 2>&1) > ${run}/out2 & echo $! > ${run}/pid); until grep -q '^@@taken' ${run}/out2 2>/dev/null; do sleep 0.05; done; rm ${run}/rollout; ` +
+        `for _ in $(seq 200); do gone "$(cat ${run}/pid)" && break; sleep 0.05; done; if gone "$(cat ${run}/pid)"; then echo ended; else echo still; fi`,
     );
     const lines = proved.stdout.trim().split("\n");
     assert.deepEqual(lines.slice(1), ["@@keeping", "@@taken", "ended"], proved.stderr);
-    assert.match(lines[0], /^(39|40)$/);
+    // A claim about keeper_grace (40 s) ahead, not the -100 it was: read right after it was written.
+    assert.match(lines[0], /^(3[89]|40)$/);
   } finally {
     fs.rmSync(run, { recursive: true, force: true });
   }

@@ -12,6 +12,8 @@ setup() {
 # --- the drain's accounting (stop_server) ------------------------------------------------
 
 @test "drain: a server that drains to 0 and exits cuts nothing and is not killed" {
+  # It ends by its states, not the deadline (1 s in common.bash), however loaded the machine.
+  drain_deadline=60
   drain "active active active inactive" "Gracefully exiting... Remaining number of requests 2." "Gracefully exiting... Remaining number of requests 0."
   [ "$killed" = 0 ]
   [ "$cut" = 0 ]
@@ -48,6 +50,8 @@ setup() {
 }
 
 @test "drain: SGLang's forced exit after a failed health check cuts what its last count held" {
+  # It ends by its states, not the deadline (1 s in common.bash), however loaded the machine.
+  drain_deadline=60
   drain "active active inactive" "Gracefully exiting... Remaining number of requests 2." "Signal SIGTERM received while health check failed. Force exiting."
   [[ "$drained" == *"SGLang gave up its drain (its health check had failed: a stuck scheduler) and exited, cutting 2 requests still in flight"* ]]
   [ "$killed" = 1 ]
@@ -55,6 +59,8 @@ setup() {
 }
 
 @test "drain: SGL_FORCE_SHUTDOWN's exit before any count cuts an unknown number" {
+  # It ends by its states, not the deadline (1 s in common.bash), however loaded the machine.
+  drain_deadline=60
   drain "active inactive" "Signal SIGTERM received while force shutdown flag set. Force exiting."
   [[ "$drained" == *"SGLang skipped its drain (SGL_FORCE_SHUTDOWN is set in its environment) and exited, cutting what was still in flight (SGLang logged no count)"* ]]
   [ "$killed" = 1 ]
@@ -62,6 +68,8 @@ setup() {
 }
 
 @test "drain: in a group, a server ended by a peer's abort with requests in flight counts them as cut; on one host it does not" {
+  # It ends by its states, not the deadline (1 s in common.bash), however loaded the machine.
+  drain_deadline=60
   group_size=2
   drain "active active inactive" "Gracefully exiting... Remaining number of requests 4." "NCCL communicator was aborted on rank 0"
   [ "$killed" = 1 ]
@@ -73,6 +81,8 @@ setup() {
 }
 
 @test "drain: systemd's stop timeout after a drain to 0 cuts nothing; before it, it cuts the last count" {
+  # It ends by its states, not the deadline (1 s in common.bash), however loaded the machine.
+  drain_deadline=60
   fake_result=timeout drain "active active inactive" "Gracefully exiting... Remaining number of requests 0."
   [[ "$drained" == *"SGLang had drained every request; systemd's stop timeout (TimeoutStopSec) ended its own exit, which cut nothing"* ]]
   [ "$killed" = 0 ]
@@ -97,6 +107,8 @@ setup() {
 # The drain's deadline counts the time since boot: the drain ends by itself, nothing is cut, and
 # no "did not exit" is reported of a server that exited.
 @test "drain: the wall clock stepping 2 h ahead mid-drain kills nothing: the drain ends by itself, nothing cut, no false \"did not exit\"" {
+  # It ends by its states, not the deadline (1 s in common.bash), however loaded the machine.
+  drain_deadline=60
   step_clock_at_stop 7200
   drain "active active active active inactive" "Gracefully exiting... Remaining number of requests 2." "Gracefully exiting... Remaining number of requests 0."
   [ "$drain_rc" = 0 ]
@@ -150,6 +162,8 @@ setup() {
 }
 
 @test "drain: without a cursor (journalctl gave none) the invocation's lines are read whole" {
+  # It ends by its states, not the deadline (1 s in common.bash), however loaded the machine.
+  drain_deadline=60
   fake_unit active active active inactive
   touch "$BATS_TEST_TMPDIR/fake/no-cursor"
   printf '%s\n' "Gracefully exiting... Remaining number of requests 1." "Gracefully exiting... Remaining number of requests 0." > "$BATS_TEST_TMPDIR/fake/at-stop"
@@ -192,7 +206,9 @@ setup() {
 # Issue 60: the GPU wait's deadline counts the time since boot, not the wall clock.
 @test "GPU wait: the wall clock stepping 2 h ahead does not end the wait early; 2 h back does not hold it past its deadline" {
   stepping_nvidia_smi 3 7200
-  wait_gpus
+  # Free at its 4th read: a deadline of 30 s (not common.bash's 1) that no load reaches, and a
+  # 2 h step of the wall clock would still pass.
+  gpu_s=30 wait_gpus
   [ "$(cat "$BATS_TEST_TMPDIR/fake/smi.calls")" = 4 ]
   rm -f "$BATS_TEST_TMPDIR/fake/smi.calls"
   # Busy for 300 reads (seconds past its 1 s deadline), the clock 2 h back: it fails at its deadline.
