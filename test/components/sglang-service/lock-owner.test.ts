@@ -20,10 +20,18 @@ let ws: SimWorkspace;
 const { sh } = hostShell(() => host, UNIT);
 const budget = async () => JSON.parse(await sh(`curl -s http://${host.address}:${host.sglangPort}/server_info`)).speculative_ddtree_budget as number;
 const speculative = (stack: string) => readRepoStackConfig(stack)["dflash-sglang:speculative"];
-/** `nobody` tries to hold the lock for 300 s in a transient unit of ours (stopped by name: the test started it); "held" if it got it. */
+/**
+ * `nobody` tries to hold the lock for 300 s in a transient unit of ours (stopped by name: the
+ * test started it); "held" if it got it. Awaited, not slept on: until its flock(1) (the unit's
+ * main process) holds a lock, or the unit has ended (refused), at most 30 s.
+ */
 const nobodyTakesLock = async (unit: string) => {
-  await sh(`systemd-run --quiet --collect --unit=${unit} --uid=nobody flock -n ${RUN}/host.lock sleep 300; sleep 1`);
-  return (await sh(`systemctl is-active ${unit}.service || true`)) === "active" ? "held" : "refused";
+  const u = `${unit}.service`;
+  await sh(
+    `systemd-run --quiet --collect --unit=${unit} --uid=nobody flock -n ${RUN}/host.lock sleep 300; ` +
+      `for _ in $(seq 300); do systemctl is-active -q ${u} || break; grep -qs '^lock:.*FLOCK' /proc/"$(systemctl show -p MainPID --value ${u})"/fdinfo/* && break; sleep 0.1; done`,
+  );
+  return (await sh(`systemctl is-active ${u} || true`)) === "active" ? "held" : "refused";
 };
 const stopUnit = (unit: string) => sh(`systemctl stop ${unit}.service 2>/dev/null; true`);
 

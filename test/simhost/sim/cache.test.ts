@@ -47,8 +47,10 @@ const longPrompt = (seed: string) => Array.from({ length: 600 }, (_, i) => `Reco
 
 // scheduler.py / schedule_batch.py: match_prefix at admission, cache_unfinished_req after the
 // prefill, cache_finished_req at the end; flush_cache resets the tree when nothing runs.
+// At speedScale 0.3 an 8k-token prefill takes about 1.4 s: the TTFT ratios below keep a margin
+// of several hundred ms for HTTP and a loaded machine (at 1, about 0.45 s left a 100 ms stall to fail them).
 test("the same 8k-token prompt twice: the second is served from the cache, fast; after /flush_cache it is slow again", async () => {
-  await withServingSim({}, dflash, async ({ port }) => {
+  await withServingSim({ speedScale: 0.3 }, dflash, async ({ port }) => {
     const prompt = longPrompt("a");
     const ask = () => generate(port, { text: prompt, sampling_params: { max_new_tokens: 4 }, stream: true });
     const first = await ask();
@@ -84,7 +86,7 @@ test("/flush_cache is refused while a request runs", async () => {
 });
 
 test("--disable-radix-cache never caches", async () => {
-  await withServingSim({}, (dir, port) => [...dflash(dir, port), "--disable-radix-cache"], async ({ port }) => {
+  await withServingSim({ speedScale: 0.3 }, (dir, port) => [...dflash(dir, port), "--disable-radix-cache"], async ({ port }) => {
     const prompt = longPrompt("b");
     const runs = [];
     for (let i = 0; i < 2; i++) runs.push(await generate(port, { text: prompt, sampling_params: { max_new_tokens: 4 }, stream: true }));
