@@ -173,9 +173,20 @@ test("after the drain the schedulers get up to 15 s to exit, on every line, HTTP
   // The four at once, each in its own sandbox.
   await Promise.all(([["v0.5.19", 30], ["main", 2], ["main", 30], ["release", 0.5]] as const).map(([line, schedulerExitSeconds]) =>
     serving(line, { schedulerExitSeconds }, [], async ({ port, log, child }) => {
+      // When the last count arrives, taken as its output comes (not at the next poll: a poll's
+      // lateness would shorten the measured wait below the schedulers' own).
+      const counted = () => /Remaining number of requests 0\./.test(log());
+      const drained = new Promise<number>((resolve) => {
+        const seen = () => {
+          if (!counted()) return;
+          child.child.stdout!.off("data", seen);
+          resolve(Date.now());
+        };
+        child.child.stdout!.on("data", seen);
+      });
       child.child.kill("SIGTERM");
-      await until("the drain's last count", async () => (/Remaining number of requests 0\./.test(log()) ? true : undefined), 10_000);
-      const drainedAt = Date.now();
+      await until("the drain's last count", async () => (counted() ? true : undefined), 10_000);
+      const drainedAt = await drained;
       // A client polling /health and /metrics during the wait: no answer, then a reset.
       const settled: number[] = [];
       const probes = ["/health", "/metrics"].map((p) =>
