@@ -196,7 +196,7 @@ describe("the guides, run as written in fresh clones against simulated hosts", {
     assert.ok(key, "the journal holds the API key the guide made (openssl rand -hex 32)");
     assert.ok(!r.output.includes(key), "no command of the guide printed the key");
     // Every host step went through the one sudo command the guide's sudoers file allows.
-    const sudo = (await hosts.ssh(host, "journalctl -q --no-pager -o cat _COMM=sudo")).stdout.split("\n").filter((l) => /^\s*deploy : PWD=/.test(l));
+    const sudo = (await hosts.ssh(host, "journalctl -q --no-pager -o cat SYSLOG_IDENTIFIER=sudo")).stdout.split("\n").filter((l) => /^\s*deploy : PWD=/.test(l));
     assert.ok(sudo.length >= 4, sudo.join("\n"));
     assert.deepEqual([...new Set(sudo.map((l) => l.replace(/^.*; USER=/, "USER=")))], ["USER=root ; COMMAND=/usr/bin/bash -s"]);
     // Destroyed: nothing of the stack left on the host; the stack file kept, the key encrypted in it.

@@ -88,8 +88,12 @@ after(async () => {
   fs.rmSync(keys, { recursive: true, force: true });
 });
 
-/** How many commands sudo has run for deploy (its log in the journal). */
-const sudoRuns = async () => Number(await sh("journalctl -q --no-pager -o cat _COMM=sudo | grep -c '^ *deploy : PWD=.*COMMAND=/usr/bin/bash -s$' || true"));
+/**
+ * How many commands sudo has run for deploy (its log in the journal). By SYSLOG_IDENTIFIER, the
+ * tag in sudo's own line, not _COMM: journald reads _COMM from /proc of the sender, and a sudo
+ * that exited before a busy journald got to its line has none (a line seen as missing).
+ */
+const sudoRuns = async () => Number(await sh("journalctl -q --no-pager -o cat SYSLOG_IDENTIFIER=sudo | grep -c '^ *deploy : PWD=.*COMMAND=/usr/bin/bash -s$' || true"));
 
 test("a new key file, a new host key and a new SSH user (deploy, through sudo), root's login and the old key revoked: refresh, then up, reach the host with them", async () => {
   const second = newKey("tool-2");

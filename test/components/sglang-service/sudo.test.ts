@@ -39,7 +39,7 @@ function sshAs(h: hosts.HostInfo, user: string, command: string): Promise<{ code
 
 /** Every command sudo ran for deploy since the host booted, from its log in the journal (refusals, `deploy : a password is required ; ...`, left out). */
 async function sudoCommands(): Promise<string[]> {
-  const log = await sh("journalctl -q --no-pager -o cat _COMM=sudo");
+  const log = await sh("journalctl -q --no-pager -o cat SYSLOG_IDENTIFIER=sudo");
   return log
     .split("\n")
     .filter((l) => /^\s*deploy : PWD=/.test(l))
@@ -83,7 +83,7 @@ test("up through sudo, with a short benchmark: the server serves, its secret fil
   assert.ok(commands.length >= 4, `sudo ran the host steps: ${commands.join("\n")}`);
   assert.deepEqual([...new Set(commands)], ["USER=root ; COMMAND=/usr/bin/bash -s"], "one command, the one the sudoers file names");
   assert.doesNotMatch(output, new RegExp(KEY));
-  assert.doesNotMatch((await sh("journalctl -q --no-pager -o cat _COMM=sudo")), new RegExp(KEY), "no secret in sudo's log");
+  assert.doesNotMatch((await sh("journalctl -q --no-pager -o cat SYSLOG_IDENTIFIER=sudo")), new RegExp(KEY), "no secret in sudo's log");
 });
 
 test("a failed reconfiguration through sudo rolls back to the previous configuration, which serves", async () => {
