@@ -10,10 +10,11 @@ setup() {
 }
 
 # --- the drain's accounting (stop_server) ------------------------------------------------
+# A test whose fake server exits by its states sets drain_deadline=60: common.bash's 1 s is for
+# the tests that need the deadline to pass, and a loaded machine could reach it before the states end.
 
 @test "drain: a server that drains to 0 and exits cuts nothing and is not killed" {
-  # It ends by its states, not the deadline (1 s in common.bash), however loaded the machine.
-  drain_deadline=60
+  drain_deadline=60 # it ends by its states
   drain "active active active inactive" "Gracefully exiting... Remaining number of requests 2." "Gracefully exiting... Remaining number of requests 0."
   [ "$killed" = 0 ]
   [ "$cut" = 0 ]
@@ -50,8 +51,7 @@ setup() {
 }
 
 @test "drain: SGLang's forced exit after a failed health check cuts what its last count held" {
-  # It ends by its states, not the deadline (1 s in common.bash), however loaded the machine.
-  drain_deadline=60
+  drain_deadline=60 # it ends by its states
   drain "active active inactive" "Gracefully exiting... Remaining number of requests 2." "Signal SIGTERM received while health check failed. Force exiting."
   [[ "$drained" == *"SGLang gave up its drain (its health check had failed: a stuck scheduler) and exited, cutting 2 requests still in flight"* ]]
   [ "$killed" = 1 ]
@@ -59,8 +59,7 @@ setup() {
 }
 
 @test "drain: SGL_FORCE_SHUTDOWN's exit before any count cuts an unknown number" {
-  # It ends by its states, not the deadline (1 s in common.bash), however loaded the machine.
-  drain_deadline=60
+  drain_deadline=60 # it ends by its states
   drain "active inactive" "Signal SIGTERM received while force shutdown flag set. Force exiting."
   [[ "$drained" == *"SGLang skipped its drain (SGL_FORCE_SHUTDOWN is set in its environment) and exited, cutting what was still in flight (SGLang logged no count)"* ]]
   [ "$killed" = 1 ]
@@ -68,8 +67,7 @@ setup() {
 }
 
 @test "drain: in a group, a server ended by a peer's abort with requests in flight counts them as cut; on one host it does not" {
-  # It ends by its states, not the deadline (1 s in common.bash), however loaded the machine.
-  drain_deadline=60
+  drain_deadline=60 # it ends by its states
   group_size=2
   drain "active active inactive" "Gracefully exiting... Remaining number of requests 4." "NCCL communicator was aborted on rank 0"
   [ "$killed" = 1 ]
@@ -81,8 +79,7 @@ setup() {
 }
 
 @test "drain: systemd's stop timeout after a drain to 0 cuts nothing; before it, it cuts the last count" {
-  # It ends by its states, not the deadline (1 s in common.bash), however loaded the machine.
-  drain_deadline=60
+  drain_deadline=60 # it ends by its states
   fake_result=timeout drain "active active inactive" "Gracefully exiting... Remaining number of requests 0."
   [[ "$drained" == *"SGLang had drained every request; systemd's stop timeout (TimeoutStopSec) ended its own exit, which cut nothing"* ]]
   [ "$killed" = 0 ]
@@ -107,8 +104,7 @@ setup() {
 # The drain's deadline counts the time since boot: the drain ends by itself, nothing is cut, and
 # no "did not exit" is reported of a server that exited.
 @test "drain: the wall clock stepping 2 h ahead mid-drain kills nothing: the drain ends by itself, nothing cut, no false \"did not exit\"" {
-  # It ends by its states, not the deadline (1 s in common.bash), however loaded the machine.
-  drain_deadline=60
+  drain_deadline=60 # it ends by its states
   step_clock_at_stop 7200
   drain "active active active active inactive" "Gracefully exiting... Remaining number of requests 2." "Gracefully exiting... Remaining number of requests 0."
   [ "$drain_rc" = 0 ]
@@ -162,8 +158,7 @@ setup() {
 }
 
 @test "drain: without a cursor (journalctl gave none) the invocation's lines are read whole" {
-  # It ends by its states, not the deadline (1 s in common.bash), however loaded the machine.
-  drain_deadline=60
+  drain_deadline=60 # it ends by its states
   fake_unit active active active inactive
   touch "$BATS_TEST_TMPDIR/fake/no-cursor"
   printf '%s\n' "Gracefully exiting... Remaining number of requests 1." "Gracefully exiting... Remaining number of requests 0." > "$BATS_TEST_TMPDIR/fake/at-stop"
